@@ -1,0 +1,221 @@
+//! JSONL framing exactly as Pi reads it.
+//!
+//! Lines are split on LF (`\n`) only. A trailing CR is harmless because JSON
+//! allows it as whitespace; U+2028/U+2029 are ordinary characters inside a line.
+//! A line that is blank (after JavaScript's `trim()`) is skipped, a line that
+//! does not parse is reported and skipped, never dropped from the file.
+
+use serde_json::Value;
+use std::fmt;
+
+/// One physical line: its 1-based number, where it starts and its bytes without the LF.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Line<'a> {
+    pub number: u64,
+    pub start: usize,
+    pub bytes: &'a [u8],
+    /// Whether an LF ended this line (false only for the last line of a file
+    /// that does not end in a newline, e.g. a torn write).
+    pub terminated: bool,
+}
+
+impl Line<'_> {
+    pub fn end(&self) -> usize {
+        self.start + self.bytes.len()
+    }
+
+    pub fn is_blank(&self) -> bool {
+        is_blank(self.bytes)
+    }
+}
+
+/// Iterates over the physical lines of `buf`, LF-separated.
+pub fn lines(buf: &[u8]) -> Lines<'_> {
+    Lines {
+        buf,
+        pos: 0,
+        number: 0,
+    }
+}
+
+pub struct Lines<'a> {
+    buf: &'a [u8],
+    pos: usize,
+    number: u64,
+}
+
+impl<'a> Iterator for Lines<'a> {
+    type Item = Line<'a>;
+
+    fn next(&mut self) -> Option<Line<'a>> {
+        if self.pos >= self.buf.len() {
+            return None;
+        }
+        let rest = &self.buf[self.pos..];
+        self.number += 1;
+        let start = self.pos;
+        match memchr::memchr(b'\n', rest) {
+            Some(n) => {
+                self.pos += n + 1;
+                Some(Line {
+                    number: self.number,
+                    start,
+                    bytes: &rest[..n],
+                    terminated: true,
+                })
+            }
+            None => {
+                self.pos = self.buf.len();
+                Some(Line {
+                    number: self.number,
+                    start,
+                    bytes: rest,
+                    terminated: false,
+                })
+            }
+        }
+    }
+}
+
+/// JavaScript's `String.prototype.trim()` emptiness test on UTF-8 bytes:
+/// ASCII whitespace plus the Unicode white space and line terminators JS trims.
+pub fn is_blank(bytes: &[u8]) -> bool {
+    if bytes
+        .iter()
+        .all(|b| matches!(b, b' ' | b'\t' | b'\r' | b'\n' | 0x0b | 0x0c))
+    {
+        return true;
+    }
+    if bytes.is_ascii() {
+        return false;
+    }
+    match std::str::from_utf8(bytes) {
+        Ok(text) => text.chars().all(is_js_whitespace),
+        Err(_) => false,
+    }
+}
+
+fn is_js_whitespace(c: char) -> bool {
+    matches!(
+        c,
+        '\u{0009}'..='\u{000d}'
+            | ' '
+            | '\u{00a0}'
+            | '\u{1680}'
+            | '\u{2000}'..='\u{200a}'
+            | '\u{2028}'
+            | '\u{2029}'
+            | '\u{202f}'
+            | '\u{205f}'
+            | '\u{3000}'
+            | '\u{feff}'
+    )
+}
+
+/// Why a line could not be used.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum LineErrorKind {
+    /// Not valid JSON (`JSON.parse` would throw). Pi skips such lines.
+    Malformed(String),
+    /// The last line of the file is cut off: no LF and not valid JSON.
+    Torn(String),
+}
+
+/// A line that Pi skips, with where it is.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LineError {
+    pub line: u64,
+    pub kind: LineErrorKind,
+}
+
+impl fmt::Display for LineError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match &self.kind {
+            LineErrorKind::Malformed(reason) => {
+                write!(f, "line {}: malformed JSON ({reason})", self.line)
+            }
+            LineErrorKind::Torn(reason) => write!(
+                f,
+                "line {}: torn last line without newline ({reason})",
+                self.line
+            ),
+        }
+    }
+}
+
+impl std::error::Error for LineError {}
+
+/// Parses one line the way `JSON.parse` would.
+///
+/// Invalid UTF-8 is decoded lossily first, as Node's UTF-8 decoder does before
+/// the JSON parser ever sees the text.
+pub fn parse_value(bytes: &[u8]) -> Result<Value, String> {
+    match serde_json::from_slice::<Value>(bytes) {
+        Ok(v) => Ok(v),
+        Err(e) => match std::str::from_utf8(bytes) {
+            Ok(_) => Err(e.to_string()),
+            Err(_) => {
+                let text = String::from_utf8_lossy(bytes);
+                serde_json::from_str::<Value>(&text).map_err(|e| e.to_string())
+            }
+        },
+    }
+}
+
+/// Classifies a failed line: the unterminated last line is torn, anything else malformed.
+pub fn line_error(line: &Line<'_>, reason: String) -> LineError {
+    let kind = if line.terminated {
+        LineErrorKind::Malformed(reason)
+    } else {
+        LineErrorKind::Torn(reason)
+    };
+    LineError {
+        line: line.number,
+        kind,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn splits_on_lf_only() {
+        let buf = "a\u{2028}b\r\nc\n\nd".as_bytes();
+        let got: Vec<_> = lines(buf).map(|l| (l.number, l.bytes, l.terminated)).collect();
+        assert_eq!(
+            got,
+            vec![
+                (1, "a\u{2028}b\r".as_bytes(), true),
+                (2, "c".as_bytes(), true),
+                (3, "".as_bytes(), true),
+                (4, "d".as_bytes(), false),
+            ]
+        );
+    }
+
+    #[test]
+    fn trailing_newline_adds_no_line() {
+        assert_eq!(lines(b"x\n").count(), 1);
+        assert_eq!(lines(b"").count(), 0);
+    }
+
+    #[test]
+    fn blank_follows_js_trim() {
+        assert!(is_blank(b"  \t\r"));
+        assert!(is_blank("\u{feff}\u{2028}".as_bytes()));
+        assert!(!is_blank(b" x "));
+    }
+
+    #[test]
+    fn crlf_line_parses() {
+        assert!(parse_value(b"{\"a\":1}\r").is_ok());
+        assert!(parse_value("\u{feff}{}".as_bytes()).is_err());
+    }
+
+    #[test]
+    fn invalid_utf8_inside_string_is_replaced() {
+        let v = parse_value(b"{\"a\":\"\xff\"}").unwrap();
+        assert_eq!(v["a"], "\u{fffd}");
+    }
+}
