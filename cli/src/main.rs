@@ -1,3 +1,3 @@
 fn main() {
-    println!("pi");
+    std::process::exit(pi_cli::run());
 }
