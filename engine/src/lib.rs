@@ -1,1 +1,9 @@
-//! Session engine.
+//! The session engine: the tree, context building, compaction, the agent loop,
+//! providers and tools.
+//!
+//! Data flows one way: `pi-formats` (bytes) → `pi-storage` (stores) → here → the CLI.
+
+pub mod context;
+pub mod session;
+pub mod llm;
+pub mod tools;

@@ -1,0 +1,78 @@
+//! Where context building reads entries from.
+
+use crate::session::{EntryIdx, Session};
+use serde_json::Value;
+use std::borrow::Cow;
+
+/// A root-first path of entries. Context building asks for an entry's type, id
+/// and role (cheap: from the index) and for its full value only where it needs
+/// the payload, so an implementation can parse lazily.
+pub trait EntrySource {
+    fn len(&self) -> usize;
+    fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+    /// The entry's `type` (`""` when missing or not a string).
+    fn kind(&self, i: usize) -> &str;
+    fn id(&self, i: usize) -> Option<&str>;
+    /// `message.role` of message entries.
+    fn role(&self, i: usize) -> Option<&str>;
+    /// The whole entry.
+    fn value(&self, i: usize) -> Cow<'_, Value>;
+}
+
+impl EntrySource for [Value] {
+    fn len(&self) -> usize {
+        <[Value]>::len(self)
+    }
+    fn kind(&self, i: usize) -> &str {
+        self[i].get("type").and_then(Value::as_str).unwrap_or("")
+    }
+    fn id(&self, i: usize) -> Option<&str> {
+        self[i].get("id").and_then(Value::as_str)
+    }
+    fn role(&self, i: usize) -> Option<&str> {
+        self[i].get("message")?.get("role")?.as_str()
+    }
+    fn value(&self, i: usize) -> Cow<'_, Value> {
+        Cow::Borrowed(&self[i])
+    }
+}
+
+/// A path through a [`Session`], parsing entry lines on demand.
+pub struct SessionPath<'a> {
+    pub session: &'a Session,
+    pub path: &'a [EntryIdx],
+}
+
+impl<'a> SessionPath<'a> {
+    pub fn new(session: &'a Session, path: &'a [EntryIdx]) -> Self {
+        SessionPath { session, path }
+    }
+
+    /// Every entry of the path, parsed.
+    pub fn values(&self) -> Vec<Value> {
+        self.path
+            .iter()
+            .map(|&i| self.session.entry_value(i))
+            .collect()
+    }
+}
+
+impl EntrySource for SessionPath<'_> {
+    fn len(&self) -> usize {
+        self.path.len()
+    }
+    fn kind(&self, i: usize) -> &str {
+        self.session.entry(self.path[i]).kind.as_str().unwrap_or("")
+    }
+    fn id(&self, i: usize) -> Option<&str> {
+        self.session.entry(self.path[i]).id.as_deref()
+    }
+    fn role(&self, i: usize) -> Option<&str> {
+        self.session.entry(self.path[i]).role.as_deref()
+    }
+    fn value(&self, i: usize) -> Cow<'_, Value> {
+        Cow::Owned(self.session.entry_value(self.path[i]))
+    }
+}

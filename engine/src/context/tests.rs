@@ -1,0 +1,79 @@
+use super::*;
+use serde_json::json;
+
+fn msg(id: &str, parent: Option<&str>, role: &str, text: &str) -> Value {
+    json!({"type":"message","id":id,"parentId":parent,"timestamp":"2026-01-01T00:00:00.000Z",
+           "message":{"role":role,"content":[{"type":"text","text":text}],"timestamp":1}})
+}
+
+#[test]
+fn no_compaction_keeps_the_whole_path() {
+    let path = vec![msg("a", None, "user", "q"), msg("b", Some("a"), "assistant", "r")];
+    assert_eq!(context_entry_positions(path.as_slice()), vec![0, 1]);
+    let p = project(path.as_slice());
+    assert_eq!(p.messages().count(), 2);
+    assert_eq!(p.thinking_level, Some(json!("off")));
+    assert_eq!(p.model, Some(json!({})));
+}
+
+#[test]
+fn compaction_keeps_from_first_kept_and_skips_system_messages() {
+    let path = vec![
+        msg("s", None, "system", ""),
+        msg("a", Some("s"), "user", "old"),
+        msg("b", Some("a"), "user", "kept"),
+        json!({"type":"compaction","id":"c","parentId":"b","timestamp":"2026-01-01T00:00:00.000Z",
+               "summary":"S","firstKeptEntryId":"b","tokensBefore":10}),
+        msg("d", Some("c"), "user", "after"),
+    ];
+    assert_eq!(context_entry_positions(path.as_slice()), vec![3, 2, 4]);
+    let roles: Vec<_> = project(path.as_slice())
+        .messages()
+        .map(|m| m["role"].as_str().unwrap().to_string())
+        .collect();
+    assert_eq!(roles, ["compactionSummary", "user", "user"]);
+}
+
+#[test]
+fn dangling_first_kept_drops_everything_before() {
+    let path = vec![
+        msg("a", None, "user", "old"),
+        json!({"type":"compaction","id":"c","parentId":"a","summary":"S","firstKeptEntryId":"zz","tokensBefore":1}),
+    ];
+    assert_eq!(context_entry_positions(path.as_slice()), vec![1]);
+}
+
+#[test]
+fn context_edit_replaces_or_removes() {
+    let path = vec![
+        msg("a", None, "assistant", "long"),
+        json!({"type":"context_edit","id":"e","parentId":"a","targetId":"a","replacement":{"content":"short"}}),
+    ];
+    let p = project(path.as_slice());
+    let first = p.messages().next().unwrap();
+    assert_eq!(first["content"], json!([{"type":"text","text":"short"}]));
+    let path = vec![
+        msg("a", None, "user", "x"),
+        json!({"type":"context_edit","id":"e","parentId":"a","targetId":"a","replacement":null}),
+    ];
+    assert_eq!(project(path.as_slice()).messages().count(), 0);
+}
+
+#[test]
+fn convert_wraps_summaries_and_drops_excluded_bash() {
+    let msgs = vec![
+        json!({"role":"branchSummary","summary":"B","fromId":"x","timestamp":5}),
+        json!({"role":"bashExecution","command":"ls","output":"","exitCode":2,"cancelled":false,"truncated":false,"timestamp":1}),
+        json!({"role":"bashExecution","command":"ls","output":"x","excludeFromContext":true,"timestamp":1}),
+    ];
+    let out = convert_to_llm(&msgs);
+    assert_eq!(out.len(), 2);
+    assert_eq!(
+        out[0]["content"][0]["text"],
+        format!("{BRANCH_SUMMARY_PREFIX}B{BRANCH_SUMMARY_SUFFIX}")
+    );
+    assert_eq!(
+        out[1]["content"][0]["text"],
+        "Ran `ls`\n(no output)\n\nCommand exited with code 2"
+    );
+}

@@ -1,0 +1,340 @@
+//! The session tree: an index over entry lines, with Pi's SessionManager semantics.
+//!
+//! A [`Session`] holds the bytes of its lines and, per entry, a small
+//! [`EntryRecord`] (id, parent, type, role, where the line is). Payloads are
+//! parsed only when asked for ([`Session::entry_value`]), so opening a large
+//! session costs one pass over its bytes and a few words per entry.
+//!
+//! Indices into `entries` are the handles used everywhere ([`EntryIdx`]); ids
+//! are resolved through `by_id`, where, as in Pi, the last entry with an id wins.
+
+mod load;
+mod tree;
+mod write;
+
+pub use load::{LoadError, LoadReport};
+pub use tree::{LeafChoice, PathWalk, Tree, TreeNode};
+pub use write::PreparedEntry;
+pub use write::AppendError;
+
+use pi_formats::jsonl;
+use serde_json::Value;
+use std::collections::HashMap;
+use std::path::PathBuf;
+
+/// Position of an entry in file order (header excluded).
+pub type EntryIdx = u32;
+
+/// An entry's `type`, with the kinds Pi knows spelled out.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Kind {
+    Message,
+    ThinkingLevelChange,
+    ModelChange,
+    Compaction,
+    BranchSummary,
+    Custom,
+    CustomMessage,
+    Label,
+    SessionInfo,
+    ContextEdit,
+    Usage,
+    /// A type this version does not know; kept verbatim and ignored by context building.
+    Other(Box<str>),
+    /// `type` missing or not a string.
+    Untyped,
+}
+
+impl Kind {
+    pub fn from_str(kind: Option<&str>) -> Kind {
+        use pi_formats::entry::kind as k;
+        match kind {
+            None => Kind::Untyped,
+            Some(k::MESSAGE) => Kind::Message,
+            Some(k::THINKING_LEVEL_CHANGE) => Kind::ThinkingLevelChange,
+            Some(k::MODEL_CHANGE) => Kind::ModelChange,
+            Some(k::COMPACTION) => Kind::Compaction,
+            Some(k::BRANCH_SUMMARY) => Kind::BranchSummary,
+            Some(k::CUSTOM) => Kind::Custom,
+            Some(k::CUSTOM_MESSAGE) => Kind::CustomMessage,
+            Some(k::LABEL) => Kind::Label,
+            Some(k::SESSION_INFO) => Kind::SessionInfo,
+            Some(k::CONTEXT_EDIT) => Kind::ContextEdit,
+            Some(k::USAGE) => Kind::Usage,
+            Some(other) => Kind::Other(other.into()),
+        }
+    }
+
+    pub fn as_str(&self) -> Option<&str> {
+        use pi_formats::entry::kind as k;
+        Some(match self {
+            Kind::Message => k::MESSAGE,
+            Kind::ThinkingLevelChange => k::THINKING_LEVEL_CHANGE,
+            Kind::ModelChange => k::MODEL_CHANGE,
+            Kind::Compaction => k::COMPACTION,
+            Kind::BranchSummary => k::BRANCH_SUMMARY,
+            Kind::Custom => k::CUSTOM,
+            Kind::CustomMessage => k::CUSTOM_MESSAGE,
+            Kind::Label => k::LABEL,
+            Kind::SessionInfo => k::SESSION_INFO,
+            Kind::ContextEdit => k::CONTEXT_EDIT,
+            Kind::Usage => k::USAGE,
+            Kind::Other(other) => other,
+            Kind::Untyped => return None,
+        })
+    }
+}
+
+/// How an entry names its parent.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Parent {
+    /// `parentId: null`.
+    Root,
+    Id(Box<str>),
+    /// No `parentId` key.
+    Missing,
+    /// A `parentId` that is neither a string nor null.
+    Other,
+}
+
+impl Parent {
+    /// The parent id Pi follows (`entry.parentId ? byId.get(parentId) : undefined`).
+    pub fn id(&self) -> Option<&str> {
+        match self {
+            Parent::Id(id) if !id.is_empty() => Some(id),
+            _ => None,
+        }
+    }
+}
+
+/// The indexed facts about one entry line.
+#[derive(Debug, Clone)]
+pub struct EntryRecord {
+    pub id: Option<Box<str>>,
+    pub parent: Parent,
+    pub kind: Kind,
+    /// `message.role` for message entries.
+    pub role: Option<Box<str>>,
+    pub timestamp: Option<Box<str>>,
+    pub target_id: Option<Box<str>>,
+    pub label: Option<Box<str>>,
+    pub name: Option<Box<str>>,
+    /// 1-based physical line number in the source file.
+    pub line: u64,
+    start: usize,
+    len: usize,
+}
+
+impl EntryRecord {
+    pub fn is_message_with_role(&self, role: &str) -> bool {
+        self.kind == Kind::Message && self.role.as_deref() == Some(role)
+    }
+}
+
+/// A label's current text and when it was set.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Label {
+    pub text: Box<str>,
+    pub timestamp: Option<Box<str>>,
+}
+
+/// One session: header, entries in file order, and the derived tree index.
+#[derive(Debug, Clone)]
+pub struct Session {
+    path: Option<PathBuf>,
+    /// The lines' bytes: the file as read (or as migrated), then appended lines.
+    text: Vec<u8>,
+    header_span: Option<(usize, usize)>,
+    header_line: u64,
+    entries: Vec<EntryRecord>,
+    /// Last entry with each id (entries without a string id share the `None` key, as
+    /// `undefined` does in Pi's map).
+    by_id: HashMap<Option<Box<str>>, EntryIdx>,
+    labels: HashMap<Box<str>, Label>,
+    leaf: Option<EntryIdx>,
+    report: LoadReport,
+    /// Parent for the branch summary being appended (see `branch_with_summary_with`).
+    pending_branch_parent: Option<String>,
+}
+
+impl Session {
+    fn empty() -> Session {
+        Session {
+            path: None,
+            text: Vec::new(),
+            header_span: None,
+            header_line: 0,
+            entries: Vec::new(),
+            by_id: HashMap::new(),
+            labels: HashMap::new(),
+            leaf: None,
+            report: LoadReport::default(),
+            pending_branch_parent: None,
+        }
+    }
+
+    fn push_record(&mut self, record: EntryRecord) {
+        self.entries.push(record);
+    }
+
+    /// Pi's `_buildIndex`: ids (last wins), labels (last wins, falsy clears), leaf = last line.
+    fn rebuild_index(&mut self) {
+        self.by_id.clear();
+        self.labels.clear();
+        self.leaf = None;
+        for idx in 0..self.entries.len() {
+            self.index_entry(idx as EntryIdx);
+        }
+    }
+
+    fn index_entry(&mut self, idx: EntryIdx) {
+        let record = &self.entries[idx as usize];
+        self.by_id.insert(record.id.clone(), idx);
+        self.leaf = Some(idx);
+        if record.kind == Kind::Label {
+            if let Some(target) = record.target_id.clone() {
+                match record.label.as_deref().filter(|l| !l.is_empty()) {
+                    Some(text) => {
+                        self.labels.insert(
+                            target,
+                            Label {
+                                text: text.into(),
+                                timestamp: record.timestamp.clone(),
+                            },
+                        );
+                    }
+                    None => {
+                        self.labels.remove(&target);
+                    }
+                }
+            }
+        }
+    }
+
+    /// The file this session was read from, if any.
+    pub fn path(&self) -> Option<&std::path::Path> {
+        self.path.as_deref()
+    }
+
+    pub fn set_path(&mut self, path: Option<PathBuf>) {
+        self.path = path;
+    }
+
+    /// What loading found (skipped lines, migration, missing newline).
+    pub fn load_report(&self) -> &LoadReport {
+        &self.report
+    }
+
+    /// The header as a value (None only for a session created empty).
+    pub fn header(&self) -> Option<Value> {
+        let (start, len) = self.header_span?;
+        jsonl::parse_value(&self.text[start..start + len]).ok()
+    }
+
+    /// The header line's bytes.
+    pub fn header_line(&self) -> Option<&[u8]> {
+        self.header_span
+            .map(|(start, len)| &self.text[start..start + len])
+    }
+
+    /// The session id from the header.
+    pub fn session_id(&self) -> Option<String> {
+        self.header()?.get("id")?.as_str().map(str::to_string)
+    }
+
+    /// All entries in file order (header excluded).
+    pub fn entries(&self) -> &[EntryRecord] {
+        &self.entries
+    }
+
+    pub fn entry(&self, idx: EntryIdx) -> &EntryRecord {
+        &self.entries[idx as usize]
+    }
+
+    /// The exact bytes of an entry's line (no LF).
+    pub fn entry_line(&self, idx: EntryIdx) -> &[u8] {
+        let r = &self.entries[idx as usize];
+        &self.text[r.start..r.start + r.len]
+    }
+
+    /// Parses an entry's full line.
+    pub fn entry_value(&self, idx: EntryIdx) -> Value {
+        // Every indexed line parsed once already, so this cannot fail.
+        jsonl::parse_value(self.entry_line(idx)).unwrap_or(Value::Null)
+    }
+
+    /// Pi's `getEntryCount()`: the number of distinct ids.
+    pub fn entry_count(&self) -> usize {
+        self.by_id.len()
+    }
+
+    /// The entry holding `id` (the last one, if ids repeat).
+    pub fn find(&self, id: &str) -> Option<EntryIdx> {
+        self.by_id.get(&Some(id.into())).copied()
+    }
+
+    fn parent_of(&self, idx: EntryIdx) -> Option<EntryIdx> {
+        let id = self.entries[idx as usize].parent.id()?;
+        self.find(id)
+    }
+
+    /// The current leaf (after load: the last entry in the file, as in Pi).
+    pub fn leaf(&self) -> Option<EntryIdx> {
+        self.leaf
+    }
+
+    pub fn leaf_id(&self) -> Option<&str> {
+        self.leaf.and_then(|idx| self.entries[idx as usize].id.as_deref())
+    }
+
+    /// Moves the leaf to an existing entry (Pi's `branch`).
+    pub fn branch(&mut self, id: &str) -> Result<(), AppendError> {
+        let idx = self
+            .find(id)
+            .ok_or_else(|| AppendError::NotFound(id.to_string()))?;
+        self.leaf = Some(idx);
+        Ok(())
+    }
+
+    /// Puts the leaf before the first entry: the next append is a new root.
+    pub fn reset_leaf(&mut self) {
+        self.leaf = None;
+    }
+
+    /// The live label of an entry.
+    pub fn label(&self, id: &str) -> Option<&Label> {
+        self.labels.get(id)
+    }
+
+    /// Labels that point at existing entries, keyed by target id.
+    pub fn labels(&self) -> impl Iterator<Item = (&str, &Label)> {
+        self.labels
+            .iter()
+            .filter(|(id, _)| self.find(id).is_some())
+            .map(|(id, l)| (id.as_ref(), l))
+    }
+
+    /// Pi 1.6's `getSessionName()`: the latest `session_info` decides; empty clears.
+    pub fn session_name(&self) -> Option<String> {
+        let record = self
+            .entries
+            .iter()
+            .rev()
+            .find(|r| r.kind == Kind::SessionInfo)?;
+        let trimmed = js_trim(record.name.as_deref()?);
+        (!trimmed.is_empty()).then(|| trimmed.to_string())
+    }
+
+    /// Children of an entry, in file order.
+    pub fn children(&self, id: &str) -> Vec<EntryIdx> {
+        (0..self.entries.len() as EntryIdx)
+            .filter(|&i| self.entries[i as usize].parent.id() == Some(id))
+            .collect()
+    }
+}
+
+/// JavaScript's `String.prototype.trim()`.
+pub fn js_trim(s: &str) -> &str {
+    // Rust's whitespace adds U+0085, which JS does not trim; JS adds U+FEFF.
+    s.trim_matches(|c: char| (c.is_whitespace() && c != '\u{85}') || c == '\u{feff}')
+}

@@ -1,0 +1,169 @@
+//! Paths and the tree, without recursion whose depth follows the input.
+
+use super::{EntryIdx, Parent, Session};
+use std::cmp::Ordering;
+
+/// A root-first path of entries, and the cycle that cut it short, if any.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct PathWalk {
+    pub entries: Vec<EntryIdx>,
+    /// Ids along a parent cycle, starting at the walk's start and ending with the
+    /// first repeated id. Pi loops forever here; we stop before the repeat.
+    pub cycle: Option<Vec<String>>,
+}
+
+/// One node of the tree view: an entry and its children (sorted by timestamp).
+#[derive(Debug, Clone, PartialEq)]
+pub struct TreeNode {
+    pub idx: EntryIdx,
+    pub children: Vec<EntryIdx>,
+}
+
+/// The whole tree as flat adjacency: `children[idx]` lists an entry's children.
+#[derive(Debug, Clone, Default)]
+pub struct Tree {
+    pub roots: Vec<EntryIdx>,
+    pub children: Vec<Vec<EntryIdx>>,
+}
+
+impl Session {
+    /// Pi's `getBranch(fromId)`: from an entry up to the root, returned root-first.
+    pub fn path_to(&self, start: Option<EntryIdx>) -> PathWalk {
+        let mut walk = PathWalk::default();
+        let Some(start) = start else {
+            return walk;
+        };
+        // A bitmap sized to the session is cheaper than hashing on long chains.
+        let mut seen = vec![false; self.entries.len()];
+        let mut current = Some(start);
+        while let Some(idx) = current {
+            if std::mem::replace(&mut seen[idx as usize], true) {
+                let mut ids: Vec<String> = walk.entries.iter().map(|&i| self.id_text(i)).collect();
+                ids.push(self.id_text(idx));
+                walk.cycle = Some(ids);
+                break;
+            }
+            walk.entries.push(idx);
+            current = self.parent_of(idx);
+        }
+        walk.entries.reverse();
+        walk
+    }
+
+    /// The active branch: the path from the leaf (Pi's `getBranch()`).
+    pub fn branch_path(&self) -> PathWalk {
+        self.path_to(self.leaf)
+    }
+
+    /// Pi's `buildSessionPath`: like the branch, but a missing leaf falls back to the
+    /// last entry in file order (only an explicitly reset leaf gives an empty path).
+    pub fn context_path(&self, leaf: LeafChoice<'_>) -> PathWalk {
+        let start = match leaf {
+            LeafChoice::Current => self.leaf,
+            LeafChoice::Id(id) => self
+                .find(id)
+                .or_else(|| self.entries.len().checked_sub(1).map(|i| i as EntryIdx)),
+        };
+        self.path_to(start)
+    }
+
+    fn id_text(&self, idx: EntryIdx) -> String {
+        self.entries[idx as usize]
+            .id
+            .as_deref()
+            .unwrap_or("<no id>")
+            .to_string()
+    }
+
+    /// Pi's `getTree()`: roots in file order (entries with a null or self parent, and
+    /// orphans whose parent is unknown), children sorted by timestamp, oldest first.
+    /// Entries caught in a parent cycle are reachable from no root and are left out,
+    /// as in Pi; `verify` reports them.
+    pub fn tree(&self) -> Tree {
+        let n = self.entries.len();
+        let mut tree = Tree {
+            roots: Vec::new(),
+            children: vec![Vec::new(); n],
+        };
+        for (i, record) in self.entries.iter().enumerate() {
+            let idx = i as EntryIdx;
+            let is_root = match &record.parent {
+                Parent::Root => true,
+                Parent::Id(p) => record.id.as_deref() == Some(p),
+                _ => false,
+            };
+            if is_root {
+                tree.roots.push(idx);
+                continue;
+            }
+            match record.parent.id().and_then(|p| self.find(p)) {
+                Some(parent) => tree.children[parent as usize].push(idx),
+                None => tree.roots.push(idx),
+            }
+        }
+        let times: Vec<Option<f64>> = self
+            .entries
+            .iter()
+            .map(|r| r.timestamp.as_deref().and_then(pi_formats::time::parse_millis))
+            .collect();
+        for list in tree.children.iter_mut().filter(|l| l.len() > 1) {
+            sort_by_time(list, &times);
+        }
+        tree
+    }
+}
+
+/// Which leaf context building starts from.
+#[derive(Debug, Clone, Copy)]
+pub enum LeafChoice<'a> {
+    /// The session's current leaf (`None` after `reset_leaf`).
+    Current,
+    /// A given id; unknown ids fall back to the last entry, as in Pi.
+    Id(&'a str),
+}
+
+/// JS `Array.prototype.sort` by `Date` value: stable, and an invalid date compares
+/// equal to everything (the comparator yields NaN). That is not a total order, so
+/// such lists use a binary insertion sort like V8's instead of Rust's sort, which
+/// may panic on inconsistent comparisons.
+fn sort_by_time(list: &mut [EntryIdx], times: &[Option<f64>]) {
+    let key = |idx: EntryIdx| times[idx as usize];
+    if list.iter().all(|&i| key(i).is_some()) {
+        list.sort_by(|&a, &b| key(a).unwrap().total_cmp(&key(b).unwrap()));
+        return;
+    }
+    let compare = |a: EntryIdx, b: EntryIdx| match (key(a), key(b)) {
+        (Some(x), Some(y)) => x.partial_cmp(&y).unwrap_or(Ordering::Equal),
+        _ => Ordering::Equal,
+    };
+    for start in 1..list.len() {
+        let pivot = list[start];
+        let (mut left, mut right) = (0, start);
+        while left < right {
+            let mid = left + (right - left) / 2;
+            if compare(pivot, list[mid]) == Ordering::Less {
+                right = mid;
+            } else {
+                left = mid + 1;
+            }
+        }
+        list.copy_within(left..start, left + 1);
+        list[left] = pivot;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn insertion_sort_with_invalid_dates_is_stable_and_total() {
+        let times = vec![Some(3.0), None, Some(1.0), Some(2.0)];
+        let mut list = vec![0, 1, 2, 3];
+        sort_by_time(&mut list, &times);
+        assert_eq!(list.len(), 4);
+        let mut sorted = list.clone();
+        sorted.sort();
+        assert_eq!(sorted, vec![0, 1, 2, 3]);
+    }
+}
