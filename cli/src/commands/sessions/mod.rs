@@ -2,6 +2,8 @@
 //!
 //! Each subcommand lives in its own file with its clap `…Args` struct and a `run` fn.
 
+pub mod inspect;
+
 use clap::{Args, Subcommand};
 
 #[derive(Debug, Args)]
@@ -11,9 +13,14 @@ pub struct SessionsArgs {
 }
 
 #[derive(Debug, Subcommand)]
-pub enum SessionsCommand {}
+pub enum SessionsCommand {
+    /// Print what the engine makes of a session file (tree, branch, context) as JSON.
+    Inspect(inspect::InspectArgs),
+}
 
 /// Dispatches a `pi sessions` subcommand; returns the exit code.
 pub fn run(args: SessionsArgs) -> anyhow::Result<i32> {
-    match args.command {}
+    match args.command {
+        SessionsCommand::Inspect(args) => inspect::run(args),
+    }
 }

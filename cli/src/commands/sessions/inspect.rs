@@ -1,0 +1,171 @@
+//! `pi sessions inspect FILE --json`: what the engine makes of a session file, with
+//! the key names of real Pi's SessionManager (the oracle outputs in `fixtures/realpi`).
+//! The file is only read.
+
+use anyhow::Context as _;
+use clap::Args;
+use pi_engine::context::{self, SessionPath};
+use pi_engine::session::{EntryIdx, Session, Tree};
+use serde_json::{json, Map, Value};
+use std::io::Write;
+use std::path::PathBuf;
+
+#[derive(Debug, Args)]
+pub struct InspectArgs {
+    /// The session file (.jsonl).
+    pub file: PathBuf,
+    /// Build the branch and context from this entry instead of the leaf.
+    #[arg(long)]
+    pub leaf: Option<String>,
+    /// Print JSON (the only format so far; kept for symmetry with other commands).
+    #[arg(long)]
+    pub json: bool,
+}
+
+pub fn run(args: InspectArgs) -> anyhow::Result<i32> {
+    let mut session = Session::open(&args.file)?;
+    if let Some(leaf) = &args.leaf {
+        session
+            .branch(leaf)
+            .with_context(|| format!("--leaf {leaf} in {}", args.file.display()))?;
+    }
+    let stdout = std::io::stdout();
+    let mut out = std::io::BufWriter::new(stdout.lock());
+    write_report(&session, &mut out)?;
+    out.write_all(b"\n")?;
+    out.flush()?;
+    Ok(0)
+}
+
+/// Writes the report object. The tree is written without recursion: a session can
+/// be a chain of a million entries, far deeper than any stack.
+pub fn write_report(session: &Session, out: &mut impl Write) -> anyhow::Result<()> {
+    let branch = session.branch_path();
+    let path = SessionPath::new(session, &branch.entries);
+    let projection = context::project(&path);
+    let context_ids: Vec<Value> = projection
+        .entries
+        .iter()
+        .map(|e| id_value(session, branch.entries[e.pos]))
+        .collect();
+    let messages: Vec<&Value> = projection.messages().collect();
+    let llm_messages = context::convert_to_llm(messages.iter().copied());
+
+    let mut warnings: Vec<String> = Vec::new();
+    if let Some(cycle) = &branch.cycle {
+        warnings.push(format!(
+            "parent cycle on the leaf path ({}); the path stops before the repeat",
+            cycle.join(" -> ")
+        ));
+    }
+    for skipped in &session.load_report().skipped_lines {
+        warnings.push(skipped.to_string());
+    }
+
+    let mut labels = Map::new();
+    let mut label_list: Vec<_> = session.labels().collect();
+    label_list.sort_by_key(|(id, _)| session.find(id));
+    for (id, label) in label_list {
+        labels.insert(id.to_string(), Value::String(label.text.to_string()));
+    }
+
+    out.write_all(b"{")?;
+    field(
+        out,
+        "header",
+        &session.header().unwrap_or(Value::Null),
+        true,
+    )?;
+    field(out, "entryCount", &json!(session.entry_count()), false)?;
+    field(
+        out,
+        "leafId",
+        &session.leaf_id().map_or(Value::Null, |id| json!(id)),
+        false,
+    )?;
+    field(
+        out,
+        "sessionName",
+        &session.session_name().map_or(Value::Null, Value::String),
+        false,
+    )?;
+    field(out, "labels", &Value::Object(labels), false)?;
+    out.write_all(b",\"tree\":")?;
+    write_tree(session, &session.tree(), out)?;
+    let branch_ids: Vec<Value> = branch
+        .entries
+        .iter()
+        .map(|&i| id_value(session, i))
+        .collect();
+    field(out, "branch", &Value::Array(branch_ids), false)?;
+    field(out, "contextEntryIds", &Value::Array(context_ids), false)?;
+    field(out, "context", &projection.context_value(), false)?;
+    field(out, "llmMessages", &Value::Array(llm_messages), false)?;
+    field(
+        out,
+        "warnings",
+        &Value::Array(warnings.into_iter().map(Value::String).collect()),
+        false,
+    )?;
+    out.write_all(b"}")?;
+    Ok(())
+}
+
+fn field(out: &mut impl Write, key: &str, value: &Value, first: bool) -> anyhow::Result<()> {
+    if !first {
+        out.write_all(b",")?;
+    }
+    serde_json::to_writer(&mut *out, key)?;
+    out.write_all(b":")?;
+    serde_json::to_writer(&mut *out, value)?;
+    Ok(())
+}
+
+fn id_value(session: &Session, idx: EntryIdx) -> Value {
+    session
+        .entry(idx)
+        .id
+        .as_deref()
+        .map_or(Value::Null, |id| Value::String(id.to_string()))
+}
+
+/// `[{id, type, role?, label?, children: […]}, …]`, depth-first with an explicit stack.
+fn write_tree(session: &Session, tree: &Tree, out: &mut impl Write) -> anyhow::Result<()> {
+    // Each frame: the sibling list being written and the next position in it.
+    let mut stack: Vec<(&[EntryIdx], usize)> = vec![(&tree.roots, 0)];
+    out.write_all(b"[")?;
+    while let Some((siblings, pos)) = stack.last_mut() {
+        if *pos == siblings.len() {
+            stack.pop();
+            out.write_all(b"]")?;
+            if !stack.is_empty() {
+                out.write_all(b"}")?;
+            }
+            continue;
+        }
+        let idx = siblings[*pos];
+        if *pos > 0 {
+            out.write_all(b",")?;
+        }
+        *pos += 1;
+        let record = session.entry(idx);
+        let mut node = Map::new();
+        node.insert("id".into(), id_value(session, idx));
+        node.insert(
+            "type".into(),
+            record.kind.as_str().map_or(Value::Null, |k| json!(k)),
+        );
+        if let (pi_engine::session::Kind::Message, Some(role)) = (&record.kind, &record.role) {
+            node.insert("role".into(), json!(role.as_ref()));
+        }
+        if let Some(label) = record.id.as_deref().and_then(|id| session.label(id)) {
+            node.insert("label".into(), json!(label.text.as_ref()));
+        }
+        // Open the node object, leave it open for its children.
+        let head = serde_json::to_string(&Value::Object(node))?;
+        out.write_all(&head.as_bytes()[..head.len() - 1])?;
+        out.write_all(b",\"children\":[")?;
+        stack.push((&tree.children[idx as usize], 0));
+    }
+    Ok(())
+}
