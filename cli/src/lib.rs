@@ -23,7 +23,9 @@ pub fn run() -> i32 {
     let cli = Cli::parse();
     let result = match cli.command {
         Some(Command::Sessions(args)) => commands::sessions::run(args),
-        None => Err(anyhow::anyhow!("interactive mode is not available yet; see `pi --help`")),
+        None => Err(anyhow::anyhow!(
+            "interactive mode is not available yet; see `pi --help`"
+        )),
     };
     match result {
         Ok(code) => code,

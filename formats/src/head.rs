@@ -194,9 +194,7 @@ impl<'de: 'a, 'a> Visitor<'de> for HeadVisitor<'a> {
                     map.next_value::<Str<'a>>()?.0,
                     "targetId",
                 )?,
-                "label" => {
-                    set_once(&mut head.label, map.next_value::<Str<'a>>()?.0, "label")?
-                }
+                "label" => set_once(&mut head.label, map.next_value::<Str<'a>>()?.0, "label")?,
                 "name" => set_once(&mut head.name, map.next_value::<Str<'a>>()?.0, "name")?,
                 "version" => set_once(&mut version, map.next_value::<f64>()?, "version")?,
                 "parentId" => {

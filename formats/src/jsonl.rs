@@ -182,7 +182,9 @@ mod tests {
     #[test]
     fn splits_on_lf_only() {
         let buf = "a\u{2028}b\r\nc\n\nd".as_bytes();
-        let got: Vec<_> = lines(buf).map(|l| (l.number, l.bytes, l.terminated)).collect();
+        let got: Vec<_> = lines(buf)
+            .map(|l| (l.number, l.bytes, l.terminated))
+            .collect();
         assert_eq!(
             got,
             vec![

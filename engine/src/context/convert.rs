@@ -20,7 +20,10 @@ pub fn bash_execution_to_text(m: &Value) -> String {
         text.push_str("\n\n(command cancelled)");
     } else if let Some(code) = m.get("exitCode").filter(|v| !v.is_null()) {
         if code.as_f64() != Some(0.0) {
-            text.push_str(&format!("\n\nCommand exited with code {}", js_string(Some(code))));
+            text.push_str(&format!(
+                "\n\nCommand exited with code {}",
+                js_string(Some(code))
+            ));
         }
     }
     if truthy("truncated") && truthy("fullOutputPath") {

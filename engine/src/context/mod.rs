@@ -70,7 +70,9 @@ impl Projection {
 
 /// Positions (into the path) of Pi's context entries.
 pub fn context_entry_positions<S: EntrySource + ?Sized>(path: &S) -> Vec<usize> {
-    let Some(compaction_pos) = (0..path.len()).rev().find(|&i| path.kind(i) == "compaction")
+    let Some(compaction_pos) = (0..path.len())
+        .rev()
+        .find(|&i| path.kind(i) == "compaction")
     else {
         return (0..path.len()).collect();
     };
@@ -149,7 +151,10 @@ pub fn context_settings<S: EntrySource + ?Sized>(path: &S) -> (Option<Value>, Op
             }
             "model_change" if model.is_none() => {
                 let v = path.value(i);
-                model = Some(Some(pick(&v, &[("provider", "provider"), ("modelId", "modelId")])));
+                model = Some(Some(pick(
+                    &v,
+                    &[("provider", "provider"), ("modelId", "modelId")],
+                )));
             }
             "message" if model.is_none() && path.role(i) == Some("assistant") => {
                 let v = path.value(i);

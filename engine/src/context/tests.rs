@@ -8,7 +8,10 @@ fn msg(id: &str, parent: Option<&str>, role: &str, text: &str) -> Value {
 
 #[test]
 fn no_compaction_keeps_the_whole_path() {
-    let path = vec![msg("a", None, "user", "q"), msg("b", Some("a"), "assistant", "r")];
+    let path = vec![
+        msg("a", None, "user", "q"),
+        msg("b", Some("a"), "assistant", "r"),
+    ];
     assert_eq!(context_entry_positions(path.as_slice()), vec![0, 1]);
     let p = project(path.as_slice());
     assert_eq!(p.messages().count(), 2);

@@ -14,8 +14,8 @@ mod write;
 
 pub use load::{LoadError, LoadReport};
 pub use tree::{LeafChoice, PathWalk, Tree, TreeNode};
-pub use write::PreparedEntry;
 pub use write::AppendError;
+pub use write::PreparedEntry;
 
 use pi_formats::jsonl;
 use serde_json::Value;
@@ -237,6 +237,11 @@ impl Session {
             .map(|(start, len)| &self.text[start..start + len])
     }
 
+    /// The header's 1-based line number in the source file.
+    pub fn header_line_number(&self) -> u64 {
+        self.header_line
+    }
+
     /// The session id from the header.
     pub fn session_id(&self) -> Option<String> {
         self.header()?.get("id")?.as_str().map(str::to_string)
@@ -284,7 +289,8 @@ impl Session {
     }
 
     pub fn leaf_id(&self) -> Option<&str> {
-        self.leaf.and_then(|idx| self.entries[idx as usize].id.as_deref())
+        self.leaf
+            .and_then(|idx| self.entries[idx as usize].id.as_deref())
     }
 
     /// Moves the leaf to an existing entry (Pi's `branch`).

@@ -104,7 +104,11 @@ impl Session {
         let times: Vec<Option<f64>> = self
             .entries
             .iter()
-            .map(|r| r.timestamp.as_deref().and_then(pi_formats::time::parse_millis))
+            .map(|r| {
+                r.timestamp
+                    .as_deref()
+                    .and_then(pi_formats::time::parse_millis)
+            })
             .collect();
         for list in tree.children.iter_mut().filter(|l| l.len() > 1) {
             sort_by_time(list, &times);

@@ -37,78 +37,98 @@ pub fn run(args: InspectArgs) -> anyhow::Result<i32> {
     Ok(0)
 }
 
-/// Writes the report object. The tree is written without recursion: a session can
-/// be a chain of a million entries, far deeper than any stack.
+/// Everything `inspect` prints, key by key. Values are the oracle's JSON; the tree
+/// stays flat (adjacency lists) because it can be deeper than any recursive writer.
+pub struct Report<'a> {
+    pub session: &'a Session,
+    pub fields: Vec<(&'static str, Value)>,
+    pub tree: Tree,
+}
+
+impl<'a> Report<'a> {
+    pub fn build(session: &'a Session) -> Report<'a> {
+        let branch = session.branch_path();
+        let path = SessionPath::new(session, &branch.entries);
+        let projection = context::project(&path);
+        let context_ids: Vec<Value> = projection
+            .entries
+            .iter()
+            .map(|e| id_value(session, branch.entries[e.pos]))
+            .collect();
+        let llm_messages = context::convert_to_llm(projection.messages());
+
+        let mut warnings: Vec<String> = Vec::new();
+        if let Some(cycle) = &branch.cycle {
+            warnings.push(format!(
+                "parent cycle on the leaf path ({}); the path stops before the repeat",
+                cycle.join(" -> ")
+            ));
+        }
+        for skipped in &session.load_report().skipped_lines {
+            warnings.push(skipped.to_string());
+        }
+
+        let mut labels = Map::new();
+        let mut label_list: Vec<_> = session.labels().collect();
+        label_list.sort_by_key(|(id, _)| session.find(id));
+        for (id, label) in label_list {
+            labels.insert(id.to_string(), Value::String(label.text.to_string()));
+        }
+        let branch_ids: Vec<Value> = branch
+            .entries
+            .iter()
+            .map(|&i| id_value(session, i))
+            .collect();
+        let fields = vec![
+            ("header", session.header().unwrap_or(Value::Null)),
+            ("entryCount", json!(session.entry_count())),
+            (
+                "leafId",
+                session.leaf_id().map_or(Value::Null, |id| json!(id)),
+            ),
+            (
+                "sessionName",
+                session.session_name().map_or(Value::Null, Value::String),
+            ),
+            ("labels", Value::Object(labels)),
+            ("branch", Value::Array(branch_ids)),
+            ("contextEntryIds", Value::Array(context_ids)),
+            ("context", projection.context_value()),
+            ("llmMessages", Value::Array(llm_messages)),
+            (
+                "warnings",
+                Value::Array(warnings.into_iter().map(Value::String).collect()),
+            ),
+        ];
+        Report {
+            session,
+            fields,
+            tree: session.tree(),
+        }
+    }
+
+    pub fn get(&self, key: &str) -> Option<&Value> {
+        self.fields.iter().find(|(k, _)| *k == key).map(|(_, v)| v)
+    }
+
+    /// Writes the report object, the tree after `labels` as in Pi's key order.
+    pub fn write(&self, out: &mut impl Write) -> anyhow::Result<()> {
+        out.write_all(b"{")?;
+        for (n, (key, value)) in self.fields.iter().enumerate() {
+            field(out, key, value, n == 0)?;
+            if *key == "labels" {
+                out.write_all(b",\"tree\":")?;
+                write_tree(self.session, &self.tree, out)?;
+            }
+        }
+        out.write_all(b"}")?;
+        Ok(())
+    }
+}
+
+/// Writes the report of a session as one JSON object.
 pub fn write_report(session: &Session, out: &mut impl Write) -> anyhow::Result<()> {
-    let branch = session.branch_path();
-    let path = SessionPath::new(session, &branch.entries);
-    let projection = context::project(&path);
-    let context_ids: Vec<Value> = projection
-        .entries
-        .iter()
-        .map(|e| id_value(session, branch.entries[e.pos]))
-        .collect();
-    let messages: Vec<&Value> = projection.messages().collect();
-    let llm_messages = context::convert_to_llm(messages.iter().copied());
-
-    let mut warnings: Vec<String> = Vec::new();
-    if let Some(cycle) = &branch.cycle {
-        warnings.push(format!(
-            "parent cycle on the leaf path ({}); the path stops before the repeat",
-            cycle.join(" -> ")
-        ));
-    }
-    for skipped in &session.load_report().skipped_lines {
-        warnings.push(skipped.to_string());
-    }
-
-    let mut labels = Map::new();
-    let mut label_list: Vec<_> = session.labels().collect();
-    label_list.sort_by_key(|(id, _)| session.find(id));
-    for (id, label) in label_list {
-        labels.insert(id.to_string(), Value::String(label.text.to_string()));
-    }
-
-    out.write_all(b"{")?;
-    field(
-        out,
-        "header",
-        &session.header().unwrap_or(Value::Null),
-        true,
-    )?;
-    field(out, "entryCount", &json!(session.entry_count()), false)?;
-    field(
-        out,
-        "leafId",
-        &session.leaf_id().map_or(Value::Null, |id| json!(id)),
-        false,
-    )?;
-    field(
-        out,
-        "sessionName",
-        &session.session_name().map_or(Value::Null, Value::String),
-        false,
-    )?;
-    field(out, "labels", &Value::Object(labels), false)?;
-    out.write_all(b",\"tree\":")?;
-    write_tree(session, &session.tree(), out)?;
-    let branch_ids: Vec<Value> = branch
-        .entries
-        .iter()
-        .map(|&i| id_value(session, i))
-        .collect();
-    field(out, "branch", &Value::Array(branch_ids), false)?;
-    field(out, "contextEntryIds", &Value::Array(context_ids), false)?;
-    field(out, "context", &projection.context_value(), false)?;
-    field(out, "llmMessages", &Value::Array(llm_messages), false)?;
-    field(
-        out,
-        "warnings",
-        &Value::Array(warnings.into_iter().map(Value::String).collect()),
-        false,
-    )?;
-    out.write_all(b"}")?;
-    Ok(())
+    Report::build(session).write(out)
 }
 
 fn field(out: &mut impl Write, key: &str, value: &Value, first: bool) -> anyhow::Result<()> {
