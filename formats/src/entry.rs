@@ -136,6 +136,26 @@ pub enum NewEntry {
 }
 
 impl NewEntry {
+    /// A `session_info` entry; like Pi, line breaks become spaces and the name is trimmed.
+    pub fn session_info(name: &str) -> NewEntry {
+        let mut flat = String::with_capacity(name.len());
+        let mut in_break = false;
+        for c in name.chars() {
+            if c == '\r' || c == '\n' {
+                if !in_break {
+                    flat.push(' ');
+                }
+                in_break = true;
+            } else {
+                flat.push(c);
+                in_break = false;
+            }
+        }
+        NewEntry::SessionInfo {
+            name: crate::jsonl::js_trim(&flat).to_string(),
+        }
+    }
+
     pub fn kind(&self) -> &'static str {
         match self {
             NewEntry::Message { .. } => kind::MESSAGE,
@@ -218,7 +238,17 @@ impl NewEntry {
                 opt(&mut m, "details", details);
                 opt(&mut m, "usage", usage);
                 opt(&mut m, "fromHook", &from_hook.map(Value::Bool));
-                opt(&mut m, "systemMessage", system_message);
+                if let Some(system) = system_message {
+                    // Pi stamps the replayed prompt with the compaction's own time.
+                    let mut system = system.clone();
+                    if let (Some(obj), Some(ms)) = (
+                        system.as_object_mut(),
+                        crate::time::parse_millis(&base.timestamp),
+                    ) {
+                        obj.insert("timestamp".into(), (ms as i64).into());
+                    }
+                    m.insert("systemMessage".into(), system);
+                }
             }
             NewEntry::BranchSummary {
                 from_id,

@@ -95,6 +95,11 @@ pub fn is_blank(bytes: &[u8]) -> bool {
     }
 }
 
+/// JavaScript's `String.prototype.trim()`.
+pub fn js_trim(s: &str) -> &str {
+    s.trim_matches(is_js_whitespace)
+}
+
 fn is_js_whitespace(c: char) -> bool {
     matches!(
         c,

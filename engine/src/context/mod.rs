@@ -15,6 +15,7 @@
 
 mod convert;
 mod source;
+pub mod transcript;
 
 pub use convert::{bash_execution_to_text, convert_to_llm};
 pub use source::{EntrySource, SessionPath};

@@ -327,7 +327,7 @@ impl Session {
             .iter()
             .rev()
             .find(|r| r.kind == Kind::SessionInfo)?;
-        let trimmed = js_trim(record.name.as_deref()?);
+        let trimmed = pi_formats::jsonl::js_trim(record.name.as_deref()?);
         (!trimmed.is_empty()).then(|| trimmed.to_string())
     }
 
@@ -337,10 +337,4 @@ impl Session {
             .filter(|&i| self.entries[i as usize].parent.id() == Some(id))
             .collect()
     }
-}
-
-/// JavaScript's `String.prototype.trim()`.
-pub fn js_trim(s: &str) -> &str {
-    // Rust's whitespace adds U+0085, which JS does not trim; JS adds U+FEFF.
-    s.trim_matches(|c: char| (c.is_whitespace() && c != '\u{85}') || c == '\u{feff}')
 }

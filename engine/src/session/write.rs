@@ -130,6 +130,35 @@ impl Session {
         Ok(())
     }
 
+    /// A `compaction` entry as Pi's `appendCompaction` builds it: `None` for
+    /// `first_kept` means "retain nothing", and the system prompt and tools in force
+    /// on the current branch travel with it as `systemMessage`.
+    pub fn compaction_entry(
+        &self,
+        summary: String,
+        first_kept: Option<String>,
+        tokens_before: u64,
+        details: Option<Value>,
+        from_hook: Option<bool>,
+        usage: Option<Value>,
+    ) -> NewEntry {
+        let branch = self.branch_path();
+        let path = crate::context::SessionPath::new(self, &branch.entries);
+        let projection = crate::context::project(&path);
+        let system_message = crate::context::transcript::current_system_message(
+            &projection.messages().cloned().collect::<Vec<_>>(),
+        );
+        NewEntry::Compaction {
+            summary,
+            first_kept_entry_id: first_kept,
+            tokens_before,
+            details,
+            usage,
+            from_hook,
+            system_message,
+        }
+    }
+
     /// Pi's `branchWithSummary`: moves the leaf to `from` (None: before the root) and
     /// appends a `branch_summary` there whose `fromId` is the leaf being left.
     pub fn branch_with_summary_with<E>(
