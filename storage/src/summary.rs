@@ -1,0 +1,332 @@
+//! Session summaries for listing, computed the way Pi 1.6's `buildSessionInfo` does.
+//!
+//! This is the one place the rules live. The JSONL backend folds a file's lines through
+//! [`SummaryState::observe`] when it lists; the database backends fold each appended line
+//! and keep the state in a row, so listing never reads entries.
+//!
+//! Pi's rules (dist `core/session-manager.js`, `buildSessionInfo`):
+//! * `messageCount` counts every `message` entry (tool results and bash runs too);
+//! * the name is the latest `session_info` entry's trimmed `name`, and an empty or missing
+//!   name clears it (1.6: the latest wins);
+//! * the first message is the text of the first `user` message with non-empty text;
+//! * `modified` is the latest user/assistant activity (`message.timestamp` when numeric,
+//!   else the entry's `timestamp`), else the header timestamp, else the file's mtime;
+//! * where Pi's code would throw on a line (a `message` entry without a message, content
+//!   that is neither string nor array, a non-string name), Pi leaves the session out of
+//!   the listing; so do we.
+
+use pi_formats::head::EntryHead;
+use pi_formats::jsonl;
+use pi_formats::time::parse_millis;
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use crate::ids::SessionId;
+use crate::record::SessionHeader;
+
+/// Which sessions to list.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ListScope {
+    /// Sessions whose header `cwd` is this directory.
+    Cwd(String),
+    /// Every session in the store.
+    All,
+}
+
+/// What a session list shows about one session.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SessionSummary {
+    /// The header id.
+    pub id: SessionId,
+    /// Where it lives: the file path, or `DB#session-id` for database stores.
+    pub location: String,
+    /// The header `cwd` (empty when it is not a string).
+    pub cwd: String,
+    /// The display name from the latest `session_info` entry.
+    pub name: Option<String>,
+    /// The header `parentSession`.
+    pub parent_session: Option<String>,
+    /// The header timestamp in ms since the epoch, when it parses.
+    pub created_ms: Option<i64>,
+    /// Latest user/assistant activity in ms since the epoch (see the module docs).
+    pub modified_ms: i64,
+    /// Lines after the header that parse as entries.
+    pub entry_count: u64,
+    /// `message` entries.
+    pub message_count: u64,
+    /// Text of the first user message; Pi shows `"(no messages)"` when there is none.
+    pub first_message: Option<String>,
+}
+
+impl SessionSummary {
+    /// The first message as Pi displays it.
+    pub fn first_message_or_placeholder(&self) -> &str {
+        self.first_message.as_deref().unwrap_or("(no messages)")
+    }
+}
+
+/// The running part of a summary, updated one line at a time.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct SummaryState {
+    /// Lines that parse as entries.
+    pub entry_count: u64,
+    /// `message` entries.
+    pub message_count: u64,
+    /// Current name (latest `session_info` wins).
+    pub name: Option<String>,
+    /// First user message text.
+    pub first_message: Option<String>,
+    /// Latest user/assistant activity, ms.
+    pub last_activity_ms: Option<f64>,
+    /// A line on which Pi's listing code would throw: the session is not listed.
+    pub unlistable: bool,
+}
+
+impl SummaryState {
+    /// Folds one entry line (not the header) into the summary.
+    pub fn observe(&mut self, line: &[u8]) {
+        if jsonl::is_blank(line) {
+            return;
+        }
+        let Ok(head) = EntryHead::parse(line) else {
+            return;
+        };
+        if head.falsy {
+            return;
+        }
+        self.entry_count += 1;
+        match head.kind() {
+            "session_info" => self.observe_session_info(line),
+            "message" => {
+                self.message_count += 1;
+                match head.role.as_deref() {
+                    // The role says `message` is an object; nothing more to learn from others.
+                    Some(role) if role != "user" && role != "assistant" => {}
+                    _ => self.observe_message(line),
+                }
+            }
+            _ => {}
+        }
+    }
+
+    fn observe_session_info(&mut self, line: &[u8]) {
+        let Ok(value) = jsonl::parse_value(line) else {
+            return;
+        };
+        match value.get("name") {
+            None | Some(Value::Null) => self.name = None,
+            Some(Value::String(name)) => {
+                let name = js_trim(name);
+                self.name = (!name.is_empty()).then(|| name.to_string());
+            }
+            // `entry.name?.trim()` throws on other types.
+            Some(_) => self.unlistable = true,
+        }
+    }
+
+    fn observe_message(&mut self, line: &[u8]) {
+        let Ok(entry) = jsonl::parse_value(line) else {
+            return;
+        };
+        let message = match entry.get("message") {
+            None | Some(Value::Null) => {
+                // `message.role` on undefined/null throws in Pi.
+                self.unlistable = true;
+                return;
+            }
+            Some(message) => message,
+        };
+        let Some(role) = message.get("role").and_then(Value::as_str) else {
+            return;
+        };
+        let Some(content) = message.get("content") else {
+            return;
+        };
+        if role != "user" && role != "assistant" {
+            return;
+        }
+        let activity = match message.get("timestamp") {
+            Some(Value::Number(n)) => n.as_f64(),
+            _ => entry.get("timestamp").and_then(|t| match t {
+                Value::String(s) => parse_millis(s),
+                Value::Number(n) => n.as_f64(),
+                _ => None,
+            }),
+        };
+        if let Some(t) = activity {
+            self.last_activity_ms = Some(self.last_activity_ms.unwrap_or(0.0).max(t));
+        }
+        let text = match content {
+            Value::String(text) => text.clone(),
+            Value::Array(blocks) => {
+                if blocks.iter().any(Value::is_null) {
+                    // `block.type` on null throws.
+                    self.unlistable = true;
+                    return;
+                }
+                blocks
+                    .iter()
+                    .filter(|b| b.get("type").and_then(Value::as_str) == Some("text"))
+                    .map(|b| b.get("text").map(js_string).unwrap_or_default())
+                    .collect::<Vec<_>>()
+                    .join(" ")
+            }
+            // `content.filter` is not a function.
+            _ => {
+                self.unlistable = true;
+                return;
+            }
+        };
+        if !text.is_empty() && self.first_message.is_none() && role == "user" {
+            self.first_message = Some(text);
+        }
+    }
+
+    /// The summary, or `None` when Pi would not list the session.
+    /// `fallback_modified_ms` stands in for the file's mtime.
+    pub fn finish(
+        &self,
+        header: &SessionHeader,
+        location: String,
+        fallback_modified_ms: i64,
+    ) -> Option<SessionSummary> {
+        if self.unlistable {
+            return None;
+        }
+        let created_ms = header.timestamp().and_then(parse_millis).map(|t| t as i64);
+        let modified_ms = match self.last_activity_ms {
+            Some(t) if t > 0.0 => t as i64,
+            _ => created_ms.unwrap_or(fallback_modified_ms),
+        };
+        Some(SessionSummary {
+            id: header.id().clone(),
+            location,
+            cwd: header.cwd().unwrap_or("").to_string(),
+            name: self.name.clone(),
+            parent_session: header.parent_session().map(str::to_string),
+            created_ms,
+            modified_ms,
+            entry_count: self.entry_count,
+            message_count: self.message_count,
+            first_message: self.first_message.clone(),
+        })
+    }
+}
+
+/// Sorts as Pi does: most recently modified first (ties by location, descending, to be stable).
+pub fn sort_summaries(list: &mut [SessionSummary]) {
+    list.sort_by(|a, b| {
+        b.modified_ms
+            .cmp(&a.modified_ms)
+            .then_with(|| b.location.cmp(&a.location))
+    });
+}
+
+/// JavaScript's `String.prototype.trim`.
+fn js_trim(s: &str) -> &str {
+    s.trim_matches(|c| {
+        matches!(
+            c,
+            '\u{0009}'..='\u{000d}'
+                | ' '
+                | '\u{00a0}'
+                | '\u{1680}'
+                | '\u{2000}'..='\u{200a}'
+                | '\u{2028}'
+                | '\u{2029}'
+                | '\u{202f}'
+                | '\u{205f}'
+                | '\u{3000}'
+                | '\u{feff}'
+        )
+    })
+}
+
+/// What `Array.prototype.join` makes of a value.
+fn js_string(value: &Value) -> String {
+    match value {
+        Value::Null => String::new(),
+        Value::String(s) => s.clone(),
+        Value::Bool(b) => b.to_string(),
+        Value::Number(n) => n.to_string(),
+        Value::Array(items) => items.iter().map(js_string).collect::<Vec<_>>().join(","),
+        Value::Object(_) => "[object Object]".into(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn fold(lines: &[&str]) -> SummaryState {
+        let mut s = SummaryState::default();
+        for l in lines {
+            s.observe(l.as_bytes());
+        }
+        s
+    }
+
+    fn header() -> SessionHeader {
+        SessionHeader::parse(
+            br#"{"type":"session","version":3,"id":"s","timestamp":"2026-01-01T00:00:00.000Z","cwd":"/p"}"#
+                .to_vec(),
+        )
+        .unwrap()
+    }
+
+    #[test]
+    fn counts_names_and_first_message() {
+        let s = fold(&[
+            r#"{"type":"message","id":"1","timestamp":"2026-01-01T00:00:05.000Z","message":{"role":"assistant","content":[{"type":"text","text":"hi"}]}}"#,
+            r#"{"type":"message","id":"2","message":{"role":"user","content":[{"type":"image"},{"type":"text","text":"a"},{"type":"text","text":"b"}],"timestamp":7000}}"#,
+            r#"{"type":"message","id":"3","message":{"role":"toolResult","content":[],"timestamp":99999}}"#,
+            r#"{"type":"session_info","id":"4","name":"  first  "}"#,
+            "",
+            "{broken",
+        ]);
+        assert_eq!(s.message_count, 3);
+        assert_eq!(s.entry_count, 4);
+        assert_eq!(s.first_message.as_deref(), Some("a b"));
+        assert_eq!(s.name.as_deref(), Some("first"));
+        // The max over user/assistant activity; the tool result's later time does not count.
+        assert_eq!(s.last_activity_ms, Some(1_767_225_605_000.0));
+        let summary = s.finish(&header(), "f".into(), 1).unwrap();
+        assert_eq!(summary.modified_ms, 1_767_225_605_000);
+        assert_eq!(summary.created_ms, Some(1_767_225_600_000));
+    }
+
+    #[test]
+    fn latest_session_info_wins_and_empty_clears() {
+        let s = fold(&[
+            r#"{"type":"session_info","name":"x"}"#,
+            r#"{"type":"session_info","name":"  "}"#,
+        ]);
+        assert_eq!(s.name, None);
+    }
+
+    #[test]
+    fn modified_falls_back_to_header_then_mtime() {
+        let s = fold(&[]);
+        assert_eq!(
+            s.finish(&header(), "f".into(), 5).unwrap().modified_ms,
+            1_767_225_600_000
+        );
+        let bare = SessionHeader::parse(br#"{"type":"session","id":"s"}"#.to_vec()).unwrap();
+        assert_eq!(s.finish(&bare, "f".into(), 5).unwrap().modified_ms, 5);
+    }
+
+    #[test]
+    fn lines_pi_throws_on_hide_the_session() {
+        for line in [
+            r#"{"type":"message","id":"1"}"#,
+            r#"{"type":"message","message":{"role":"user","content":{"a":1}}}"#,
+            r#"{"type":"message","message":{"role":"user","content":[null]}}"#,
+            r#"{"type":"session_info","name":5}"#,
+        ] {
+            assert!(
+                fold(&[line]).finish(&header(), "f".into(), 0).is_none(),
+                "{line}"
+            );
+        }
+    }
+}
