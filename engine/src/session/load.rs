@@ -75,12 +75,20 @@ impl Session {
             if !first_checked {
                 first_checked = true;
                 if !head.is_header() || head.id.is_none() {
+                    let mut reason = format!(
+                        "line {}: the first entry must be a \"session\" header with a string id",
+                        line.number
+                    );
+                    if bytes.starts_with(b"\xef\xbb\xbf") {
+                        reason.push_str(
+                            "; line 1 starts with a UTF-8 byte order mark, which Pi does not accept",
+                        );
+                    } else if let Some(skipped) = report.skipped_lines.first() {
+                        reason.push_str(&format!("; before it, {skipped}"));
+                    }
                     return Err(LoadError::NotASession {
                         path: path.to_path_buf(),
-                        reason: format!(
-                            "line {}: the first entry must be a \"session\" header with a string id",
-                            line.number
-                        ),
+                        reason,
                     });
                 }
             }

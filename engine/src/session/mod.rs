@@ -10,6 +10,7 @@
 
 mod load;
 mod tree;
+pub mod verify;
 mod write;
 
 pub use load::{LoadError, LoadReport};
@@ -235,6 +236,22 @@ impl Session {
     pub fn header_line(&self) -> Option<&[u8]> {
         self.header_span
             .map(|(start, len)| &self.text[start..start + len])
+    }
+
+    /// The session as JSONL: the header and every indexed entry line, each ending in LF.
+    /// For a file read from disk this omits the lines Pi skips (malformed, blank), so it
+    /// is the file's bytes only for clean files; it is meant for migrated and new sessions.
+    pub fn to_jsonl(&self) -> Vec<u8> {
+        let mut out = Vec::with_capacity(self.text.len());
+        if let Some(header) = self.header_line() {
+            out.extend_from_slice(header);
+            out.push(b'\n');
+        }
+        for i in 0..self.entries.len() as EntryIdx {
+            out.extend_from_slice(self.entry_line(i));
+            out.push(b'\n');
+        }
+        out
     }
 
     /// The header's 1-based line number in the source file.

@@ -3,6 +3,9 @@
 //! Each subcommand lives in its own file with its clap `…Args` struct and a `run` fn.
 
 pub mod inspect;
+pub mod show;
+pub mod upgrade;
+pub mod verify;
 
 use clap::{Args, Subcommand};
 
@@ -16,11 +19,20 @@ pub struct SessionsArgs {
 pub enum SessionsCommand {
     /// Print what the engine makes of a session file (tree, branch, context) as JSON.
     Inspect(inspect::InspectArgs),
+    /// Print the session tree for a person: roles, first lines, labels, the active path.
+    Show(show::ShowArgs),
+    /// Report every problem of session files (malformed lines, orphans, cycles, …).
+    Verify(verify::VerifyArgs),
+    /// Migrate a version 1 or 2 session file to version 3 (original kept as a backup).
+    Upgrade(upgrade::UpgradeArgs),
 }
 
 /// Dispatches a `pi sessions` subcommand; returns the exit code.
 pub fn run(args: SessionsArgs) -> anyhow::Result<i32> {
     match args.command {
         SessionsCommand::Inspect(args) => inspect::run(args),
+        SessionsCommand::Show(args) => show::run(args),
+        SessionsCommand::Verify(args) => verify::run(args),
+        SessionsCommand::Upgrade(args) => upgrade::run(args),
     }
 }
