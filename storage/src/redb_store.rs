@@ -260,6 +260,14 @@ impl SessionStore for RedbStore {
         let inner = &self.inner;
         let id = header.id();
         check_lines(id, entries)?;
+        // Checked before locking so that a live writer does not hide the better error;
+        // checked again inside the transaction, which is what makes it safe.
+        if self.contains(id)? {
+            return Err(StoreError::SessionExists {
+                id: id.clone(),
+                location: inner.loc_of(id),
+            });
+        }
         let lock = lock_session(&lock_dir(&inner.path), id)?;
         let loc = inner.loc_of(id);
         let err = |e: redb::Error| StoreError::db("create session", &loc, e);

@@ -303,6 +303,14 @@ impl SessionStore for SqliteStore {
         let inner = &self.inner;
         let id = header.id();
         check_lines(id, entries)?;
+        // Checked before locking so that a live writer does not hide the better error;
+        // checked again inside the transaction, which is what makes it safe.
+        if self.contains(id)? {
+            return Err(StoreError::SessionExists {
+                id: id.clone(),
+                location: inner.loc_of(id),
+            });
+        }
         let lock = lock_session(&lock_dir(&inner.path), id)?;
         let loc = inner.loc_of(id);
         let err = |e: rusqlite::Error| StoreError::db("create session", &loc, e);

@@ -1,0 +1,2 @@
+//! All integration tests, built into one binary (see tests/suite/).
+mod suite;

@@ -1,0 +1,6 @@
+mod child;
+mod common;
+mod conformance;
+mod jsonl_files;
+mod processes;
+mod transfer;
