@@ -3,6 +3,7 @@
 //!
 //! Data flows one way: `pi-formats` (bytes) → `pi-storage` (stores) → here → the CLI.
 
+pub mod compaction;
 pub mod context;
 pub mod session;
 pub mod llm;

@@ -1,0 +1,378 @@
+//! Token accounting: Pi 1.6's chars/4 estimate, provider usage, and the
+//! threshold that triggers automatic compaction.
+
+use super::js::{self, str_len, truthy, utf16_len};
+use super::CompactionSettings;
+use crate::context::{Projection, ProjectedEntry};
+use serde::Serialize;
+use serde_json::{Map, Value};
+
+/// What an image block counts as, in characters (Pi's `ESTIMATED_IMAGE_CHARS`).
+pub const ESTIMATED_IMAGE_CHARS: usize = 4800;
+
+/// `Math.ceil(chars / 4)`.
+fn chars_to_tokens(chars: usize) -> u64 {
+    chars.div_ceil(4) as u64
+}
+
+/// Characters of user-style content: a string, or text blocks plus a flat
+/// allowance per image block.
+fn text_and_image_chars(content: Option<&Value>) -> usize {
+    match content {
+        Some(Value::String(s)) => utf16_len(s),
+        Some(Value::Array(blocks)) => blocks
+            .iter()
+            .map(|b| match b.get("type").and_then(Value::as_str) {
+                Some("text") => str_len(b.get("text")),
+                Some("image") => ESTIMATED_IMAGE_CHARS,
+                _ => 0,
+            })
+            .sum(),
+        _ => 0,
+    }
+}
+
+/// Pi's `estimateTokens`: a conservative chars/4 estimate of one message, by role.
+/// Roles Pi does not know count zero. Thinking counts for assistants; a tool call
+/// counts its name and its JSON-encoded arguments.
+pub fn estimate_tokens(message: &Value) -> u64 {
+    let chars = match message.get("role").and_then(Value::as_str) {
+        Some("system") => {
+            let mut chars = text_and_image_chars(message.get("content"));
+            if let Some(Value::Object(sections)) = message.get("sections") {
+                chars += sections
+                    .values()
+                    .filter(|v| truthy(Some(v)))
+                    .map(|v| str_len(Some(v)))
+                    .sum::<usize>();
+            }
+            if let Some(tools) = message.get("toolsAdded").filter(|v| truthy(Some(v))) {
+                chars += utf16_len(&js::stringify(tools));
+            }
+            chars
+        }
+        Some("user" | "custom" | "toolResult") => text_and_image_chars(message.get("content")),
+        Some("assistant") => match message.get("content") {
+            Some(Value::Array(blocks)) => blocks.iter().map(assistant_block_chars).sum(),
+            _ => 0,
+        },
+        Some("bashExecution") => str_len(message.get("command")) + str_len(message.get("output")),
+        Some("branchSummary" | "compactionSummary") => str_len(message.get("summary")),
+        _ => 0,
+    };
+    chars_to_tokens(chars)
+}
+
+fn assistant_block_chars(block: &Value) -> usize {
+    match block.get("type").and_then(Value::as_str) {
+        Some("text") => str_len(block.get("text")),
+        Some("thinking") => str_len(block.get("thinking")),
+        Some("toolCall") => {
+            str_len(block.get("name"))
+                + block
+                    .get("arguments")
+                    .map_or(0, |args| utf16_len(&js::stringify(args)))
+        }
+        _ => 0,
+    }
+}
+
+/// A usage field as JS arithmetic sees it: `null` is 0, a missing field poisons the sum.
+fn usage_field(usage: &Value, key: &str) -> f64 {
+    match usage.get(key) {
+        Some(Value::Number(n)) => n.as_f64().unwrap_or(f64::NAN),
+        Some(Value::Null) => 0.0,
+        Some(Value::Bool(b)) => f64::from(u8::from(*b)),
+        _ => f64::NAN,
+    }
+}
+
+/// `usage.totalTokens || input + output + cacheRead + cacheWrite`, as a float
+/// (NaN when fields are missing, which makes the usage count as invalid).
+fn context_tokens_f64(usage: &Value) -> f64 {
+    let total = usage_field(usage, "totalTokens");
+    if total != 0.0 && !total.is_nan() {
+        return total;
+    }
+    ["input", "output", "cacheRead", "cacheWrite"]
+        .iter()
+        .map(|k| usage_field(usage, k))
+        .sum()
+}
+
+/// Pi's `calculateContextTokens`: the provider's total, or the sum of its parts.
+pub fn calculate_context_tokens(usage: &Value) -> u64 {
+    let t = context_tokens_f64(usage);
+    if t.is_finite() && t > 0.0 {
+        t as u64
+    } else {
+        0
+    }
+}
+
+/// The usage of an assistant message that reflects a real request: not aborted,
+/// not an error, and not all zero.
+fn assistant_usage(message: &Value) -> Option<&Value> {
+    if message.get("role").and_then(Value::as_str) != Some("assistant") {
+        return None;
+    }
+    let usage = message.get("usage")?;
+    let stop = message.get("stopReason").and_then(Value::as_str);
+    if stop == Some("aborted") || stop == Some("error") || !truthy(Some(usage)) {
+        return None;
+    }
+    (context_tokens_f64(usage) > 0.0).then_some(usage)
+}
+
+/// Pi's `getLastAssistantUsage`: the last valid assistant usage among path entries.
+pub fn last_assistant_usage(entries: &[Value]) -> Option<&Value> {
+    entries.iter().rev().find_map(|entry| {
+        if entry.get("type").and_then(Value::as_str) != Some("message") {
+            return None;
+        }
+        assistant_usage(entry.get("message")?)
+    })
+}
+
+/// A context size estimate: the last usage plus estimates of what came after it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ContextTokens {
+    pub tokens: u64,
+    pub usage_tokens: u64,
+    pub trailing_tokens: u64,
+    /// Index (into the messages) of the assistant message whose usage was used.
+    pub last_usage_index: Option<usize>,
+}
+
+/// Pi's `estimateContextTokens`: trusts the last valid assistant usage and
+/// estimates only the messages after it; without usage, estimates everything.
+pub fn estimate_context_tokens<'a>(messages: impl IntoIterator<Item = &'a Value>) -> ContextTokens {
+    let messages: Vec<&Value> = messages.into_iter().collect();
+    let usage = messages
+        .iter()
+        .enumerate()
+        .rev()
+        .find_map(|(i, m)| assistant_usage(m).map(|u| (i, u)));
+    match usage {
+        None => {
+            let estimated = messages.iter().map(|m| estimate_tokens(m)).sum();
+            ContextTokens {
+                tokens: estimated,
+                usage_tokens: 0,
+                trailing_tokens: estimated,
+                last_usage_index: None,
+            }
+        }
+        Some((index, usage)) => {
+            let usage_tokens = calculate_context_tokens(usage);
+            let trailing: u64 = messages[index + 1..].iter().map(|m| estimate_tokens(m)).sum();
+            ContextTokens {
+                tokens: usage_tokens + trailing,
+                usage_tokens,
+                trailing_tokens: trailing,
+                last_usage_index: Some(index),
+            }
+        }
+    }
+}
+
+/// Pi's `estimateProjectedContextTokens`: like [`estimate_context_tokens`], but a
+/// usage recorded before the latest context edit or compaction on the path no
+/// longer describes the context, so then every message is estimated instead
+/// (system messages replayed into one, as the provider would receive them).
+///
+/// `path` is the branch the projection was built from (`ProjectedEntry::pos`
+/// indexes it).
+pub fn estimate_projected_context_tokens(projection: &Projection, path: &[Value]) -> ContextTokens {
+    let messages: Vec<&Value> = projection.messages().collect();
+    let estimate = estimate_context_tokens(messages.iter().copied());
+    if let Some(usage_index) = estimate.last_usage_index {
+        if usage_is_current(&projection.entries, path, usage_index) {
+            return estimate;
+        }
+    }
+    let mut tokens = current_system_message(messages.iter().copied())
+        .map_or(0, |system| estimate_tokens(&system));
+    tokens += messages
+        .iter()
+        .filter(|m| m.get("role").and_then(Value::as_str) != Some("system"))
+        .map(|m| estimate_tokens(m))
+        .sum::<u64>();
+    ContextTokens {
+        tokens,
+        usage_tokens: 0,
+        trailing_tokens: tokens,
+        last_usage_index: None,
+    }
+}
+
+/// Whether the entry holding message `usage_index` comes after the latest
+/// `context_edit`/`compaction` on the path. Entries are matched by id, as Pi does.
+fn usage_is_current(entries: &[ProjectedEntry], path: &[Value], usage_index: usize) -> bool {
+    let mut first = 0;
+    let mut usage_entry_id = None;
+    for entry in entries {
+        let next = first + entry.messages.len();
+        if usage_index < next {
+            usage_entry_id = path.get(entry.pos).and_then(|e| e.get("id")).and_then(Value::as_str);
+            break;
+        }
+        first = next;
+    }
+    let usage_entry_index = usage_entry_id
+        .filter(|id| !id.is_empty())
+        .and_then(|id| {
+            path.iter()
+                .position(|e| e.get("id").and_then(Value::as_str) == Some(id))
+        });
+    let latest_invalidating = path.iter().rposition(|e| {
+        matches!(
+            e.get("type").and_then(Value::as_str),
+            Some("context_edit" | "compaction")
+        )
+    });
+    match (usage_entry_index, latest_invalidating) {
+        (None, _) => false,
+        (Some(_), None) => true,
+        (Some(u), Some(l)) => u > l,
+    }
+}
+
+/// Pi's `getCurrentSystemMessage`: every system message replayed into one —
+/// content appended, sections patched by name (a `null` removes one), tools
+/// added and removed by name. `None` when there is no system message and no tool.
+pub fn current_system_message<'a>(messages: impl IntoIterator<Item = &'a Value>) -> Option<Value> {
+    let mut content: Vec<String> = Vec::new();
+    // JS `Map`s: re-setting a key keeps its position; delete then set moves it last.
+    let mut sections: Vec<(String, Value)> = Vec::new();
+    let mut tools: Vec<(String, Value)> = Vec::new();
+    let mut timestamp: Option<Value> = None;
+    for message in messages {
+        if message.get("role").and_then(Value::as_str) != Some("system") {
+            continue;
+        }
+        if timestamp.is_none() {
+            timestamp = message.get("timestamp").filter(|t| !t.is_null()).cloned();
+        }
+        let text = js::content_text(message.get("content"), "\n");
+        if !text.is_empty() {
+            content.push(text);
+        }
+        if let Some(Value::Object(patch)) = message.get("sections") {
+            for key in js::object_keys(patch) {
+                let value = &patch[key.as_str()];
+                if value.is_null() {
+                    sections.retain(|(k, _)| k != key);
+                } else {
+                    map_set(&mut sections, key, value.clone());
+                }
+            }
+        }
+        for removed in array_items(message.get("toolsRemoved")) {
+            let name = js::to_js_string(removed.get("name"));
+            tools.retain(|(k, _)| *k != name);
+        }
+        for added in array_items(message.get("toolsAdded")) {
+            let name = js::to_js_string(added.get("name"));
+            map_set(&mut tools, &name, added.clone());
+        }
+    }
+    if timestamp.is_none() && tools.is_empty() {
+        return None;
+    }
+    let mut m = Map::new();
+    m.insert("role".into(), "system".into());
+    m.insert("content".into(), Value::String(content.join("\n\n")));
+    if !sections.is_empty() {
+        m.insert("sections".into(), Value::Object(sections.into_iter().collect()));
+    }
+    if !tools.is_empty() {
+        m.insert(
+            "toolsAdded".into(),
+            Value::Array(tools.into_iter().map(|(_, t)| t).collect()),
+        );
+    }
+    m.insert("timestamp".into(), timestamp.unwrap_or_else(|| Value::from(0)));
+    Some(Value::Object(m))
+}
+
+fn map_set(map: &mut Vec<(String, Value)>, key: &str, value: Value) {
+    match map.iter_mut().find(|(k, _)| k == key) {
+        Some(slot) => slot.1 = value,
+        None => map.push((key.to_string(), value)),
+    }
+}
+
+fn array_items(v: Option<&Value>) -> &[Value] {
+    match v {
+        Some(Value::Array(items)) => items,
+        _ => &[],
+    }
+}
+
+/// Pi's `shouldCompact`: enabled, and the context exceeds the window minus the reserve.
+pub fn should_compact(context_tokens: u64, context_window: u64, settings: &CompactionSettings) -> bool {
+    settings.enabled
+        && i128::from(context_tokens) > i128::from(context_window) - i128::from(settings.reserve_tokens)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn per_role_estimates() {
+        let user = json!({"role":"user","content":[{"type":"text","text":"hello"},{"type":"image","data":"x"}]});
+        assert_eq!(estimate_tokens(&user), (5 + 4800_u64).div_ceil(4));
+        let assistant = json!({"role":"assistant","content":[
+            {"type":"thinking","thinking":"abcd"},
+            {"type":"toolCall","name":"read","arguments":{"path":"a"}}]});
+        // 4 + 4 + len({"path":"a"}) = 12
+        assert_eq!(estimate_tokens(&assistant), (4 + 4 + 12_u64).div_ceil(4));
+        let bash = json!({"role":"bashExecution","command":"ls","output":"ab"});
+        assert_eq!(estimate_tokens(&bash), 1);
+        assert_eq!(estimate_tokens(&json!({"role":"weird","content":"xxxxxxxx"})), 0);
+        assert_eq!(estimate_tokens(&json!({"role":"user","content":"😀"})), 1);
+    }
+
+    #[test]
+    fn context_tokens_use_last_valid_usage() {
+        let msgs = [
+            json!({"role":"user","content":"12345678"}),
+            json!({"role":"assistant","content":[],"usage":{"input":1,"output":2,"cacheRead":0,"cacheWrite":0,"totalTokens":0},"stopReason":"stop"}),
+            json!({"role":"assistant","content":[],"usage":{"totalTokens":50},"stopReason":"error"}),
+            json!({"role":"user","content":"1234"}),
+        ];
+        let t = estimate_context_tokens(msgs.iter());
+        assert_eq!(
+            t,
+            ContextTokens { tokens: 4, usage_tokens: 3, trailing_tokens: 1, last_usage_index: Some(1) }
+        );
+    }
+
+    #[test]
+    fn threshold() {
+        let s = CompactionSettings::default();
+        assert!(should_compact(200_000 - 16_384 + 1, 200_000, &s));
+        assert!(!should_compact(200_000 - 16_384, 200_000, &s));
+        assert!(should_compact(1, 100, &s));
+        assert!(!should_compact(1, 100, &CompactionSettings { enabled: false, ..s }));
+    }
+
+    #[test]
+    fn system_replay_patches_sections_and_tools() {
+        let msgs = [
+            json!({"role":"system","content":"base","sections":{"a":"1","b":"2"},"toolsAdded":[{"name":"t1"},{"name":"t2"}],"timestamp":7}),
+            json!({"role":"system","content":"","sections":{"a":null},"toolsRemoved":[{"name":"t1"}],"timestamp":9}),
+            json!({"role":"system","content":[{"type":"text","text":"more"}],"sections":{"a":"3"}}),
+        ];
+        let s = current_system_message(msgs.iter()).unwrap();
+        assert_eq!(
+            s,
+            json!({"role":"system","content":"base\n\nmore","sections":{"b":"2","a":"3"},
+                   "toolsAdded":[{"name":"t2"}],"timestamp":7})
+        );
+    }
+}
