@@ -1,0 +1,324 @@
+//! Built-in tools: `read`, `write`, `edit`, `bash` (the default set) and `grep`, `find`, `ls`.
+//!
+//! Every tool mirrors real Pi 1.6.0 (`pi-coding-agent/dist/core/tools/*.js`): the same JSON schema,
+//! description, result texts, error texts and `details` objects, because those strings end up in
+//! session files and in the model's context, where a byte of difference changes what the model
+//! sees and breaks cross-compatibility with Pi sessions.
+//!
+//! The seam is the [`Tool`] trait. A caller (the agent loop) runs a model's tool call with
+//! [`run_tool_call`], which does what Pi's agent loop does around a tool: argument preparation,
+//! schema validation (with Pi's coercion and error text), execution, and turning a thrown error
+//! into an `isError` result whose only content is the message.
+//!
+//! Which tools are active comes from [`select_builtin_tools`], which implements the `--tools`,
+//! `--exclude-tools`, `--no-builtin-tools` and `--no-tools` semantics of Pi's `createAgentSession`.
+
+mod bash;
+mod bmp;
+mod edit;
+mod edit_diff;
+mod find;
+mod fs_util;
+mod grep;
+mod image;
+mod js;
+mod ls;
+mod mutation_queue;
+mod output;
+mod paths;
+mod read;
+mod registry;
+mod truncate;
+mod utf8;
+mod validate;
+mod write;
+
+use std::collections::BTreeMap;
+use std::fmt;
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use serde_json::Value;
+use tokio_util::sync::CancellationToken;
+
+pub use bash::BashTool;
+pub use edit::EditTool;
+pub use find::FindTool;
+pub use grep::GrepTool;
+pub use ls::LsTool;
+pub use read::ReadTool;
+pub use registry::all_builtin_tools;
+pub use registry::builtin_tool;
+pub use registry::select_builtin_tools;
+pub use registry::tool_list_error;
+pub use registry::NoTools;
+pub use registry::ToolSelection;
+pub use registry::ALL_BUILTIN_TOOL_NAMES;
+pub use registry::DEFAULT_TOOL_NAMES;
+pub use truncate::format_size;
+pub use truncate::truncate_head;
+pub use truncate::truncate_tail;
+pub use truncate::TruncatedBy;
+pub use truncate::TruncationResult;
+pub use truncate::DEFAULT_MAX_BYTES;
+pub use truncate::DEFAULT_MAX_LINES;
+pub use validate::validate_tool_arguments;
+pub use write::WriteTool;
+
+/// One block of a tool result's content, as Pi stores it in a `toolResult` message.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum ContentBlock {
+    /// `{"type":"text","text":…}`
+    Text(String),
+    /// `{"type":"image","data":<base64>,"mimeType":…}`
+    Image {
+        /// Base64 of the image bytes.
+        data: String,
+        /// For example `image/png`.
+        mime_type: String,
+    },
+}
+
+impl ContentBlock {
+    /// The block as Pi's JSON (`{"type":"text","text":…}` or `{"type":"image",…}`).
+    pub fn to_json(&self) -> Value {
+        match self {
+            ContentBlock::Text(text) => serde_json::json!({ "type": "text", "text": text }),
+            ContentBlock::Image { data, mime_type } => {
+                serde_json::json!({ "type": "image", "data": data, "mimeType": mime_type })
+            }
+        }
+    }
+
+    /// The text of a text block.
+    pub fn as_text(&self) -> Option<&str> {
+        match self {
+            ContentBlock::Text(text) => Some(text),
+            ContentBlock::Image { .. } => None,
+        }
+    }
+}
+
+/// What a tool call produced: the content the model sees, `details` for the UI and the session
+/// file, and whether it is an error result.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct ToolOutput {
+    /// Content blocks sent back to the model.
+    pub content: Vec<ContentBlock>,
+    /// Tool-specific details (`undefined` in Pi when `None`).
+    pub details: Option<Value>,
+    /// Set for results that are errors without having been thrown, such as bash's non-zero exit,
+    /// and for thrown errors turned into results by [`ToolError::into_output`].
+    pub is_error: bool,
+}
+
+impl ToolOutput {
+    /// A single text block, no details.
+    pub fn text(text: impl Into<String>) -> Self {
+        ToolOutput { content: vec![ContentBlock::Text(text.into())], details: None, is_error: false }
+    }
+
+    /// The text of the first text block, or `""`.
+    pub fn first_text(&self) -> &str {
+        self.content.iter().find_map(ContentBlock::as_text).unwrap_or("")
+    }
+
+    /// The content as Pi's JSON array.
+    pub fn content_json(&self) -> Value {
+        Value::Array(self.content.iter().map(ContentBlock::to_json).collect())
+    }
+}
+
+/// A tool failure: Pi throws, and the agent loop turns the message into an `isError` result.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("{message}")]
+pub struct ToolError {
+    /// The exact text the model sees.
+    pub message: String,
+}
+
+impl ToolError {
+    /// An error with this exact message.
+    pub fn new(message: impl Into<String>) -> Self {
+        ToolError { message: message.into() }
+    }
+
+    /// The "Operation aborted" error Pi's tools throw when their signal fires.
+    pub fn aborted() -> Self {
+        ToolError::new("Operation aborted")
+    }
+
+    /// The result Pi's agent loop records for a thrown error: the message as the only content,
+    /// `details: {}` and `isError: true`.
+    pub fn into_output(self) -> ToolOutput {
+        ToolOutput {
+            content: vec![ContentBlock::Text(self.message)],
+            details: Some(Value::Object(serde_json::Map::new())),
+            is_error: true,
+        }
+    }
+}
+
+/// What the model running the tools can take, for the read tool's image note.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ToolModelInfo {
+    /// The model id, recorded in `details.imageUnsupportedByModel`.
+    pub id: String,
+    /// Whether the model accepts image input.
+    pub supports_images: bool,
+}
+
+/// Everything a tool needs from its session besides its arguments.
+#[derive(Clone, Debug)]
+pub struct ToolContext {
+    /// Directory relative paths resolve against, and where bash runs.
+    pub cwd: PathBuf,
+    /// Variables set for bash on top of the inherited environment (see
+    /// [`ToolContext::session_env`]); Pi's `PI_SESSION_*`, `PI_PROVIDER`, `PI_MODEL` and
+    /// `PI_REASONING_LEVEL` are always removed from the inherited environment first, so a nested
+    /// pi never sees its parent's session.
+    pub env: BTreeMap<String, String>,
+    /// Directory prepended to `PATH` for bash when not already on it (Pi's `<agentDir>/bin`).
+    pub bin_dir: Option<PathBuf>,
+    /// Where bash writes full outputs of truncated commands; the system temp dir when `None`.
+    pub temp_dir: Option<PathBuf>,
+    /// `shellPath` from settings.
+    pub shell_path: Option<PathBuf>,
+    /// `shellCommandPrefix` from settings, run before every command.
+    pub shell_command_prefix: Option<String>,
+    /// The current model, when there is one.
+    pub model: Option<ToolModelInfo>,
+}
+
+impl ToolContext {
+    /// A context for `cwd` with no extra environment.
+    pub fn new(cwd: impl Into<PathBuf>) -> Self {
+        ToolContext {
+            cwd: cwd.into(),
+            env: BTreeMap::new(),
+            bin_dir: None,
+            temp_dir: None,
+            shell_path: None,
+            shell_command_prefix: None,
+            model: None,
+        }
+    }
+
+    /// The variables Pi exposes to bash for a session: `PI_CODING_AGENT=true`, `AI_AGENT=pi`,
+    /// `PI_SESSION_ID`, and `PI_SESSION_FILE`, `PI_PROVIDER`, `PI_MODEL`, `PI_REASONING_LEVEL`
+    /// when known.
+    pub fn session_env(
+        session_id: &str,
+        session_file: Option<&str>,
+        provider_and_model: Option<(&str, &str)>,
+        reasoning_level: Option<&str>,
+    ) -> BTreeMap<String, String> {
+        let mut env = BTreeMap::new();
+        env.insert("PI_CODING_AGENT".to_string(), "true".to_string());
+        env.insert("AI_AGENT".to_string(), "pi".to_string());
+        env.insert("PI_SESSION_ID".to_string(), session_id.to_string());
+        if let Some(file) = session_file {
+            env.insert("PI_SESSION_FILE".to_string(), file.to_string());
+        }
+        if let Some((provider, model)) = provider_and_model {
+            env.insert("PI_PROVIDER".to_string(), provider.to_string());
+            env.insert("PI_MODEL".to_string(), model.to_string());
+        }
+        if let Some(level) = reasoning_level {
+            env.insert("PI_REASONING_LEVEL".to_string(), level.to_string());
+        }
+        env
+    }
+}
+
+/// Receives partial results while a tool runs (bash's streamed output).
+pub type ToolUpdateFn<'a> = &'a (dyn Fn(ToolOutput) + Send + Sync);
+
+/// A callback that drops every update.
+pub fn ignore_updates(_: ToolOutput) {}
+
+/// A tool the model can call.
+///
+/// Contract: `execute` gets arguments that already passed [`Tool::prepare_arguments`] and schema
+/// validation (use [`run_tool_call`]); it returns `Err` exactly where Pi's tool throws, with Pi's
+/// message, and checks `cancel` so an aborted call ends promptly with "Operation aborted" (or
+/// bash's "Command aborted" text).
+#[async_trait::async_trait]
+pub trait Tool: Send + Sync + fmt::Debug {
+    /// The name the model calls, e.g. `read`.
+    fn name(&self) -> &str;
+
+    /// Human-readable label (Pi uses the name).
+    fn label(&self) -> &str {
+        self.name()
+    }
+
+    /// The description sent to the model.
+    fn description(&self) -> &str;
+
+    /// The JSON Schema of the arguments, exactly as Pi sends it.
+    fn parameters(&self) -> &Value;
+
+    /// The one-line summary in the system prompt's tool list, if any.
+    fn prompt_snippet(&self) -> Option<&str> {
+        None
+    }
+
+    /// Lines this tool adds to the system prompt's guidelines.
+    fn prompt_guidelines(&self) -> &[&str] {
+        &[]
+    }
+
+    /// Rewrites raw model arguments before validation (the edit tool folds legacy fields here).
+    fn prepare_arguments(&self, args: Value) -> Value {
+        args
+    }
+
+    /// Runs the tool.
+    async fn execute(
+        &self,
+        call_id: &str,
+        args: Value,
+        ctx: &ToolContext,
+        cancel: CancellationToken,
+        on_update: ToolUpdateFn<'_>,
+    ) -> Result<ToolOutput, ToolError>;
+}
+
+/// Runs one tool call the way Pi's agent loop does: finds the tool (`Tool <name> not found`),
+/// prepares and validates the arguments, executes, and turns a thrown error into an error result.
+/// Never fails: every failure is an `is_error` output.
+pub async fn run_tool_call(
+    tools: &[Arc<dyn Tool>],
+    call_id: &str,
+    name: &str,
+    args: Value,
+    ctx: &ToolContext,
+    cancel: CancellationToken,
+    on_update: ToolUpdateFn<'_>,
+) -> ToolOutput {
+    if cancel.is_cancelled() {
+        return ToolError::aborted().into_output();
+    }
+    let Some(tool) = tools.iter().find(|tool| tool.name() == name) else {
+        return ToolError::new(format!("Tool {name} not found")).into_output();
+    };
+    let prepared = tool.prepare_arguments(args);
+    let validated = match validate_tool_arguments(name, tool.parameters(), &prepared) {
+        Ok(value) => value,
+        Err(error) => return error.into_output(),
+    };
+    match tool.execute(call_id, validated, ctx, cancel, on_update).await {
+        Ok(output) => output,
+        Err(error) => error.into_output(),
+    }
+}
+
+/// The tool's definition as Pi declares it to providers: `{name, description, parameters}`.
+pub fn tool_declaration(tool: &dyn Tool) -> Value {
+    serde_json::json!({
+        "name": tool.name(),
+        "description": tool.description(),
+        "parameters": tool.parameters(),
+    })
+}
