@@ -1,0 +1,201 @@
+//! HTTP plumbing shared by the wire APIs: a pooled client, JSON POST with error bodies
+//! turned into Pi-style error messages, and an SSE reader over the response body.
+
+use std::collections::VecDeque;
+use std::sync::OnceLock;
+
+use futures::StreamExt;
+use serde_json::Value;
+
+use super::sse::{SseDecoder, SseEvent};
+use super::StreamOptions;
+
+/// One pooled client for all requests that do not bring their own.
+pub(crate) fn client(options: &StreamOptions) -> reqwest::Client {
+    if let Some(c) = &options.client {
+        return c.clone();
+    }
+    static CLIENT: OnceLock<reqwest::Client> = OnceLock::new();
+    CLIENT
+        .get_or_init(|| {
+            reqwest::Client::builder()
+                .user_agent(concat!("pi-rust/", env!("CARGO_PKG_VERSION")))
+                .build()
+                .unwrap_or_default()
+        })
+        .clone()
+}
+
+/// How an API's SDK words an HTTP error; Pi's error messages (and so the overflow regexes
+/// that read them) follow the SDK.
+#[derive(Debug, Clone, Copy)]
+pub(crate) enum ErrorStyle {
+    /// OpenAI SDK via Pi's `formatProviderError`: `400: {"message":…}` (the `error` member of
+    /// the body), or `400 status code (no body)`.
+    OpenAi,
+    /// Anthropic SDK: `400 {"type":"error","error":{…}}` (the whole body).
+    Anthropic,
+    /// Google: `{status}: {body}` with the inner `error.message` when present.
+    Google,
+}
+
+pub(crate) fn format_http_error(style: ErrorStyle, status: u16, body: &str) -> String {
+    let trimmed = body.trim();
+    if trimmed.is_empty() {
+        return format!("{status} status code (no body)");
+    }
+    let json: Option<Value> = serde_json::from_str(trimmed).ok();
+    match style {
+        ErrorStyle::OpenAi => match json {
+            Some(v) => {
+                let inner = v.get("error").filter(|e| !e.is_null()).unwrap_or(&v);
+                format!("{status}: {}", compact(inner))
+            }
+            None => format!("{status}: {trimmed}"),
+        },
+        ErrorStyle::Anthropic => match json {
+            Some(v) => match v.get("message").and_then(Value::as_str) {
+                Some(m) => format!("{status} {m}"),
+                None => format!("{status} {}", compact(&v)),
+            },
+            None => format!("{status} {trimmed}"),
+        },
+        ErrorStyle::Google => {
+            let msg = json
+                .as_ref()
+                .and_then(|v| v.pointer("/error/message"))
+                .and_then(Value::as_str)
+                .map(str::to_string)
+                .unwrap_or_else(|| trimmed.to_string());
+            format!("{status}: {msg}")
+        }
+    }
+}
+
+fn compact(v: &Value) -> String {
+    serde_json::to_string(v).unwrap_or_default()
+}
+
+/// Error text with its source chain (what failed and why: "connection refused" is two
+/// levels below reqwest's "error sending request").
+pub(crate) fn error_chain(e: &dyn std::error::Error) -> String {
+    let mut s = e.to_string();
+    let mut cur = e.source();
+    while let Some(c) = cur {
+        let t = c.to_string();
+        if !s.contains(&t) {
+            s.push_str(": ");
+            s.push_str(&t);
+        }
+        cur = c.source();
+    }
+    s
+}
+
+/// POST `body` as JSON; a non-2xx answer becomes `Err(message)`.
+pub(crate) async fn post_json(
+    options: &StreamOptions,
+    url: &str,
+    headers: &[(String, String)],
+    body: &Value,
+    style: ErrorStyle,
+) -> Result<reqwest::Response, String> {
+    let mut req = client(options).post(url).json(body);
+    for (k, v) in headers {
+        req = req.header(k.as_str(), v.as_str());
+    }
+    if let Some(t) = options.timeout {
+        req = req.timeout(t);
+    }
+    let resp = req.send().await.map_err(|e| error_chain(&e))?;
+    let status = resp.status();
+    if !status.is_success() {
+        let text = resp.text().await.unwrap_or_default();
+        return Err(format_http_error(style, status.as_u16(), &text));
+    }
+    Ok(resp)
+}
+
+/// SSE events read from a response body.
+pub(crate) struct SseReader {
+    body: futures::stream::BoxStream<'static, reqwest::Result<bytes::Bytes>>,
+    decoder: SseDecoder,
+    queue: VecDeque<SseEvent>,
+    done: bool,
+}
+
+impl SseReader {
+    pub(crate) fn new(resp: reqwest::Response) -> Self {
+        SseReader {
+            body: resp.bytes_stream().boxed(),
+            decoder: SseDecoder::new(),
+            queue: VecDeque::new(),
+            done: false,
+        }
+    }
+
+    /// The next event; `Ok(None)` at a clean end of the body, `Err` when the connection
+    /// broke mid-body.
+    pub(crate) async fn next(&mut self) -> Result<Option<SseEvent>, String> {
+        loop {
+            if let Some(ev) = self.queue.pop_front() {
+                return Ok(Some(ev));
+            }
+            if self.done {
+                return Ok(None);
+            }
+            match self.body.next().await {
+                Some(Ok(chunk)) => self.queue.extend(self.decoder.feed(&chunk)),
+                Some(Err(e)) => return Err(error_chain(&e)),
+                None => {
+                    self.done = true;
+                    self.queue.extend(self.decoder.finish());
+                }
+            }
+        }
+    }
+}
+
+/// Join a base URL and a path without doubling or dropping the slash.
+pub(crate) fn join_url(base: &str, path: &str) -> String {
+    format!(
+        "{}/{}",
+        base.trim_end_matches('/'),
+        path.trim_start_matches('/')
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn error_messages_follow_the_sdks() {
+        let body = r#"{"error":{"message":"fake bad request","type":"invalid_request_error"}}"#;
+        assert_eq!(
+            format_http_error(ErrorStyle::OpenAi, 400, body),
+            r#"400: {"message":"fake bad request","type":"invalid_request_error"}"#
+        );
+        assert_eq!(
+            format_http_error(ErrorStyle::OpenAi, 413, ""),
+            "413 status code (no body)"
+        );
+        let body = r#"{"type":"error","error":{"type":"overloaded_error","message":"Overloaded"}}"#;
+        assert_eq!(
+            format_http_error(ErrorStyle::Anthropic, 529, body),
+            format!("529 {body}")
+        );
+        assert_eq!(
+            format_http_error(
+                ErrorStyle::Google,
+                400,
+                r#"{"error":{"code":400,"message":"bad"}}"#
+            ),
+            "400: bad"
+        );
+        assert_eq!(
+            join_url("http://h/v1/", "/chat/completions"),
+            "http://h/v1/chat/completions"
+        );
+    }
+}
