@@ -51,7 +51,11 @@ fn cases() -> Vec<Case> {
     let mut cases = Vec::new();
     let mut add = |group: &str, session: PathBuf, oracle: PathBuf| {
         if oracle.exists() {
-            cases.push(Case { name: format!("{group}/{}", stem(&session)), session, oracle });
+            cases.push(Case {
+                name: format!("{group}/{}", stem(&session)),
+                session,
+                oracle,
+            });
         }
     };
     let sessions = fixtures.join("realpi/sessions");
@@ -112,7 +116,8 @@ fn first_diff(path: &str, ours: &Value, pi: &Value) -> Option<String> {
             if sa != sb {
                 return Some(format!("{path}: keys {keys_a:?} vs Pi {keys_b:?}"));
             }
-            b.iter().find_map(|(k, v)| first_diff(&format!("{path}.{k}"), &a[k], v))
+            b.iter()
+                .find_map(|(k, v)| first_diff(&format!("{path}.{k}"), &a[k], v))
         }
         (a, b) if a == b => None,
         (a, b) => Some(format!("{path}: {} vs Pi {}", short(a), short(b))),
@@ -185,14 +190,22 @@ fn check_case(case: &Case) -> Result<bool, Vec<String>> {
     let mut errors = Vec::new();
     let session = Session::open(&case.session).map_err(|e| vec![format!("open: {e}")])?;
     let walk = session.branch_path();
-    let branch: Vec<Value> = walk.entries.iter().map(|&i| session.entry_value(i)).collect();
+    let branch: Vec<Value> = walk
+        .entries
+        .iter()
+        .map(|&i| session.entry_value(i))
+        .collect();
     let our_ids: Vec<Option<String>> = branch
         .iter()
         .map(|e| e.get("id").and_then(Value::as_str).map(str::to_string))
         .collect();
     let pi_ids: Vec<Value> = oracle["branch"].as_array().cloned().unwrap_or_default();
     if our_ids.len() != pi_ids.len() {
-        return Err(vec![format!("branch length {} vs Pi {}", our_ids.len(), pi_ids.len())]);
+        return Err(vec![format!(
+            "branch length {} vs Pi {}",
+            our_ids.len(),
+            pi_ids.len()
+        )]);
     }
     // Ours → Pi's, by position (identity unless Pi migrated the file with fresh ids).
     let id_map: HashMap<String, Value> = our_ids
@@ -201,30 +214,61 @@ fn check_case(case: &Case) -> Result<bool, Vec<String>> {
         .filter_map(|(o, p)| Some((o.clone()?, p.clone())))
         .collect();
     let map_id = |id: &Value| -> Value {
-        id.as_str().and_then(|s| id_map.get(s)).cloned().unwrap_or_else(|| id.clone())
+        id.as_str()
+            .and_then(|s| id_map.get(s))
+            .cloned()
+            .unwrap_or_else(|| id.clone())
     };
 
     // Token estimates over the projected context.
     let projection = project(branch.as_slice());
     let messages: Vec<&Value> = projection.messages().collect();
     let te = &oracle["tokenEstimates"];
-    let per_message: Vec<Value> =
-        messages.iter().map(|m| Value::from(estimate_tokens(m))).collect();
-    check_value(&mut errors, "tokenEstimates", te, "perMessage", &Value::Array(per_message));
+    let per_message: Vec<Value> = messages
+        .iter()
+        .map(|m| Value::from(estimate_tokens(m)))
+        .collect();
+    check_value(
+        &mut errors,
+        "tokenEstimates",
+        te,
+        "perMessage",
+        &Value::Array(per_message),
+    );
     let ect = serde_json::to_value(estimate_context_tokens(messages.iter().copied())).unwrap();
-    check_value(&mut errors, "tokenEstimates", te, "estimateContextTokens", &ect);
-    let usage = last_assistant_usage(&branch).cloned().unwrap_or(Value::Null);
-    check_value(&mut errors, "tokenEstimates", te, "lastAssistantUsage", &usage);
+    check_value(
+        &mut errors,
+        "tokenEstimates",
+        te,
+        "estimateContextTokens",
+        &ect,
+    );
+    let usage = last_assistant_usage(&branch)
+        .cloned()
+        .unwrap_or(Value::Null);
+    check_value(
+        &mut errors,
+        "tokenEstimates",
+        te,
+        "lastAssistantUsage",
+        &usage,
+    );
 
     // prepareCompaction for each recorded setting.
-    let compaction = oracle["compaction"].as_object().cloned().unwrap_or_default();
+    let compaction = oracle["compaction"]
+        .as_object()
+        .cloned()
+        .unwrap_or_default();
     if compaction.is_empty() {
         errors.push("oracle has no compaction section".into());
     }
     for (key, pi) in &compaction {
         let what = format!("compaction[{key}]");
         let settings: CompactionSettings = serde_json::from_value(pi["settings"].clone()).unwrap();
-        match (prepare_compaction(&branch, &settings), pi.get("preparation")) {
+        match (
+            prepare_compaction(&branch, &settings),
+            pi.get("preparation"),
+        ) {
             (None, Some(Value::Null)) => {
                 let reason = no_preparation_reason(&branch);
                 if pi["reason"] != reason {
@@ -263,14 +307,20 @@ fn check_case(case: &Case) -> Result<bool, Vec<String>> {
             }
             (ours, want) => errors.push(format!(
                 "{what}: ours {} vs Pi {}",
-                ours.map_or("no preparation".into(), |p| format!("cut at {}", p.first_kept_entry_id)),
+                ours.map_or("no preparation".into(), |p| format!(
+                    "cut at {}",
+                    p.first_kept_entry_id
+                )),
                 want.map_or("error".into(), short)
             )),
         }
     }
 
     // The exported entry-based findCutPoint.
-    let fcp = oracle["findCutPoint"].as_object().cloned().unwrap_or_default();
+    let fcp = oracle["findCutPoint"]
+        .as_object()
+        .cloned()
+        .unwrap_or_default();
     for (key, want) in &fcp {
         let keep: u64 = key.trim_start_matches("keepRecentTokens=").parse().unwrap();
         let cut = find_cut_point(&branch, 0, branch.len(), keep);
@@ -309,7 +359,13 @@ fn compaction_matches_real_pi() {
             )),
         }
     }
-    assert!(failures.is_empty(), "{} of {} cases differ from Pi:\n{}", failures.len(), checked + failures.len(), failures.join("\n"));
+    assert!(
+        failures.is_empty(),
+        "{} of {} cases differ from Pi:\n{}",
+        failures.len(),
+        checked + failures.len(),
+        failures.join("\n")
+    );
     // Guard against a silently empty corpus.
     assert!(checked >= 100, "only {checked} cases checked");
     eprintln!("{checked} sessions match real Pi 1.6.0");
@@ -333,7 +389,11 @@ fn corpus_reaches_every_kind_of_answer() {
     for case in cases() {
         let oracle: Value =
             serde_json::from_str(&std::fs::read_to_string(&case.oracle).unwrap()).unwrap();
-        for v in oracle["compaction"].as_object().into_iter().flat_map(|m| m.values()) {
+        for v in oracle["compaction"]
+            .as_object()
+            .into_iter()
+            .flat_map(|m| m.values())
+        {
             let kind = match &v["preparation"] {
                 Value::Object(p) if p["isSplitTurn"] == true => "split",
                 Value::Object(p) if !p["previousSummary"].is_null() => "iterative",
@@ -345,6 +405,9 @@ fn corpus_reaches_every_kind_of_answer() {
         }
     }
     for kind in ["split", "iterative", "plain", "already", "small"] {
-        assert!(seen.get(kind).copied().unwrap_or(0) > 0, "no {kind} case in {seen:?}");
+        assert!(
+            seen.get(kind).copied().unwrap_or(0) > 0,
+            "no {kind} case in {seen:?}"
+        );
     }
 }

@@ -39,8 +39,9 @@ pub fn collect_entries_for_branch_summary(
     let Some(old_leaf_id) = old_leaf_id.filter(|id| !id.is_empty()) else {
         return BranchEntries::default();
     };
-    let old_path: HashSet<Option<String>> =
-        branch_ids(session, session.find(old_leaf_id)).into_iter().collect();
+    let old_path: HashSet<Option<String>> = branch_ids(session, session.find(old_leaf_id))
+        .into_iter()
+        .collect();
     let target_path = branch_ids(session, session.find(target_id));
     let common_ancestor_id = target_path
         .iter()
@@ -120,7 +121,9 @@ fn branch_message(entry: &Value, edit: Option<&Value>) -> Option<Value> {
         // ones); the placeholder only borrows its message construction.
         "branch_summary" => {
             let mut stand_in = entry.clone();
-            stand_in.as_object_mut()?.insert("summary".into(), Value::from("x"));
+            stand_in
+                .as_object_mut()?
+                .insert("summary".into(), Value::from("x"));
             let mut message = entry_messages(&stand_in).into_iter().next()?;
             let obj = message.as_object_mut()?;
             match entry.get("summary") {
@@ -199,7 +202,10 @@ pub fn navigation_target(target: &Value) -> NavigationTarget {
             .map(str::to_string)
     };
     let is_user = kind_of(target) == "message"
-        && target.get("message").and_then(|m| m.get("role")).and_then(Value::as_str)
+        && target
+            .get("message")
+            .and_then(|m| m.get("role"))
+            .and_then(Value::as_str)
             == Some("user");
     if is_user {
         let content = target.get("message").and_then(|m| m.get("content"));
@@ -268,13 +274,24 @@ mod tests {
         user["parentId"] = json!("p");
         assert_eq!(
             navigation_target(&user),
-            NavigationTarget { new_leaf_id: Some("p".into()), editor_text: Some("again".into()) }
+            NavigationTarget {
+                new_leaf_id: Some("p".into()),
+                editor_text: Some("again".into())
+            }
         );
         let root_custom = json!({"type":"custom_message","id":"c","parentId":null,"customType":"x","content":"hi","display":true});
         assert_eq!(
             navigation_target(&root_custom),
-            NavigationTarget { new_leaf_id: None, editor_text: Some("hi".into()) }
+            NavigationTarget {
+                new_leaf_id: None,
+                editor_text: Some("hi".into())
+            }
         );
-        assert_eq!(navigation_target(&msg("a", "assistant", "r")).new_leaf_id.as_deref(), Some("a"));
+        assert_eq!(
+            navigation_target(&msg("a", "assistant", "r"))
+                .new_leaf_id
+                .as_deref(),
+            Some("a")
+        );
     }
 }

@@ -80,7 +80,9 @@ impl FileOps {
                     return;
                 };
                 for block in blocks {
-                    let Some(obj) = block.as_object() else { continue };
+                    let Some(obj) = block.as_object() else {
+                        continue;
+                    };
                     if obj.get("type").and_then(Value::as_str) != Some("toolCall") {
                         continue;
                     }
@@ -138,7 +140,10 @@ pub fn compute_file_lists(ops: &FileOps) -> FileLists {
 pub fn format_file_operations(read_files: &[String], modified_files: &[String]) -> String {
     let mut sections = Vec::new();
     if !read_files.is_empty() {
-        sections.push(format!("<read-files>\n{}\n</read-files>", read_files.join("\n")));
+        sections.push(format!(
+            "<read-files>\n{}\n</read-files>",
+            read_files.join("\n")
+        ));
     }
     if !modified_files.is_empty() {
         sections.push(format!(

@@ -72,14 +72,14 @@ pub fn number_string(x: f64) -> String {
     }
     if k <= n && n <= 21 {
         out.push_str(&digits);
-        out.extend(std::iter::repeat('0').take((n - k) as usize));
+        out.push_str(&"0".repeat((n - k) as usize));
     } else if 0 < n && n <= 21 {
         out.push_str(&digits[..n as usize]);
         out.push('.');
         out.push_str(&digits[n as usize..]);
     } else if -6 < n && n <= 0 {
         out.push_str("0.");
-        out.extend(std::iter::repeat('0').take((-n) as usize));
+        out.push_str(&"0".repeat((-n) as usize));
         out.push_str(&digits);
     } else {
         let e = n - 1;
@@ -179,11 +179,7 @@ pub fn to_js_string(value: Option<&Value>) -> String {
         Some(Value::Bool(b)) => b.to_string(),
         Some(Value::Number(n)) => json_number(n),
         Some(Value::String(s)) => s.clone(),
-        Some(Value::Array(items)) => items
-            .iter()
-            .map(join_element)
-            .collect::<Vec<_>>()
-            .join(","),
+        Some(Value::Array(items)) => items.iter().map(join_element).collect::<Vec<_>>().join(","),
         Some(Value::Object(_)) => "[object Object]".into(),
     }
 }
@@ -238,9 +234,12 @@ mod tests {
 
     #[test]
     fn stringify_orders_index_keys_first_and_drops_float_zero() {
-        let v: Value = serde_json::from_str(r#"{"b":1.0,"2":"x","a":[true,null],"1":{"é":"\n"}}"#)
-            .unwrap();
-        assert_eq!(stringify(&v), r#"{"1":{"é":"\n"},"2":"x","b":1,"a":[true,null]}"#);
+        let v: Value =
+            serde_json::from_str(r#"{"b":1.0,"2":"x","a":[true,null],"1":{"é":"\n"}}"#).unwrap();
+        assert_eq!(
+            stringify(&v),
+            r#"{"1":{"é":"\n"},"2":"x","b":1,"a":[true,null]}"#
+        );
     }
 
     #[test]

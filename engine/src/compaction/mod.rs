@@ -57,8 +57,8 @@ pub use serialize::{
 };
 pub use summarize::{
     compact, generate_branch_summary, summarize_with_retry, BranchSummaryOutcome,
-    BranchSummarySettings, CompactionResult, RetrySettings, StopReason, SummarizeError,
-    Summarizer, SummaryOptions, SummaryRequest, SummaryResponse, NO_CONTENT_SUMMARY,
+    BranchSummarySettings, CompactionResult, RetrySettings, StopReason, SummarizeError, Summarizer,
+    SummaryOptions, SummaryRequest, SummaryResponse, NO_CONTENT_SUMMARY,
 };
 pub use tokens::{
     calculate_context_tokens, current_system_message, estimate_context_tokens,
@@ -119,7 +119,10 @@ pub struct InvalidSetting {
 
 const SAFE_INTEGER: &str = "Expected a non-negative safe integer.";
 
-fn token_setting(value: Option<&Value>, setting: impl Fn() -> String) -> Result<Option<u64>, InvalidSetting> {
+fn token_setting(
+    value: Option<&Value>,
+    setting: impl Fn() -> String,
+) -> Result<Option<u64>, InvalidSetting> {
     let Some(value) = value else { return Ok(None) };
     let max_safe = 9_007_199_254_740_991.0;
     match value.as_f64() {
@@ -153,19 +156,24 @@ impl CompactionSettingsFile {
             },
             _ => None,
         };
-        let field = |name: &str, plain: Option<&Value>, default: u64| -> Result<u64, InvalidSetting> {
-            let ordinary = token_setting(plain, || format!("compaction.{name}"))?;
-            let over = token_setting(override_entry.and_then(|o| o.get(name)), || {
-                format!(
-                    "compaction.modelOverrides[\"{}\"].{name}",
-                    model_key.unwrap_or_default()
-                )
-            })?;
-            Ok(over.or(ordinary).unwrap_or(default))
-        };
+        let field =
+            |name: &str, plain: Option<&Value>, default: u64| -> Result<u64, InvalidSetting> {
+                let ordinary = token_setting(plain, || format!("compaction.{name}"))?;
+                let over = token_setting(override_entry.and_then(|o| o.get(name)), || {
+                    format!(
+                        "compaction.modelOverrides[\"{}\"].{name}",
+                        model_key.unwrap_or_default()
+                    )
+                })?;
+                Ok(over.or(ordinary).unwrap_or(default))
+            };
         Ok(CompactionSettings {
             enabled: self.enabled.unwrap_or(defaults.enabled),
-            reserve_tokens: field("reserveTokens", self.reserve_tokens.as_ref(), defaults.reserve_tokens)?,
+            reserve_tokens: field(
+                "reserveTokens",
+                self.reserve_tokens.as_ref(),
+                defaults.reserve_tokens,
+            )?,
             keep_recent_tokens: field(
                 "keepRecentTokens",
                 self.keep_recent_tokens.as_ref(),
@@ -189,7 +197,11 @@ mod settings_tests {
         .unwrap();
         assert_eq!(
             file.resolve(Some("anthropic/x")).unwrap(),
-            CompactionSettings { enabled: true, reserve_tokens: 5, keep_recent_tokens: 1000 }
+            CompactionSettings {
+                enabled: true,
+                reserve_tokens: 5,
+                keep_recent_tokens: 1000
+            }
         );
         assert_eq!(file.resolve(None).unwrap().reserve_tokens, 16384);
         let bad: CompactionSettingsFile =

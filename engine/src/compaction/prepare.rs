@@ -82,8 +82,14 @@ impl Serialize for CompactionPreparation {
         st.serialize_field("previousSummary", &self.previous_summary)?;
         st.serialize_field("fileOps", &self.file_ops)?;
         st.serialize_field("fileLists", &self.file_lists())?;
-        st.serialize_field("messagesToSummarizeRoles", &roles(&self.messages_to_summarize))?;
-        st.serialize_field("turnPrefixMessagesRoles", &roles(&self.turn_prefix_messages))?;
+        st.serialize_field(
+            "messagesToSummarizeRoles",
+            &roles(&self.messages_to_summarize),
+        )?;
+        st.serialize_field(
+            "turnPrefixMessagesRoles",
+            &roles(&self.turn_prefix_messages),
+        )?;
         st.serialize_field("messagesToSummarize", &self.messages_to_summarize)?;
         st.serialize_field("turnPrefixMessages", &self.turn_prefix_messages)?;
         st.end()
@@ -110,7 +116,11 @@ fn is_cut_point_message(message: &Value) -> bool {
     matches!(
         role_of(message),
         Some(
-            "user" | "assistant" | "bashExecution" | "custom" | "branchSummary"
+            "user"
+                | "assistant"
+                | "bashExecution"
+                | "custom"
+                | "branchSummary"
                 | "compactionSummary"
         )
     )
@@ -233,7 +243,12 @@ fn finish_cut<E: CutEntry>(entries: &[E], cut: usize, start: usize) -> CutPoint 
 
 /// Pi's exported, entry-based `findCutPoint` over `path[start..end]`. Kept for
 /// extensions and tools; compaction itself uses the projected search.
-pub fn find_cut_point(path: &[Value], start: usize, end: usize, keep_recent_tokens: u64) -> CutPoint {
+pub fn find_cut_point(
+    path: &[Value],
+    start: usize,
+    end: usize,
+    keep_recent_tokens: u64,
+) -> CutPoint {
     let end = end.min(path.len());
     let entries: Vec<Raw<'_>> = path.iter().map(Raw).collect();
     let no_cut = CutPoint {
@@ -288,8 +303,11 @@ fn is_recovery_omission_suffix(suffix: &[Projected<'_>]) -> bool {
     };
     let omitted = |e: &Projected<'_>| intrinsically_visible(e) && e.messages.is_empty();
     let id_of = |v: &Value| v.get("id").and_then(Value::as_str).map(str::to_string);
-    let omitted_ids: Vec<Option<String>> =
-        suffix.iter().filter(|e| omitted(e)).map(|e| id_of(e.source)).collect();
+    let omitted_ids: Vec<Option<String>> = suffix
+        .iter()
+        .filter(|e| omitted(e))
+        .map(|e| id_of(e.source))
+        .collect();
     let has_external_replacement = suffix.iter().any(|e| {
         kind_of(e.source) == "context_edit"
             // A missing `replacement` is not `null` in Pi's strict comparison.

@@ -313,15 +313,28 @@ mod tests {
     #[test]
     fn prompts_have_the_structure() {
         let p = history_summary_prompt("C", Some("P"), Some("tests"));
-        assert!(p.starts_with("<conversation>\nC\n</conversation>\n\n<previous-summary>\nP\n</previous-summary>\n\n"));
+        assert!(p.starts_with(
+            "<conversation>\nC\n</conversation>\n\n<previous-summary>\nP\n</previous-summary>\n\n"
+        ));
         assert!(p.ends_with("\n\nAdditional focus: tests"));
         assert!(p.contains("## Critical Context"));
         let p = history_summary_prompt("C", None, None);
         assert!(!p.contains("previous-summary"));
-        for section in ["## Goal", "## Constraints & Preferences", "### Done", "### In Progress", "### Blocked", "## Key Decisions", "## Next Steps"] {
+        for section in [
+            "## Goal",
+            "## Constraints & Preferences",
+            "### Done",
+            "### In Progress",
+            "### Blocked",
+            "## Key Decisions",
+            "## Next Steps",
+        ] {
             assert!(p.contains(section), "{section}");
         }
         assert!(turn_prefix_prompt("C", None).starts_with("# Conversation\nC\n\n# Instructions\n"));
-        assert_eq!(branch_summary_prompt("C", Some("only this"), true), "<conversation>\nC\n</conversation>\n\nonly this");
+        assert_eq!(
+            branch_summary_prompt("C", Some("only this"), true),
+            "<conversation>\nC\n</conversation>\n\nonly this"
+        );
     }
 }

@@ -117,7 +117,10 @@ impl RetrySettings {
 pub enum SummarizeError {
     /// The provider reported an error (after any retries).
     #[error("{label} failed: {message}")]
-    Provider { label: &'static str, message: String },
+    Provider {
+        label: &'static str,
+        message: String,
+    },
     /// The answer hit the output cap; partial text is not kept.
     #[error("{label} failed: generation hit the token cap and the summary is incomplete")]
     Truncated { label: &'static str },
@@ -155,7 +158,10 @@ pub async fn summarize_with_retry<S: Summarizer>(
 }
 
 /// Turns a response into summary text, refusing what must not be stored.
-fn accept(response: SummaryResponse, label: &'static str) -> Result<SummaryResponse, SummarizeError> {
+fn accept(
+    response: SummaryResponse,
+    label: &'static str,
+) -> Result<SummaryResponse, SummarizeError> {
     match response.stop_reason {
         StopReason::Error => Err(SummarizeError::Provider {
             label,
@@ -265,7 +271,8 @@ async fn history_summary<S: Summarizer>(
         previous_summary,
         options.custom_instructions.as_deref(),
     );
-    let response = summarize_with_retry(summarizer, &request(prompt, options), &options.retry).await?;
+    let response =
+        summarize_with_retry(summarizer, &request(prompt, options), &options.retry).await?;
     accept(response, "Summarization")
 }
 
@@ -294,8 +301,7 @@ pub async fn compact<S: Summarizer>(
             };
             let conversation =
                 serialize_conversation(&convert_to_llm(&preparation.turn_prefix_messages));
-            let prompt =
-                turn_prefix_prompt(&conversation, options.custom_instructions.as_deref());
+            let prompt = turn_prefix_prompt(&conversation, options.custom_instructions.as_deref());
             let response =
                 summarize_with_retry(summarizer, &request(prompt, options), &options.retry).await?;
             let prefix = accept(response, "Turn prefix summarization")?;
@@ -317,7 +323,10 @@ pub async fn compact<S: Summarizer>(
             (r.text, r.usage)
         };
     let lists = preparation.file_lists();
-    summary.push_str(&format_file_operations(&lists.read_files, &lists.modified_files));
+    summary.push_str(&format_file_operations(
+        &lists.read_files,
+        &lists.modified_files,
+    ));
     Ok(CompactionResult {
         summary,
         first_kept_entry_id: preparation.first_kept_entry_id.clone(),
@@ -387,14 +396,18 @@ pub async fn generate_branch_summary<S: Summarizer>(
         options.custom_instructions.as_deref(),
         replace_instructions,
     );
-    let response = summarize_with_retry(summarizer, &request(prompt, options), &options.retry).await?;
+    let response =
+        summarize_with_retry(summarizer, &request(prompt, options), &options.retry).await?;
     if response.stop_reason == StopReason::Aborted {
         return Ok(BranchSummaryOutcome::Aborted);
     }
     let response = accept(response, "Branch summarization")?;
     let lists = prepared.file_ops.file_lists();
     let mut summary = format!("{BRANCH_SUMMARY_PREAMBLE}{}", response.text);
-    summary.push_str(&format_file_operations(&lists.read_files, &lists.modified_files));
+    summary.push_str(&format_file_operations(
+        &lists.read_files,
+        &lists.modified_files,
+    ));
     Ok(BranchSummaryOutcome::Summary {
         summary,
         details: lists,

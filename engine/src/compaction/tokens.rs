@@ -3,7 +3,7 @@
 
 use super::js::{self, str_len, truthy, utf16_len};
 use super::CompactionSettings;
-use crate::context::{Projection, ProjectedEntry};
+use crate::context::{ProjectedEntry, Projection};
 use serde::Serialize;
 use serde_json::{Map, Value};
 
@@ -166,7 +166,10 @@ pub fn estimate_context_tokens<'a>(messages: impl IntoIterator<Item = &'a Value>
         }
         Some((index, usage)) => {
             let usage_tokens = calculate_context_tokens(usage);
-            let trailing: u64 = messages[index + 1..].iter().map(|m| estimate_tokens(m)).sum();
+            let trailing: u64 = messages[index + 1..]
+                .iter()
+                .map(|m| estimate_tokens(m))
+                .sum();
             ContextTokens {
                 tokens: usage_tokens + trailing,
                 usage_tokens,
@@ -215,17 +218,18 @@ fn usage_is_current(entries: &[ProjectedEntry], path: &[Value], usage_index: usi
     for entry in entries {
         let next = first + entry.messages.len();
         if usage_index < next {
-            usage_entry_id = path.get(entry.pos).and_then(|e| e.get("id")).and_then(Value::as_str);
+            usage_entry_id = path
+                .get(entry.pos)
+                .and_then(|e| e.get("id"))
+                .and_then(Value::as_str);
             break;
         }
         first = next;
     }
-    let usage_entry_index = usage_entry_id
-        .filter(|id| !id.is_empty())
-        .and_then(|id| {
-            path.iter()
-                .position(|e| e.get("id").and_then(Value::as_str) == Some(id))
-        });
+    let usage_entry_index = usage_entry_id.filter(|id| !id.is_empty()).and_then(|id| {
+        path.iter()
+            .position(|e| e.get("id").and_then(Value::as_str) == Some(id))
+    });
     let latest_invalidating = path.iter().rposition(|e| {
         matches!(
             e.get("type").and_then(Value::as_str),
@@ -285,7 +289,10 @@ pub fn current_system_message<'a>(messages: impl IntoIterator<Item = &'a Value>)
     m.insert("role".into(), "system".into());
     m.insert("content".into(), Value::String(content.join("\n\n")));
     if !sections.is_empty() {
-        m.insert("sections".into(), Value::Object(sections.into_iter().collect()));
+        m.insert(
+            "sections".into(),
+            Value::Object(sections.into_iter().collect()),
+        );
     }
     if !tools.is_empty() {
         m.insert(
@@ -293,7 +300,10 @@ pub fn current_system_message<'a>(messages: impl IntoIterator<Item = &'a Value>)
             Value::Array(tools.into_iter().map(|(_, t)| t).collect()),
         );
     }
-    m.insert("timestamp".into(), timestamp.unwrap_or_else(|| Value::from(0)));
+    m.insert(
+        "timestamp".into(),
+        timestamp.unwrap_or_else(|| Value::from(0)),
+    );
     Some(Value::Object(m))
 }
 
@@ -312,9 +322,14 @@ fn array_items(v: Option<&Value>) -> &[Value] {
 }
 
 /// Pi's `shouldCompact`: enabled, and the context exceeds the window minus the reserve.
-pub fn should_compact(context_tokens: u64, context_window: u64, settings: &CompactionSettings) -> bool {
+pub fn should_compact(
+    context_tokens: u64,
+    context_window: u64,
+    settings: &CompactionSettings,
+) -> bool {
     settings.enabled
-        && i128::from(context_tokens) > i128::from(context_window) - i128::from(settings.reserve_tokens)
+        && i128::from(context_tokens)
+            > i128::from(context_window) - i128::from(settings.reserve_tokens)
 }
 
 #[cfg(test)]
@@ -333,7 +348,10 @@ mod tests {
         assert_eq!(estimate_tokens(&assistant), (4 + 4 + 12_u64).div_ceil(4));
         let bash = json!({"role":"bashExecution","command":"ls","output":"ab"});
         assert_eq!(estimate_tokens(&bash), 1);
-        assert_eq!(estimate_tokens(&json!({"role":"weird","content":"xxxxxxxx"})), 0);
+        assert_eq!(
+            estimate_tokens(&json!({"role":"weird","content":"xxxxxxxx"})),
+            0
+        );
         assert_eq!(estimate_tokens(&json!({"role":"user","content":"😀"})), 1);
     }
 
@@ -348,7 +366,12 @@ mod tests {
         let t = estimate_context_tokens(msgs.iter());
         assert_eq!(
             t,
-            ContextTokens { tokens: 4, usage_tokens: 3, trailing_tokens: 1, last_usage_index: Some(1) }
+            ContextTokens {
+                tokens: 4,
+                usage_tokens: 3,
+                trailing_tokens: 1,
+                last_usage_index: Some(1)
+            }
         );
     }
 
@@ -358,7 +381,14 @@ mod tests {
         assert!(should_compact(200_000 - 16_384 + 1, 200_000, &s));
         assert!(!should_compact(200_000 - 16_384, 200_000, &s));
         assert!(should_compact(1, 100, &s));
-        assert!(!should_compact(1, 100, &CompactionSettings { enabled: false, ..s }));
+        assert!(!should_compact(
+            1,
+            100,
+            &CompactionSettings {
+                enabled: false,
+                ..s
+            }
+        ));
     }
 
     #[test]

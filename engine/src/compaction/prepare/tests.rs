@@ -6,23 +6,42 @@ fn entry(id: &str, parent: Option<&str>, message: Value) -> Value {
 }
 
 fn user(id: &str, parent: Option<&str>, chars: usize) -> Value {
-    entry(id, parent, json!({"role":"user","content":"u".repeat(chars),"timestamp":1}))
+    entry(
+        id,
+        parent,
+        json!({"role":"user","content":"u".repeat(chars),"timestamp":1}),
+    )
 }
 
 fn assistant(id: &str, parent: Option<&str>, chars: usize) -> Value {
-    entry(id, parent, json!({"role":"assistant","content":[{"type":"text","text":"a".repeat(chars)}],"timestamp":1}))
+    entry(
+        id,
+        parent,
+        json!({"role":"assistant","content":[{"type":"text","text":"a".repeat(chars)}],"timestamp":1}),
+    )
 }
 
 fn settings(keep: u64) -> CompactionSettings {
-    CompactionSettings { keep_recent_tokens: keep, ..Default::default() }
+    CompactionSettings {
+        keep_recent_tokens: keep,
+        ..Default::default()
+    }
 }
 
 #[test]
 fn never_cuts_at_a_tool_result() {
     let path = vec![
         user("u", None, 40),
-        entry("a", Some("u"), json!({"role":"assistant","content":[{"type":"toolCall","id":"t","name":"bash","arguments":{}}],"timestamp":1})),
-        entry("r", Some("a"), json!({"role":"toolResult","toolCallId":"t","content":[{"type":"text","text":"x".repeat(400)}],"timestamp":1})),
+        entry(
+            "a",
+            Some("u"),
+            json!({"role":"assistant","content":[{"type":"toolCall","id":"t","name":"bash","arguments":{}}],"timestamp":1}),
+        ),
+        entry(
+            "r",
+            Some("a"),
+            json!({"role":"toolResult","toolCallId":"t","content":[{"type":"text","text":"x".repeat(400)}],"timestamp":1}),
+        ),
     ];
     let cut = find_cut_point(&path, 0, path.len(), 10);
     assert_eq!(cut.first_kept_entry_index, 1);
@@ -85,7 +104,11 @@ fn recovery_omission_suffix_moves_the_cut_past_the_hidden_attempt() {
 
 #[test]
 fn serializes_to_the_oracle_shape() {
-    let path = vec![user("u1", None, 400), assistant("a1", Some("u1"), 400), user("u2", Some("a1"), 400)];
+    let path = vec![
+        user("u1", None, 400),
+        assistant("a1", Some("u1"), 400),
+        user("u2", Some("a1"), 400),
+    ];
     let prep = prepare_compaction(&path, &settings(50)).unwrap();
     let v = serde_json::to_value(&prep).unwrap();
     assert_eq!(v["firstKeptEntryId"], "u2");
