@@ -12,8 +12,9 @@
 //! stored as `<key>Hash` (FNV-1a 64 of `JSON.stringify`) and `<key>Length`.
 
 use pi_engine::compaction::{
-    estimate_context_tokens, estimate_tokens, find_cut_point, js, last_assistant_usage,
-    no_preparation_reason, prepare_compaction, serialize_conversation, CompactionSettings,
+    collect_entries_for_branch_summary, estimate_context_tokens, estimate_tokens, find_cut_point,
+    js, last_assistant_usage, no_preparation_reason, prepare_branch_entries, prepare_compaction,
+    serialize_conversation, CompactionSettings,
 };
 use pi_engine::context::{convert_to_llm, project};
 use pi_engine::session::Session;
@@ -410,4 +411,72 @@ fn corpus_reaches_every_kind_of_answer() {
             "no {kind} case in {seen:?}"
         );
     }
+}
+
+/// Branch summaries: the entries collected when navigating from the leaf to a
+/// target, and the messages, file lists and token total chosen for three budgets
+/// (`fixtures/expected/branch_oracle.mjs`).
+#[test]
+fn branch_summary_preparation_matches_real_pi() {
+    let dir = root().join("fixtures/expected/generated");
+    let oracle: Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.join("branch.oracle.json")).unwrap())
+            .unwrap();
+    let mut checked = 0;
+    let mut failures = Vec::new();
+    for (file, cases) in oracle.as_object().unwrap() {
+        let session = Session::open(&dir.join(file)).unwrap();
+        for (n, case) in cases.as_array().unwrap().iter().enumerate() {
+            let what = format!("{file}#{n}");
+            let collected = collect_entries_for_branch_summary(
+                &session,
+                case["oldLeafId"].as_str(),
+                case["targetId"].as_str().unwrap(),
+            );
+            let ids: Vec<Value> = collected.entries.iter().map(|e| e["id"].clone()).collect();
+            if let Some(d) = first_diff(
+                &format!("{what}.entryIds"),
+                &Value::from(ids),
+                &case["entryIds"],
+            ) {
+                failures.push(d);
+                continue;
+            }
+            let ancestor = collected
+                .common_ancestor_id
+                .map_or(Value::Null, Value::String);
+            if let Some(d) = first_diff(
+                &format!("{what}.commonAncestorId"),
+                &ancestor,
+                &case["commonAncestorId"],
+            ) {
+                failures.push(d);
+            }
+            for (budget, want) in case["budgets"].as_object().unwrap() {
+                let prepared = prepare_branch_entries(&collected.entries, budget.parse().unwrap());
+                let roles: Vec<Value> = prepared
+                    .messages
+                    .iter()
+                    .map(|m| m["role"].clone())
+                    .collect();
+                let ours = serde_json::json!({
+                    "roles": roles,
+                    "messagesHash": fnv(&js::stringify(&Value::Array(prepared.messages.clone()))),
+                    "fileLists": prepared.file_ops.file_lists(),
+                    "totalTokens": prepared.total_tokens,
+                });
+                if let Some(d) = first_diff(&format!("{what}.budget[{budget}]"), &ours, want) {
+                    failures.push(d);
+                }
+            }
+            checked += 1;
+        }
+    }
+    assert!(
+        failures.is_empty(),
+        "{} differences from Pi:\n{}",
+        failures.len(),
+        failures.join("\n")
+    );
+    assert!(checked >= 100, "only {checked} navigations checked");
 }
