@@ -24,6 +24,10 @@ pub type Extra = Map<String, Value>;
 /// One message in a session (`message` entry payload) or in an LLM context.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "role")]
+// Assistant messages are the largest variant and also among the most common (every turn
+// has one), so boxing it would save little memory while adding a `Box` at every
+// constructor and pattern site.
+#[allow(clippy::large_enum_variant)]
 pub enum AgentMessage {
     /// Instructions / tool-set changes (Pi 1.6.0 stores the system prompt in the transcript).
     #[serde(rename = "system")]
