@@ -58,55 +58,34 @@ impl Session {
         let mut session = Session::empty();
         let mut header_seen = false;
         let mut first_checked = false;
-        for line in jsonl::lines(&bytes) {
-            if line.is_blank() {
-                continue;
-            }
-            let head = match EntryHead::parse(line.bytes) {
-                Ok(head) => head,
-                Err(reason) => {
-                    report.skipped_lines.push(jsonl::line_error(&line, reason));
-                    continue;
-                }
-            };
-            if head.falsy {
-                continue;
-            }
-            if !first_checked {
-                first_checked = true;
-                if !head.is_header() || head.id.is_none() {
-                    let mut reason = format!(
-                        "line {}: the first entry must be a \"session\" header with a string id",
-                        line.number
-                    );
-                    if bytes.starts_with(b"\xef\xbb\xbf") {
-                        reason.push_str(
-                            "; line 1 starts with a UTF-8 byte order mark, which Pi does not accept",
-                        );
-                    } else if let Some(skipped) = report.skipped_lines.first() {
-                        reason.push_str(&format!("; before it, {skipped}"));
+        for chunk in scan_lines(&bytes) {
+            for (line, scanned) in chunk {
+                let record = match scanned {
+                    Scanned::Blank | Scanned::Falsy => continue,
+                    Scanned::Unreadable(reason) => {
+                        report.skipped_lines.push(jsonl::line_error(&line, reason));
+                        continue;
                     }
-                    return Err(LoadError::NotASession {
-                        path: path.to_path_buf(),
-                        reason,
-                    });
+                    Scanned::Header { has_id } => {
+                        first_checked = true;
+                        if !has_id && !header_seen {
+                            return Err(not_a_session(path, &bytes, &line, &report));
+                        }
+                        // Later header lines (Pi's old duplicate-header bug) are not entries.
+                        if !header_seen {
+                            header_seen = true;
+                            session.header_span = Some((line.start, line.bytes.len()));
+                            session.header_line = line.number;
+                        }
+                        continue;
+                    }
+                    Scanned::Entry(record) => record,
+                };
+                if !first_checked {
+                    return Err(not_a_session(path, &bytes, &line, &report));
                 }
+                session.push_record(record);
             }
-            if head.is_header() {
-                // Later header lines (Pi's old duplicate-header bug) are not entries.
-                if !header_seen {
-                    header_seen = true;
-                    session.header_span = Some((line.start, line.bytes.len()));
-                    session.header_line = line.number;
-                }
-                continue;
-            }
-            session.push_record(EntryRecord::from_head(
-                &head,
-                line.number,
-                line.start,
-                line.bytes.len(),
-            ));
         }
         if let Some(last) = bytes.last() {
             report.missing_final_newline = *last != b'\n';
@@ -186,6 +165,116 @@ impl Session {
     }
 }
 
+/// What one physical line turned out to be.
+enum Scanned {
+    Blank,
+    /// Valid JSON but falsy (`null`, `0`, …): Pi's loader drops it.
+    Falsy,
+    Unreadable(String),
+    Header {
+        has_id: bool,
+    },
+    Entry(EntryRecord),
+}
+
+fn scan_line(line: &jsonl::Line<'_>) -> Scanned {
+    if line.is_blank() {
+        return Scanned::Blank;
+    }
+    match EntryHead::parse(line.bytes) {
+        Err(reason) => Scanned::Unreadable(reason),
+        Ok(head) if head.falsy => Scanned::Falsy,
+        Ok(head) if head.is_header() => Scanned::Header {
+            has_id: head.id.is_some(),
+        },
+        Ok(head) => Scanned::Entry(EntryRecord::from_head(
+            &head,
+            line.number,
+            line.start,
+            line.bytes.len(),
+        )),
+    }
+}
+
+fn scan_chunk(
+    chunk_start: usize,
+    chunk: &[u8],
+    first_line: u64,
+) -> Vec<(jsonl::Line<'_>, Scanned)> {
+    jsonl::lines(chunk)
+        .map(|mut line| {
+            line.start += chunk_start;
+            line.number += first_line;
+            let scanned = scan_line(&line);
+            (line, scanned)
+        })
+        .collect()
+}
+
+/// Files above this size are scanned on every core.
+const PARALLEL_SCAN_BYTES: usize = 4 << 20;
+
+/// Scans every line, in parallel chunks for large files. Chunks split at line
+/// boundaries and come back in file order with global line numbers; the cheap,
+/// order-dependent decisions (header rules, leaf, labels) stay sequential.
+fn scan_lines(bytes: &[u8]) -> Vec<Vec<(jsonl::Line<'_>, Scanned)>> {
+    let threads = std::thread::available_parallelism()
+        .map_or(1, |n| n.get())
+        .min(8);
+    if bytes.len() < PARALLEL_SCAN_BYTES || threads < 2 {
+        return vec![scan_chunk(0, bytes, 0)];
+    }
+    let mut bounds = vec![0usize];
+    for i in 1..threads {
+        let guess = (bytes.len() / threads * i).max(*bounds.last().unwrap());
+        let cut = memchr::memchr(b'\n', &bytes[guess..]).map_or(bytes.len(), |n| guess + n + 1);
+        bounds.push(cut);
+    }
+    bounds.push(bytes.len());
+    bounds.dedup();
+    // Line numbers of each chunk start after the newlines before it.
+    let mut first_lines = vec![0u64];
+    for w in bounds.windows(2).take(bounds.len().saturating_sub(2)) {
+        let newlines = memchr::memchr_iter(b'\n', &bytes[w[0]..w[1]]).count() as u64;
+        first_lines.push(first_lines.last().unwrap() + newlines);
+    }
+    std::thread::scope(|scope| {
+        let handles: Vec<_> = bounds
+            .windows(2)
+            .zip(&first_lines)
+            .map(|(w, &first)| {
+                let (start, end) = (w[0], w[1]);
+                scope.spawn(move || scan_chunk(start, &bytes[start..end], first))
+            })
+            .collect();
+        handles
+            .into_iter()
+            .map(|h| h.join().expect("line scanner does not panic"))
+            .collect()
+    })
+}
+
+fn not_a_session(
+    path: &Path,
+    bytes: &[u8],
+    line: &jsonl::Line<'_>,
+    report: &LoadReport,
+) -> LoadError {
+    let mut reason = format!(
+        "line {}: the first entry must be a \"session\" header with a string id",
+        line.number
+    );
+    if bytes.starts_with(b"\xef\xbb\xbf") {
+        reason.push_str("; line 1 starts with a UTF-8 byte order mark, which Pi does not accept");
+    } else if let Some(skipped) = report.skipped_lines.first() {
+        reason.push_str(&format!("; before it, {skipped}"));
+    }
+    LoadError::NotASession {
+        path: path.to_path_buf(),
+        reason,
+    }
+}
+
 impl EntryRecord {
     pub(crate) fn from_head(head: &EntryHead<'_>, line: u64, start: usize, len: usize) -> Self {
         EntryRecord {
@@ -206,5 +295,57 @@ impl EntryRecord {
             start,
             len,
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The parallel scan gives exactly the sequential result: same lines, numbers, spans.
+    #[test]
+    fn parallel_scan_equals_sequential() {
+        let mut text = String::from("{\"type\":\"session\",\"version\":3,\"id\":\"s\"}\n");
+        let mut n = 0;
+        while text.len() < PARALLEL_SCAN_BYTES * 2 {
+            n += 1;
+            text.push_str(&format!(
+                "{{\"type\":\"message\",\"id\":\"{n:08x}\",\"parentId\":null,\"message\":{{\"role\":\"user\",\"content\":\"{}\"}}}}\n",
+                "x".repeat(n % 300)
+            ));
+            if n % 997 == 0 {
+                text.push_str("{not json\n\n   \r\n");
+            }
+        }
+        text.push_str("{\"type\":\"message\",\"id\":\"torn");
+        let bytes = text.into_bytes();
+        let flatten =
+            |chunks: Vec<Vec<(jsonl::Line<'_>, Scanned)>>| -> Vec<(u64, usize, usize, String)> {
+                chunks
+                    .into_iter()
+                    .flatten()
+                    .map(|(l, s)| {
+                        let what = match s {
+                            Scanned::Blank => "blank".to_string(),
+                            Scanned::Falsy => "falsy".into(),
+                            Scanned::Unreadable(r) => format!("bad {r}"),
+                            Scanned::Header { has_id } => format!("header {has_id}"),
+                            Scanned::Entry(r) => format!("entry {:?} {}", r.id, r.line),
+                        };
+                        (l.number, l.start, l.bytes.len(), what)
+                    })
+                    .collect()
+            };
+        let parallel = scan_lines(&bytes);
+        assert!(
+            parallel.len() > 1 || std::thread::available_parallelism().map_or(1, |n| n.get()) < 2
+        );
+        assert_eq!(flatten(parallel), flatten(vec![scan_chunk(0, &bytes, 0)]));
+        let session = Session::from_bytes(bytes, Path::new("big.jsonl")).unwrap();
+        assert_eq!(session.entries().len(), n);
+        assert!(matches!(
+            session.load_report().skipped_lines.last().unwrap().kind,
+            pi_formats::jsonl::LineErrorKind::Torn(_)
+        ));
     }
 }
