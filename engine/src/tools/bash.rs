@@ -37,8 +37,13 @@ const UPDATE_THROTTLE: Duration = Duration::from_millis(100);
 /// pipes close or stay quiet this long (Pi's `EXIT_STDIO_GRACE_MS`).
 const EXIT_STDIO_GRACE: Duration = Duration::from_millis(100);
 /// Variables describing the parent's session, never inherited by a command.
-const SESSION_VARIABLES: [&str; 5] =
-    ["PI_SESSION_ID", "PI_SESSION_FILE", "PI_PROVIDER", "PI_MODEL", "PI_REASONING_LEVEL"];
+const SESSION_VARIABLES: [&str; 5] = [
+    "PI_SESSION_ID",
+    "PI_SESSION_FILE",
+    "PI_PROVIDER",
+    "PI_MODEL",
+    "PI_REASONING_LEVEL",
+];
 
 /// Pi's `bash` tool.
 #[derive(Debug, Default)]
@@ -63,7 +68,9 @@ enum ExecFailure {
     Aborted,
     /// The deadline hit; `shell_exit` is set when the shell itself had exited before it and only
     /// background processes were still writing: (exit code, seconds after start).
-    TimedOut { shell_exit: Option<(i32, f64)> },
+    TimedOut {
+        shell_exit: Option<(i32, f64)>,
+    },
     Other(String),
 }
 
@@ -121,7 +128,9 @@ fn command_env(ctx: &ToolContext) -> BTreeMap<OsString, OsString> {
     if let Some(bin_dir) = &ctx.bin_dir {
         let path_key = OsString::from("PATH");
         let current = env.get(&path_key).cloned().unwrap_or_default();
-        let mut entries: Vec<PathBuf> = std::env::split_paths(&current).filter(|p| !p.as_os_str().is_empty()).collect();
+        let mut entries: Vec<PathBuf> = std::env::split_paths(&current)
+            .filter(|p| !p.as_os_str().is_empty())
+            .collect();
         if !entries.iter().any(|entry| entry == bin_dir) {
             entries.insert(0, bin_dir.clone());
             if let Ok(joined) = std::env::join_paths(entries) {
@@ -238,7 +247,11 @@ async fn exec(
     let mut stderr = child.stderr.take();
     let started = Instant::now();
     let deadline = timeout_duration.map(|d| tokio::time::Instant::now() + d);
-    let mut throttle = UpdateThrottle { dirty: false, last: None, deadline: None };
+    let mut throttle = UpdateThrottle {
+        dirty: false,
+        last: None,
+        deadline: None,
+    };
     let mut exit_status: Option<std::process::ExitStatus> = None;
     let mut shell_exited_after: Option<Duration> = None;
     let mut timed_out = false;
@@ -317,7 +330,10 @@ async fn exec(
             use std::os::unix::process::ExitStatusExt;
             // A signal-killed shell has no exit code; use the shell convention so it never looks
             // like success.
-            status.code().or_else(|| status.signal().map(|signal| 128 + signal)).unwrap_or(1)
+            status
+                .code()
+                .or_else(|| status.signal().map(|signal| 128 + signal))
+                .unwrap_or(1)
         }
         None => 1,
     };
@@ -330,16 +346,24 @@ async fn exec(
 }
 
 /// The display text of a snapshot and its `details` when truncated.
-fn format_output(snapshot: &OutputSnapshot, last_line_bytes: usize, empty_text: &str) -> (String, Option<Value>) {
+fn format_output(
+    snapshot: &OutputSnapshot,
+    last_line_bytes: usize,
+    empty_text: &str,
+) -> (String, Option<Value>) {
     let truncation = &snapshot.truncation;
-    let mut text = if snapshot.content.is_empty() { empty_text.to_string() } else { snapshot.content.clone() };
+    let mut text = if snapshot.content.is_empty() {
+        empty_text.to_string()
+    } else {
+        snapshot.content.clone()
+    };
     if !truncation.truncated {
         return (text, None);
     }
-    let path = snapshot
-        .full_output_path
-        .as_ref()
-        .map_or_else(|| "undefined".to_string(), |p| p.to_string_lossy().into_owned());
+    let path = snapshot.full_output_path.as_ref().map_or_else(
+        || "undefined".to_string(),
+        |p| p.to_string_lossy().into_owned(),
+    );
     let mut details = Map::new();
     details.insert("truncation".to_string(), truncation.to_json());
     if snapshot.full_output_path.is_some() {
@@ -413,7 +437,11 @@ impl Tool for BashTool {
             None => command.to_string(),
         };
         let mut output = OutputAccumulator::new("pi-bash", ctx.temp_dir.clone());
-        on_update(ToolOutput { content: Vec::new(), details: None, is_error: false });
+        on_update(ToolOutput {
+            content: Vec::new(),
+            details: None,
+            is_error: false,
+        });
         let result = exec(&command, ctx, timeout, &cancel, &mut output, on_update).await;
         output.finish();
         let snapshot = output.snapshot(true);
@@ -449,7 +477,11 @@ impl Tool for BashTool {
                         is_error: true,
                     });
                 }
-                Ok(ToolOutput { content: vec![ContentBlock::Text(text)], details, is_error: false })
+                Ok(ToolOutput {
+                    content: vec![ContentBlock::Text(text)],
+                    details,
+                    is_error: false,
+                })
             }
         }
     }

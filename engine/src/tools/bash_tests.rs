@@ -19,14 +19,19 @@ fn context(dir: &Path) -> ToolContext {
 }
 
 async fn run(ctx: &ToolContext, args: Value) -> Result<ToolOutput, ToolError> {
-    BashTool.execute("1", args, ctx, CancellationToken::new(), &ignore_updates).await
+    BashTool
+        .execute("1", args, ctx, CancellationToken::new(), &ignore_updates)
+        .await
 }
 
 /// Whether `pid` is still a live (not zombie) process.
 fn alive(pid: i32) -> bool {
     match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
         // The state follows the parenthesized command name.
-        Ok(stat) => stat.rsplit(')').next().is_some_and(|rest| !rest.trim_start().starts_with('Z')),
+        Ok(stat) => stat
+            .rsplit(')')
+            .next()
+            .is_some_and(|rest| !rest.trim_start().starts_with('Z')),
         Err(_) => false,
     }
 }
@@ -42,14 +47,20 @@ async fn wait_until_dead(pid: i32) -> bool {
 }
 
 fn read_pid(path: &Path) -> i32 {
-    std::fs::read_to_string(path).unwrap().trim().parse().unwrap()
+    std::fs::read_to_string(path)
+        .unwrap()
+        .trim()
+        .parse()
+        .unwrap()
 }
 
 #[tokio::test]
 async fn success_output_and_no_output() {
     let dir = tempfile::tempdir().unwrap();
     let ctx = context(dir.path());
-    let out = run(&ctx, json!({"command": "echo hi; echo err 1>&2; pwd"})).await.unwrap();
+    let out = run(&ctx, json!({"command": "echo hi; echo err 1>&2; pwd"}))
+        .await
+        .unwrap();
     assert!(!out.is_error);
     // stdout and stderr are separate pipes, so only stdout's own order is fixed.
     let text = out.first_text();
@@ -65,40 +76,69 @@ async fn success_output_and_no_output() {
 async fn nonzero_exit_is_an_error_result_with_output() {
     let dir = tempfile::tempdir().unwrap();
     let ctx = context(dir.path());
-    let out = run(&ctx, json!({"command": "echo out; exit 3"})).await.unwrap();
+    let out = run(&ctx, json!({"command": "echo out; exit 3"}))
+        .await
+        .unwrap();
     assert!(out.is_error);
     assert_eq!(out.first_text(), "out\n\n\nCommand exited with code 3");
     let out = run(&ctx, json!({"command": "exit 1"})).await.unwrap();
-    assert_eq!(out.first_text(), "(no output)\n\nCommand exited with code 1");
+    assert_eq!(
+        out.first_text(),
+        "(no output)\n\nCommand exited with code 1"
+    );
     // A shell killed by a signal reports 128 + signal.
     let out = run(&ctx, json!({"command": "kill -9 $$"})).await.unwrap();
-    assert_eq!(out.first_text(), "(no output)\n\nCommand exited with code 137");
+    assert_eq!(
+        out.first_text(),
+        "(no output)\n\nCommand exited with code 137"
+    );
 }
 
 #[tokio::test]
 async fn environment_and_prefix_reach_the_command() {
     let dir = tempfile::tempdir().unwrap();
     let mut ctx = context(dir.path());
-    ctx.env = ToolContext::session_env("sess-1", Some("/tmp/s.jsonl"), Some(("prov", "mod")), Some("high"));
+    ctx.env = ToolContext::session_env(
+        "sess-1",
+        Some("/tmp/s.jsonl"),
+        Some(("prov", "mod")),
+        Some("high"),
+    );
     ctx.shell_command_prefix = Some("GREETING=hello".to_string());
     let command = "echo $PI_CODING_AGENT $PI_SESSION_ID $PI_SESSION_FILE $PI_PROVIDER $PI_MODEL $PI_REASONING_LEVEL $GREETING";
     let out = run(&ctx, json!({ "command": command })).await.unwrap();
-    assert_eq!(out.first_text(), "true sess-1 /tmp/s.jsonl prov mod high hello\n");
+    assert_eq!(
+        out.first_text(),
+        "true sess-1 /tmp/s.jsonl prov mod high hello\n"
+    );
 }
 
 #[tokio::test]
 async fn invalid_timeout_and_missing_cwd() {
     let dir = tempfile::tempdir().unwrap();
     let ctx = context(dir.path());
-    let err = run(&ctx, json!({"command": "true", "timeout": -1})).await.unwrap_err();
-    assert_eq!(err.message, "Invalid timeout: must be a finite number of seconds");
-    let err = run(&ctx, json!({"command": "true", "timeout": 3_000_000})).await.unwrap_err();
-    assert_eq!(err.message, "Invalid timeout: maximum is 2147483.647 seconds");
+    let err = run(&ctx, json!({"command": "true", "timeout": -1}))
+        .await
+        .unwrap_err();
+    assert_eq!(
+        err.message,
+        "Invalid timeout: must be a finite number of seconds"
+    );
+    let err = run(&ctx, json!({"command": "true", "timeout": 3_000_000}))
+        .await
+        .unwrap_err();
+    assert_eq!(
+        err.message,
+        "Invalid timeout: maximum is 2147483.647 seconds"
+    );
     let gone = context(&dir.path().join("gone"));
     let err = run(&gone, json!({"command": "true"})).await.unwrap_err();
     assert_eq!(
         err.message,
-        format!("Working directory does not exist: {}\nCannot execute bash commands.", dir.path().join("gone").display())
+        format!(
+            "Working directory does not exist: {}\nCannot execute bash commands.",
+            dir.path().join("gone").display()
+        )
     );
 }
 
@@ -107,12 +147,23 @@ async fn timeout_kills_the_whole_process_tree() {
     let dir = tempfile::tempdir().unwrap();
     let ctx = context(dir.path());
     let pid_file = dir.path().join("pid");
-    let command = format!("sleep 30 & echo $! > {}; echo started; sleep 30", pid_file.display());
+    let command = format!(
+        "sleep 30 & echo $! > {}; echo started; sleep 30",
+        pid_file.display()
+    );
     let started = Instant::now();
-    let err = run(&ctx, json!({"command": command, "timeout": 0.5})).await.unwrap_err();
+    let err = run(&ctx, json!({"command": command, "timeout": 0.5}))
+        .await
+        .unwrap_err();
     assert!(started.elapsed() < Duration::from_secs(10));
-    assert_eq!(err.message, "started\n\n\nCommand timed out after 0.5 seconds");
-    assert!(wait_until_dead(read_pid(&pid_file)).await, "background sleep survived the timeout");
+    assert_eq!(
+        err.message,
+        "started\n\n\nCommand timed out after 0.5 seconds"
+    );
+    assert!(
+        wait_until_dead(read_pid(&pid_file)).await,
+        "background sleep survived the timeout"
+    );
 }
 
 #[tokio::test]
@@ -121,7 +172,9 @@ async fn timeout_after_shell_exit_names_background_writers() {
     let ctx = context(dir.path());
     // The shell exits at once; its background loop keeps the pipe busy past the deadline.
     let command = "(while true; do echo tick; sleep 0.05; done) & exit 0";
-    let err = run(&ctx, json!({"command": command, "timeout": 0.6})).await.unwrap_err();
+    let err = run(&ctx, json!({"command": command, "timeout": 0.6}))
+        .await
+        .unwrap_err();
     assert!(
         err.message.ends_with(
             "Command timed out after 0.6 seconds. The shell exited with code 0 after 0 seconds, but background processes it started kept writing output until the timeout."
@@ -152,12 +205,21 @@ async fn abort_kills_the_whole_process_tree() {
     });
     let started = Instant::now();
     let err = BashTool
-        .execute("1", json!({ "command": command }), &ctx, cancel, &ignore_updates)
+        .execute(
+            "1",
+            json!({ "command": command }),
+            &ctx,
+            cancel,
+            &ignore_updates,
+        )
         .await
         .unwrap_err();
     assert!(started.elapsed() < Duration::from_secs(10));
     assert_eq!(err.message, "Command aborted");
-    assert!(wait_until_dead(read_pid(&pid_file)).await, "background sleep survived the abort");
+    assert!(
+        wait_until_dead(read_pid(&pid_file)).await,
+        "background sleep survived the abort"
+    );
 }
 
 #[tokio::test]
@@ -167,7 +229,11 @@ async fn truncated_output_keeps_tail_and_full_file() {
     let out = run(&ctx, json!({"command": "seq 1 5000"})).await.unwrap();
     let details = out.details.clone().unwrap();
     let path = details["fullOutputPath"].as_str().unwrap().to_string();
-    assert!(path.starts_with(&dir.path().display().to_string()) && path.contains("pi-bash-") && path.ends_with(".log"));
+    assert!(
+        path.starts_with(&dir.path().display().to_string())
+            && path.contains("pi-bash-")
+            && path.ends_with(".log")
+    );
     assert_eq!(
         out.first_text().rsplit("\n\n").next().unwrap(),
         format!("[Showing lines 3001-5000 of 5000. Full output: {path}]")
@@ -177,8 +243,18 @@ async fn truncated_output_keeps_tail_and_full_file() {
     assert_eq!(full.lines().count(), 5000);
     assert_eq!(details["truncation"]["truncatedBy"], "lines");
     // By bytes: 1000 lines of 100 bytes.
-    let out = run(&ctx, json!({"command": "for i in $(seq 1 1000); do printf '%099d\\n' $i; done"})).await.unwrap();
-    assert!(out.first_text().contains("\n\n[Showing lines 489-1000 of 1000 (50.0KB limit). Full output: "), "{}", &out.first_text()[out.first_text().len() - 200..]);
+    let out = run(
+        &ctx,
+        json!({"command": "for i in $(seq 1 1000); do printf '%099d\\n' $i; done"}),
+    )
+    .await
+    .unwrap();
+    assert!(
+        out.first_text()
+            .contains("\n\n[Showing lines 489-1000 of 1000 (50.0KB limit). Full output: "),
+        "{}",
+        &out.first_text()[out.first_text().len() - 200..]
+    );
 }
 
 fn peak_rss_kb() -> u64 {
@@ -195,10 +271,17 @@ fn peak_rss_kb() -> u64 {
 #[tokio::test]
 #[ignore = "run by huge_output_streams_to_file_with_bounded_memory in its own process"]
 async fn huge_output_child() {
-    let Some(dir) = std::env::var_os("PI_TOOLS_TEST_HUGE_DIR") else { return };
+    let Some(dir) = std::env::var_os("PI_TOOLS_TEST_HUGE_DIR") else {
+        return;
+    };
     let ctx = context(Path::new(&dir));
     // 256 MiB on one line.
-    let out = run(&ctx, json!({"command": "head -c 268435456 /dev/zero | tr '\\0' x"})).await.unwrap();
+    let out = run(
+        &ctx,
+        json!({"command": "head -c 268435456 /dev/zero | tr '\\0' x"}),
+    )
+    .await
+    .unwrap();
     println!("PEAK_KB {}", peak_rss_kb());
     println!("TEXT {}", serde_json::to_string(out.first_text()).unwrap());
     println!("DETAILS {}", out.details.unwrap());
@@ -209,7 +292,13 @@ async fn huge_output_streams_to_file_with_bounded_memory() {
     let dir = tempfile::tempdir().unwrap();
     let exe = std::env::current_exe().unwrap();
     let child = tokio::process::Command::new(exe)
-        .args(["--exact", "tools::bash::tests::huge_output_child", "--ignored", "--nocapture", "--test-threads=1"])
+        .args([
+            "--exact",
+            "tools::bash::tests::huge_output_child",
+            "--ignored",
+            "--nocapture",
+            "--test-threads=1",
+        ])
         .env("PI_TOOLS_TEST_HUGE_DIR", dir.path())
         .output()
         .await
@@ -235,7 +324,13 @@ async fn huge_output_streams_to_file_with_bounded_memory() {
         text.rsplit("\n\n").next().unwrap(),
         format!("[Showing last 50.0KB of line 1 (line is 256.0MB). Full output: {path}]")
     );
-    assert_eq!(text.len(), 51200 + 2 + format!("[Showing last 50.0KB of line 1 (line is 256.0MB). Full output: {path}]").len());
+    assert_eq!(
+        text.len(),
+        51200
+            + 2
+            + format!("[Showing last 50.0KB of line 1 (line is 256.0MB). Full output: {path}]")
+                .len()
+    );
     assert_eq!(details["truncation"]["lastLinePartial"], true);
 }
 
@@ -246,7 +341,10 @@ async fn streams_updates_while_running() {
     let updates: Mutex<Vec<ToolOutput>> = Mutex::new(Vec::new());
     let collect = |update: ToolOutput| updates.lock().unwrap().push(update);
     let args = json!({"command": "echo one; sleep 0.3; echo two"});
-    let out = BashTool.execute("1", args, &ctx, CancellationToken::new(), &collect).await.unwrap();
+    let out = BashTool
+        .execute("1", args, &ctx, CancellationToken::new(), &collect)
+        .await
+        .unwrap();
     assert_eq!(out.first_text(), "one\ntwo\n");
     let updates = updates.into_inner().unwrap();
     // First an empty update, then the output as it grows.

@@ -34,7 +34,13 @@ fn decode(data: &[u8]) -> Option<(u32, u32, Vec<u8>)> {
     let pixel_offset = u32_le(data, 10)? as usize;
     let header_size = u32_le(data, 14)?;
     let (width, height, bits, compression, palette_entry) = if header_size == 12 {
-        (u16_le(data, 18)? as i64, u16_le(data, 20)? as i64, u16_le(data, 24)?, 0, 3usize)
+        (
+            u16_le(data, 18)? as i64,
+            u16_le(data, 20)? as i64,
+            u16_le(data, 24)?,
+            0,
+            3usize,
+        )
     } else {
         let width = i64::from(u32_le(data, 18)? as i32);
         let height = i64::from(u32_le(data, 22)? as i32);
@@ -73,11 +79,16 @@ fn decode(data: &[u8]) -> Option<(u32, u32, Vec<u8>)> {
         Vec::new()
     };
     let stride = (u64::from(bits) * u64::from(width)).div_ceil(32) as usize * 4;
+    // The pixel rows must be in the file before anything is allocated for them.
+    let pixel_bytes = stride.checked_mul(height as usize)?;
+    if pixel_offset.checked_add(pixel_bytes)? > data.len() {
+        return None;
+    }
     let mut rgb = Vec::with_capacity(width as usize * height as usize * 3);
     for y in 0..height as usize {
         let source_row = if top_down { y } else { height as usize - 1 - y };
         let row_start = pixel_offset.checked_add(source_row.checked_mul(stride)?)?;
-        let row = data.get(row_start..row_start + stride)?;
+        let row = data.get(row_start..row_start.checked_add(stride)?)?;
         for x in 0..width as usize {
             let pixel = match bits {
                 1 | 4 | 8 => {
@@ -89,13 +100,21 @@ fn decode(data: &[u8]) -> Option<(u32, u32, Vec<u8>)> {
                 }
                 16 => {
                     let value = u32::from(row[x * 2]) | (u32::from(row[x * 2 + 1]) << 8);
-                    [channel(value, masks.0), channel(value, masks.1), channel(value, masks.2)]
+                    [
+                        channel(value, masks.0),
+                        channel(value, masks.1),
+                        channel(value, masks.2),
+                    ]
                 }
                 24 => [row[x * 3 + 2], row[x * 3 + 1], row[x * 3]],
                 _ => {
                     let b = &row[x * 4..x * 4 + 4];
                     let value = u32::from_le_bytes([b[0], b[1], b[2], b[3]]);
-                    [channel(value, masks.0), channel(value, masks.1), channel(value, masks.2)]
+                    [
+                        channel(value, masks.0),
+                        channel(value, masks.1),
+                        channel(value, masks.2),
+                    ]
                 }
             };
             rgb.extend_from_slice(&pixel);
@@ -109,7 +128,11 @@ fn crc32(bytes: &[u8]) -> u32 {
     for &byte in bytes {
         crc ^= u32::from(byte);
         for _ in 0..8 {
-            crc = if crc & 1 != 0 { (crc >> 1) ^ 0xedb8_8320 } else { crc >> 1 };
+            crc = if crc & 1 != 0 {
+                (crc >> 1) ^ 0xedb8_8320
+            } else {
+                crc >> 1
+            };
         }
     }
     !crc
@@ -215,7 +238,10 @@ pub(crate) mod tests {
     #[test]
     fn png_has_valid_structure() {
         let png = bmp_to_png(&tiny_bmp()).unwrap();
-        assert_eq!(crate::tools::image::detect_image_mime_type(&png), Some("image/png"));
+        assert_eq!(
+            crate::tools::image::detect_image_mime_type(&png),
+            Some("image/png")
+        );
         assert!(png.ends_with(&[0xae, 0x42, 0x60, 0x82]), "IEND crc");
         assert_eq!(crc32(b"IEND"), 0xae42_6082);
         assert_eq!(adler32(b"Wikipedia"), 0x11e6_0398);

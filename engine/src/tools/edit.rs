@@ -53,7 +53,8 @@ fn schema() -> &'static Value {
 }
 
 fn is_single_edit(value: &Value) -> bool {
-    value.get("oldText").is_some_and(Value::is_string) && value.get("newText").is_some_and(Value::is_string)
+    value.get("oldText").is_some_and(Value::is_string)
+        && value.get("newText").is_some_and(Value::is_string)
 }
 
 /// Pi's `prepareEditArguments`: `edits` sent as a JSON string or as one object becomes an array,
@@ -78,7 +79,10 @@ fn prepare_edit_arguments(args: Value) -> Value {
         }
         _ => {}
     }
-    let legacy = (map.get("oldText").and_then(Value::as_str), map.get("newText").and_then(Value::as_str));
+    let legacy = (
+        map.get("oldText").and_then(Value::as_str),
+        map.get("newText").and_then(Value::as_str),
+    );
     let (Some(old_text), Some(new_text)) = legacy else {
         return Value::Object(map);
     };
@@ -99,13 +103,27 @@ fn prepare_edit_arguments(args: Value) -> Value {
 }
 
 fn parse_edits(args: &Value) -> Result<Vec<EditSpec>, ToolError> {
-    let invalid = || ToolError::new("Edit tool input is invalid. edits must contain at least one replacement.");
-    let items = args.get("edits").and_then(Value::as_array).filter(|items| !items.is_empty()).ok_or_else(invalid)?;
+    let invalid = || {
+        ToolError::new("Edit tool input is invalid. edits must contain at least one replacement.")
+    };
+    let items = args
+        .get("edits")
+        .and_then(Value::as_array)
+        .filter(|items| !items.is_empty())
+        .ok_or_else(invalid)?;
     Ok(items
         .iter()
         .map(|item| EditSpec {
-            old_text: item.get("oldText").and_then(Value::as_str).unwrap_or("").to_string(),
-            new_text: item.get("newText").and_then(Value::as_str).unwrap_or("").to_string(),
+            old_text: item
+                .get("oldText")
+                .and_then(Value::as_str)
+                .unwrap_or("")
+                .to_string(),
+            new_text: item
+                .get("newText")
+                .and_then(Value::as_str)
+                .unwrap_or("")
+                .to_string(),
         })
         .collect())
 }
@@ -152,12 +170,20 @@ impl Tool for EditTool {
         let absolute = resolve_to_cwd(path, &ctx.cwd);
         let _guard = lock_file(&absolute).await;
         // Abort is checked between steps, never mid-write (see the write tool).
-        let check = || if cancel.is_cancelled() { Err(ToolError::aborted()) } else { Ok(()) };
+        let check = || {
+            if cancel.is_cancelled() {
+                Err(ToolError::aborted())
+            } else {
+                Ok(())
+            }
+        };
         check()?;
         if let Err(error) = access(&absolute, libc::R_OK | libc::W_OK) {
             check()?;
             let (code, _) = errno_name_and_text(&error);
-            return Err(ToolError::new(format!("Could not edit file: {path}. Error code: {code}.")));
+            return Err(ToolError::new(format!(
+                "Could not edit file: {path}. Error code: {code}."
+            )));
         }
         check()?;
         let bytes = tokio::fs::read(&absolute)
@@ -173,7 +199,12 @@ impl Tool for EditTool {
         let normalized = normalize_to_lf(content);
         let applied = apply_edits_to_normalized_content(&normalized, &edits, path)?;
         // Diff before writing, so nothing can fail after the file changed.
-        let diff = generate_edit_diff(path, &applied.base_content, &applied.new_content, &applied.replacements);
+        let diff = generate_edit_diff(
+            path,
+            &applied.base_content,
+            &applied.new_content,
+            &applied.replacements,
+        );
         check()?;
         // Splice into the original so untouched lines keep their line endings; without any CR the
         // normalized result already is the final text.
@@ -192,7 +223,10 @@ impl Tool for EditTool {
         if let Some(line) = diff.first_changed_line {
             details.insert("firstChangedLine".to_string(), Value::from(line));
         }
-        let mut output = ToolOutput::text(format!("Successfully replaced {} block(s) in {path}.", edits.len()));
+        let mut output = ToolOutput::text(format!(
+            "Successfully replaced {} block(s) in {path}.",
+            edits.len()
+        ));
         output.details = Some(Value::Object(details));
         Ok(output)
     }

@@ -59,7 +59,10 @@ pub(crate) fn normalize_to_lf(text: &str) -> String {
 /// special spaces replaced by their ASCII forms.
 pub(crate) fn normalize_for_fuzzy_match(text: &str) -> String {
     let nfkc: String = text.nfkc().collect();
-    let trimmed: Vec<&str> = nfkc.split('\n').map(|line| line.trim_end_matches(is_js_whitespace)).collect();
+    let trimmed: Vec<&str> = nfkc
+        .split('\n')
+        .map(|line| line.trim_end_matches(is_js_whitespace))
+        .collect();
     trimmed
         .join("\n")
         .chars()
@@ -82,13 +85,19 @@ struct FoundText {
 /// Exact match first, then a match in the fuzzy view (whose offsets are then fuzzy offsets).
 fn fuzzy_find_text(content: &str, old_text: &str) -> Option<FoundText> {
     if let Some(index) = content.find(old_text) {
-        return Some(FoundText { index, match_length: old_text.len(), used_fuzzy: false });
+        return Some(FoundText {
+            index,
+            match_length: old_text.len(),
+            used_fuzzy: false,
+        });
     }
     let fuzzy_content = normalize_for_fuzzy_match(content);
     let fuzzy_old = normalize_for_fuzzy_match(old_text);
-    fuzzy_content
-        .find(&fuzzy_old)
-        .map(|index| FoundText { index, match_length: fuzzy_old.len(), used_fuzzy: true })
+    fuzzy_content.find(&fuzzy_old).map(|index| FoundText {
+        index,
+        match_length: fuzzy_old.len(),
+        used_fuzzy: true,
+    })
 }
 
 /// Occurrences in the fuzzy view, counted as JavaScript's `split(x).length - 1` counts them.
@@ -128,7 +137,9 @@ fn empty_old_text_error(path: &str, index: usize, total: usize) -> ToolError {
     if total == 1 {
         return ToolError::new(format!("oldText must not be empty in {path}."));
     }
-    ToolError::new(format!("edits[{index}].oldText must not be empty in {path}."))
+    ToolError::new(format!(
+        "edits[{index}].oldText must not be empty in {path}."
+    ))
 }
 
 fn no_change_error(path: &str, total: usize) -> ToolError {
@@ -137,7 +148,9 @@ fn no_change_error(path: &str, total: usize) -> ToolError {
             "No changes made to {path}. The replacement produced identical content. This might indicate an issue with special characters or the text not existing as expected."
         ));
     }
-    ToolError::new(format!("No changes made to {path}. The replacements produced identical content."))
+    ToolError::new(format!(
+        "No changes made to {path}. The replacements produced identical content."
+    ))
 }
 
 /// Byte spans of the lines of `content`, each with its `\n`; a last line without one only when
@@ -146,7 +159,9 @@ fn line_spans(content: &str) -> Vec<(usize, usize)> {
     let mut spans = Vec::new();
     let mut start = 0;
     while start < content.len() {
-        let end = content[start..].find('\n').map_or(content.len(), |p| start + p + 1);
+        let end = content[start..]
+            .find('\n')
+            .map_or(content.len(), |p| start + p + 1);
         spans.push((start, end));
         start = end;
     }
@@ -157,7 +172,10 @@ fn apply_replacements(content: &str, replacements: &[Replacement], offset: usize
     let mut result = content.to_string();
     for replacement in replacements.iter().rev() {
         let start = replacement.match_index - offset;
-        result.replace_range(start..start + replacement.match_length, &replacement.new_text);
+        result.replace_range(
+            start..start + replacement.match_length,
+            &replacement.new_text,
+        );
     }
     result
 }
@@ -236,13 +254,18 @@ pub(crate) fn apply_edits_to_normalized_content(
     if let Some(index) = edits.iter().position(|edit| edit.old_text.is_empty()) {
         return Err(empty_old_text_error(path, index, total));
     }
-    let used_fuzzy = edits
-        .iter()
-        .any(|edit| fuzzy_find_text(normalized, &edit.old_text).is_some_and(|found| found.used_fuzzy));
-    let base = if used_fuzzy { normalize_for_fuzzy_match(normalized) } else { normalized.to_string() };
+    let used_fuzzy = edits.iter().any(|edit| {
+        fuzzy_find_text(normalized, &edit.old_text).is_some_and(|found| found.used_fuzzy)
+    });
+    let base = if used_fuzzy {
+        normalize_for_fuzzy_match(normalized)
+    } else {
+        normalized.to_string()
+    };
     let mut matched: Vec<(usize, Replacement)> = Vec::with_capacity(total);
     for (index, edit) in edits.iter().enumerate() {
-        let found = fuzzy_find_text(&base, &edit.old_text).ok_or_else(|| not_found_error(path, index, total))?;
+        let found = fuzzy_find_text(&base, &edit.old_text)
+            .ok_or_else(|| not_found_error(path, index, total))?;
         let occurrences = count_occurrences(&base, &edit.old_text);
         if occurrences > 1 {
             return Err(duplicate_error(path, index, total, occurrences));
@@ -266,7 +289,10 @@ pub(crate) fn apply_edits_to_normalized_content(
             )));
         }
     }
-    let matched: Vec<Replacement> = matched.into_iter().map(|(_, replacement)| replacement).collect();
+    let matched: Vec<Replacement> = matched
+        .into_iter()
+        .map(|(_, replacement)| replacement)
+        .collect();
     let replacements = if used_fuzzy {
         widen_replacements_to_lines(normalized, &base, &matched)?
     } else {
@@ -276,7 +302,11 @@ pub(crate) fn apply_edits_to_normalized_content(
     if new_content == normalized {
         return Err(no_change_error(path, total));
     }
-    Ok(AppliedEdits { base_content: normalized.to_string(), new_content, replacements })
+    Ok(AppliedEdits {
+        base_content: normalized.to_string(),
+        new_content,
+        replacements,
+    })
 }
 
 /// Line ending of the line containing `offset` in the original text: its own LF or CRLF, or that
@@ -301,13 +331,18 @@ fn line_ending_at(content: &str, offset: usize) -> &'static str {
 /// Applies replacements matched in `normalize_to_lf(original)` to `original` itself: text
 /// outside the replaced ranges keeps its bytes and line endings, and line breaks in new text get
 /// the ending of the line where the replaced range starts.
-pub(crate) fn apply_replacements_to_original(original: &str, replacements: &[Replacement]) -> String {
+pub(crate) fn apply_replacements_to_original(
+    original: &str,
+    replacements: &[Replacement],
+) -> String {
     // Only CRLF changes length when normalizing: the LF of the n-th CRLF (original offset p) sits
     // at p - n in the normalized text.
     let crlf_positions: Vec<usize> = original.match_indices("\r\n").map(|(p, _)| p).collect();
     let mut crlf_before = 0usize;
     let mut to_original = |offset: usize| {
-        while crlf_before < crlf_positions.len() && crlf_positions[crlf_before] - crlf_before < offset {
+        while crlf_before < crlf_positions.len()
+            && crlf_positions[crlf_before] - crlf_before < offset
+        {
             crlf_before += 1;
         }
         offset + crlf_before
@@ -360,7 +395,9 @@ struct Part<'a> {
 }
 
 fn diff_line_parts<'a>(old: &'a str, new: &'a str) -> Vec<Part<'a>> {
-    let diff = TextDiff::configure().algorithm(Algorithm::Myers).diff_lines(old, new);
+    let diff = TextDiff::configure()
+        .algorithm(Algorithm::Myers)
+        .diff_lines(old, new);
     let mut parts: Vec<Part<'a>> = Vec::new();
     for change in diff.iter_all_changes() {
         let kind = match change.tag() {
@@ -371,7 +408,10 @@ fn diff_line_parts<'a>(old: &'a str, new: &'a str) -> Vec<Part<'a>> {
         let line = change.value();
         match parts.last_mut() {
             Some(part) if part.kind == kind => part.lines.push(line),
-            _ => parts.push(Part { kind, lines: vec![line] }),
+            _ => parts.push(Part {
+                kind,
+                lines: vec![line],
+            }),
         }
     }
     parts
@@ -430,7 +470,9 @@ fn format_display_diff(
             last_was_change = true;
             continue;
         }
-        let next_is_change = parts.get(i + 1).is_some_and(|next| next.kind != PartKind::Equal);
+        let next_is_change = parts
+            .get(i + 1)
+            .is_some_and(|next| next.kind != PartKind::Equal);
         if last_was_change && next_is_change {
             if raw.len() <= context * 2 {
                 push_context_lines(&raw, &mut old_line, &mut new_line, width, output);
@@ -485,7 +527,10 @@ fn patch_hunks(parts: &[Part<'_>], context: usize) -> Vec<Hunk> {
     let mut current: Vec<String> = Vec::new();
     let (mut old_line, mut new_line) = (1usize, 1usize);
     // jsdiff appends an empty part so the last context closes the last hunk.
-    let sentinel = Part { kind: PartKind::Equal, lines: Vec::new() };
+    let sentinel = Part {
+        kind: PartKind::Equal,
+        lines: Vec::new(),
+    };
     let all: Vec<&Part<'_>> = parts.iter().chain(std::iter::once(&sentinel)).collect();
     for (i, part) in all.iter().enumerate() {
         if part.kind != PartKind::Equal {
@@ -495,13 +540,24 @@ fn patch_hunks(parts: &[Part<'_>], context: usize) -> Vec<Hunk> {
                 new_range_start = new_line;
                 if i > 0 {
                     let previous = &all[i - 1].lines;
-                    let take = if context > 0 { previous.len().min(context) } else { 0 };
-                    current = previous[previous.len() - take..].iter().map(|l| format!(" {l}")).collect();
+                    let take = if context > 0 {
+                        previous.len().min(context)
+                    } else {
+                        0
+                    };
+                    current = previous[previous.len() - take..]
+                        .iter()
+                        .map(|l| format!(" {l}"))
+                        .collect();
                     old_range_start -= current.len();
                     new_range_start -= current.len();
                 }
             }
-            let sign = if part.kind == PartKind::Added { '+' } else { '-' };
+            let sign = if part.kind == PartKind::Added {
+                '+'
+            } else {
+                '-'
+            };
             current.extend(part.lines.iter().map(|l| format!("{sign}{l}")));
             if part.kind == PartKind::Added {
                 new_line += part.lines.len();
@@ -588,7 +644,11 @@ fn diff_windows(base: &str, replacements: &[Replacement]) -> Vec<DiffWindow> {
             if end >= base.len() {
                 break;
             }
-            let from = if i == 0 { match_end.saturating_sub(1).max(replacement.match_index) } else { end };
+            let from = if i == 0 {
+                match_end.saturating_sub(1).max(replacement.match_index)
+            } else {
+                end
+            };
             end = base[from..].find('\n').map_or(base.len(), |p| from + p + 1);
         }
         let offset_change = replacement.new_text.len() as isize - replacement.match_length as isize;
@@ -597,7 +657,8 @@ fn diff_windows(base: &str, replacements: &[Replacement]) -> Vec<DiffWindow> {
         match windows.last_mut() {
             Some(previous) if start <= previous.old_end => {
                 previous.old_end = previous.old_end.max(end);
-                previous.new_end = (previous.old_end as isize + offset_delta + offset_change) as usize;
+                previous.new_end =
+                    (previous.old_end as isize + offset_delta + offset_change) as usize;
             }
             _ => {
                 cursor_line += count_line_feeds(&base[cursor_offset..start]);
@@ -627,7 +688,9 @@ pub(crate) fn generate_edit_diff(
     replacements: &[Replacement],
 ) -> EditDiff {
     const CONTEXT: usize = 4;
-    let width = (count_line_feeds(base).max(count_line_feeds(new)) + 1).to_string().len();
+    let width = (count_line_feeds(base).max(count_line_feeds(new)) + 1)
+        .to_string()
+        .len();
     let skip_marker = format!(" {} ...", " ".repeat(width));
     let mut output: Vec<String> = Vec::new();
     let mut hunks: Vec<Hunk> = Vec::new();
@@ -664,15 +727,27 @@ pub(crate) fn generate_edit_diff(
     let mut patch = vec![format!("--- {path}"), format!("+++ {path}")];
     for hunk in hunks {
         // Unified diff quirk: an empty range starts one line lower.
-        let old_start = if hunk.old_lines == 0 { hunk.old_start - 1 } else { hunk.old_start };
-        let new_start = if hunk.new_lines == 0 { hunk.new_start - 1 } else { hunk.new_start };
+        let old_start = if hunk.old_lines == 0 {
+            hunk.old_start - 1
+        } else {
+            hunk.old_start
+        };
+        let new_start = if hunk.new_lines == 0 {
+            hunk.new_start - 1
+        } else {
+            hunk.new_start
+        };
         patch.push(format!(
             "@@ -{old_start},{} +{new_start},{} @@",
             hunk.old_lines, hunk.new_lines
         ));
         patch.extend(hunk.lines);
     }
-    EditDiff { diff: output.join("\n"), patch: patch.join("\n") + "\n", first_changed_line }
+    EditDiff {
+        diff: output.join("\n"),
+        patch: patch.join("\n") + "\n",
+        first_changed_line,
+    }
 }
 
 #[cfg(test)]

@@ -61,7 +61,9 @@ struct FindResults {
 }
 
 fn inside_git_repo(start: &Path) -> bool {
-    start.ancestors().any(|dir| std::fs::symlink_metadata(dir.join(".git")).is_ok())
+    start
+        .ancestors()
+        .any(|dir| std::fs::symlink_metadata(dir.join(".git")).is_ok())
 }
 
 /// Escapes glob metacharacters of the search path, which prefixes a relative path pattern.
@@ -76,9 +78,17 @@ fn escape_glob(text: &str) -> String {
     out
 }
 
-fn run_find(pattern: &str, search_path: &Path, limit: usize, cancelled: &AtomicBool) -> Result<FindResults, String> {
+fn run_find(
+    pattern: &str,
+    search_path: &Path,
+    limit: usize,
+    cancelled: &AtomicBool,
+) -> Result<FindResults, String> {
     if !std::fs::metadata(search_path).is_ok_and(|m| m.is_dir()) {
-        return Err(format!("[fd error]: Search path '{}' is not a directory.", search_path.display()));
+        return Err(format!(
+            "[fd error]: Search path '{}' is not a directory.",
+            search_path.display()
+        ));
     }
     let mut effective = pattern;
     // fd's full paths never contain "/./", so "./src/*.ts" would find nothing; drop the "./".
@@ -110,7 +120,12 @@ fn run_find(pattern: &str, search_path: &Path, limit: usize, cancelled: &AtomicB
         // fd treats .git as ignored even with --hidden.
         .filter_entry(|entry| entry.file_name() != ".git")
         .sort_by_file_name(|a, b| a.cmp(b));
-    let mut results = FindResults { stored: Vec::new(), count: 0, output_bytes: 0, limit_reached: false };
+    let mut results = FindResults {
+        stored: Vec::new(),
+        count: 0,
+        output_bytes: 0,
+        limit_reached: false,
+    };
     for entry in walker.build() {
         if cancelled.load(Ordering::Relaxed) {
             return Err("Operation aborted".to_string());
@@ -153,14 +168,18 @@ fn format_results(results: FindResults, limit: usize) -> ToolOutput {
     if results.count == 0 {
         return ToolOutput::text("No files found matching pattern");
     }
-    let mut truncation = truncate_head(&results.stored.join("\n"), NO_LINE_LIMIT, DEFAULT_MAX_BYTES);
+    let mut truncation =
+        truncate_head(&results.stored.join("\n"), NO_LINE_LIMIT, DEFAULT_MAX_BYTES);
     truncation.total_lines = results.count;
     truncation.total_bytes = results.output_bytes.saturating_sub(1);
     let mut text = truncation.content.clone();
     let mut details = Map::new();
     let mut notices = Vec::new();
     if results.limit_reached {
-        notices.push(format!("{limit} results limit reached. Use limit={} for more, or refine pattern", limit * 2));
+        notices.push(format!(
+            "{limit} results limit reached. Use limit={} for more, or refine pattern",
+            limit * 2
+        ));
         details.insert("resultLimitReached".to_string(), json!(limit));
     }
     if truncation.truncated {
@@ -204,14 +223,28 @@ impl Tool for FindTool {
         if cancel.is_cancelled() {
             return Err(ToolError::aborted());
         }
-        let path_arg = args.get("path").and_then(Value::as_str).filter(|p| !p.is_empty()).unwrap_or(".");
+        let path_arg = args
+            .get("path")
+            .and_then(Value::as_str)
+            .filter(|p| !p.is_empty())
+            .unwrap_or(".");
         let search_path: PathBuf = resolve_to_cwd(path_arg, &ctx.cwd);
-        let pattern = args.get("pattern").and_then(Value::as_str).unwrap_or("").to_string();
-        let limit = args.get("limit").and_then(Value::as_f64).unwrap_or(DEFAULT_LIMIT as f64).floor().max(1.0);
+        let pattern = args
+            .get("pattern")
+            .and_then(Value::as_str)
+            .unwrap_or("")
+            .to_string();
+        let limit = args
+            .get("limit")
+            .and_then(Value::as_f64)
+            .unwrap_or(DEFAULT_LIMIT as f64)
+            .floor()
+            .max(1.0);
         let limit = limit.min(u32::MAX as f64) as usize;
         let cancelled = Arc::new(AtomicBool::new(false));
         let flag = Arc::clone(&cancelled);
-        let search = tokio::task::spawn_blocking(move || run_find(&pattern, &search_path, limit, &flag));
+        let search =
+            tokio::task::spawn_blocking(move || run_find(&pattern, &search_path, limit, &flag));
         let result = tokio::select! {
             joined = search => joined,
             () = cancel.cancelled() => {

@@ -71,7 +71,9 @@ mod tests {
     #[test]
     fn missing_file_reads_like_node() {
         let path = Path::new("/definitely/not/here");
-        let error = access(path, libc::R_OK).err().map(|e| node_path_error(&e, "access", path));
+        let error = access(path, libc::R_OK)
+            .err()
+            .map(|e| node_path_error(&e, "access", path));
         assert_eq!(
             error.as_deref(),
             Some("ENOENT: no such file or directory, access '/definitely/not/here'")

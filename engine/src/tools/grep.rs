@@ -94,7 +94,14 @@ struct Collector {
 }
 
 impl Collector {
-    fn push_line(&mut self, file: &Path, display: &str, line_number: u64, text: &[u8], is_match: bool) {
+    fn push_line(
+        &mut self,
+        file: &Path,
+        display: &str,
+        line_number: u64,
+        text: &[u8],
+        is_match: bool,
+    ) {
         self.last_file = Some(file.to_path_buf());
         let text = String::from_utf8_lossy(text);
         // Strip only the line terminator: a lone CR inside a line is content.
@@ -118,7 +125,14 @@ impl Collector {
     }
 
     /// One rg event; false once the results are complete.
-    fn event(&mut self, file: &Path, display: &str, line_number: u64, text: &[u8], is_match: bool) -> bool {
+    fn event(
+        &mut self,
+        file: &Path,
+        display: &str,
+        line_number: u64,
+        text: &[u8],
+        is_match: bool,
+    ) -> bool {
         if self.done {
             return false;
         }
@@ -133,7 +147,8 @@ impl Collector {
             }
             return true;
         }
-        let in_window = self.last_file.as_deref() == Some(file) && line_number <= self.trailing_context_end;
+        let in_window =
+            self.last_file.as_deref() == Some(file) && line_number <= self.trailing_context_end;
         // A match inside the last match's trailing context is shown as context.
         if in_window {
             self.push_line(file, display, line_number, text, false);
@@ -168,7 +183,9 @@ impl Sink for CollectorSink<'_> {
         // rg's JSON reports each matched line as its own event.
         let mut keep_going = true;
         for (offset, line) in mat.lines().enumerate() {
-            keep_going = self.collector.event(self.file, self.display, number + offset as u64, line, true);
+            keep_going =
+                self.collector
+                    .event(self.file, self.display, number + offset as u64, line, true);
             if !keep_going {
                 break;
             }
@@ -181,7 +198,9 @@ impl Sink for CollectorSink<'_> {
             return Ok(false);
         }
         let number = ctx.line_number().unwrap_or(0);
-        Ok(self.collector.event(self.file, self.display, number, ctx.bytes(), false))
+        Ok(self
+            .collector
+            .event(self.file, self.display, number, ctx.bytes(), false))
     }
 }
 
@@ -228,17 +247,29 @@ fn run_grep(request: &GrepRequest, cancelled: &AtomicBool) -> Result<Collector, 
             .map(|name| name.to_string_lossy().into_owned())
             .unwrap_or_default();
         let mut searcher = build_searcher(BinaryDetection::convert(b'\x00'));
-        let sink = CollectorSink { collector: &mut collector, file: &request.search_path, display: &display, cancelled };
+        let sink = CollectorSink {
+            collector: &mut collector,
+            file: &request.search_path,
+            display: &display,
+            cancelled,
+        };
         if let Err(e) = searcher.search_path(&matcher, &request.search_path, sink) {
             errors.push(format!("rg: {}: {e}", request.search_path.display()));
         }
     } else {
         let mut walker = WalkBuilder::new(&request.search_path);
-        walker.hidden(false).add_custom_ignore_filename(".rgignore").sort_by_file_name(|a, b| a.cmp(b));
+        walker
+            .hidden(false)
+            .add_custom_ignore_filename(".rgignore")
+            .sort_by_file_name(|a, b| a.cmp(b));
         if let Some(glob) = &request.glob {
             let mut overrides = OverrideBuilder::new(&request.search_path);
-            overrides.add(glob).map_err(|e| GrepFailure::Message(format!("rg: {e}")))?;
-            let overrides = overrides.build().map_err(|e| GrepFailure::Message(format!("rg: {e}")))?;
+            overrides
+                .add(glob)
+                .map_err(|e| GrepFailure::Message(format!("rg: {e}")))?;
+            let overrides = overrides
+                .build()
+                .map_err(|e| GrepFailure::Message(format!("rg: {e}")))?;
             walker.overrides(overrides);
         }
         let mut searcher = build_searcher(BinaryDetection::quit(b'\x00'));
@@ -262,7 +293,12 @@ fn run_grep(request: &GrepRequest, cancelled: &AtomicBool) -> Result<Collector, 
             let path = entry.path();
             let relative = path.strip_prefix(&request.search_path).unwrap_or(path);
             let display = relative.to_string_lossy().replace('\\', "/");
-            let sink = CollectorSink { collector: &mut collector, file: path, display: &display, cancelled };
+            let sink = CollectorSink {
+                collector: &mut collector,
+                file: path,
+                display: &display,
+                cancelled,
+            };
             if let Err(e) = searcher.search_path(&matcher, path, sink) {
                 errors.push(format!("rg: {}: {e}", relative.display()));
             }
@@ -291,7 +327,10 @@ fn format_result(collector: Collector, limit: usize) -> ToolOutput {
     let mut details = Map::new();
     let mut notices = Vec::new();
     if collector.match_limit_reached {
-        notices.push(format!("{limit} matches limit reached. Use limit={} for more, or refine pattern", limit * 2));
+        notices.push(format!(
+            "{limit} matches limit reached. Use limit={} for more, or refine pattern",
+            limit * 2
+        ));
         details.insert("matchLimitReached".to_string(), json!(limit));
     }
     if truncation.truncated {
@@ -353,25 +392,51 @@ impl Tool for GrepTool {
         if cancel.is_cancelled() {
             return Err(ToolError::aborted());
         }
-        let path_arg = args.get("path").and_then(Value::as_str).filter(|p| !p.is_empty()).unwrap_or(".");
+        let path_arg = args
+            .get("path")
+            .and_then(Value::as_str)
+            .filter(|p| !p.is_empty())
+            .unwrap_or(".");
         let search_path = resolve_to_cwd(path_arg, &ctx.cwd);
         let Ok(metadata) = tokio::fs::metadata(&search_path).await else {
-            return Err(ToolError::new(format!("Path not found: {}", search_path.display())));
+            return Err(ToolError::new(format!(
+                "Path not found: {}",
+                search_path.display()
+            )));
         };
         let context = args
             .get("context")
             .and_then(Value::as_f64)
             .filter(|c| *c > 0.0)
             .map_or(0, |c| c.floor().min(u32::MAX as f64) as usize);
-        let limit = args.get("limit").and_then(Value::as_f64).unwrap_or(DEFAULT_LIMIT as f64).floor().max(1.0);
+        let limit = args
+            .get("limit")
+            .and_then(Value::as_f64)
+            .unwrap_or(DEFAULT_LIMIT as f64)
+            .floor()
+            .max(1.0);
         let limit = limit.min(u32::MAX as f64) as usize;
         let request = GrepRequest {
-            pattern: args.get("pattern").and_then(Value::as_str).unwrap_or("").to_string(),
+            pattern: args
+                .get("pattern")
+                .and_then(Value::as_str)
+                .unwrap_or("")
+                .to_string(),
             search_path,
             is_directory: metadata.is_dir(),
-            glob: args.get("glob").and_then(Value::as_str).filter(|g| !g.is_empty()).map(normalize_glob),
-            ignore_case: args.get("ignoreCase").and_then(Value::as_bool).unwrap_or(false),
-            literal: args.get("literal").and_then(Value::as_bool).unwrap_or(false),
+            glob: args
+                .get("glob")
+                .and_then(Value::as_str)
+                .filter(|g| !g.is_empty())
+                .map(normalize_glob),
+            ignore_case: args
+                .get("ignoreCase")
+                .and_then(Value::as_bool)
+                .unwrap_or(false),
+            literal: args
+                .get("literal")
+                .and_then(Value::as_bool)
+                .unwrap_or(false),
             context,
             limit,
         };

@@ -82,7 +82,11 @@ fn is_bmp(buffer: &[u8]) -> bool {
 pub(crate) fn detect_image_mime_type(buffer: &[u8]) -> Option<&'static str> {
     if buffer.starts_with(&[0xff, 0xd8, 0xff]) {
         // JPEG-LS (FF D8 FF F7) is not something providers accept.
-        return if buffer.get(3) == Some(&0xf7) { None } else { Some("image/jpeg") };
+        return if buffer.get(3) == Some(&0xf7) {
+            None
+        } else {
+            Some("image/jpeg")
+        };
     }
     if buffer.starts_with(&PNG_SIGNATURE) {
         return (is_png(buffer) && !is_animated_png(buffer)).then_some("image/png");
@@ -115,12 +119,21 @@ pub(crate) mod tests {
     #[test]
     fn detects_supported_images() {
         assert_eq!(detect_image_mime_type(TINY_PNG), Some("image/png"));
-        assert_eq!(detect_image_mime_type(&[0xff, 0xd8, 0xff, 0xe0, 0, 0]), Some("image/jpeg"));
+        assert_eq!(
+            detect_image_mime_type(&[0xff, 0xd8, 0xff, 0xe0, 0, 0]),
+            Some("image/jpeg")
+        );
         assert_eq!(detect_image_mime_type(&[0xff, 0xd8, 0xff, 0xf7]), None);
         assert_eq!(detect_image_mime_type(b"GIF89a\x01\x00"), Some("image/gif"));
-        assert_eq!(detect_image_mime_type(b"RIFF\0\0\0\0WEBPVP8 "), Some("image/webp"));
+        assert_eq!(
+            detect_image_mime_type(b"RIFF\0\0\0\0WEBPVP8 "),
+            Some("image/webp")
+        );
         assert_eq!(detect_image_mime_type(b"\x89PNG\r\n\x1a\nnot a png"), None);
-        assert_eq!(detect_image_mime_type(b"BM plain text that starts like a bitmap"), None);
+        assert_eq!(
+            detect_image_mime_type(b"BM plain text that starts like a bitmap"),
+            None
+        );
         assert_eq!(detect_image_mime_type(b"hello"), None);
     }
 

@@ -56,20 +56,14 @@ pub(crate) fn json_number_to_string(n: &serde_json::Number) -> String {
 pub(crate) fn is_js_whitespace(c: char) -> bool {
     matches!(
         c,
-        '\t' | '\n'
-            | '\u{0B}'
-            | '\u{0C}'
-            | '\r'
-            | ' '
-            | '\u{A0}'
-            | '\u{1680}'
-            | '\u{2000}'..='\u{200A}'
-            | '\u{2028}'
-            | '\u{2029}'
-            | '\u{202F}'
-            | '\u{205F}'
-            | '\u{3000}'
-            | '\u{FEFF}'
+        '\t' | '\n' | '\u{0B}' | '\u{0C}' | '\r' | ' ' | '\u{A0}' | '\u{1680}' | '\u{2000}'
+            ..='\u{200A}'
+                | '\u{2028}'
+                | '\u{2029}'
+                | '\u{202F}'
+                | '\u{205F}'
+                | '\u{3000}'
+                | '\u{FEFF}'
     )
 }
 
@@ -156,7 +150,10 @@ mod tests {
         assert_eq!(number_to_string(-2.5), "-2.5");
         assert_eq!(number_to_string(0.1), "0.1");
         assert_eq!(number_to_string(1e21), "1e+21");
-        assert_eq!(number_to_string(123456789012345680000.0), "123456789012345680000");
+        assert_eq!(
+            number_to_string(123456789012345680000.0),
+            "123456789012345680000"
+        );
         assert_eq!(number_to_string(1.5e-7), "1.5e-7");
         assert_eq!(number_to_string(0.000001), "0.000001");
     }

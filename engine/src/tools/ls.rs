@@ -73,7 +73,11 @@ fn locale_compare(a: &str, b: &str) -> Ordering {
     let primary = |s: &str| s.chars().map(primary_weight).collect::<Vec<_>>();
     primary(a)
         .cmp(&primary(b))
-        .then_with(|| a.nfd().collect::<String>().cmp(&b.nfd().collect::<String>()))
+        .then_with(|| {
+            a.nfd()
+                .collect::<String>()
+                .cmp(&b.nfd().collect::<String>())
+        })
         .then_with(|| a.cmp(b))
 }
 
@@ -106,20 +110,35 @@ impl Tool for LsTool {
         if cancel.is_cancelled() {
             return Err(ToolError::aborted());
         }
-        let path_arg = args.get("path").and_then(Value::as_str).filter(|p| !p.is_empty()).unwrap_or(".");
+        let path_arg = args
+            .get("path")
+            .and_then(Value::as_str)
+            .filter(|p| !p.is_empty())
+            .unwrap_or(".");
         let dir = resolve_to_cwd(path_arg, &ctx.cwd);
         // A limit of 0 would list nothing and report "(empty directory)", so it means 1.
-        let limit = args.get("limit").and_then(Value::as_f64).unwrap_or(DEFAULT_LIMIT as f64).floor().max(1.0);
+        let limit = args
+            .get("limit")
+            .and_then(Value::as_f64)
+            .unwrap_or(DEFAULT_LIMIT as f64)
+            .floor()
+            .max(1.0);
         let limit = limit.min(u32::MAX as f64) as usize;
         let Ok(metadata) = tokio::fs::metadata(&dir).await else {
             return Err(ToolError::new(format!("Path not found: {}", dir.display())));
         };
         if !metadata.is_dir() {
-            return Err(ToolError::new(format!("Not a directory: {}", dir.display())));
+            return Err(ToolError::new(format!(
+                "Not a directory: {}",
+                dir.display()
+            )));
         }
-        let mut reader = tokio::fs::read_dir(&dir)
-            .await
-            .map_err(|e| ToolError::new(format!("Cannot read directory: {}", node_path_error(&e, "scandir", &dir))))?;
+        let mut reader = tokio::fs::read_dir(&dir).await.map_err(|e| {
+            ToolError::new(format!(
+                "Cannot read directory: {}",
+                node_path_error(&e, "scandir", &dir)
+            ))
+        })?;
         let mut names = Vec::new();
         loop {
             match reader.next_entry().await {
@@ -159,7 +178,10 @@ impl Tool for LsTool {
         let mut details = Map::new();
         let mut notices = Vec::new();
         if limit_reached {
-            notices.push(format!("{limit} entries limit reached. Use limit={} for more", limit * 2));
+            notices.push(format!(
+                "{limit} entries limit reached. Use limit={} for more",
+                limit * 2
+            ));
             details.insert("entryLimitReached".to_string(), json!(limit));
         }
         if truncation.truncated {
@@ -181,7 +203,9 @@ mod tests {
     use crate::tools::ignore_updates;
 
     async fn ls(ctx: &ToolContext, args: Value) -> Result<ToolOutput, ToolError> {
-        LsTool.execute("1", args, ctx, CancellationToken::new(), &ignore_updates).await
+        LsTool
+            .execute("1", args, ctx, CancellationToken::new(), &ignore_updates)
+            .await
     }
 
     #[tokio::test]
@@ -207,7 +231,10 @@ mod tests {
         }
         let ctx = ToolContext::new(dir.path());
         let out = ls(&ctx, json!({"limit": 2})).await.unwrap();
-        assert_eq!(out.first_text(), "f0\nf1\n\n[2 entries limit reached. Use limit=4 for more]");
+        assert_eq!(
+            out.first_text(),
+            "f0\nf1\n\n[2 entries limit reached. Use limit=4 for more]"
+        );
         assert_eq!(out.details, Some(json!({"entryLimitReached": 2})));
         // Exactly at the limit: no notice.
         let out = ls(&ctx, json!({"limit": 5})).await.unwrap();
@@ -221,9 +248,15 @@ mod tests {
         std::fs::create_dir(dir.path().join("empty")).unwrap();
         let ctx = ToolContext::new(dir.path());
         let missing = ls(&ctx, json!({"path": "nope"})).await.unwrap_err();
-        assert_eq!(missing.message, format!("Path not found: {}", dir.path().join("nope").display()));
+        assert_eq!(
+            missing.message,
+            format!("Path not found: {}", dir.path().join("nope").display())
+        );
         let file = ls(&ctx, json!({"path": "file"})).await.unwrap_err();
-        assert_eq!(file.message, format!("Not a directory: {}", dir.path().join("file").display()));
+        assert_eq!(
+            file.message,
+            format!("Not a directory: {}", dir.path().join("file").display())
+        );
         let empty = ls(&ctx, json!({"path": "empty"})).await.unwrap();
         assert_eq!(empty.first_text(), "(empty directory)");
     }

@@ -115,12 +115,19 @@ pub struct ToolOutput {
 impl ToolOutput {
     /// A single text block, no details.
     pub fn text(text: impl Into<String>) -> Self {
-        ToolOutput { content: vec![ContentBlock::Text(text.into())], details: None, is_error: false }
+        ToolOutput {
+            content: vec![ContentBlock::Text(text.into())],
+            details: None,
+            is_error: false,
+        }
     }
 
     /// The text of the first text block, or `""`.
     pub fn first_text(&self) -> &str {
-        self.content.iter().find_map(ContentBlock::as_text).unwrap_or("")
+        self.content
+            .iter()
+            .find_map(ContentBlock::as_text)
+            .unwrap_or("")
     }
 
     /// The content as Pi's JSON array.
@@ -140,7 +147,9 @@ pub struct ToolError {
 impl ToolError {
     /// An error with this exact message.
     pub fn new(message: impl Into<String>) -> Self {
-        ToolError { message: message.into() }
+        ToolError {
+            message: message.into(),
+        }
     }
 
     /// The "Operation aborted" error Pi's tools throw when their signal fires.
@@ -308,7 +317,10 @@ pub async fn run_tool_call(
         Ok(value) => value,
         Err(error) => return error.into_output(),
     };
-    match tool.execute(call_id, validated, ctx, cancel, on_update).await {
+    match tool
+        .execute(call_id, validated, ctx, cancel, on_update)
+        .await
+    {
         Ok(output) => output,
         Err(error) => error.into_output(),
     }

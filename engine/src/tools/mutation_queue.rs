@@ -33,7 +33,9 @@ pub(crate) async fn lock_file(path: &Path) -> OwnedMutexGuard<()> {
     let mutex = {
         // A poisoned map only means another thread panicked while holding it; the map itself is
         // still consistent, so keep using it.
-        let mut map = queues().lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+        let mut map = queues()
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner());
         map.retain(|_, weak| weak.strong_count() > 0);
         match map.get(&key).and_then(Weak::upgrade) {
             Some(existing) => existing,

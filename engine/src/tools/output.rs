@@ -110,13 +110,16 @@ impl OutputAccumulator {
             text => text,
         };
         let mut truncation = truncate_tail(snapshot_text, self.max_lines, self.max_bytes);
-        let truncated = self.total_lines > self.max_lines || self.total_decoded_bytes > self.max_bytes;
+        let truncated =
+            self.total_lines > self.max_lines || self.total_decoded_bytes > self.max_bytes;
         truncation.truncated_by = if truncated {
-            truncation.truncated_by.or(Some(if self.total_decoded_bytes > self.max_bytes {
-                TruncatedBy::Bytes
-            } else {
-                TruncatedBy::Lines
-            }))
+            truncation
+                .truncated_by
+                .or(Some(if self.total_decoded_bytes > self.max_bytes {
+                    TruncatedBy::Bytes
+                } else {
+                    TruncatedBy::Lines
+                }))
         } else {
             None
         };
@@ -219,7 +222,11 @@ impl OutputAccumulator {
         let path = self.temp_dir.join(name);
         // create_new never follows a link someone placed at the path; 0600 because output can
         // carry private data.
-        let opened = OpenOptions::new().write(true).create_new(true).mode(0o600).open(&path);
+        let opened = OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .mode(0o600)
+            .open(&path);
         match opened {
             Ok(file) => {
                 self.temp_path = Some(path);
@@ -268,7 +275,9 @@ mod tests {
     fn large_output_goes_to_file_with_bounded_memory() {
         let dir = tempfile::tempdir().unwrap();
         let mut acc = OutputAccumulator::new("pi-test", Some(dir.path().to_path_buf()));
-        let chunk: Vec<u8> = (0..1000).flat_map(|i| format!("line {i:06}\n").into_bytes()).collect();
+        let chunk: Vec<u8> = (0..1000)
+            .flat_map(|i| format!("line {i:06}\n").into_bytes())
+            .collect();
         let mut written = 0usize;
         let mut max_retained = 0usize;
         for _ in 0..2000 {
@@ -280,10 +289,17 @@ mod tests {
         let snapshot = acc.snapshot(true);
         acc.close_temp_file();
         // 24 MB went through; memory never held more than the rolling tail.
-        assert!(max_retained <= 4 * DEFAULT_MAX_BYTES + chunk.len(), "{max_retained}");
+        assert!(
+            max_retained <= 4 * DEFAULT_MAX_BYTES + chunk.len(),
+            "{max_retained}"
+        );
         let path = snapshot.full_output_path.clone().unwrap();
         assert_eq!(std::fs::metadata(&path).unwrap().len() as usize, written);
-        assert!(path.file_name().unwrap().to_string_lossy().starts_with("pi-test-"));
+        assert!(path
+            .file_name()
+            .unwrap()
+            .to_string_lossy()
+            .starts_with("pi-test-"));
         assert!(snapshot.truncation.truncated);
         assert_eq!(snapshot.truncation.truncated_by, Some(TruncatedBy::Lines));
         assert_eq!(snapshot.truncation.total_lines, 2_000_000);

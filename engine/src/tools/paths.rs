@@ -8,11 +8,16 @@ use unicode_normalization::UnicodeNormalization;
 
 /// Unicode spaces models sometimes put in paths; Pi maps them to a plain space.
 fn is_unicode_space(c: char) -> bool {
-    matches!(c, '\u{00A0}' | '\u{2000}'..='\u{200A}' | '\u{202F}' | '\u{205F}' | '\u{3000}')
+    matches!(
+        c,
+        '\u{00A0}' | '\u{2000}'..='\u{200A}' | '\u{202F}' | '\u{205F}' | '\u{3000}'
+    )
 }
 
 fn home_dir() -> PathBuf {
-    std::env::var_os("HOME").map(PathBuf::from).unwrap_or_else(|| PathBuf::from("/"))
+    std::env::var_os("HOME")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from("/"))
 }
 
 /// Decodes `%XX` escapes of a `file://` URL path.
@@ -39,8 +44,10 @@ fn percent_decode(text: &str) -> String {
 /// spaces, one leading `@` goes, `~` and `~/` expand to the home directory, `file://` URLs become
 /// paths.
 pub(crate) fn expand_path(input: &str) -> String {
-    let mut normalized: String =
-        input.chars().map(|c| if is_unicode_space(c) { ' ' } else { c }).collect();
+    let mut normalized: String = input
+        .chars()
+        .map(|c| if is_unicode_space(c) { ' ' } else { c })
+        .collect();
     if let Some(rest) = normalized.strip_prefix('@') {
         normalized = rest.to_string();
     }
@@ -48,7 +55,9 @@ pub(crate) fn expand_path(input: &str) -> String {
         return home_dir().to_string_lossy().into_owned();
     }
     if let Some(rest) = normalized.strip_prefix("~/") {
-        return normalize_lexically(&home_dir().join(rest)).to_string_lossy().into_owned();
+        return normalize_lexically(&home_dir().join(rest))
+            .to_string_lossy()
+            .into_owned();
     }
     if let Some(rest) = normalized.strip_prefix("file://") {
         let path = rest.strip_prefix("localhost").unwrap_or(rest);
@@ -106,7 +115,8 @@ fn am_pm_variant(path: &str) -> String {
         let rest = &path[i..];
         if rest.starts_with(' ') && bytes.len() >= i + 4 {
             let marker = &bytes[i + 1..i + 4];
-            let is_am_pm = marker[0].eq_ignore_ascii_case(&b'a') || marker[0].eq_ignore_ascii_case(&b'p');
+            let is_am_pm =
+                marker[0].eq_ignore_ascii_case(&b'a') || marker[0].eq_ignore_ascii_case(&b'p');
             if is_am_pm && marker[1].eq_ignore_ascii_case(&b'm') && marker[2] == b'.' {
                 out.push('\u{202F}');
                 out.push_str(&path[i + 1..i + 4]);
@@ -151,17 +161,35 @@ mod tests {
     #[test]
     fn resolves_relative_and_absolute_paths() {
         let cwd = Path::new("/work/project");
-        assert_eq!(resolve_to_cwd("src/a.rs", cwd), PathBuf::from("/work/project/src/a.rs"));
-        assert_eq!(resolve_to_cwd("@src/./b/../a.rs", cwd), PathBuf::from("/work/project/src/a.rs"));
-        assert_eq!(resolve_to_cwd("/etc//hosts/", cwd), PathBuf::from("/etc/hosts"));
+        assert_eq!(
+            resolve_to_cwd("src/a.rs", cwd),
+            PathBuf::from("/work/project/src/a.rs")
+        );
+        assert_eq!(
+            resolve_to_cwd("@src/./b/../a.rs", cwd),
+            PathBuf::from("/work/project/src/a.rs")
+        );
+        assert_eq!(
+            resolve_to_cwd("/etc//hosts/", cwd),
+            PathBuf::from("/etc/hosts")
+        );
         assert_eq!(resolve_to_cwd("../../..", cwd), PathBuf::from("/"));
-        assert_eq!(resolve_to_cwd("a\u{00A0}b", cwd), PathBuf::from("/work/project/a b"));
-        assert_eq!(resolve_to_cwd("file:///tmp/a%20b", cwd), PathBuf::from("/tmp/a b"));
+        assert_eq!(
+            resolve_to_cwd("a\u{00A0}b", cwd),
+            PathBuf::from("/work/project/a b")
+        );
+        assert_eq!(
+            resolve_to_cwd("file:///tmp/a%20b", cwd),
+            PathBuf::from("/tmp/a b")
+        );
     }
 
     #[test]
     fn am_pm_gets_narrow_no_break_space() {
-        assert_eq!(am_pm_variant("Shot 10.00 AM.png"), "Shot 10.00\u{202F}AM.png");
+        assert_eq!(
+            am_pm_variant("Shot 10.00 AM.png"),
+            "Shot 10.00\u{202F}AM.png"
+        );
         assert_eq!(am_pm_variant("Shot pm.png"), "Shot\u{202F}pm.png");
         assert_eq!(am_pm_variant("plain.png"), "plain.png");
     }
@@ -173,6 +201,9 @@ mod tests {
         std::fs::write(&real, b"x").unwrap();
         assert_eq!(resolve_read_path("Capture d'écran.png", dir.path()), real);
         // A missing path with no variant comes back as resolved.
-        assert_eq!(resolve_read_path("nope'.png", dir.path()), dir.path().join("nope'.png"));
+        assert_eq!(
+            resolve_read_path("nope'.png", dir.path()),
+            dir.path().join("nope'.png")
+        );
     }
 }

@@ -100,7 +100,7 @@ impl LineSelector {
     }
 
     fn is_selected(&self, line: usize) -> bool {
-        line >= self.start && self.end.map_or(true, |end| line < end)
+        line >= self.start && self.end.is_none_or(|end| line < end)
     }
 
     fn append(&mut self, text: &str) {
@@ -130,7 +130,11 @@ impl LineSelector {
         }
         self.selected_lines += 1;
         self.last_line_empty = !self.line_has_text;
-        self.piece = if self.stored_past_caps { None } else { Some(String::new()) };
+        self.piece = if self.stored_past_caps {
+            None
+        } else {
+            Some(String::new())
+        };
         self.line_bytes = 0;
         self.line_has_text = false;
     }
@@ -170,8 +174,11 @@ impl LineSelector {
         if self.is_selected(self.line) {
             self.finish_line();
         }
-        let mut truncation =
-            truncate_head(&self.stored.join("\n"), DEFAULT_MAX_LINES, DEFAULT_MAX_BYTES);
+        let mut truncation = truncate_head(
+            &self.stored.join("\n"),
+            DEFAULT_MAX_LINES,
+            DEFAULT_MAX_BYTES,
+        );
         truncation.total_lines = if self.selected_bytes == 0 {
             0
         } else {
@@ -207,14 +214,22 @@ fn select_from_text(text: &str, start_line: f64, limit: Option<f64>) -> Selectio
         None => len,
         Some(limit) => js_slice_index((start_line + limit).min(len as f64), len),
     };
-    let selected = if begin < end { all_lines[begin..end].join("\n") } else { String::new() };
+    let selected = if begin < end {
+        all_lines[begin..end].join("\n")
+    } else {
+        String::new()
+    };
     let truncation = truncate_head(&selected, DEFAULT_MAX_LINES, DEFAULT_MAX_BYTES);
     let first_line_bytes = if truncation.first_line_exceeds_limit {
         all_lines.get(begin).map_or(0, |line| line.len())
     } else {
         0
     };
-    Selection { total_file_lines: len, truncation, first_line_bytes }
+    Selection {
+        total_file_lines: len,
+        truncation,
+        first_line_bytes,
+    }
 }
 
 async fn select_from_file(
@@ -225,8 +240,15 @@ async fn select_from_file(
 ) -> Result<Selection, ToolError> {
     // A regular file is read up to its size when opened, so text appended meanwhile is not
     // counted and a growing file still ends; /proc-like files (size 0) are read to EOF.
-    let metadata = file.metadata().await.map_err(|e| ToolError::new(node_fd_error(&e, "fstat")))?;
-    let mut remaining = if metadata.is_file() && metadata.len() > 0 { metadata.len() } else { u64::MAX };
+    let metadata = file
+        .metadata()
+        .await
+        .map_err(|e| ToolError::new(node_fd_error(&e, "fstat")))?;
+    let mut remaining = if metadata.is_file() && metadata.len() > 0 {
+        metadata.len()
+    } else {
+        u64::MAX
+    };
     let mut selector = LineSelector::new(start, limit);
     let mut decoder = Utf8Stream::new();
     let mut buffer = vec![0u8; READ_CHUNK_BYTES];
@@ -235,7 +257,9 @@ async fn select_from_file(
         if cancel.is_cancelled() {
             return Err(ToolError::aborted());
         }
-        let want = buffer.len().min(usize::try_from(remaining).unwrap_or(usize::MAX));
+        let want = buffer
+            .len()
+            .min(usize::try_from(remaining).unwrap_or(usize::MAX));
         let read = file
             .read(&mut buffer[..want])
             .await
@@ -282,20 +306,30 @@ fn read_image(bytes: &[u8], mime_type: &str, ctx: &ToolContext) -> ToolOutput {
         note.push_str(hint);
     }
     let details = match &ctx.model {
-        Some(model) if !model.supports_images => Some(json!({ "imageUnsupportedByModel": model.id })),
+        Some(model) if !model.supports_images => {
+            Some(json!({ "imageUnsupportedByModel": model.id }))
+        }
         _ => None,
     };
     ToolOutput {
         content: vec![
             ContentBlock::Text(note),
-            ContentBlock::Image { data, mime_type: mime_type.to_string() },
+            ContentBlock::Image {
+                data,
+                mime_type: mime_type.to_string(),
+            },
         ],
         details,
         is_error: false,
     }
 }
 
-fn text_output(path_arg: &str, offset: Option<f64>, limit: Option<f64>, selection: Selection) -> Result<ToolOutput, ToolError> {
+fn text_output(
+    path_arg: &str,
+    offset: Option<f64>,
+    limit: Option<f64>,
+    selection: Selection,
+) -> Result<ToolOutput, ToolError> {
     let start_line = match offset {
         Some(offset) if offset != 0.0 => (offset - 1.0).max(0.0),
         _ => 0.0,
@@ -322,7 +356,10 @@ fn text_output(path_arg: &str, offset: Option<f64>, limit: Option<f64>, selectio
     } else if truncation.truncated {
         let end_display = start_display + truncation.output_lines as f64 - 1.0;
         let next = number_to_string(end_display + 1.0);
-        let (first, last) = (number_to_string(start_display), number_to_string(end_display));
+        let (first, last) = (
+            number_to_string(start_display),
+            number_to_string(end_display),
+        );
         let notice = match truncation.truncated_by {
             Some(TruncatedBy::Lines) => format!(
                 "\n\n[Showing lines {first}-{last} of {}. Use offset={next} to continue.]",
@@ -339,21 +376,33 @@ fn text_output(path_arg: &str, offset: Option<f64>, limit: Option<f64>, selectio
         let remaining = number_to_string(total - (start_line + user_limited));
         let next = number_to_string(start_line + user_limited + 1.0);
         (
-            format!("{}\n\n[{remaining} more lines in file. Use offset={next} to continue.]", truncation.content),
+            format!(
+                "{}\n\n[{remaining} more lines in file. Use offset={next} to continue.]",
+                truncation.content
+            ),
             None,
         )
     } else {
         (truncation.content, None)
     };
-    Ok(ToolOutput { content: vec![ContentBlock::Text(text)], details, is_error: false })
+    Ok(ToolOutput {
+        content: vec![ContentBlock::Text(text)],
+        details,
+        is_error: false,
+    })
 }
 
-async fn execute_read(args: &Value, ctx: &ToolContext, cancel: &CancellationToken) -> Result<ToolOutput, ToolError> {
+async fn execute_read(
+    args: &Value,
+    ctx: &ToolContext,
+    cancel: &CancellationToken,
+) -> Result<ToolOutput, ToolError> {
     let path_arg = args.get("path").and_then(Value::as_str).unwrap_or("");
     let offset = number_arg(args, "offset");
     let limit = number_arg(args, "limit");
     let absolute = resolve_read_path(path_arg, &ctx.cwd);
-    access(&absolute, libc::R_OK).map_err(|e| ToolError::new(node_path_error(&e, "access", &absolute)))?;
+    access(&absolute, libc::R_OK)
+        .map_err(|e| ToolError::new(node_path_error(&e, "access", &absolute)))?;
     let mut file = open(&absolute).await?;
     let mut head = vec![0u8; IMAGE_SNIFF_BYTES];
     let sniffed = read_up_to(&mut file, &mut head).await?;
@@ -368,8 +417,8 @@ async fn execute_read(args: &Value, ctx: &ToolContext, cancel: &CancellationToke
     }
     // Reopen rather than seek: a pipe or /proc file cannot seek back over the sniffed bytes.
     let mut file = open(&absolute).await?;
-    let streamable = offset.map_or(true, |o| o.fract() == 0.0)
-        && limit.map_or(true, |l| l.fract() == 0.0 && l >= 0.0);
+    let streamable = offset.is_none_or(|o| o.fract() == 0.0)
+        && limit.is_none_or(|l| l.fract() == 0.0 && l >= 0.0);
     let selection = if streamable {
         let start = match offset {
             Some(offset) if offset != 0.0 => (offset - 1.0).max(0.0) as usize,
@@ -378,7 +427,9 @@ async fn execute_read(args: &Value, ctx: &ToolContext, cancel: &CancellationToke
         select_from_file(&mut file, start, limit.map(|l| l as usize), cancel).await?
     } else {
         let mut bytes = Vec::new();
-        file.read_to_end(&mut bytes).await.map_err(|e| ToolError::new(node_fd_error(&e, "read")))?;
+        file.read_to_end(&mut bytes)
+            .await
+            .map_err(|e| ToolError::new(node_fd_error(&e, "read")))?;
         let start_line = match offset {
             Some(offset) if offset != 0.0 => (offset - 1.0).max(0.0),
             _ => 0.0,
@@ -392,7 +443,9 @@ async fn execute_read(args: &Value, ctx: &ToolContext, cancel: &CancellationToke
 }
 
 async fn open(path: &Path) -> Result<tokio::fs::File, ToolError> {
-    tokio::fs::File::open(path).await.map_err(|e| ToolError::new(node_path_error(&e, "open", path)))
+    tokio::fs::File::open(path)
+        .await
+        .map_err(|e| ToolError::new(node_path_error(&e, "open", path)))
 }
 
 async fn read_up_to(file: &mut tokio::fs::File, buffer: &mut [u8]) -> Result<usize, ToolError> {

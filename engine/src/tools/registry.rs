@@ -17,7 +17,8 @@ use super::WriteTool;
 pub const DEFAULT_TOOL_NAMES: [&str; 4] = ["read", "bash", "edit", "write"];
 
 /// Every built-in tool, in Pi's registration order. (Pi's Windows-only `powershell` is not built.)
-pub const ALL_BUILTIN_TOOL_NAMES: [&str; 7] = ["read", "bash", "edit", "write", "grep", "find", "ls"];
+pub const ALL_BUILTIN_TOOL_NAMES: [&str; 7] =
+    ["read", "bash", "edit", "write", "grep", "find", "ls"];
 
 /// `--no-tools` / `--no-builtin-tools`.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -61,7 +62,10 @@ pub fn builtin_tool(name: &str) -> Option<Arc<dyn Tool>> {
 
 /// Every built-in tool, in registration order.
 pub fn all_builtin_tools() -> Vec<Arc<dyn Tool>> {
-    ALL_BUILTIN_TOOL_NAMES.iter().filter_map(|name| builtin_tool(name)).collect()
+    ALL_BUILTIN_TOOL_NAMES
+        .iter()
+        .filter_map(|name| builtin_tool(name))
+        .collect()
 }
 
 fn is_modifier(entry: &str) -> bool {
@@ -81,7 +85,9 @@ pub fn tool_list_error(entries: &[String]) -> Option<String> {
     modifiers
         .iter()
         .find(|entry| entry.contains('*'))
-        .map(|pattern| format!("+name and -name entries take exact tool names, not patterns: {pattern}"))
+        .map(|pattern| {
+            format!("+name and -name entries take exact tool names, not patterns: {pattern}")
+        })
 }
 
 fn apply_modifiers(base: &[String], entries: &[String]) -> Vec<String> {
@@ -137,7 +143,10 @@ pub fn select_builtin_tools(selection: &ToolSelection) -> Result<Vec<Arc<dyn Too
             .clone()
             .unwrap_or_else(|| DEFAULT_TOOL_NAMES.iter().map(|s| s.to_string()).collect())
     };
-    let modifiers = selection.tools.as_ref().filter(|tools| tools.iter().any(|t| is_modifier(t)));
+    let modifiers = selection
+        .tools
+        .as_ref()
+        .filter(|tools| tools.iter().any(|t| is_modifier(t)));
     let selected = match modifiers {
         Some(modifiers) => Some(apply_modifiers(&defaults, modifiers)),
         None => selection.tools.clone(),
@@ -145,11 +154,17 @@ pub fn select_builtin_tools(selection: &ToolSelection) -> Result<Vec<Arc<dyn Too
     let allowed: Option<Vec<String>> = match modifiers {
         Some(_) if selection.no_tools == NoTools::All => selected.clone(),
         Some(_) => None,
-        None => selection.tools.clone().or_else(|| (selection.no_tools == NoTools::All).then(Vec::new)),
+        None => selection
+            .tools
+            .clone()
+            .or_else(|| (selection.no_tools == NoTools::All).then(Vec::new)),
     };
     let excluded = selection.exclude_tools.clone().unwrap_or_default();
     let is_allowed = |name: &str| {
-        !matches_any(&excluded, name) && allowed.as_ref().map_or(true, |allowed| matches_any(allowed, name))
+        !matches_any(&excluded, name)
+            && allowed
+                .as_ref()
+                .is_none_or(|allowed| matches_any(allowed, name))
     };
     let mut active: Vec<String> = selected
         .unwrap_or(defaults)
@@ -181,7 +196,11 @@ mod tests {
     use super::*;
 
     fn names(selection: ToolSelection) -> Vec<String> {
-        select_builtin_tools(&selection).unwrap().iter().map(|t| t.name().to_string()).collect()
+        select_builtin_tools(&selection)
+            .unwrap()
+            .iter()
+            .map(|t| t.name().to_string())
+            .collect()
     }
 
     fn list(items: &[&str]) -> Option<Vec<String>> {
@@ -190,44 +209,93 @@ mod tests {
 
     #[test]
     fn default_set_is_read_bash_edit_write() {
-        assert_eq!(names(ToolSelection::default()), ["read", "bash", "edit", "write"]);
+        assert_eq!(
+            names(ToolSelection::default()),
+            ["read", "bash", "edit", "write"]
+        );
         assert_eq!(all_builtin_tools().len(), 7);
     }
 
     #[test]
     fn tools_list_replaces_defaults_and_patterns_match() {
-        assert_eq!(names(ToolSelection { tools: list(&["grep", "read"]), ..Default::default() }), ["grep", "read"]);
         assert_eq!(
-            names(ToolSelection { tools: list(&["*"]), ..Default::default() }),
+            names(ToolSelection {
+                tools: list(&["grep", "read"]),
+                ..Default::default()
+            }),
+            ["grep", "read"]
+        );
+        assert_eq!(
+            names(ToolSelection {
+                tools: list(&["*"]),
+                ..Default::default()
+            }),
             ["read", "bash", "edit", "write", "grep", "find", "ls"]
         );
-        assert_eq!(names(ToolSelection { tools: list(&["unknown"]), ..Default::default() }), Vec::<String>::new());
+        assert_eq!(
+            names(ToolSelection {
+                tools: list(&["unknown"]),
+                ..Default::default()
+            }),
+            Vec::<String>::new()
+        );
     }
 
     #[test]
     fn modifiers_change_defaults() {
-        let selection = ToolSelection { tools: list(&["+grep", "-bash"]), ..Default::default() };
+        let selection = ToolSelection {
+            tools: list(&["+grep", "-bash"]),
+            ..Default::default()
+        };
         assert_eq!(names(selection), ["read", "edit", "write", "grep"]);
-        let mixed = ToolSelection { tools: list(&["read", "+grep"]), ..Default::default() };
+        let mixed = ToolSelection {
+            tools: list(&["read", "+grep"]),
+            ..Default::default()
+        };
         assert_eq!(
             select_builtin_tools(&mixed).err().as_deref(),
             Some("Invalid tools option: tool names cannot be mixed with +name or -name entries")
         );
-        let pattern = ToolSelection { tools: list(&["+gr*"]), ..Default::default() };
+        let pattern = ToolSelection {
+            tools: list(&["+gr*"]),
+            ..Default::default()
+        };
         assert!(select_builtin_tools(&pattern).is_err());
     }
 
     #[test]
     fn exclusions_and_no_tools() {
-        let excluded = ToolSelection { exclude_tools: list(&["b*", "edit"]), ..Default::default() };
+        let excluded = ToolSelection {
+            exclude_tools: list(&["b*", "edit"]),
+            ..Default::default()
+        };
         assert_eq!(names(excluded), ["read", "write"]);
-        assert!(names(ToolSelection { no_tools: NoTools::Builtin, ..Default::default() }).is_empty());
-        assert!(names(ToolSelection { no_tools: NoTools::All, ..Default::default() }).is_empty());
-        let only_ls = ToolSelection { no_tools: NoTools::All, tools: list(&["ls"]), ..Default::default() };
+        assert!(names(ToolSelection {
+            no_tools: NoTools::Builtin,
+            ..Default::default()
+        })
+        .is_empty());
+        assert!(names(ToolSelection {
+            no_tools: NoTools::All,
+            ..Default::default()
+        })
+        .is_empty());
+        let only_ls = ToolSelection {
+            no_tools: NoTools::All,
+            tools: list(&["ls"]),
+            ..Default::default()
+        };
         assert_eq!(names(only_ls), ["ls"]);
-        let builtin_plus = ToolSelection { no_tools: NoTools::Builtin, tools: list(&["+find"]), ..Default::default() };
+        let builtin_plus = ToolSelection {
+            no_tools: NoTools::Builtin,
+            tools: list(&["+find"]),
+            ..Default::default()
+        };
         assert_eq!(names(builtin_plus), ["find"]);
-        let settings = ToolSelection { default_tools: list(&["read", "ls"]), ..Default::default() };
+        let settings = ToolSelection {
+            default_tools: list(&["read", "ls"]),
+            ..Default::default()
+        };
         assert_eq!(names(settings), ["read", "ls"]);
     }
 }

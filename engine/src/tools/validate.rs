@@ -83,7 +83,10 @@ fn drop_optional_nulls(value: Value, schema: &Value) -> Value {
     match value {
         Value::Array(items) => match schema.get("items") {
             Some(item_schema) => Value::Array(
-                items.into_iter().map(|item| drop_optional_nulls(item, item_schema)).collect(),
+                items
+                    .into_iter()
+                    .map(|item| drop_optional_nulls(item, item_schema))
+                    .collect(),
             ),
             None => Value::Array(items),
         },
@@ -166,8 +169,8 @@ fn try_boolean(value: &Value) -> Option<bool> {
     match value {
         Value::Bool(b) => Some(*b),
         Value::Number(n) => match n.as_f64() {
-            Some(f) if f == 0.0 => Some(false),
-            Some(f) if f == 1.0 => Some(true),
+            Some(0.0) => Some(false),
+            Some(1.0) => Some(true),
             _ => None,
         },
         Value::Null => Some(false),
@@ -199,9 +202,12 @@ fn convert(schema: &Value, value: Value) -> Value {
         "array" => {
             let item_schema = schema.get("items");
             match (value, item_schema) {
-                (Value::Array(items), Some(item_schema)) => {
-                    Value::Array(items.into_iter().map(|item| convert(item_schema, item)).collect())
-                }
+                (Value::Array(items), Some(item_schema)) => Value::Array(
+                    items
+                        .into_iter()
+                        .map(|item| convert(item_schema, item))
+                        .collect(),
+                ),
                 (Value::Array(items), None) => Value::Array(items),
                 // A single value where an array belongs becomes a one-item array.
                 (single_value, Some(item_schema)) => {
@@ -236,7 +242,10 @@ fn pointer(path: &str, key: &str) -> String {
 fn explain(schema: &Value, value: &Value, path: &str, out: &mut Vec<(String, String)>) {
     let types = schema_types(schema);
     if !types.is_empty() && !types.iter().any(|t| matches_type(value, t)) {
-        out.push((path.to_string(), format!("expected {}, got {}", types.join(" or "), type_name(value))));
+        out.push((
+            path.to_string(),
+            format!("expected {}, got {}", types.join(" or "), type_name(value)),
+        ));
         return;
     }
     match value {
@@ -334,16 +343,26 @@ mod tests {
 
     #[test]
     fn wrong_type_names_expected_and_got() {
-        let error = validate_tool_arguments("read", &read_schema(), &json!({"path": "a", "limit": "lots"}))
-            .err()
-            .map(|e| e.message)
-            .unwrap_or_default();
-        assert!(error.contains("  - limit: expected number, got string\n"), "{error}");
+        let error = validate_tool_arguments(
+            "read",
+            &read_schema(),
+            &json!({"path": "a", "limit": "lots"}),
+        )
+        .err()
+        .map(|e| e.message)
+        .unwrap_or_default();
+        assert!(
+            error.contains("  - limit: expected number, got string\n"),
+            "{error}"
+        );
         let error = validate_tool_arguments("read", &read_schema(), &json!("x"))
             .err()
             .map(|e| e.message)
             .unwrap_or_default();
-        assert!(error.contains("  - root: expected object, got string\n"), "{error}");
+        assert!(
+            error.contains("  - root: expected object, got string\n"),
+            "{error}"
+        );
     }
 
     #[test]
@@ -378,7 +397,14 @@ mod tests {
             .unwrap_or_default();
         assert!(error.contains("  - edits.0.newText: missing"), "{error}");
         // One object where the array belongs is wrapped.
-        let value = validate_tool_arguments("edit", &schema, &json!({"edits": {"oldText": "a", "newText": "b"}}));
-        assert_eq!(value, Ok(json!({"edits": [{"oldText": "a", "newText": "b"}]})));
+        let value = validate_tool_arguments(
+            "edit",
+            &schema,
+            &json!({"edits": {"oldText": "a", "newText": "b"}}),
+        );
+        assert_eq!(
+            value,
+            Ok(json!({"edits": [{"oldText": "a", "newText": "b"}]}))
+        );
     }
 }

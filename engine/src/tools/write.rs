@@ -73,7 +73,13 @@ impl Tool for WriteTool {
         let _guard = lock_file(&absolute).await;
         // Abort is checked between steps, never mid-write, so the queue is not released while a
         // write may still land (the reason Pi gives for the same structure).
-        let check = || if cancel.is_cancelled() { Err(ToolError::aborted()) } else { Ok(()) };
+        let check = || {
+            if cancel.is_cancelled() {
+                Err(ToolError::aborted())
+            } else {
+                Ok(())
+            }
+        };
         check()?;
         if let Some(dir) = absolute.parent() {
             tokio::fs::create_dir_all(dir)
@@ -106,11 +112,20 @@ mod tests {
             .unwrap();
         assert_eq!(out.first_text(), "Successfully wrote to a/b/c.txt");
         assert_eq!(out.details, None);
-        assert_eq!(std::fs::read_to_string(dir.path().join("a/b/c.txt")).unwrap(), "héllo\n");
+        assert_eq!(
+            std::fs::read_to_string(dir.path().join("a/b/c.txt")).unwrap(),
+            "héllo\n"
+        );
         // Overwrites.
         let args = json!({"path": "a/b/c.txt", "content": "x"});
-        WriteTool.execute("2", args, &ctx, CancellationToken::new(), &ignore_updates).await.unwrap();
-        assert_eq!(std::fs::read_to_string(dir.path().join("a/b/c.txt")).unwrap(), "x");
+        WriteTool
+            .execute("2", args, &ctx, CancellationToken::new(), &ignore_updates)
+            .await
+            .unwrap();
+        assert_eq!(
+            std::fs::read_to_string(dir.path().join("a/b/c.txt")).unwrap(),
+            "x"
+        );
     }
 
     #[tokio::test]
@@ -123,7 +138,11 @@ mod tests {
             .execute("1", args, &ctx, CancellationToken::new(), &ignore_updates)
             .await
             .unwrap_err();
-        assert!(err.message.starts_with("EEXIST: ") || err.message.starts_with("ENOTDIR: "), "{}", err.message);
+        assert!(
+            err.message.starts_with("EEXIST: ") || err.message.starts_with("ENOTDIR: "),
+            "{}",
+            err.message
+        );
     }
 
     #[tokio::test]
@@ -133,7 +152,10 @@ mod tests {
         let cancel = CancellationToken::new();
         cancel.cancel();
         let args = json!({"path": "x.txt", "content": "x"});
-        let err = WriteTool.execute("1", args, &ctx, cancel, &ignore_updates).await.unwrap_err();
+        let err = WriteTool
+            .execute("1", args, &ctx, cancel, &ignore_updates)
+            .await
+            .unwrap_err();
         assert_eq!(err.message, "Operation aborted");
         assert!(!dir.path().join("x.txt").exists());
     }
