@@ -728,12 +728,12 @@ pub(crate) fn generate_edit_diff(
     for hunk in hunks {
         // Unified diff quirk: an empty range starts one line lower.
         let old_start = if hunk.old_lines == 0 {
-            hunk.old_start - 1
+            hunk.old_start.saturating_sub(1)
         } else {
             hunk.old_start
         };
         let new_start = if hunk.new_lines == 0 {
-            hunk.new_start - 1
+            hunk.new_start.saturating_sub(1)
         } else {
             hunk.new_start
         };

@@ -299,3 +299,56 @@ mod tests {
         assert_eq!(names(settings), ["read", "ls"]);
     }
 }
+
+#[cfg(test)]
+mod fixture_tests {
+    use serde_json::Value;
+
+    use super::*;
+
+    /// The tool definitions real Pi 1.6.0 recorded in a session (system message `toolsAdded`)
+    /// must be ours, byte for byte once serialized, key order included.
+    #[test]
+    fn definitions_match_real_pi_session() {
+        let path = concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/../fixtures/realpi/sessions/rpc_tree_labels_nav.jsonl"
+        );
+        let text = std::fs::read_to_string(path).unwrap();
+        let line = text
+            .lines()
+            .find(|line| line.contains("\"toolsAdded\""))
+            .unwrap();
+        let entry: Value = serde_json::from_str(line).unwrap();
+        let added = entry.pointer("/message/toolsAdded").or_else(|| {
+            // Wherever the list sits in the message, find it.
+            fn find(value: &Value) -> Option<&Value> {
+                match value {
+                    Value::Object(map) => map
+                        .get("toolsAdded")
+                        .or_else(|| map.values().find_map(find)),
+                    Value::Array(items) => items.iter().find_map(find),
+                    _ => None,
+                }
+            }
+            find(&entry)
+        });
+        let added = added.and_then(Value::as_array).unwrap();
+        let names: Vec<&str> = added.iter().filter_map(|t| t["name"].as_str()).collect();
+        assert_eq!(names, DEFAULT_TOOL_NAMES);
+        for expected in added {
+            let name = expected["name"].as_str().unwrap();
+            let tool = builtin_tool(name).unwrap();
+            assert_eq!(
+                tool.description(),
+                expected["description"].as_str().unwrap(),
+                "{name}"
+            );
+            assert_eq!(
+                serde_json::to_string(tool.parameters()).unwrap(),
+                serde_json::to_string(&expected["parameters"]).unwrap(),
+                "{name}"
+            );
+        }
+    }
+}
