@@ -163,7 +163,7 @@ pub fn write_session(spec: &SessionSpec, out: &mut impl Write) -> std::io::Resul
     let mut context_tokens: u64 = 2000;
     while em.written < spec.target_bytes {
         turn += 1;
-        if turn % spec.branch_every == 0 && path.len() > 12 {
+        if turn.is_multiple_of(spec.branch_every) && path.len() > 12 {
             // Abandon the last few entries: the next prompt hangs off an earlier one.
             let back = rng.gen_range(3..10);
             path.truncate(path.len() - back);
@@ -231,7 +231,7 @@ pub fn write_session(spec: &SessionSpec, out: &mut impl Write) -> std::io::Resul
                 "usage": usage, "stopReason": "stop", "timestamp": time}),
             },
         )?;
-        if turn % 50 == 0 {
+        if turn.is_multiple_of(50) {
             let target = path[rng.gen_range(0..path.len())].clone();
             append(
                 &mut em,
@@ -242,7 +242,7 @@ pub fn write_session(spec: &SessionSpec, out: &mut impl Write) -> std::io::Resul
                 },
             )?;
         }
-        if turn % spec.compaction_every == 0 && path.len() > 40 {
+        if turn.is_multiple_of(spec.compaction_every) && path.len() > 40 {
             let first_kept = path[path.len() - 30].clone();
             let goal = text(&mut rng, 30, 40);
             let progress = text(&mut rng, 150, 200);

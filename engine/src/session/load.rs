@@ -285,7 +285,7 @@ impl EntryRecord {
                 pi_formats::ParentRef::Missing => super::Parent::Missing,
                 pi_formats::ParentRef::Other => super::Parent::Other,
             },
-            kind: Kind::from_str(head.kind.as_deref()),
+            kind: Kind::parse(head.kind.as_deref()),
             role: head.role.as_deref().map(Into::into),
             timestamp: head.timestamp.as_deref().map(Into::into),
             target_id: head.target_id.as_deref().map(Into::into),

@@ -47,7 +47,7 @@ pub enum Kind {
 }
 
 impl Kind {
-    pub fn from_str(kind: Option<&str>) -> Kind {
+    pub fn parse(kind: Option<&str>) -> Kind {
         use pi_formats::entry::kind as k;
         match kind {
             None => Kind::Untyped,
