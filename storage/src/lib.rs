@@ -53,7 +53,7 @@ pub use jsonl::{JsonlLayout, JsonlStore};
 pub use lazy::LazySession;
 pub use record::{SessionData, SessionHeader, StoredEntry};
 pub use redb_store::RedbStore;
-pub use spec::{open_store, StoreOptions, StoreSpec};
+pub use spec::{open_store, resolve_store_spec, StoreOptions, StoreSpec};
 pub use sqlite::SqliteStore;
 pub use store::{walk_path, FsyncPolicy, SessionStore, SessionWriter};
 pub use summary::{ListScope, SessionSummary, SummaryState};

@@ -9,7 +9,10 @@ use std::str::FromStr;
 
 use crate::error::{StoreError, StoreResult};
 use crate::jsonl::{JsonlLayout, JsonlStore};
-use crate::paths::{expand_tilde, home_dir, sessions_root};
+use crate::paths::{
+    agent_dir, expand_tilde, home_dir, session_dir_override, sessions_root, ENV_AGENT_DIR,
+    ENV_SESSION_DIR,
+};
 use crate::redb_store::RedbStore;
 use crate::sqlite::SqliteStore;
 use crate::store::{FsyncPolicy, SessionStore};
@@ -91,6 +94,38 @@ impl StoreOptions {
     }
 }
 
+impl StoreOptions {
+    /// Options as Pi resolves them at startup: agent dir from `PI_CODING_AGENT_DIR`, session
+    /// dir override from the `--session-dir` flag, env `PI_CODING_AGENT_SESSION_DIR`, then the
+    /// `sessionDir` setting.
+    pub fn from_env(session_dir_flag: Option<&str>, session_dir_setting: Option<&str>) -> Self {
+        let home = home_dir();
+        StoreOptions {
+            agent_dir: agent_dir(std::env::var(ENV_AGENT_DIR).ok().as_deref(), &home),
+            session_dir: session_dir_override(
+                session_dir_flag,
+                std::env::var(ENV_SESSION_DIR).ok().as_deref(),
+                session_dir_setting,
+                &home,
+            ),
+            fsync: FsyncPolicy::default(),
+        }
+    }
+}
+
+/// The store to use: the first non-empty of the `--session-store` flag, env
+/// `PI_SESSION_STORE` (pass its value) and the `sessionStore` setting; `jsonl` otherwise.
+pub fn resolve_store_spec(
+    flag: Option<&str>,
+    env: Option<&str>,
+    setting: Option<&str>,
+) -> StoreResult<StoreSpec> {
+    match [flag, env, setting].into_iter().flatten().find(|s| !s.is_empty()) {
+        Some(spec) => spec.parse(),
+        None => Ok(StoreSpec::Jsonl(None)),
+    }
+}
+
 /// Opens the store a spec names.
 pub fn open_store(spec: &StoreSpec, options: &StoreOptions) -> StoreResult<Box<dyn SessionStore>> {
     Ok(match spec {
@@ -125,5 +160,13 @@ mod tests {
         for bad in ["", "redb", "sqlite:", "mysql:/x", "jsonl:"] {
             assert!(bad.parse::<StoreSpec>().is_err(), "{bad}");
         }
+        assert_eq!(
+            resolve_store_spec(Some(""), Some("redb:/e"), Some("sqlite:/s")).unwrap(),
+            StoreSpec::Redb("/e".into())
+        );
+        assert_eq!(
+            resolve_store_spec(None, None, None).unwrap(),
+            StoreSpec::Jsonl(None)
+        );
     }
 }

@@ -86,11 +86,11 @@ fn copy_appends_missing_lines_and_reports_conflicts() {
     let clash = super::conformance::header("clash", "/p");
     let one = line(r#"{"type":"x","id":"1","parentId":null}"#);
     let two = line(r#"{"type":"x","id":"2","parentId":"1"}"#);
-    let mut w = from.create_session(&grow, &[one.clone()]).unwrap();
-    drop(from.create_session(&clash, &[one.clone()]).unwrap());
-    drop(to.create_session(&clash, &[two.clone()]).unwrap());
+    let mut w = from.create_session(&grow, std::slice::from_ref(&one)).unwrap();
+    drop(from.create_session(&clash, std::slice::from_ref(&one)).unwrap());
+    drop(to.create_session(&clash, std::slice::from_ref(&two)).unwrap());
     copy_sessions(&*from, &*to, false, &mut |_| {}).unwrap();
-    w.append(&[two.clone()]).unwrap();
+    w.append(std::slice::from_ref(&two)).unwrap();
 
     let dry = copy_sessions(&*from, &*to, true, &mut |_| {}).unwrap();
     let action = |r: &pi_storage::CopyReport, id: &str| {
