@@ -52,6 +52,11 @@ pub struct JsonlStore {
     fsync: FsyncPolicy,
     /// Where sessions were last seen; checked for existence before use.
     known: Mutex<HashMap<SessionId, PathBuf>>,
+    /// Header ids of session files already read. A valid header never changes (files are only
+    /// appended to), so each session file's first line is read once, and looking up many
+    /// missing ids (a copy into this store) does not reread every file. Files without a valid
+    /// header are not cached: Pi may yet write a header into an empty file.
+    header_ids: Mutex<HashMap<PathBuf, SessionId>>,
 }
 
 impl JsonlStore {
@@ -61,6 +66,7 @@ impl JsonlStore {
             layout,
             fsync,
             known: Mutex::new(HashMap::new()),
+            header_ids: Mutex::new(HashMap::new()),
         }
     }
 
@@ -152,17 +158,26 @@ impl JsonlStore {
                 .is_some_and(|n| n.ends_with(&suffix))
         });
         for path in by_name.chain(others) {
-            if let Ok(header) = read_header_line(path) {
-                if header.id() == id {
-                    self.known().insert(id.clone(), path.clone());
-                    return Ok(path.clone());
-                }
+            if self.header_id(path).as_ref() == Some(id) {
+                self.known().insert(id.clone(), path.clone());
+                return Ok(path.clone());
             }
         }
         Err(StoreError::SessionNotFound {
             id: id.clone(),
             store: self.describe(),
         })
+    }
+
+    /// The header id of a file, read once.
+    fn header_id(&self, path: &Path) -> Option<SessionId> {
+        let mut cache = self.header_ids.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(id) = cache.get(path) {
+            return Some(id.clone());
+        }
+        let id = read_header_line(path).ok().map(|h| h.id().clone())?;
+        cache.insert(path.to_path_buf(), id.clone());
+        Some(id)
     }
 
     fn known(&self) -> std::sync::MutexGuard<'_, HashMap<SessionId, PathBuf>> {
@@ -361,10 +376,10 @@ impl SessionStore for JsonlStore {
         let mut ids = Vec::new();
         let mut seen = std::collections::HashSet::new();
         for path in self.files(&ListScope::All)? {
-            if let Ok(header) = read_header_line(&path) {
-                if seen.insert(header.id().clone()) {
-                    self.known().insert(header.id().clone(), path);
-                    ids.push(header.id().clone());
+            if let Some(id) = self.header_id(&path) {
+                if seen.insert(id.clone()) {
+                    self.known().insert(id.clone(), path);
+                    ids.push(id);
                 }
             }
         }
@@ -380,6 +395,10 @@ impl SessionStore for JsonlStore {
         try_lock(&file, id, &path)?;
         fs::remove_file(&path).context("delete", &path)?;
         self.known().remove(id);
+        self.header_ids
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .remove(&path);
         Ok(())
     }
 }

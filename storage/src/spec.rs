@@ -120,7 +120,11 @@ pub fn resolve_store_spec(
     env: Option<&str>,
     setting: Option<&str>,
 ) -> StoreResult<StoreSpec> {
-    match [flag, env, setting].into_iter().flatten().find(|s| !s.is_empty()) {
+    match [flag, env, setting]
+        .into_iter()
+        .flatten()
+        .find(|s| !s.is_empty())
+    {
         Some(spec) => spec.parse(),
         None => Ok(StoreSpec::Jsonl(None)),
     }

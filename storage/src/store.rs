@@ -40,7 +40,7 @@ pub trait SessionStore: Send + Sync + fmt::Debug {
     /// The backend's name: `"jsonl"`, `"redb"` or `"sqlite"`.
     fn name(&self) -> &'static str;
 
-    /// Where the store lives, as a `--session-store` value (`sqlite:/path/db`, ...).
+    /// Where the store lives, for messages (`sqlite:/path/db`, `jsonl:/dir`, ...).
     fn describe(&self) -> String;
 
     /// Creates a session with its header and first entries, written at once (durably, per the

@@ -86,9 +86,17 @@ fn copy_appends_missing_lines_and_reports_conflicts() {
     let clash = super::conformance::header("clash", "/p");
     let one = line(r#"{"type":"x","id":"1","parentId":null}"#);
     let two = line(r#"{"type":"x","id":"2","parentId":"1"}"#);
-    let mut w = from.create_session(&grow, std::slice::from_ref(&one)).unwrap();
-    drop(from.create_session(&clash, std::slice::from_ref(&one)).unwrap());
-    drop(to.create_session(&clash, std::slice::from_ref(&two)).unwrap());
+    let mut w = from
+        .create_session(&grow, std::slice::from_ref(&one))
+        .unwrap();
+    drop(
+        from.create_session(&clash, std::slice::from_ref(&one))
+            .unwrap(),
+    );
+    drop(
+        to.create_session(&clash, std::slice::from_ref(&two))
+            .unwrap(),
+    );
     copy_sessions(&*from, &*to, false, &mut |_| {}).unwrap();
     w.append(std::slice::from_ref(&two)).unwrap();
 
