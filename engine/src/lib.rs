@@ -7,4 +7,5 @@ pub mod compaction;
 pub mod context;
 pub mod session;
 pub mod llm;
+pub mod agent;
 pub mod tools;

@@ -1,0 +1,525 @@
+//! The agent: Pi's agent loop and the session runtime around it (`AgentSession`).
+//!
+//! A run is a sequence of turns. Each turn streams one assistant response from the provider
+//! and executes its tool calls (in parallel, results in call order), until the model stops
+//! calling tools and no steering or follow-up message is queued. Everything is persisted the
+//! way Pi 1.6.0 persists it: each message when its `message_end` is emitted, into the
+//! in-memory [`Session`] and, through storage's [`LazySession`], into the store (the file
+//! appears with the first user or assistant message).
+//!
+//! Around the loop the runtime does what Pi's `AgentSession` does: automatic retry of
+//! transient provider errors (the failed attempt stays in the file but is hidden from the
+//! model with a `context_edit` whose replacement is `null`), compaction on context overflow
+//! (then one retry) and after a turn that crossed the threshold, and manual compaction.
+//!
+//! Events are Pi's JSON objects, handed to an [`EventSink`]; the CLI modes print them.
+
+pub mod events;
+pub mod prompt;
+mod retry;
+mod run;
+mod summarizer;
+
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex, MutexGuard};
+
+use pi_formats::entry::NewEntry;
+use pi_formats::message::{AgentMessage, ThinkingLevel};
+use pi_storage::lazy::LazySession;
+use pi_storage::record::StoredEntry;
+use pi_storage::store::SessionStore;
+use serde_json::{json, Value};
+use tokio_util::sync::CancellationToken;
+
+use crate::compaction::{CompactionSettings, RetrySettings};
+use crate::context::{self, SessionPath};
+use crate::llm::{Model, ModelRegistry};
+use crate::session::Session;
+use crate::tools::Tool;
+
+pub use events::{event, null_sink, EventSink};
+pub use prompt::PromptOptions;
+pub use retry::is_retryable_error;
+
+/// Why an agent operation failed. Messages are shown to users (RPC `error`, stderr).
+#[derive(Debug, thiserror::Error)]
+pub enum AgentError {
+    /// No model is selected (none given and none in the session).
+    #[error("No model selected. Use --model provider/id or set_model")]
+    NoModel,
+    /// A prompt arrived while a run is in progress without a streaming behavior.
+    #[error("Agent is already processing. Specify streamingBehavior ('steer' or 'followUp') to queue the message.")]
+    Busy,
+    /// Writing to the session store failed.
+    #[error("cannot write the session: {0}")]
+    Persist(String),
+    /// Anything else, with its message.
+    #[error("{0}")]
+    Other(String),
+}
+
+/// How queued messages are delivered.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum QueueMode {
+    /// Every queued message at once.
+    All,
+    /// One message per turn (Pi's default).
+    OneAtATime,
+}
+
+impl QueueMode {
+    /// Pi's spelling.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            QueueMode::All => "all",
+            QueueMode::OneAtATime => "one-at-a-time",
+        }
+    }
+
+    /// Parses Pi's spelling.
+    pub fn parse(s: &str) -> Option<QueueMode> {
+        match s {
+            "all" => Some(QueueMode::All),
+            "one-at-a-time" => Some(QueueMode::OneAtATime),
+            _ => None,
+        }
+    }
+}
+
+/// What the runtime needs besides the session.
+#[derive(Debug, Clone)]
+pub struct AgentOptions {
+    /// Working directory for tools and the prompt's `cwd` section.
+    pub cwd: PathBuf,
+    /// Models and provider credentials.
+    pub registry: ModelRegistry,
+    /// The current model.
+    pub model: Option<Model>,
+    /// The current thinking level.
+    pub thinking: ThinkingLevel,
+    /// Active tools.
+    pub tools: Vec<Arc<dyn Tool>>,
+    /// System prompt shaping.
+    pub prompt: PromptOptions,
+    /// `retry` settings.
+    pub retry: RetrySettings,
+    /// `compaction` settings.
+    pub compaction: CompactionSettings,
+    /// `--api-key`: overrides the provider's key.
+    pub api_key: Option<String>,
+}
+
+/// Where the session is written: a store and Pi's lazy creation, or nowhere (`--no-session`).
+#[derive(Debug, Default)]
+pub struct Persistence {
+    /// The store; `None` keeps the session in memory only.
+    pub store: Option<Box<dyn SessionStore>>,
+    /// The session in the store (created with the first conversation message).
+    pub lazy: Option<LazySession>,
+    /// The file the session lives (or will live) in, for JSONL stores.
+    pub file: Option<PathBuf>,
+}
+
+/// Queued steering and follow-up messages.
+#[derive(Debug, Default)]
+struct Queues {
+    steering: Vec<String>,
+    follow_up: Vec<String>,
+}
+
+struct State {
+    session: Session,
+    persist: Persistence,
+    opts: AgentOptions,
+    steering_mode: QueueMode,
+    follow_up_mode: QueueMode,
+    auto_compaction: bool,
+    is_compacting: bool,
+}
+
+struct Shared {
+    state: Mutex<State>,
+    queues: Mutex<Queues>,
+    sink: EventSink,
+    /// Set while a run is in progress; cancelled by `abort`.
+    run: Mutex<Option<CancellationToken>>,
+    /// Set while a retry waits; cancelled by `abort_retry`.
+    retry_wait: Mutex<Option<CancellationToken>>,
+    /// Cancels a manual compaction.
+    compaction: Mutex<Option<CancellationToken>>,
+}
+
+/// Locks a mutex, carrying on if a panicking holder poisoned it: the state is only ever
+/// changed in small steps that leave it consistent.
+fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// How a run ended.
+#[derive(Debug, Clone, Default)]
+pub struct RunOutcome {
+    /// The last assistant message of the run.
+    pub last_assistant: Option<AgentMessage>,
+    /// The run was aborted.
+    pub aborted: bool,
+}
+
+/// The agent runtime over one session (Pi's `AgentSession`). Cheap to clone; clones share
+/// the session, queues and abort state, so a command loop can steer or abort a running
+/// prompt from another task.
+#[derive(Clone)]
+pub struct AgentSession {
+    shared: Arc<Shared>,
+}
+
+impl std::fmt::Debug for AgentSession {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("AgentSession").finish_non_exhaustive()
+    }
+}
+
+impl AgentSession {
+    /// A runtime over `session`. For a new session call [`AgentSession::start_new`] after.
+    pub fn new(
+        session: Session,
+        persist: Persistence,
+        opts: AgentOptions,
+        sink: EventSink,
+    ) -> AgentSession {
+        let auto_compaction = opts.compaction.enabled;
+        AgentSession {
+            shared: Arc::new(Shared {
+                state: Mutex::new(State {
+                    session,
+                    persist,
+                    opts,
+                    steering_mode: QueueMode::OneAtATime,
+                    follow_up_mode: QueueMode::OneAtATime,
+                    auto_compaction,
+                    is_compacting: false,
+                }),
+                queues: Mutex::new(Queues::default()),
+                sink,
+                run: Mutex::new(None),
+                retry_wait: Mutex::new(None),
+                compaction: Mutex::new(None),
+            }),
+        }
+    }
+
+    /// Pi's setup entries of a new session: `model_change` (when a model is selected) and
+    /// `thinking_level_change`. Held in memory until the conversation starts.
+    pub fn start_new(&self) -> Result<(), AgentError> {
+        let (model, level) = {
+            let st = lock(&self.shared.state);
+            (st.opts.model.clone(), st.opts.thinking)
+        };
+        if let Some(m) = model {
+            self.append(NewEntry::ModelChange {
+                provider: m.provider.clone(),
+                model_id: m.id.clone(),
+            })?;
+        }
+        self.append(NewEntry::ThinkingLevelChange {
+            thinking_level: level.as_str().to_string(),
+        })?;
+        Ok(())
+    }
+
+    pub(crate) fn emit(&self, ev: Value) {
+        (self.shared.sink)(ev);
+    }
+
+    /// Appends an entry to the session and the store. Returns its id.
+    pub fn append(&self, entry: NewEntry) -> Result<String, AgentError> {
+        let mut st = lock(&self.shared.state);
+        append_locked(&mut st, &entry)
+    }
+
+    /// Runs `f` with the session.
+    pub fn with_session<R>(&self, f: impl FnOnce(&Session) -> R) -> R {
+        f(&lock(&self.shared.state).session)
+    }
+
+    /// The current model.
+    pub fn model(&self) -> Option<Model> {
+        lock(&self.shared.state).opts.model.clone()
+    }
+
+    /// The model registry.
+    pub fn registry(&self) -> ModelRegistry {
+        lock(&self.shared.state).opts.registry.clone()
+    }
+
+    /// The current thinking level.
+    pub fn thinking_level(&self) -> ThinkingLevel {
+        lock(&self.shared.state).opts.thinking
+    }
+
+    /// The working directory.
+    pub fn cwd(&self) -> PathBuf {
+        lock(&self.shared.state).opts.cwd.clone()
+    }
+
+    /// The session file (JSONL stores), even before it is created.
+    pub fn session_file(&self) -> Option<PathBuf> {
+        lock(&self.shared.state).persist.file.clone()
+    }
+
+    /// The session id.
+    pub fn session_id(&self) -> String {
+        self.with_session(|s| s.session_id().unwrap_or_default())
+    }
+
+    /// Whether a run is in progress.
+    pub fn is_streaming(&self) -> bool {
+        lock(&self.shared.run).is_some()
+    }
+
+    /// Whether a compaction is in progress.
+    pub fn is_compacting(&self) -> bool {
+        lock(&self.shared.state).is_compacting
+    }
+
+    /// Steering / follow-up delivery modes.
+    pub fn queue_modes(&self) -> (QueueMode, QueueMode) {
+        let st = lock(&self.shared.state);
+        (st.steering_mode, st.follow_up_mode)
+    }
+
+    /// Sets the steering mode.
+    pub fn set_steering_mode(&self, mode: QueueMode) {
+        lock(&self.shared.state).steering_mode = mode;
+    }
+
+    /// Sets the follow-up mode.
+    pub fn set_follow_up_mode(&self, mode: QueueMode) {
+        lock(&self.shared.state).follow_up_mode = mode;
+    }
+
+    /// Whether threshold/overflow compaction is on.
+    pub fn auto_compaction(&self) -> bool {
+        lock(&self.shared.state).auto_compaction
+    }
+
+    /// Turns automatic compaction on or off.
+    pub fn set_auto_compaction(&self, enabled: bool) {
+        lock(&self.shared.state).auto_compaction = enabled;
+    }
+
+    /// Whether automatic retry is on.
+    pub fn auto_retry(&self) -> bool {
+        lock(&self.shared.state).opts.retry.enabled
+    }
+
+    /// Turns automatic retry on or off.
+    pub fn set_auto_retry(&self, enabled: bool) {
+        lock(&self.shared.state).opts.retry.enabled = enabled;
+    }
+
+    /// Number of queued messages.
+    pub fn pending_count(&self) -> usize {
+        let q = lock(&self.shared.queues);
+        q.steering.len() + q.follow_up.len()
+    }
+
+    /// Queues a steering message (delivered after the current turn).
+    pub fn steer(&self, text: String) {
+        lock(&self.shared.queues).steering.push(text);
+        self.emit_queue_update();
+    }
+
+    /// Queues a follow-up message (delivered when the agent would stop).
+    pub fn follow_up(&self, text: String) {
+        lock(&self.shared.queues).follow_up.push(text);
+        self.emit_queue_update();
+    }
+
+    fn emit_queue_update(&self) {
+        let ev = {
+            let q = lock(&self.shared.queues);
+            json!({"type": "queue_update", "steering": q.steering, "followUp": q.follow_up})
+        };
+        self.emit(ev);
+    }
+
+    /// Takes queued messages per the mode (emitting `queue_update` when something is taken).
+    fn take_queued(&self, steering: bool) -> Vec<String> {
+        let mode = {
+            let st = lock(&self.shared.state);
+            if steering {
+                st.steering_mode
+            } else {
+                st.follow_up_mode
+            }
+        };
+        let taken = {
+            let mut q = lock(&self.shared.queues);
+            let list = if steering {
+                &mut q.steering
+            } else {
+                &mut q.follow_up
+            };
+            match mode {
+                _ if list.is_empty() => Vec::new(),
+                QueueMode::All => std::mem::take(list),
+                QueueMode::OneAtATime => vec![list.remove(0)],
+            }
+        };
+        taken
+    }
+
+    /// Aborts the running prompt (provider stream and tools) and any retry wait.
+    pub fn abort(&self) {
+        if let Some(t) = lock(&self.shared.run).as_ref() {
+            t.cancel();
+        }
+        self.abort_retry();
+        if let Some(t) = lock(&self.shared.compaction).as_ref() {
+            t.cancel();
+        }
+    }
+
+    /// Cancels a retry that is waiting for its backoff.
+    pub fn abort_retry(&self) {
+        if let Some(t) = lock(&self.shared.retry_wait).as_ref() {
+            t.cancel();
+        }
+    }
+
+    /// Selects a model: appends `model_change`, clamps the thinking level to what the model
+    /// supports (appending `thinking_level_change` and emitting `thinking_level_changed` when
+    /// that changes it).
+    pub fn set_model(&self, model: Model) -> Result<(), AgentError> {
+        self.append(NewEntry::ModelChange {
+            provider: model.provider.clone(),
+            model_id: model.id.clone(),
+        })?;
+        let (old, new) = {
+            let mut st = lock(&self.shared.state);
+            let old = st.opts.thinking;
+            let new = clamp_level(&model, old);
+            st.opts.model = Some(model);
+            (old, new)
+        };
+        if old != new {
+            self.set_thinking_level(new)?;
+        }
+        Ok(())
+    }
+
+    /// Sets the thinking level (clamped to the model), persisting and emitting the change.
+    pub fn set_thinking_level(&self, level: ThinkingLevel) -> Result<ThinkingLevel, AgentError> {
+        let level = match self.model() {
+            Some(m) => clamp_level(&m, level),
+            None => level,
+        };
+        lock(&self.shared.state).opts.thinking = level;
+        self.append(NewEntry::ThinkingLevelChange {
+            thinking_level: level.as_str().to_string(),
+        })?;
+        self.emit(json!({"type": "thinking_level_changed", "level": level.as_str()}));
+        Ok(level)
+    }
+
+    /// Levels the current model supports (`off` only without reasoning).
+    pub fn available_thinking_levels(&self) -> Vec<ThinkingLevel> {
+        match self.model() {
+            Some(m) if m.reasoning => m.supported_thinking_levels(),
+            _ => vec![ThinkingLevel::Off],
+        }
+    }
+
+    /// Sets the session name (`session_info`), emitting `session_info_changed`.
+    pub fn set_session_name(&self, name: &str) -> Result<(), AgentError> {
+        let entry = NewEntry::session_info(name);
+        let stored = match &entry {
+            NewEntry::SessionInfo { name } => name.clone(),
+            _ => String::new(),
+        };
+        self.append(entry)?;
+        self.emit(json!({"type": "session_info_changed", "name": stored}));
+        Ok(())
+    }
+
+    /// The messages of the current context (Pi's `agent.state.messages`).
+    pub fn messages(&self) -> Vec<Value> {
+        self.with_session(|s| {
+            let branch = s.branch_path();
+            let path = SessionPath::new(s, &branch.entries);
+            context::project(&path).messages().cloned().collect()
+        })
+    }
+
+    /// Replaces the session (new session, switch, fork, clone). Queues are cleared.
+    pub fn replace_session(&self, session: Session, persist: Persistence) {
+        let mut st = lock(&self.shared.state);
+        st.session = session;
+        st.persist = persist;
+        *lock(&self.shared.queues) = Queues::default();
+    }
+
+    /// Restores model and thinking level from the session (after resume or switch).
+    pub fn restore_from_session(&self) {
+        let mut st = lock(&self.shared.state);
+        let (level, model) = {
+            let s = &st.session;
+            let branch = s.branch_path();
+            let path = SessionPath::new(s, &branch.entries);
+            context::context_settings(&path)
+        };
+        if let Some(m) = model {
+            let provider = m.get("provider").and_then(Value::as_str).unwrap_or("");
+            let id = m.get("modelId").and_then(Value::as_str).unwrap_or("");
+            if let Some(found) = st.opts.registry.find(provider, id).cloned() {
+                st.opts.model = Some(found);
+            }
+        }
+        if let Some(l) = level
+            .as_ref()
+            .and_then(Value::as_str)
+            .and_then(ThinkingLevel::parse)
+        {
+            st.opts.thinking = l;
+        }
+    }
+
+    /// The text of the last assistant message on the branch.
+    pub fn last_assistant_text(&self) -> Option<String> {
+        let msgs = self.messages();
+        msgs.iter()
+            .rev()
+            .find(|m| m.get("role").and_then(Value::as_str) == Some("assistant"))
+            .map(|m| {
+                context::transcript::content_text(m.get("content").unwrap_or(&Value::Null), "")
+            })
+    }
+}
+
+/// Clamps a level to the model: `off` for models without reasoning.
+fn clamp_level(model: &Model, level: ThinkingLevel) -> ThinkingLevel {
+    if !model.reasoning {
+        ThinkingLevel::Off
+    } else {
+        model.clamp_thinking_level(level)
+    }
+}
+
+fn append_locked(st: &mut State, entry: &NewEntry) -> Result<String, AgentError> {
+    let State {
+        session, persist, ..
+    } = st;
+    let Persistence { store, lazy, .. } = persist;
+    session
+        .append_with(entry, |p| match (store.as_deref(), lazy.as_mut()) {
+            (Some(store), Some(lazy)) => lazy.append(
+                store,
+                &[StoredEntry::from_line(p.line.clone().into_bytes())],
+            ),
+            _ => Ok(()),
+        })
+        .map_err(|e| AgentError::Persist(format!("{e:#}")))
+}
+
+#[cfg(test)]
+mod tests;

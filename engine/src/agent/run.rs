@@ -1,0 +1,680 @@
+//! One prompt: the agent loop (Pi's `runLoop`), retries, compaction.
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use futures::future::join_all;
+use pi_formats::entry::NewEntry;
+use pi_formats::message::{AgentMessage, AssistantMessage, StopReason, ThinkingLevel};
+use pi_formats::time::now_millis;
+use serde_json::{json, Map, Value};
+use tokio_util::sync::CancellationToken;
+
+use super::events::message_update;
+use super::retry::{delay_ms, is_retryable_error};
+use super::summarizer::LlmSummarizer;
+use super::{append_locked, lock, prompt, AgentError, AgentSession, RunOutcome};
+use crate::compaction::{self, SummaryOptions};
+use crate::context::{self, SessionPath};
+use crate::llm::{self, is_context_overflow, Context, StreamOptions};
+use crate::tools::{validate_tool_arguments, Tool, ToolContext, ToolError, ToolOutput};
+
+/// What one pass of the loop ended with.
+struct LoopEnd {
+    last: Option<AssistantMessage>,
+    last_entry: Option<String>,
+}
+
+/// Why a compaction runs (Pi's `reason` field).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CompactionReason {
+    /// `compact` command.
+    Manual,
+    /// The context crossed the threshold after a turn.
+    Threshold,
+    /// The provider rejected the context as too long.
+    Overflow,
+}
+
+impl CompactionReason {
+    fn as_str(self) -> &'static str {
+        match self {
+            CompactionReason::Manual => "manual",
+            CompactionReason::Threshold => "threshold",
+            CompactionReason::Overflow => "overflow",
+        }
+    }
+}
+
+fn user_message(text: &str, images: &[Value]) -> Value {
+    let mut content = vec![json!({"type": "text", "text": text})];
+    content.extend(images.iter().cloned());
+    json!({"role": "user", "content": content, "timestamp": now_millis()})
+}
+
+/// An assistant message as Pi writes it (with its `role`).
+fn assistant_value(m: &AssistantMessage) -> Value {
+    serde_json::to_value(AgentMessage::Assistant(m.clone())).unwrap_or(Value::Null)
+}
+
+fn tool_output_json(out: &ToolOutput) -> Value {
+    let mut m = Map::new();
+    m.insert("content".into(), out.content_json());
+    if let Some(d) = &out.details {
+        m.insert("details".into(), d.clone());
+    }
+    Value::Object(m)
+}
+
+impl AgentSession {
+    /// Runs a prompt to the end: the loop, retries, compaction. Fails without running when
+    /// a run is already in progress or there is no model.
+    pub async fn prompt(&self, text: &str, images: Vec<Value>) -> Result<RunOutcome, AgentError> {
+        let token = self.begin_run()?;
+        let result = self.prompt_inner(text, &images, &token).await;
+        *lock(&self.shared.run) = None;
+        let aborted = token.is_cancelled();
+        self.emit(json!({"type": "agent_settled", "aborted": aborted}));
+        result.map(|last| RunOutcome {
+            last_assistant: last.map(AgentMessage::Assistant),
+            aborted,
+        })
+    }
+
+    /// Claims the run slot (checked before any event is emitted).
+    pub fn begin_run(&self) -> Result<CancellationToken, AgentError> {
+        if self.model().is_none() {
+            return Err(AgentError::NoModel);
+        }
+        let mut run = lock(&self.shared.run);
+        if run.is_some() {
+            return Err(AgentError::Busy);
+        }
+        let token = CancellationToken::new();
+        *run = Some(token.clone());
+        Ok(token)
+    }
+
+    async fn prompt_inner(
+        &self,
+        text: &str,
+        images: &[Value],
+        token: &CancellationToken,
+    ) -> Result<Option<AssistantMessage>, AgentError> {
+        let mut initial = Vec::new();
+        if let Some(sys) = self.pending_system_message() {
+            initial.push(sys);
+        }
+        initial.push(user_message(text, images));
+        let mut end = self.run_loop(initial, token, None).await?;
+        let mut attempt: u32 = 0;
+        let mut overflow_recovered = false;
+        loop {
+            let Some(last) = end.last.clone() else { break };
+            if token.is_cancelled() || last.stop_reason != StopReason::Error {
+                break;
+            }
+            let window = self.model().map_or(0, |m| m.context_window);
+            let error_text = last.error_message.clone().unwrap_or_default();
+            if is_context_overflow(&last, window) {
+                if overflow_recovered || !self.auto_compaction() {
+                    break;
+                }
+                overflow_recovered = true;
+                self.hide_failed(end.last_entry.as_deref())?;
+                if self
+                    .compact_inner(CompactionReason::Overflow, None, token, true)
+                    .await
+                    .is_err()
+                {
+                    break;
+                }
+                end = self.run_loop(Vec::new(), token, None).await?;
+                continue;
+            }
+            let retry = lock(&self.shared.state).opts.retry.clone();
+            if !retry.enabled || !is_retryable_error(&error_text) || attempt >= retry.max_retries {
+                if attempt > 0 {
+                    self.emit(json!({"type": "auto_retry_end", "success": false,
+                        "attempt": attempt, "finalError": error_text}));
+                }
+                break;
+            }
+            attempt += 1;
+            let delay = delay_ms(retry.base_delay_ms, attempt, retry.max_agent_delay_ms);
+            self.emit(json!({"type": "auto_retry_start", "attempt": attempt,
+                "maxAttempts": retry.max_retries, "delayMs": delay,
+                "errorMessage": if error_text.is_empty() { "Unknown error".to_string() } else { error_text.clone() }}));
+            self.hide_failed(end.last_entry.as_deref())?;
+            let wait = CancellationToken::new();
+            *lock(&self.shared.retry_wait) = Some(wait.clone());
+            let cancelled = tokio::select! {
+                _ = tokio::time::sleep(Duration::from_millis(delay)) => false,
+                _ = wait.cancelled() => true,
+                _ = token.cancelled() => true,
+            };
+            *lock(&self.shared.retry_wait) = None;
+            if cancelled {
+                self.emit(json!({"type": "auto_retry_end", "success": false,
+                    "attempt": attempt, "finalError": "Retry cancelled"}));
+                break;
+            }
+            end = self.run_loop(Vec::new(), token, Some(attempt)).await?;
+        }
+        if !token.is_cancelled()
+            && end
+                .last
+                .as_ref()
+                .is_some_and(|m| m.stop_reason != StopReason::Error)
+        {
+            self.maybe_threshold_compaction(token).await;
+        }
+        Ok(end.last)
+    }
+
+    /// Hides a failed attempt from the model: it stays in the file, and a `context_edit`
+    /// with a `null` replacement removes it from the projection (Pi's
+    /// `_omitRecoveryAttempt`).
+    fn hide_failed(&self, entry_id: Option<&str>) -> Result<(), AgentError> {
+        let Some(id) = entry_id else { return Ok(()) };
+        let entry = NewEntry::ContextEdit {
+            target_id: id.to_string(),
+            replacement: Value::Null,
+        };
+        let line = {
+            let mut st = lock(&self.shared.state);
+            let new_id = append_locked(&mut st, &entry)?;
+            st.session
+                .find(&new_id)
+                .map(|idx| st.session.entry_value(idx))
+        };
+        if let Some(v) = line {
+            self.emit(json!({"type": "entry_appended", "entry": v}));
+        }
+        Ok(())
+    }
+
+    /// The system message to write before the next user message, when the branch's
+    /// context has none yet (a new session, or a branch that starts before it).
+    fn pending_system_message(&self) -> Option<Value> {
+        let st = lock(&self.shared.state);
+        let has_system = {
+            let s = &st.session;
+            let branch = s.branch_path();
+            let path = SessionPath::new(s, &branch.entries);
+            context::project(&path)
+                .messages()
+                .any(|m| m.get("role").and_then(Value::as_str) == Some("system"))
+        };
+        if has_system {
+            return None;
+        }
+        let cwd = st.opts.cwd.display().to_string();
+        Some(prompt::system_message(
+            &st.opts.tools,
+            &cwd,
+            &st.opts.prompt,
+            now_millis(),
+        ))
+    }
+
+    /// Emits `message_start`/`message_end` for a message and persists it. Returns the entry id.
+    fn emit_and_persist(&self, message: &Value) -> Result<String, AgentError> {
+        self.emit(json!({"type": "message_start", "message": message}));
+        self.emit(json!({"type": "message_end", "message": message}));
+        self.append(NewEntry::Message {
+            message: message.clone(),
+        })
+    }
+
+    /// Pi's `runLoop` (with `agent_start`/`turn_start` first). `initial` holds the prompt
+    /// messages; empty for a continuation after a retry or an overflow compaction.
+    async fn run_loop(
+        &self,
+        initial: Vec<Value>,
+        token: &CancellationToken,
+        retry_attempt: Option<u32>,
+    ) -> Result<LoopEnd, AgentError> {
+        self.emit(json!({"type": "agent_start"}));
+        self.emit(json!({"type": "turn_start"}));
+        let mut new_messages: Vec<Value> = Vec::new();
+        for m in initial {
+            self.emit_and_persist(&m)?;
+            new_messages.push(m);
+        }
+        let mut pending: Vec<String> = self.take_queued(true);
+        let mut first = true;
+        let mut last_entry = None;
+        let mut last = None;
+        'outer: loop {
+            let mut has_more = true;
+            while has_more || !pending.is_empty() {
+                if !first {
+                    if pending.is_empty() {
+                        pending = self.take_queued(true);
+                    }
+                    self.emit(json!({"type": "turn_start"}));
+                }
+                first = false;
+                if !pending.is_empty() {
+                    self.emit_queue_update();
+                }
+                for text in pending.drain(..) {
+                    let m = user_message(&text, &[]);
+                    self.emit_and_persist(&m)?;
+                    new_messages.push(m);
+                }
+                let message = self.stream_turn(token).await?;
+                let value = assistant_value(&message);
+                last_entry = Some(self.append(NewEntry::Message {
+                    message: value.clone(),
+                })?);
+                new_messages.push(value.clone());
+                if let (Some(attempt), false) = (
+                    retry_attempt,
+                    matches!(message.stop_reason, StopReason::Error | StopReason::Aborted),
+                ) {
+                    self.emit(
+                        json!({"type": "auto_retry_end", "success": true, "attempt": attempt}),
+                    );
+                }
+                last = Some(message.clone());
+                if matches!(message.stop_reason, StopReason::Error | StopReason::Aborted) {
+                    self.emit(json!({"type": "turn_end", "message": value, "toolResults": []}));
+                    break 'outer;
+                }
+                let calls: Vec<_> = message.tool_calls().cloned().collect();
+                let mut results = Vec::new();
+                if !calls.is_empty() {
+                    results = self
+                        .execute_tools(&calls, message.stop_reason == StopReason::Length, token)
+                        .await;
+                    for r in &results {
+                        self.emit_and_persist(r)?;
+                        new_messages.push(r.clone());
+                    }
+                }
+                self.emit(json!({"type": "turn_end", "message": value, "toolResults": results}));
+                has_more = !calls.is_empty();
+                pending = self.take_queued(true);
+            }
+            let follow = self.take_queued(false);
+            if !follow.is_empty() {
+                pending = follow;
+                continue;
+            }
+            break;
+        }
+        self.emit(json!({"type": "agent_end", "messages": new_messages}));
+        Ok(LoopEnd { last, last_entry })
+    }
+
+    /// Streams one assistant response over the branch's current context.
+    async fn stream_turn(&self, token: &CancellationToken) -> Result<AssistantMessage, AgentError> {
+        let (model, context, options, level) = {
+            let st = lock(&self.shared.state);
+            let model = st.opts.model.clone().ok_or(AgentError::NoModel)?;
+            let s = &st.session;
+            let branch = s.branch_path();
+            let path = SessionPath::new(s, &branch.entries);
+            let projection = context::project(&path);
+            let values: Vec<Value> = projection.messages().cloned().collect();
+            let messages = context::convert_to_llm(&values)
+                .into_iter()
+                .filter_map(|v| serde_json::from_value::<AgentMessage>(v).ok())
+                .collect();
+            let api_key = st
+                .opts
+                .api_key
+                .clone()
+                .or_else(|| st.opts.registry.resolve_api_key(&model.provider));
+            let level = st.opts.thinking;
+            let options = StreamOptions {
+                headers: st
+                    .opts
+                    .registry
+                    .resolve_headers(&model.provider, api_key.as_deref()),
+                api_key,
+                reasoning: (level != ThinkingLevel::Off).then_some(level),
+                session_id: s.session_id(),
+                cancel: token.child_token(),
+                ..Default::default()
+            };
+            (
+                model,
+                Context {
+                    system_prompt: None,
+                    messages,
+                    tools: Vec::new(),
+                },
+                options,
+                level,
+            )
+        };
+        let mut stream = llm::stream(&model, &context, options);
+        let mut started = false;
+        let mut final_message = None;
+        while let Some(ev) = stream.next().await {
+            match &ev {
+                llm::AssistantMessageEvent::Start { partial } => {
+                    started = true;
+                    self.emit(
+                        json!({"type": "message_start", "message": assistant_value(partial)}),
+                    );
+                }
+                llm::AssistantMessageEvent::Done { message, .. }
+                | llm::AssistantMessageEvent::Error { error: message, .. } => {
+                    final_message = Some(message.clone());
+                }
+                other => {
+                    if let Some(u) = message_update(other) {
+                        self.emit(u);
+                    }
+                }
+            }
+        }
+        let mut message = final_message.unwrap_or_else(|| {
+            let mut m =
+                AssistantMessage::empty(&model.api, &model.provider, &model.id, now_millis());
+            m.stop_reason = StopReason::Error;
+            m.error_message = Some("Provider stream ended without a result".into());
+            m
+        });
+        message.thinking_level = Some(level);
+        if !started {
+            self.emit(json!({"type": "message_start", "message": assistant_value(&message)}));
+        }
+        self.emit(json!({"type": "message_end", "message": assistant_value(&message)}));
+        Ok(message)
+    }
+
+    /// Runs a batch of tool calls: `tool_execution_start` for each in order, execution in
+    /// parallel (each `tool_execution_end` when it finishes), results in call order.
+    async fn execute_tools(
+        &self,
+        calls: &[pi_formats::message::ToolCall],
+        truncated: bool,
+        token: &CancellationToken,
+    ) -> Vec<Value> {
+        let (tools, ctx) = {
+            let st = lock(&self.shared.state);
+            let mut ctx = ToolContext::new(st.opts.cwd.clone());
+            let model = st.opts.model.as_ref();
+            let file = st.persist.file.as_ref().map(|p| p.display().to_string());
+            ctx.env = ToolContext::session_env(
+                &st.session.session_id().unwrap_or_default(),
+                file.as_deref(),
+                model.map(|m| (m.provider.as_str(), m.id.as_str())),
+                Some(st.opts.thinking.as_str()),
+            );
+            ctx.model = model.map(|m| crate::tools::ToolModelInfo {
+                id: m.id.clone(),
+                supports_images: m.supports_images(),
+            });
+            (st.opts.tools.clone(), ctx)
+        };
+        struct Done {
+            call: pi_formats::message::ToolCall,
+            output: ToolOutput,
+            duration: Option<u64>,
+        }
+        let mut futures = Vec::new();
+        let mut immediate: Vec<Option<Done>> = Vec::new();
+        for call in calls {
+            self.emit(
+                json!({"type": "tool_execution_start", "toolCallId": call.id,
+                "toolName": call.name, "args": call.arguments}),
+            );
+            let prepared: Result<(Arc<dyn Tool>, Value), ToolOutput> = if truncated {
+                Err(ToolError::new(format!("Tool call \"{}\" was not executed: the response hit the output token limit, so its arguments may be truncated. Re-issue the tool call with complete arguments.", call.name)).into_output())
+            } else if token.is_cancelled() {
+                Err(ToolError::aborted().into_output())
+            } else {
+                match tools.iter().find(|t| t.name() == call.name) {
+                    None => {
+                        Err(ToolError::new(format!("Tool {} not found", call.name)).into_output())
+                    }
+                    Some(tool) => {
+                        let args = tool.prepare_arguments(call.arguments.clone());
+                        match validate_tool_arguments(&call.name, tool.parameters(), &args) {
+                            Ok(v) => Ok((tool.clone(), v)),
+                            Err(e) => Err(e.into_output()),
+                        }
+                    }
+                }
+            };
+            match prepared {
+                Err(output) => {
+                    self.emit_tool_end(call, &output, None);
+                    immediate.push(Some(Done {
+                        call: call.clone(),
+                        output,
+                        duration: None,
+                    }));
+                }
+                Ok((tool, args)) => {
+                    immediate.push(None);
+                    let this = self.clone();
+                    let ctx = ctx.clone();
+                    let call = call.clone();
+                    let cancel = token.child_token();
+                    futures.push(async move {
+                        let started = Instant::now();
+                        let on_update = {
+                            let this = this.clone();
+                            let call = call.clone();
+                            move |partial: ToolOutput| {
+                                this.emit(json!({"type": "tool_execution_update",
+                                    "toolCallId": call.id, "toolName": call.name,
+                                    "args": call.arguments, "partialResult": tool_output_json(&partial)}));
+                            }
+                        };
+                        let output = match tool
+                            .execute(&call.id, args, &ctx, cancel, &on_update)
+                            .await
+                        {
+                            Ok(o) => o,
+                            Err(e) => e.into_output(),
+                        };
+                        let duration = started.elapsed().as_millis() as u64;
+                        this.emit_tool_end(&call, &output, Some(duration));
+                        Done {
+                            call,
+                            output,
+                            duration: Some(duration),
+                        }
+                    });
+                }
+            }
+        }
+        let mut executed = join_all(futures).await.into_iter();
+        immediate
+            .into_iter()
+            .filter_map(|slot| slot.or_else(|| executed.next()))
+            .map(|d| {
+                let mut m = Map::new();
+                m.insert("role".into(), "toolResult".into());
+                m.insert("toolCallId".into(), d.call.id.clone().into());
+                m.insert("toolName".into(), d.call.name.clone().into());
+                m.insert("content".into(), d.output.content_json());
+                if let Some(details) = &d.output.details {
+                    m.insert("details".into(), details.clone());
+                }
+                m.insert("isError".into(), d.output.is_error.into());
+                if let Some(ms) = d.duration {
+                    m.insert("durationMs".into(), ms.into());
+                }
+                m.insert("timestamp".into(), now_millis().into());
+                Value::Object(m)
+            })
+            .collect()
+    }
+
+    fn emit_tool_end(
+        &self,
+        call: &pi_formats::message::ToolCall,
+        output: &ToolOutput,
+        duration: Option<u64>,
+    ) {
+        let mut ev = json!({"type": "tool_execution_end", "toolCallId": call.id,
+            "toolName": call.name, "result": tool_output_json(output), "isError": output.is_error});
+        if let (Some(ms), Value::Object(m)) = (duration, &mut ev) {
+            m.insert("durationMs".into(), ms.into());
+        }
+        self.emit(ev);
+    }
+
+    /// Pi's `_checkCompaction` after a successful run: compacts when the context exceeds
+    /// `contextWindow - reserveTokens`.
+    async fn maybe_threshold_compaction(&self, token: &CancellationToken) {
+        let due = {
+            let st = lock(&self.shared.state);
+            let Some(model) = st.opts.model.as_ref() else {
+                return;
+            };
+            if !st.auto_compaction {
+                return;
+            }
+            let s = &st.session;
+            let branch = s.branch_path();
+            let path = SessionPath::new(s, &branch.entries);
+            let values = path.values();
+            let projection = context::project(&path);
+            let tokens = compaction::estimate_projected_context_tokens(&projection, &values);
+            let settings = compaction::CompactionSettings {
+                enabled: true,
+                ..st.opts.compaction
+            };
+            compaction::should_compact(tokens.tokens, model.context_window, &settings)
+        };
+        if due {
+            let _ = self
+                .compact_inner(CompactionReason::Threshold, None, token, false)
+                .await;
+        }
+    }
+
+    /// Manual compaction (`compact` command). Returns the `compaction_end` result object.
+    pub async fn compact(&self, custom_instructions: Option<String>) -> Result<Value, AgentError> {
+        if self.is_streaming() {
+            return Err(AgentError::Other(
+                "Cannot compact while the agent is running".into(),
+            ));
+        }
+        let token = CancellationToken::new();
+        *lock(&self.shared.compaction) = Some(token.clone());
+        let r = self
+            .compact_inner(CompactionReason::Manual, custom_instructions, &token, false)
+            .await;
+        *lock(&self.shared.compaction) = None;
+        r
+    }
+
+    async fn compact_inner(
+        &self,
+        reason: CompactionReason,
+        custom_instructions: Option<String>,
+        token: &CancellationToken,
+        will_retry: bool,
+    ) -> Result<Value, AgentError> {
+        self.emit(json!({"type": "compaction_start", "reason": reason.as_str()}));
+        let fail = |this: &Self, msg: String, aborted: bool| {
+            this.emit(json!({"type": "compaction_end", "reason": reason.as_str(),
+                "aborted": aborted, "willRetry": false,
+                "errorMessage": format!("Compaction failed: {msg}")}));
+            lock(&this.shared.state).is_compacting = false;
+            Err(AgentError::Other(msg))
+        };
+        let (prep, summarizer, options, values) = {
+            let mut st = lock(&self.shared.state);
+            st.is_compacting = true;
+            let s = &st.session;
+            let branch = s.branch_path();
+            let values = SessionPath::new(s, &branch.entries).values();
+            let prep = compaction::prepare_compaction(&values, &st.opts.compaction);
+            let model = st.opts.model.clone();
+            let api_key = st.opts.api_key.clone().or_else(|| {
+                model
+                    .as_ref()
+                    .and_then(|m| st.opts.registry.resolve_api_key(&m.provider))
+            });
+            let reasoning = model
+                .as_ref()
+                .filter(|m| m.reasoning && st.opts.thinking != ThinkingLevel::Off)
+                .map(|_| st.opts.thinking.as_str().to_string());
+            let summarizer = model.map(|model| LlmSummarizer {
+                model,
+                api_key,
+                registry: st.opts.registry.clone(),
+                cancel: token.clone(),
+            });
+            let options = SummaryOptions {
+                custom_instructions,
+                reasoning,
+                retry: st.opts.retry.clone(),
+            };
+            (prep, summarizer, options, values)
+        };
+        let Some(prep) = prep else {
+            return fail(
+                self,
+                compaction::no_preparation_reason(&values).to_string(),
+                false,
+            );
+        };
+        let Some(summarizer) = summarizer else {
+            return fail(self, "No model selected".into(), false);
+        };
+        let result = match compaction::compact(&prep, &summarizer, &options).await {
+            Ok(r) => r,
+            Err(e) => {
+                let aborted = token.is_cancelled();
+                let msg = if aborted {
+                    "Compaction cancelled".to_string()
+                } else {
+                    e.to_string()
+                };
+                return fail(self, msg, aborted);
+            }
+        };
+        if token.is_cancelled() {
+            return fail(self, "Compaction cancelled".into(), true);
+        }
+        let details = serde_json::to_value(&result.details).ok();
+        let estimated_after = {
+            let mut st = lock(&self.shared.state);
+            let entry = st.session.compaction_entry(
+                result.summary.clone(),
+                Some(result.first_kept_entry_id.clone()),
+                result.tokens_before,
+                details.clone(),
+                None,
+                result.usage.clone(),
+            );
+            append_locked(&mut st, &entry)?;
+            st.is_compacting = false;
+            let s = &st.session;
+            let branch = s.branch_path();
+            let path = SessionPath::new(s, &branch.entries);
+            let values = path.values();
+            compaction::estimate_projected_context_tokens(&context::project(&path), &values).tokens
+        };
+        let mut out = Map::new();
+        out.insert("summary".into(), result.summary.into());
+        out.insert("firstKeptEntryId".into(), result.first_kept_entry_id.into());
+        out.insert("tokensBefore".into(), result.tokens_before.into());
+        out.insert("estimatedTokensAfter".into(), estimated_after.into());
+        if let Some(u) = result.usage {
+            out.insert("usage".into(), u);
+        }
+        if let Some(d) = details {
+            out.insert("details".into(), d);
+        }
+        let out = Value::Object(out);
+        self.emit(
+            json!({"type": "compaction_end", "reason": reason.as_str(), "result": out,
+            "aborted": false, "willRetry": will_retry}),
+        );
+        Ok(out)
+    }
+}

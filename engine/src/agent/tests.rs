@@ -1,0 +1,215 @@
+//! Agent loop against the scripted fake provider: events, persistence, tools, retry.
+
+use std::sync::{Arc, Mutex};
+
+use pi_fake_llm::{FakeLlm, Script, ToolCallSpec, Turn};
+use pi_formats::header::NewHeader;
+use pi_formats::message::ThinkingLevel;
+use serde_json::{json, Value};
+
+use super::*;
+use crate::llm::models_json::parse_models_json;
+use crate::tools::{select_builtin_tools, ToolSelection};
+
+fn registry(base: &str) -> ModelRegistry {
+    let text = json!({"providers": {"fakeoai": {"baseUrl": format!("{base}/v1"),
+        "api": "openai-completions", "apiKey": "fake-key",
+        "models": [{"id": "fake-model", "reasoning": true, "contextWindow": 128000, "maxTokens": 4096}]}}})
+    .to_string();
+    parse_models_json(&text, std::path::Path::new("models.json")).expect("models.json")
+}
+
+fn agent(fake: &FakeLlm, cwd: &std::path::Path) -> (AgentSession, Arc<Mutex<Vec<Value>>>) {
+    let reg = registry(&fake.base_url());
+    let model = reg.find("fakeoai", "fake-model").cloned();
+    let events = Arc::new(Mutex::new(Vec::new()));
+    let sink_events = events.clone();
+    let header = NewHeader::new(
+        pi_formats::id::session_id(),
+        pi_formats::time::now_iso(),
+        cwd.display().to_string(),
+        None,
+    );
+    let mut retry = RetrySettings::default();
+    retry.base_delay_ms = 10;
+    let opts = AgentOptions {
+        cwd: cwd.to_path_buf(),
+        registry: reg,
+        model,
+        thinking: ThinkingLevel::Medium,
+        tools: select_builtin_tools(&ToolSelection::default()).expect("tools"),
+        prompt: PromptOptions::default(),
+        retry,
+        compaction: CompactionSettings::default(),
+        api_key: None,
+    };
+    let a = AgentSession::new(
+        Session::create(&header),
+        Persistence::default(),
+        opts,
+        Arc::new(move |v| sink_events.lock().unwrap().push(v)),
+    );
+    a.start_new().expect("setup entries");
+    (a, events)
+}
+
+fn types(events: &[Value]) -> Vec<String> {
+    events
+        .iter()
+        .filter(|e| e["type"] != "message_update" && e["type"] != "tool_execution_update")
+        .map(|e| e["type"].as_str().unwrap_or("").to_string())
+        .collect()
+}
+
+#[tokio::test]
+async fn tool_turn_persists_like_pi() {
+    let dir = tempfile::tempdir().unwrap();
+    let fake = FakeLlm::start(Script::turns(vec![
+        Turn {
+            text: Some("Let me check.".into()),
+            tool_calls: vec![
+                ToolCallSpec {
+                    name: "bash".into(),
+                    arguments: json!({"command": "echo hi"}),
+                    id: None,
+                },
+                ToolCallSpec {
+                    name: "nope".into(),
+                    arguments: json!({}),
+                    id: None,
+                },
+            ],
+            ..Default::default()
+        },
+        Turn::text("done"),
+    ]))
+    .await
+    .unwrap();
+    let (a, events) = agent(&fake, dir.path());
+    let out = a.prompt("hello", vec![]).await.unwrap();
+    assert!(!out.aborted);
+    let ev = events.lock().unwrap().clone();
+    assert_eq!(
+        types(&ev),
+        [
+            "agent_start",
+            "turn_start",
+            "message_start",
+            "message_end",
+            "message_start",
+            "message_end",
+            "message_start",
+            "message_end",
+            "tool_execution_start",
+            "tool_execution_start",
+            "tool_execution_end",
+            "tool_execution_end",
+            "message_start",
+            "message_end",
+            "message_start",
+            "message_end",
+            "turn_end",
+            "turn_start",
+            "message_start",
+            "message_end",
+            "turn_end",
+            "agent_end",
+            "agent_settled"
+        ]
+    );
+    // the unknown tool fails at once, so its end comes first; results stay in call order
+    let results: Vec<&Value> = ev
+        .iter()
+        .filter(|e| e["type"] == "message_end" && e["message"]["role"] == "toolResult")
+        .collect();
+    assert_eq!(results[0]["message"]["toolName"], "bash");
+    assert_eq!(
+        results[1]["message"]["content"][0]["text"],
+        "Tool nope not found"
+    );
+    let roles: Vec<String> = a.with_session(|s| {
+        s.entries()
+            .iter()
+            .map(|e| {
+                e.role
+                    .as_deref()
+                    .unwrap_or(e.kind.as_str().unwrap_or(""))
+                    .to_string()
+            })
+            .collect()
+    });
+    assert_eq!(
+        roles,
+        [
+            "model_change",
+            "thinking_level_change",
+            "system",
+            "user",
+            "assistant",
+            "toolResult",
+            "toolResult",
+            "assistant"
+        ]
+    );
+    assert_eq!(a.last_assistant_text().as_deref(), Some("done"));
+    let reqs = fake.requests();
+    assert_eq!(reqs.len(), 2);
+    let msgs = reqs[1].body["messages"].as_array().unwrap();
+    let roles: Vec<&str> = msgs.iter().map(|m| m["role"].as_str().unwrap()).collect();
+    assert_eq!(roles, ["system", "user", "assistant", "tool", "tool"]);
+}
+
+#[tokio::test]
+async fn retry_hides_failed_attempt() {
+    let dir = tempfile::tempdir().unwrap();
+    let fail = Turn {
+        http_error: Some(pi_fake_llm::HttpError {
+            status: 500,
+            body: Some(json!({"error": {"message": "fake overloaded"}})),
+        }),
+        ..Default::default()
+    };
+    let fake = FakeLlm::start(Script::turns(vec![fail, Turn::text("Recovered")]))
+        .await
+        .unwrap();
+    let (a, events) = agent(&fake, dir.path());
+    a.prompt("first", vec![]).await.unwrap();
+    let ev = events.lock().unwrap().clone();
+    let t = types(&ev);
+    let pos = |k: &str| t.iter().position(|x| x == k).unwrap();
+    assert!(pos("auto_retry_start") < pos("entry_appended"));
+    assert!(t.contains(&"auto_retry_end".to_string()));
+    let msgs = a.messages();
+    assert!(
+        msgs.iter().all(|m| m["stopReason"] != "error"),
+        "failed attempt hidden"
+    );
+    let reqs = fake.requests();
+    let roles: Vec<&str> = reqs[1].body["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| m["role"].as_str().unwrap())
+        .collect();
+    assert_eq!(roles, ["system", "user"]);
+}
+
+#[tokio::test]
+async fn busy_and_no_model_are_errors() {
+    let dir = tempfile::tempdir().unwrap();
+    let fake = FakeLlm::start(Script::turns(vec![Turn {
+        delay: Some(0.5),
+        ..Turn::text("slow")
+    }]))
+    .await
+    .unwrap();
+    let (a, _events) = agent(&fake, dir.path());
+    let b = a.clone();
+    let h = tokio::spawn(async move { b.prompt("one", vec![]).await });
+    tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    assert!(matches!(
+        a.prompt("two", vec![]).await,
+        Err(AgentError::Busy)
+    ));
+    h.await.unwrap().unwrap();
+}
