@@ -19,6 +19,7 @@ pub mod prompt;
 mod retry;
 mod run;
 mod summarizer;
+mod user_bash;
 
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex, MutexGuard};

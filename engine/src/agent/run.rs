@@ -71,6 +71,31 @@ impl AgentSession {
     /// a run is already in progress or there is no model.
     pub async fn prompt(&self, text: &str, images: Vec<Value>) -> Result<RunOutcome, AgentError> {
         let token = self.begin_run()?;
+        self.run_claimed(token, text, images).await
+    }
+
+    /// Claims the run, calls `on_started` (so a caller can answer "started" before any event
+    /// is emitted), and runs the prompt on a task.
+    pub fn spawn_prompt(
+        &self,
+        text: String,
+        images: Vec<Value>,
+        on_started: impl FnOnce(),
+    ) -> Result<tokio::task::JoinHandle<Result<RunOutcome, AgentError>>, AgentError> {
+        let token = self.begin_run()?;
+        on_started();
+        let this = self.clone();
+        Ok(tokio::spawn(async move {
+            this.run_claimed(token, &text, images).await
+        }))
+    }
+
+    async fn run_claimed(
+        &self,
+        token: CancellationToken,
+        text: &str,
+        images: Vec<Value>,
+    ) -> Result<RunOutcome, AgentError> {
         let result = self.prompt_inner(text, &images, &token).await;
         *lock(&self.shared.run) = None;
         let aborted = token.is_cancelled();

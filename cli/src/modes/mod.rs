@@ -1,0 +1,553 @@
+//! The non-interactive modes (print, json, rpc) and what they share: settings, model
+//! resolution, tool selection, and opening or creating the session.
+
+pub mod json;
+pub mod print;
+pub mod rpc;
+mod settings;
+
+use std::io::{IsTerminal, Read};
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use anyhow::{anyhow, bail, Context as _};
+use pi_engine::agent::{
+    AgentOptions, AgentSession, EventSink, Persistence, PromptOptions, QueueMode,
+};
+use pi_engine::llm::{load_models, Model, ModelRegistry};
+use pi_engine::session::Session;
+use pi_engine::tools::{select_builtin_tools, NoTools, ToolSelection};
+use pi_formats::header::NewHeader;
+use pi_formats::message::ThinkingLevel;
+use pi_storage::paths::{session_dir_name, session_file_name, sessions_root};
+use pi_storage::{
+    open_store, resolve_store_spec, JsonlLayout, JsonlStore, LazySession, ListScope, SessionHeader,
+    SessionId, SessionStore, StoreOptions, StoreSpec, StoredEntry,
+};
+
+pub use settings::Settings;
+
+use crate::RunArgs;
+
+/// Which non-interactive mode runs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Mode {
+    /// `-p`: the final answer as text.
+    Text,
+    /// `--mode json`: every event as a JSON line.
+    Json,
+    /// `--mode rpc`: commands on stdin, responses and events on stdout.
+    Rpc,
+}
+
+/// Dispatches to a mode.
+pub fn run(args: RunArgs) -> anyhow::Result<i32> {
+    let mode = match args.mode.as_deref() {
+        Some("json") => Mode::Json,
+        Some("rpc") => Mode::Rpc,
+        Some("text") => Mode::Text,
+        Some(other) => bail!("unknown --mode {other:?}: expected text, json or rpc"),
+        None if args.print => Mode::Text,
+        None => {
+            if args.list_models.is_some() {
+                Mode::Text
+            } else if args.resume {
+                bail!("--resume needs the interactive mode, which is not available yet; use --session FILE or -c with -p, --mode json or --mode rpc")
+            } else {
+                bail!("interactive mode is not available yet; use -p, --mode json or --mode rpc (see `pi --help`)")
+            }
+        }
+    };
+    if args.resume {
+        bail!("--resume picks a session interactively and only works in interactive mode; use --session FILE|ID or -c instead");
+    }
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .context("cannot start the async runtime")?;
+    runtime.block_on(async move {
+        if let Some(pattern) = &args.list_models {
+            let env = Env::new(&args)?;
+            return print::list_models(&env.registry, pattern);
+        }
+        match mode {
+            Mode::Text | Mode::Json => print::run(args, mode).await,
+            Mode::Rpc => rpc::run(args).await,
+        }
+    })
+}
+
+/// Everything resolved from flags, environment and settings before a session exists.
+pub struct Env {
+    pub agent_dir: PathBuf,
+    pub cwd: String,
+    pub settings: Settings,
+    pub registry: ModelRegistry,
+    pub spec: StoreSpec,
+    pub store_options: StoreOptions,
+    pub no_session: bool,
+}
+
+impl Env {
+    /// Reads the agent dir, settings and models.json.
+    pub fn new(args: &RunArgs) -> anyhow::Result<Env> {
+        let cwd_path = std::env::current_dir().context("cannot read the current directory")?;
+        let cwd = pi_storage::paths::resolve_cwd(&cwd_path.display().to_string());
+        let store_probe = StoreOptions::from_env(args.session_dir.as_deref(), None);
+        let agent_dir = store_probe.agent_dir.clone();
+        let settings = Settings::load(&agent_dir, Path::new(&cwd))?;
+        let store_options =
+            StoreOptions::from_env(args.session_dir.as_deref(), settings.session_dir.as_deref());
+        let spec = resolve_store_spec(
+            args.session_store.as_deref(),
+            std::env::var(pi_storage::spec::ENV_SESSION_STORE)
+                .ok()
+                .as_deref(),
+            settings.session_store.as_deref(),
+        )
+        .map_err(|e| anyhow!("{e}"))?;
+        let models_path = agent_dir.join("models.json");
+        let registry = load_models(&models_path).map_err(|e| anyhow!("{e}"))?;
+        Ok(Env {
+            agent_dir,
+            cwd,
+            settings,
+            registry,
+            spec,
+            store_options,
+            no_session: args.no_session,
+        })
+    }
+
+    fn store(&self) -> anyhow::Result<Box<dyn SessionStore>> {
+        open_store(&self.spec, &self.store_options).map_err(|e| anyhow!("{e}"))
+    }
+
+    /// Where a new JSONL session file goes (other stores have no file).
+    fn new_file(&self, header: &NewHeader) -> Option<PathBuf> {
+        let dir = match &self.spec {
+            StoreSpec::Jsonl(Some(dir)) => dir.clone(),
+            StoreSpec::Jsonl(None) => match &self.store_options.session_dir {
+                Some(dir) => dir.clone(),
+                None => sessions_root(&self.agent_dir).join(session_dir_name(&header.cwd)),
+            },
+            _ => return None,
+        };
+        Some(dir.join(session_file_name(&header.timestamp, &header.id)))
+    }
+
+    /// A new, empty session (written when the conversation starts).
+    pub fn new_session(&self, parent: Option<String>) -> anyhow::Result<(Session, Persistence)> {
+        let header = NewHeader::new(
+            pi_formats::id::session_id(),
+            pi_formats::time::now_iso(),
+            self.cwd.clone(),
+            parent,
+        );
+        let session = Session::create(&header);
+        if self.no_session {
+            return Ok((session, Persistence::default()));
+        }
+        Ok((
+            session,
+            Persistence {
+                store: Some(self.store()?),
+                lazy: Some(LazySession::new(SessionHeader::new(&header))),
+                file: self.new_file(&header),
+            },
+        ))
+    }
+
+    /// A session made of `lines` (header first), created in the store at once (fork, clone).
+    pub fn create_from_lines(&self, lines: Vec<String>) -> anyhow::Result<(Session, Persistence)> {
+        let mut bytes = lines.join("\n").into_bytes();
+        bytes.push(b'\n');
+        let header_line = lines.first().cloned().unwrap_or_default();
+        let header_value: serde_json::Value =
+            serde_json::from_str(&header_line).context("building the new session's header")?;
+        let new_header = NewHeader::new(
+            header_value["id"].as_str().unwrap_or_default().to_string(),
+            header_value["timestamp"]
+                .as_str()
+                .unwrap_or_default()
+                .to_string(),
+            header_value["cwd"].as_str().unwrap_or_default().to_string(),
+            header_value["parentSession"].as_str().map(str::to_string),
+        );
+        let file = self.new_file(&new_header);
+        let mut session = Session::from_bytes(bytes, file.as_deref().unwrap_or(Path::new("new")))
+            .map_err(|e| anyhow!("{e}"))?;
+        session.set_path(file.clone());
+        if self.no_session {
+            return Ok((session, Persistence::default()));
+        }
+        let store = self.store()?;
+        let header = SessionHeader::parse(header_line.into_bytes()).map_err(|e| anyhow!(e))?;
+        let entries: Vec<StoredEntry> = lines[1..]
+            .iter()
+            .map(|l| StoredEntry::from_line(l.clone().into_bytes()))
+            .collect();
+        // Pi writes a fork only once it has a conversation; with messages it exists at once.
+        let mut lazy = LazySession::new(header);
+        lazy.append(store.as_ref(), &entries)
+            .map_err(|e| anyhow!("cannot write the new session: {e}"))?;
+        Ok((
+            session,
+            Persistence {
+                store: Some(store),
+                lazy: Some(lazy),
+                file,
+            },
+        ))
+    }
+
+    /// Opens a session file for appending.
+    pub fn open_file(&self, path: &Path) -> anyhow::Result<(Session, Persistence)> {
+        let session = Session::open(path).map_err(|e| anyhow!("{e}"))?;
+        if self.no_session {
+            return Ok((session, Persistence::default()));
+        }
+        let id = session
+            .session_id()
+            .ok_or_else(|| anyhow!("{}: the session header has no id", path.display()))?;
+        let dir = path
+            .parent()
+            .filter(|p| !p.as_os_str().is_empty())
+            .map(Path::to_path_buf)
+            .unwrap_or_else(|| PathBuf::from("."));
+        let store = JsonlStore::open(JsonlLayout::Flat { dir }, Default::default());
+        let header_line = session
+            .header_line()
+            .map(<[u8]>::to_vec)
+            .ok_or_else(|| anyhow!("{}: no session header", path.display()))?;
+        let header = SessionHeader::parse(header_line).map_err(|e| anyhow!(e))?;
+        let writer = store
+            .open_writer(&SessionId::new(id))
+            .map_err(|e| anyhow!("cannot open {} for appending: {e}", path.display()))?;
+        Ok((
+            session,
+            Persistence {
+                store: Some(Box::new(store)),
+                lazy: Some(LazySession::resume(header, writer)),
+                file: Some(path.to_path_buf()),
+            },
+        ))
+    }
+
+    /// `--session FILE|ID`: an existing file, else the session whose id starts with the text.
+    pub fn open_ref(&self, reference: &str) -> anyhow::Result<(Session, Persistence)> {
+        let path = Path::new(reference);
+        if path.is_file() {
+            return self.open_file(path);
+        }
+        let store = self.store()?;
+        let mut matches: Vec<_> = store
+            .list_sessions(&ListScope::All)
+            .map_err(|e| anyhow!("{e}"))?
+            .into_iter()
+            .filter(|s| s.id.as_str().starts_with(reference))
+            .collect();
+        match matches.len() {
+            0 if reference.ends_with(".jsonl") || reference.contains('/') => {
+                bail!("session file not found: {reference}")
+            }
+            0 => bail!("no session matches {reference:?} (not a file, not an id prefix)"),
+            1 => {}
+            n => bail!("{n} sessions match the id prefix {reference:?}; give more of the id"),
+        }
+        let summary = matches.remove(0);
+        self.open_summary(store, &summary.id, &summary.location)
+    }
+
+    fn open_summary(
+        &self,
+        store: Box<dyn SessionStore>,
+        id: &SessionId,
+        location: &str,
+    ) -> anyhow::Result<(Session, Persistence)> {
+        if matches!(self.spec, StoreSpec::Jsonl(_)) {
+            return self.open_file(Path::new(location));
+        }
+        let data = store.read_session(id).map_err(|e| anyhow!("{e}"))?;
+        let session = Session::from_bytes(data.to_jsonl(), Path::new(location))
+            .map_err(|e| anyhow!("{e}"))?;
+        if self.no_session {
+            return Ok((session, Persistence::default()));
+        }
+        let writer = store.open_writer(id).map_err(|e| anyhow!("{e}"))?;
+        Ok((
+            session,
+            Persistence {
+                store: Some(store),
+                lazy: Some(LazySession::resume(data.header, writer)),
+                file: None,
+            },
+        ))
+    }
+
+    /// `-c`: the most recently modified session of this directory.
+    pub fn latest(&self) -> anyhow::Result<Option<(Session, Persistence)>> {
+        let store = self.store()?;
+        let mut list = store
+            .list_sessions(&ListScope::Cwd(self.cwd.clone()))
+            .map_err(|e| anyhow!("{e}"))?;
+        pi_storage::summary::sort_summaries(&mut list);
+        match list.into_iter().next() {
+            Some(s) => Ok(Some(self.open_summary(store, &s.id, &s.location)?)),
+            None => Ok(None),
+        }
+    }
+}
+
+/// `provider/id[:thinking]` or `id[:thinking]` → model and the level from the suffix.
+pub fn resolve_model(
+    registry: &ModelRegistry,
+    provider: Option<&str>,
+    spec: &str,
+) -> anyhow::Result<(Model, Option<ThinkingLevel>)> {
+    let (base, level) = match spec.rsplit_once(':') {
+        Some((b, l)) if ThinkingLevel::parse(l).is_some() => (b, ThinkingLevel::parse(l)),
+        _ => (spec, None),
+    };
+    let found = if let Some(p) = provider {
+        registry.find(p, base)
+    } else {
+        None
+    }
+    .or_else(|| {
+        base.split_once('/')
+            .and_then(|(p, id)| registry.find(p, id))
+    })
+    .or_else(|| {
+        registry
+            .models
+            .iter()
+            .find(|m| m.id == base && provider.is_none_or(|p| p == m.provider))
+    });
+    match found {
+        Some(m) => Ok((m.clone(), level)),
+        None => bail!("Model not found: {spec}. Use --list-models to see the available models"),
+    }
+}
+
+/// Expands `@file` arguments into the file's contents (Pi's file arguments).
+pub fn expand_messages(messages: &[String]) -> anyhow::Result<Vec<String>> {
+    let mut files = String::new();
+    let mut plain = Vec::new();
+    for m in messages {
+        match m.strip_prefix('@') {
+            Some(path) if !path.is_empty() => {
+                let text = std::fs::read_to_string(path)
+                    .with_context(|| format!("cannot read @{path}"))?;
+                files.push_str(&format!("<file name=\"{path}\">\n{text}\n</file>\n"));
+            }
+            _ => plain.push(m.clone()),
+        }
+    }
+    if !files.is_empty() {
+        // The files go in front of the first message, as Pi's initial message.
+        match plain.first_mut() {
+            Some(first) => *first = format!("{files}{first}"),
+            None => plain.push(files),
+        }
+    }
+    Ok(plain)
+}
+
+/// Piped stdin (not a terminal), read whole; `None` for a terminal or empty input.
+pub fn read_piped_stdin() -> Option<String> {
+    let mut stdin = std::io::stdin();
+    if stdin.is_terminal() {
+        return None;
+    }
+    let mut text = String::new();
+    stdin.read_to_string(&mut text).ok()?;
+    let trimmed = text.trim();
+    (!trimmed.is_empty()).then(|| trimmed.to_string())
+}
+
+fn split_list(s: &Option<String>) -> Option<Vec<String>> {
+    s.as_ref().map(|s| {
+        s.split(',')
+            .map(|x| x.trim().to_string())
+            .filter(|x| !x.is_empty())
+            .collect()
+    })
+}
+
+/// Builds the agent for a mode: session (new, `-c`, `--session`, `--fork`), model,
+/// thinking level, tools, settings.
+pub fn build_agent(args: &RunArgs, env: &Env, sink: EventSink) -> anyhow::Result<AgentSession> {
+    let selection = ToolSelection {
+        tools: split_list(&args.tools),
+        exclude_tools: split_list(&args.exclude_tools),
+        no_tools: if args.no_tools {
+            NoTools::All
+        } else if args.no_builtin_tools {
+            NoTools::Builtin
+        } else {
+            NoTools::None
+        },
+        default_tools: None,
+    };
+    let tools = select_builtin_tools(&selection).map_err(|e| anyhow!(e))?;
+    let (session, persist, resumed) = if let Some(r) = &args.fork {
+        let (source, _) = Env {
+            no_session: true,
+            ..env.clone_for_read()
+        }
+        .open_ref(r)?;
+        let header = NewHeader::new(
+            pi_formats::id::session_id(),
+            pi_formats::time::now_iso(),
+            env.cwd.clone(),
+            source.path().map(|p| p.display().to_string()),
+        );
+        let (s, p) = env.create_from_lines(source.fork_from_lines(&header))?;
+        (s, p, true)
+    } else if let Some(r) = &args.session {
+        let (s, p) = env.open_ref(r)?;
+        (s, p, true)
+    } else if args.continue_session {
+        match env.latest()? {
+            Some((s, p)) => (s, p, true),
+            None => {
+                let (s, p) = env.new_session(None)?;
+                (s, p, false)
+            }
+        }
+    } else {
+        let (s, p) = env.new_session(None)?;
+        (s, p, false)
+    };
+
+    let explicit = match &args.model {
+        Some(spec) => Some(resolve_model(
+            &env.registry,
+            args.provider.as_deref(),
+            spec,
+        )?),
+        None => None,
+    };
+    let flag_level = match &args.thinking {
+        Some(l) => Some(ThinkingLevel::parse(l).ok_or_else(|| {
+            anyhow!(
+                "invalid --thinking {l:?}: expected off, minimal, low, medium, high, xhigh or max"
+            )
+        })?),
+        None => None,
+    };
+    let default_model = match (&env.settings.default_provider, &env.settings.default_model) {
+        (p, Some(m)) => resolve_model(&env.registry, p.as_deref(), m)
+            .ok()
+            .map(|(m, _)| m),
+        _ => None,
+    };
+    let settings_level = env
+        .settings
+        .default_thinking_level
+        .as_deref()
+        .and_then(ThinkingLevel::parse);
+    let mut retry = env.settings.retry.clone();
+    retry.enabled = env.settings.retry.enabled;
+    let opts = AgentOptions {
+        cwd: PathBuf::from(&env.cwd),
+        registry: env.registry.clone(),
+        model: explicit
+            .as_ref()
+            .map(|(m, _)| m.clone())
+            .or(default_model.clone()),
+        thinking: flag_level
+            .or(explicit.as_ref().and_then(|(_, l)| *l))
+            .or(settings_level)
+            .unwrap_or(ThinkingLevel::Medium),
+        tools: tools.clone(),
+        prompt: PromptOptions {
+            system_prompt: args.system_prompt.clone(),
+            append_system_prompt: args.append_system_prompt.clone(),
+        },
+        retry,
+        compaction: env.settings.compaction,
+        api_key: args.api_key.clone(),
+    };
+    let mut opts = opts;
+    if let (false, Some(m)) = (resumed, opts.model.as_ref()) {
+        // A new session starts at a level the model supports (Pi clamps at startup).
+        opts.thinking = if m.reasoning {
+            m.clamp_thinking_level(opts.thinking)
+        } else {
+            ThinkingLevel::Off
+        };
+    }
+    let agent = AgentSession::new(session, persist, opts, sink);
+    if let Some(mode) = env
+        .settings
+        .steering_mode
+        .as_deref()
+        .and_then(QueueMode::parse)
+    {
+        agent.set_steering_mode(mode);
+    }
+    if let Some(mode) = env
+        .settings
+        .follow_up_mode
+        .as_deref()
+        .and_then(QueueMode::parse)
+    {
+        agent.set_follow_up_mode(mode);
+    }
+    if let Some(name) = &args.name {
+        agent.append(pi_formats::entry::NewEntry::session_info(name))?;
+    }
+    if resumed {
+        agent.restore_from_session();
+        if let Some((m, _)) = &explicit {
+            let same = agent
+                .model()
+                .is_some_and(|cur| cur.provider == m.provider && cur.id == m.id);
+            if !same {
+                agent.set_model(m.clone())?;
+            }
+        } else if agent.model().is_none() {
+            if let Some(m) = default_model {
+                agent.set_model(m)?;
+            }
+        }
+        let wanted = flag_level.or(explicit.as_ref().and_then(|(_, l)| *l));
+        if let Some(l) = wanted {
+            if l != agent.thinking_level() {
+                agent.set_thinking_level(l)?;
+            }
+        }
+    } else {
+        agent.start_new()?;
+    }
+    Ok(agent)
+}
+
+impl Env {
+    /// A copy for reading other sessions (the registry and settings are shared values).
+    fn clone_for_read(&self) -> Env {
+        Env {
+            agent_dir: self.agent_dir.clone(),
+            cwd: self.cwd.clone(),
+            settings: self.settings.clone(),
+            registry: self.registry.clone(),
+            spec: self.spec.clone(),
+            store_options: self.store_options.clone(),
+            no_session: self.no_session,
+        }
+    }
+}
+
+/// A sink that writes each event as one JSON line to stdout.
+pub fn stdout_sink() -> EventSink {
+    Arc::new(|v| {
+        use std::io::Write;
+        let mut out = std::io::stdout().lock();
+        // A closed stdout (reader gone) must not kill the agent mid-write; the session
+        // file is what matters then.
+        let _ = writeln!(out, "{v}");
+        let _ = out.flush();
+    })
+}

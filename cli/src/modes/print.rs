@@ -1,0 +1,99 @@
+//! `-p` (text) and `--mode json`: send the prompts one after another, then print the final
+//! answer (text) or stream every event (json). Exit code 1 when the last answer failed.
+
+use std::io::Write;
+
+use anyhow::bail;
+use pi_engine::agent::null_sink;
+use pi_engine::llm::ModelRegistry;
+use pi_formats::message::AgentMessage;
+use pi_formats::message::{ContentBlock, StopReason};
+
+use super::{build_agent, expand_messages, json, read_piped_stdin, stdout_sink, Env, Mode};
+use crate::RunArgs;
+
+/// Runs print or json mode.
+pub async fn run(args: RunArgs, mode: Mode) -> anyhow::Result<i32> {
+    let env = Env::new(&args)?;
+    let mut messages = expand_messages(&args.messages)?;
+    if let Some(stdin) = read_piped_stdin() {
+        // Piped input joins the first message (Pi: stdin content, then the prompt).
+        match messages.first_mut() {
+            Some(first) => *first = format!("{stdin}\n\n{first}"),
+            None => messages.push(stdin),
+        }
+    }
+    if messages.is_empty() {
+        bail!("no prompt given: pass a message (pi -p \"...\") or pipe one on stdin");
+    }
+    let sink = if mode == Mode::Json {
+        stdout_sink()
+    } else {
+        null_sink()
+    };
+    let agent = build_agent(&args, &env, sink)?;
+    if mode == Mode::Json {
+        if let Some(h) = json::header_line(&agent) {
+            println!("{h}");
+        }
+    }
+    let mut last = None;
+    for m in &messages {
+        let outcome = agent.prompt(m, Vec::new()).await?;
+        last = outcome.last_assistant;
+    }
+    if mode == Mode::Json {
+        return Ok(0);
+    }
+    let Some(AgentMessage::Assistant(msg)) = last else {
+        return Ok(0);
+    };
+    if matches!(msg.stop_reason, StopReason::Error | StopReason::Aborted) {
+        let text = msg
+            .error_message
+            .clone()
+            .unwrap_or_else(|| format!("Request {}", msg.stop_reason.as_str()));
+        eprintln!("{text}");
+        return Ok(1);
+    }
+    let mut out = std::io::stdout().lock();
+    for block in &msg.content {
+        if let ContentBlock::Text(t) = block {
+            let _ = writeln!(out, "{}", t.text);
+        }
+    }
+    let _ = out.flush();
+    if msg.stop_reason == StopReason::Length {
+        eprintln!("Response was truncated: the model reached its output token limit.");
+        return Ok(1);
+    }
+    Ok(0)
+}
+
+/// `--list-models [pattern]`: provider, model, context window, max output, thinking.
+pub fn list_models(registry: &ModelRegistry, pattern: &str) -> anyhow::Result<i32> {
+    let pattern = pattern.to_lowercase();
+    let mut rows: Vec<_> = registry
+        .models
+        .iter()
+        .filter(|m| {
+            pattern.is_empty()
+                || format!("{}/{}", m.provider, m.id)
+                    .to_lowercase()
+                    .contains(&pattern)
+        })
+        .collect();
+    rows.sort_by(|a, b| (&a.provider, &a.id).cmp(&(&b.provider, &b.id)));
+    println!("provider\tmodel\tcontext\tmax-out\tthinking");
+    for m in rows {
+        println!(
+            "{}\t{}\t{}\t{}\t{}",
+            m.provider,
+            m.id,
+            m.context_window,
+            m.max_tokens,
+            if m.reasoning { "yes" } else { "no" }
+        );
+    }
+    Ok(0)
+}

@@ -1,0 +1,682 @@
+//! `--mode rpc`: JSON commands on stdin, responses and events on stdout (Pi's rpc.md).
+//!
+//! Framing is strict LF: a record ends at `\n` only (a trailing `\r` is dropped), so U+2028
+//! and U+2029 inside JSON strings are content, not separators. Each command gets one response
+//! carrying its `id`; a line that is not JSON gets a `parse` error response and the loop
+//! goes on. Long commands (prompt runs, compaction, bash) run on tasks so `abort`,
+//! `steer` and state queries are answered while they work.
+
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex};
+
+use pi_engine::agent::{AgentSession, QueueMode};
+use pi_engine::llm::Model;
+use pi_engine::session::Session;
+use pi_formats::header::NewHeader;
+use pi_formats::message::ThinkingLevel;
+use serde_json::{json, Map, Value};
+use tokio::io::{AsyncBufReadExt, BufReader};
+use tokio::task::JoinSet;
+use tokio_util::sync::CancellationToken;
+
+use super::{build_agent, resolve_model, stdout_sink, Env};
+use crate::RunArgs;
+
+/// One output line (responses and events share stdout, each written whole).
+fn output(v: &Value) {
+    (stdout_sink())(v.clone());
+}
+
+fn success(id: &Option<Value>, command: &str, data: Option<Value>) -> Value {
+    let mut m = Map::new();
+    if let Some(id) = id {
+        m.insert("id".into(), id.clone());
+    }
+    m.insert("type".into(), "response".into());
+    m.insert("command".into(), command.into());
+    m.insert("success".into(), true.into());
+    if let Some(d) = data {
+        m.insert("data".into(), d);
+    }
+    Value::Object(m)
+}
+
+fn error(id: &Option<Value>, command: &str, message: impl Into<String>) -> Value {
+    let mut m = Map::new();
+    if let Some(id) = id {
+        m.insert("id".into(), id.clone());
+    }
+    m.insert("type".into(), "response".into());
+    m.insert("command".into(), command.into());
+    m.insert("success".into(), false.into());
+    m.insert("error".into(), message.into().into());
+    Value::Object(m)
+}
+
+/// A model as Pi's RPC shows it.
+pub fn model_json(m: &Model) -> Value {
+    json!({
+        "id": m.id, "name": m.name, "api": m.api, "provider": m.provider, "baseUrl": m.base_url,
+        "reasoning": m.reasoning, "input": m.input,
+        "cost": {"input": m.cost.input, "output": m.cost.output,
+                 "cacheRead": m.cost.cache_read, "cacheWrite": m.cost.cache_write},
+        "contextWindow": m.context_window, "maxTokens": m.max_tokens,
+    })
+}
+
+struct Rpc {
+    agent: AgentSession,
+    env: Env,
+    /// `--models` patterns for `cycle_model`.
+    scoped: Vec<Model>,
+    bash_cancel: Arc<Mutex<Option<CancellationToken>>>,
+}
+
+/// Runs the RPC loop until stdin closes, then waits for running work to finish.
+pub async fn run(args: RunArgs) -> anyhow::Result<i32> {
+    let env = Env::new(&args)?;
+    let agent = build_agent(&args, &env, stdout_sink())?;
+    let scoped = match &args.models {
+        Some(list) => list
+            .split(',')
+            .map(str::trim)
+            .filter(|s| !s.is_empty())
+            .map(|s| resolve_model(&env.registry, None, s).map(|(m, _)| m))
+            .collect::<anyhow::Result<Vec<_>>>()?,
+        None => Vec::new(),
+    };
+    let rpc = Arc::new(Rpc {
+        agent,
+        env,
+        scoped,
+        bash_cancel: Arc::new(Mutex::new(None)),
+    });
+    let mut tasks = JoinSet::new();
+    let mut reader = BufReader::new(tokio::io::stdin());
+    let mut buf = Vec::new();
+    loop {
+        buf.clear();
+        // read_until splits on the byte 0x0A only: U+2028/U+2029 never end a record.
+        let n = match reader.read_until(b'\n', &mut buf).await {
+            Ok(n) => n,
+            Err(e) => {
+                eprintln!("pi: cannot read stdin: {e}");
+                break;
+            }
+        };
+        if n == 0 {
+            break;
+        }
+        let mut line = buf.as_slice();
+        if line.ends_with(b"\n") {
+            line = &line[..line.len() - 1];
+        }
+        if line.ends_with(b"\r") {
+            line = &line[..line.len() - 1];
+        }
+        if line.iter().all(u8::is_ascii_whitespace) {
+            continue;
+        }
+        let parsed: Value = match serde_json::from_slice(line) {
+            Ok(v) => v,
+            Err(e) => {
+                output(&error(
+                    &None,
+                    "parse",
+                    format!("Failed to parse command: {e}"),
+                ));
+                continue;
+            }
+        };
+        rpc.clone().handle(parsed, &mut tasks).await;
+        // Reap finished tasks so the set does not grow over a long session.
+        while tasks.try_join_next().is_some() {}
+    }
+    while tasks.join_next().await.is_some() {}
+    // Let a run that was started last finish and settle.
+    while rpc.agent.is_streaming() {
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    }
+    Ok(0)
+}
+
+fn str_field<'a>(cmd: &'a Value, key: &str) -> Option<&'a str> {
+    cmd.get(key).and_then(Value::as_str)
+}
+
+impl Rpc {
+    async fn handle(self: Arc<Self>, cmd: Value, tasks: &mut JoinSet<()>) {
+        let id = cmd.get("id").cloned();
+        let Some(kind) = cmd.get("type").and_then(Value::as_str).map(str::to_string) else {
+            output(&error(&id, "unknown", "Command has no \"type\""));
+            return;
+        };
+        match kind.as_str() {
+            "prompt" => self.prompt(&id, &cmd),
+            "compact" => {
+                let this = self.clone();
+                let instructions = str_field(&cmd, "customInstructions").map(str::to_string);
+                tasks.spawn(async move {
+                    let r = match this.agent.compact(instructions).await {
+                        Ok(result) => success(&id, "compact", Some(result)),
+                        Err(e) => error(&id, "compact", e.to_string()),
+                    };
+                    output(&r);
+                });
+            }
+            "bash" => {
+                let Some(command) = str_field(&cmd, "command").map(str::to_string) else {
+                    output(&error(&id, "bash", "bash needs a \"command\" string"));
+                    return;
+                };
+                let exclude = cmd
+                    .get("excludeFromContext")
+                    .and_then(Value::as_bool)
+                    .unwrap_or(false);
+                let cancel = CancellationToken::new();
+                *self.bash_cancel.lock().unwrap_or_else(|e| e.into_inner()) = Some(cancel.clone());
+                let this = self.clone();
+                tasks.spawn(async move {
+                    let delta_id = id.clone();
+                    let r = this
+                        .agent
+                        .execute_bash(&command, exclude, cancel, |d| {
+                            let mut ev = json!({"type": "bash_execution_update"});
+                            if let (Some(i), Value::Object(m)) = (&delta_id, &mut ev) {
+                                m.insert("id".into(), i.clone());
+                            }
+                            if let Value::Object(m) = &mut ev {
+                                m.insert("delta".into(), d.into());
+                            }
+                            output(&ev);
+                        })
+                        .await;
+                    output(&match r {
+                        Ok(v) => success(&id, "bash", Some(v)),
+                        Err(e) => error(&id, "bash", e.to_string()),
+                    });
+                });
+            }
+            _ => {
+                let r = self.simple(&id, &kind, &cmd);
+                output(&r);
+            }
+        }
+    }
+
+    fn prompt(&self, id: &Option<Value>, cmd: &Value) {
+        let Some(message) = str_field(cmd, "message").map(str::to_string) else {
+            output(&error(id, "prompt", "prompt needs a \"message\" string"));
+            return;
+        };
+        let images: Vec<Value> = cmd
+            .get("images")
+            .and_then(Value::as_array)
+            .cloned()
+            .unwrap_or_default();
+        if self.agent.is_streaming() {
+            match str_field(cmd, "streamingBehavior") {
+                Some("steer") => {
+                    self.agent.steer(message);
+                    output(&success(
+                        id,
+                        "prompt",
+                        Some(json!({"disposition": "queued"})),
+                    ));
+                }
+                Some("followUp") => {
+                    self.agent.follow_up(message);
+                    output(&success(
+                        id,
+                        "prompt",
+                        Some(json!({"disposition": "queued"})),
+                    ));
+                }
+                _ => output(&error(
+                    id,
+                    "prompt",
+                    pi_engine::agent::AgentError::Busy.to_string(),
+                )),
+            }
+            return;
+        }
+        let started_id = id.clone();
+        let result = self.agent.spawn_prompt(message, images, move || {
+            output(&success(
+                &started_id,
+                "prompt",
+                Some(json!({"disposition": "started"})),
+            ));
+        });
+        if let Err(e) = result {
+            output(&error(id, "prompt", e.to_string()));
+        }
+    }
+
+    /// Commands answered at once.
+    fn simple(&self, id: &Option<Value>, kind: &str, cmd: &Value) -> Value {
+        match self.simple_inner(kind, cmd) {
+            Ok(data) => success(id, kind, data),
+            Err(msg) => error(id, kind, msg),
+        }
+    }
+
+    fn simple_inner(&self, kind: &str, cmd: &Value) -> Result<Option<Value>, String> {
+        let a = &self.agent;
+        let e = |e: pi_engine::agent::AgentError| e.to_string();
+        match kind {
+            "steer" | "follow_up" => {
+                let msg = str_field(cmd, "message")
+                    .ok_or_else(|| format!("{kind} needs a \"message\" string"))?
+                    .to_string();
+                if kind == "steer" {
+                    a.steer(msg);
+                } else {
+                    a.follow_up(msg);
+                }
+                Ok(Some(json!({"disposition": "queued"})))
+            }
+            "abort" => {
+                a.abort();
+                Ok(None)
+            }
+            "clear_queue" => Ok(Some(json!({"steering": [], "followUp": []}))),
+            "new_session" => {
+                if a.is_streaming() {
+                    return Err("Cannot start a new session while the agent is running".into());
+                }
+                let parent = str_field(cmd, "parentSession").map(str::to_string);
+                let (s, p) = self.env.new_session(parent).map_err(|e| format!("{e:#}"))?;
+                a.replace_session(s, p);
+                a.start_new().map_err(e)?;
+                Ok(Some(json!({"cancelled": false})))
+            }
+            "get_state" => Ok(Some(self.state())),
+            "set_model" => {
+                let provider = str_field(cmd, "provider").unwrap_or("");
+                let model_id = str_field(cmd, "modelId").unwrap_or("");
+                let m = a
+                    .registry()
+                    .find(provider, model_id)
+                    .cloned()
+                    .ok_or_else(|| format!("Model not found: {provider}/{model_id}"))?;
+                a.set_model(m.clone()).map_err(e)?;
+                Ok(Some(model_json(&m)))
+            }
+            "cycle_model" => {
+                let list = if self.scoped.is_empty() {
+                    a.registry().models
+                } else {
+                    self.scoped.clone()
+                };
+                if list.len() < 2 {
+                    return Ok(None);
+                }
+                let cur = a.model();
+                let pos = cur.and_then(|c| {
+                    list.iter()
+                        .position(|m| m.provider == c.provider && m.id == c.id)
+                });
+                let next = list[pos.map_or(0, |p| (p + 1) % list.len())].clone();
+                a.set_model(next.clone()).map_err(e)?;
+                Ok(Some(json!({"model": model_json(&next),
+                    "thinkingLevel": a.thinking_level().as_str(),
+                    "isScoped": !self.scoped.is_empty()})))
+            }
+            "get_available_models" => Ok(Some(json!({"models":
+                a.registry().models.iter().map(model_json).collect::<Vec<_>>()}))),
+            "set_thinking_level" => {
+                let level = str_field(cmd, "level")
+                    .and_then(ThinkingLevel::parse)
+                    .ok_or("level must be off, minimal, low, medium, high, xhigh or max")?;
+                a.set_thinking_level(level).map_err(e)?;
+                Ok(None)
+            }
+            "cycle_thinking_level" => {
+                let levels = a.available_thinking_levels();
+                if levels.len() < 2 {
+                    return Ok(None);
+                }
+                let cur = a.thinking_level();
+                let pos = levels.iter().position(|l| *l == cur).unwrap_or(0);
+                let next = levels[(pos + 1) % levels.len()];
+                a.set_thinking_level(next).map_err(e)?;
+                Ok(Some(json!({"level": next.as_str()})))
+            }
+            "get_available_thinking_levels" => Ok(Some(json!({"levels":
+                a.available_thinking_levels().iter().map(|l| l.as_str()).collect::<Vec<_>>()}))),
+            "set_steering_mode" | "set_follow_up_mode" => {
+                let mode = str_field(cmd, "mode")
+                    .and_then(QueueMode::parse)
+                    .ok_or("mode must be \"all\" or \"one-at-a-time\"")?;
+                if kind == "set_steering_mode" {
+                    a.set_steering_mode(mode);
+                } else {
+                    a.set_follow_up_mode(mode);
+                }
+                Ok(None)
+            }
+            "set_auto_compaction" | "set_auto_retry" => {
+                let enabled = cmd
+                    .get("enabled")
+                    .and_then(Value::as_bool)
+                    .ok_or("enabled must be true or false")?;
+                if kind == "set_auto_compaction" {
+                    a.set_auto_compaction(enabled);
+                } else {
+                    a.set_auto_retry(enabled);
+                }
+                Ok(None)
+            }
+            "abort_retry" => {
+                a.abort_retry();
+                Ok(None)
+            }
+            "abort_bash" => {
+                if let Some(t) = self
+                    .bash_cancel
+                    .lock()
+                    .unwrap_or_else(|e| e.into_inner())
+                    .as_ref()
+                {
+                    t.cancel();
+                }
+                Ok(None)
+            }
+            "get_session_stats" => Ok(Some(self.stats())),
+            "export_html" => {
+                let path = match str_field(cmd, "outputPath") {
+                    Some(p) => PathBuf::from(p),
+                    None => PathBuf::from(format!("pi-session-{}.html", a.session_id())),
+                };
+                std::fs::write(&path, export_html(&a.messages()))
+                    .map_err(|e| format!("cannot write {}: {e}", path.display()))?;
+                Ok(Some(json!({"path": path.display().to_string()})))
+            }
+            "switch_session" => {
+                if a.is_streaming() {
+                    return Err("Cannot switch sessions while the agent is running".into());
+                }
+                let path =
+                    str_field(cmd, "sessionPath").ok_or("switch_session needs \"sessionPath\"")?;
+                let (s, p) = self
+                    .env
+                    .open_file(std::path::Path::new(path))
+                    .map_err(|e| format!("{e:#}"))?;
+                a.replace_session(s, p);
+                a.restore_from_session();
+                Ok(Some(json!({"cancelled": false})))
+            }
+            "fork" => {
+                let entry_id = str_field(cmd, "entryId").ok_or("fork needs \"entryId\"")?;
+                let (text, parent) = a
+                    .with_session(|s| {
+                        let idx = s.find(entry_id)?;
+                        let v = s.entry_value(idx);
+                        if v["type"] != "message" || v["message"]["role"] != "user" {
+                            return None;
+                        }
+                        let text = pi_engine::context::transcript::content_text(
+                            &v["message"]["content"],
+                            "",
+                        );
+                        Some((text, v["parentId"].as_str().map(str::to_string)))
+                    })
+                    .ok_or_else(|| format!("Invalid entry ID for forking: {entry_id}"))?;
+                self.branch_into_new(parent.as_deref())?;
+                Ok(Some(json!({"text": text, "cancelled": false})))
+            }
+            "clone" => {
+                let leaf = a
+                    .with_session(|s| s.leaf_id().map(str::to_string))
+                    .ok_or("Cannot clone session: no current entry selected")?;
+                self.branch_into_new(Some(&leaf))?;
+                Ok(Some(json!({"cancelled": false})))
+            }
+            "get_fork_messages" => {
+                let messages: Vec<Value> = a.with_session(|s| {
+                    s.branch_path()
+                        .entries
+                        .iter()
+                        .map(|&i| s.entry_value(i))
+                        .filter(|v| v["type"] == "message" && v["message"]["role"] == "user")
+                        .map(|v| json!({"entryId": v["id"],
+                            "text": pi_engine::context::transcript::content_text(&v["message"]["content"], "")}))
+                        .collect()
+                });
+                Ok(Some(json!({"messages": messages})))
+            }
+            "get_entries" => a.with_session(|s| {
+                let mut entries: Vec<Value> = (0..s.entries().len() as u32)
+                    .map(|i| s.entry_value(i))
+                    .collect();
+                if let Some(since) = str_field(cmd, "since") {
+                    let pos = entries
+                        .iter()
+                        .position(|e| e["id"] == since)
+                        .ok_or_else(|| format!("Entry not found: {since}"))?;
+                    entries.drain(..=pos);
+                }
+                Ok(Some(json!({"entries": entries, "leafId": s.leaf_id()})))
+            }),
+            "get_tree" => Ok(Some(
+                a.with_session(|s| json!({"tree": tree_json(s), "leafId": s.leaf_id()})),
+            )),
+            "get_last_assistant_text" => Ok(Some(json!({"text": a.last_assistant_text()}))),
+            "set_session_name" => {
+                let name = str_field(cmd, "name").unwrap_or("").trim().to_string();
+                if name.is_empty() {
+                    return Err("Session name cannot be empty".into());
+                }
+                a.set_session_name(&name).map_err(e)?;
+                Ok(None)
+            }
+            "get_messages" => Ok(Some(json!({"messages": a.messages()}))),
+            // No extensions, prompt templates or skills are loaded yet (engine::config).
+            "get_commands" => Ok(Some(json!({"commands": []}))),
+            other => Err(format!("Unknown command: {other}")),
+        }
+    }
+
+    /// A new session holding the path to `leaf` (Pi's `createBranchedSession`), switched to.
+    fn branch_into_new(&self, leaf: Option<&str>) -> Result<(), String> {
+        let a = &self.agent;
+        if a.is_streaming() {
+            return Err("Cannot fork while the agent is running".into());
+        }
+        let lines = a.with_session(|s| {
+            let header = NewHeader::new(
+                pi_formats::id::session_id(),
+                pi_formats::time::now_iso(),
+                self.env.cwd.clone(),
+                s.path().map(|p| p.display().to_string()),
+            );
+            match leaf {
+                Some(l) => s.branched_lines(l, &header).map_err(|e| e.to_string()),
+                None => Ok(vec![header.to_line()]),
+            }
+        })?;
+        let (s, p) = self
+            .env
+            .create_from_lines(lines)
+            .map_err(|e| format!("{e:#}"))?;
+        a.replace_session(s, p);
+        a.restore_from_session();
+        Ok(())
+    }
+
+    fn state(&self) -> Value {
+        let a = &self.agent;
+        let (steer, follow) = a.queue_modes();
+        let mut m = Map::new();
+        m.insert(
+            "model".into(),
+            a.model().as_ref().map_or(Value::Null, model_json),
+        );
+        m.insert("thinkingLevel".into(), a.thinking_level().as_str().into());
+        m.insert("isStreaming".into(), a.is_streaming().into());
+        m.insert("isCompacting".into(), a.is_compacting().into());
+        m.insert("steeringMode".into(), steer.as_str().into());
+        m.insert("followUpMode".into(), follow.as_str().into());
+        if let Some(f) = a.session_file() {
+            m.insert("sessionFile".into(), f.display().to_string().into());
+        }
+        m.insert("sessionId".into(), a.session_id().into());
+        if let Some(name) = a.with_session(Session::session_name) {
+            m.insert("sessionName".into(), name.into());
+        }
+        m.insert("autoCompactionEnabled".into(), a.auto_compaction().into());
+        m.insert("messageCount".into(), a.messages().len().into());
+        m.insert("pendingMessageCount".into(), a.pending_count().into());
+        Value::Object(m)
+    }
+
+    /// Pi's `getSessionStats` over every message entry of the session.
+    fn stats(&self) -> Value {
+        let a = &self.agent;
+        let (mut user, mut assistant, mut calls, mut results, mut total) = (0, 0, 0, 0, 0);
+        let (mut input, mut out, mut cr, mut cw, mut cost) = (0u64, 0u64, 0u64, 0u64, 0f64);
+        a.with_session(|s| {
+            for i in 0..s.entries().len() as u32 {
+                let v = s.entry_value(i);
+                if v["type"] != "message" {
+                    continue;
+                }
+                total += 1;
+                let m = &v["message"];
+                match m["role"].as_str() {
+                    Some("user") => user += 1,
+                    Some("assistant") => {
+                        assistant += 1;
+                        calls += m["content"]
+                            .as_array()
+                            .map_or(0, |c| c.iter().filter(|b| b["type"] == "toolCall").count());
+                        let u = &m["usage"];
+                        input += u["input"].as_u64().unwrap_or(0);
+                        out += u["output"].as_u64().unwrap_or(0);
+                        cr += u["cacheRead"].as_u64().unwrap_or(0);
+                        cw += u["cacheWrite"].as_u64().unwrap_or(0);
+                        cost += u["cost"]["total"].as_f64().unwrap_or(0.0);
+                    }
+                    Some("toolResult") => results += 1,
+                    _ => {}
+                }
+            }
+        });
+        let window = a.model().map_or(0, |m| m.context_window);
+        let tokens = a.with_session(|s| {
+            let branch = s.branch_path();
+            let path = pi_engine::context::SessionPath::new(s, &branch.entries);
+            let values = path.values();
+            let projection = pi_engine::context::project(&path);
+            pi_engine::compaction::estimate_projected_context_tokens(&projection, &values)
+        });
+        let (tok, pct) = if tokens.last_usage_index.is_some() && window > 0 {
+            (
+                Value::from(tokens.tokens),
+                Value::from(tokens.tokens as f64 / window as f64 * 100.0),
+            )
+        } else {
+            (Value::Null, Value::Null)
+        };
+        let mut m = Map::new();
+        if let Some(f) = a.session_file() {
+            m.insert("sessionFile".into(), f.display().to_string().into());
+        }
+        m.insert("sessionId".into(), a.session_id().into());
+        m.insert("userMessages".into(), user.into());
+        m.insert("assistantMessages".into(), assistant.into());
+        m.insert("toolCalls".into(), calls.into());
+        m.insert("toolResults".into(), results.into());
+        m.insert("totalMessages".into(), total.into());
+        m.insert(
+            "tokens".into(),
+            json!({"input": input, "output": out, "cacheRead": cr, "cacheWrite": cw,
+                   "total": input + out + cr + cw}),
+        );
+        m.insert("cost".into(), cost.into());
+        m.insert(
+            "contextUsage".into(),
+            json!({"tokens": tok, "contextWindow": window, "percent": pct}),
+        );
+        Value::Object(m)
+    }
+}
+
+/// The session tree as Pi's `getTree()`: nodes `{entry, children, label?, labelTimestamp?}`.
+fn tree_json(s: &Session) -> Value {
+    let tree = s.tree();
+    // Iterative post-order build: trees can be deep, recursion could overflow.
+    fn node(s: &Session, idx: u32, children: Vec<Value>) -> Value {
+        let entry = s.entry_value(idx);
+        let mut m = Map::new();
+        m.insert("entry".into(), entry.clone());
+        m.insert("children".into(), Value::Array(children));
+        if let Some(label) = entry["id"].as_str().and_then(|id| s.label(id)) {
+            m.insert("label".into(), label.text.to_string().into());
+            if let Some(ts) = &label.timestamp {
+                m.insert("labelTimestamp".into(), ts.to_string().into());
+            }
+        }
+        Value::Object(m)
+    }
+    let mut built: std::collections::HashMap<u32, Value> = std::collections::HashMap::new();
+    let mut stack: Vec<(u32, bool)> = tree.roots.iter().rev().map(|&r| (r, false)).collect();
+    while let Some((idx, expanded)) = stack.pop() {
+        let kids = tree.children.get(idx as usize).cloned().unwrap_or_default();
+        if expanded {
+            let children = kids.iter().filter_map(|k| built.remove(k)).collect();
+            built.insert(idx, node(s, idx, children));
+        } else {
+            stack.push((idx, true));
+            stack.extend(kids.iter().rev().map(|&k| (k, false)));
+        }
+    }
+    Value::Array(tree.roots.iter().filter_map(|r| built.remove(r)).collect())
+}
+
+fn escape(s: &str) -> String {
+    s.replace('&', "&amp;")
+        .replace('<', "&lt;")
+        .replace('>', "&gt;")
+        .replace('"', "&quot;")
+}
+
+/// A self-contained HTML page of the conversation (a plain rendering; Pi's themed exporter
+/// is a TUI concern).
+fn export_html(messages: &[Value]) -> String {
+    let mut body = String::new();
+    for m in messages {
+        let role = m["role"].as_str().unwrap_or("");
+        let text = match role {
+            "bashExecution" => format!(
+                "$ {}\n{}",
+                m["command"].as_str().unwrap_or(""),
+                m["output"].as_str().unwrap_or("")
+            ),
+            "compactionSummary" | "branchSummary" => {
+                m["summary"].as_str().unwrap_or("").to_string()
+            }
+            _ => {
+                let mut t = pi_engine::context::transcript::content_text(&m["content"], "\n");
+                for b in m["content"].as_array().into_iter().flatten() {
+                    if b["type"] == "toolCall" {
+                        t.push_str(&format!(
+                            "\n→ {}({})",
+                            b["name"].as_str().unwrap_or(""),
+                            b["arguments"]
+                        ));
+                    }
+                }
+                t
+            }
+        };
+        body.push_str(&format!(
+            "<div class=\"msg {role}\"><div class=\"role\">{role}</div><pre>{}</pre></div>\n",
+            escape(&text)
+        ));
+    }
+    format!(
+        "<!DOCTYPE html>\n<html><head><meta charset=\"utf-8\"><title>pi session</title>\n<style>body{{font-family:sans-serif;max-width:60em;margin:auto}}.role{{font-weight:bold}}pre{{white-space:pre-wrap}}</style></head><body>\n{body}</body></html>\n"
+    )
+}

@@ -1,0 +1,90 @@
+//! `!command` / RPC `bash`: a command the user runs, recorded as a `bashExecution` message.
+
+use std::process::Stdio;
+
+use pi_formats::entry::NewEntry;
+use pi_formats::time::now_millis;
+use serde_json::{json, Map, Value};
+use tokio::io::AsyncReadExt;
+use tokio_util::sync::CancellationToken;
+
+use super::{AgentError, AgentSession};
+use crate::tools::{truncate_tail, DEFAULT_MAX_BYTES, DEFAULT_MAX_LINES};
+
+impl AgentSession {
+    /// Runs `command` with bash in the session's directory, streaming output chunks to
+    /// `on_delta`, and records the result (Pi's `executeBash`). Returns the RPC result object
+    /// `{output, exitCode, cancelled, truncated}`.
+    pub async fn execute_bash(
+        &self,
+        command: &str,
+        exclude_from_context: bool,
+        cancel: CancellationToken,
+        on_delta: impl Fn(&str),
+    ) -> Result<Value, AgentError> {
+        let cwd = self.cwd();
+        let mut child = tokio::process::Command::new("bash")
+            .arg("-c")
+            // stderr joins stdout, in order, as a terminal would show it.
+            .arg(format!("exec 2>&1\n{command}"))
+            .current_dir(&cwd)
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .kill_on_drop(true)
+            .spawn()
+            .map_err(|e| AgentError::Other(format!("cannot run bash: {e}")))?;
+        let mut stdout = child
+            .stdout
+            .take()
+            .ok_or_else(|| AgentError::Other("bash has no stdout".into()))?;
+        let mut output = Vec::new();
+        let mut buf = [0u8; 8192];
+        let mut cancelled = false;
+        loop {
+            tokio::select! {
+                n = stdout.read(&mut buf) => match n {
+                    Ok(0) | Err(_) => break,
+                    Ok(n) => {
+                        on_delta(&String::from_utf8_lossy(&buf[..n]));
+                        output.extend_from_slice(&buf[..n]);
+                    }
+                },
+                _ = cancel.cancelled() => {
+                    cancelled = true;
+                    let _ = child.start_kill();
+                    break;
+                }
+            }
+        }
+        let status = child.wait().await.ok();
+        let exit_code = if cancelled {
+            None
+        } else {
+            status.and_then(|s| s.code())
+        };
+        let text = String::from_utf8_lossy(&output).into_owned();
+        let t = truncate_tail(&text, DEFAULT_MAX_LINES, DEFAULT_MAX_BYTES);
+        let mut message = Map::new();
+        message.insert("role".into(), "bashExecution".into());
+        message.insert("command".into(), command.into());
+        message.insert("output".into(), t.content.clone().into());
+        message.insert(
+            "exitCode".into(),
+            exit_code.map_or(Value::Null, Value::from),
+        );
+        message.insert("cancelled".into(), cancelled.into());
+        message.insert("truncated".into(), t.truncated.into());
+        message.insert("timestamp".into(), now_millis().into());
+        if exclude_from_context {
+            message.insert("excludeFromContext".into(), true.into());
+        }
+        self.append(NewEntry::Message {
+            message: Value::Object(message),
+        })?;
+        Ok(
+            json!({"output": t.content, "exitCode": exit_code, "cancelled": cancelled,
+            "truncated": t.truncated}),
+        )
+    }
+}
