@@ -18,6 +18,18 @@ const KEYS: &[&str] = &[
     "llmMessages",
     "entryCount",
     "header",
+    "tokenEstimates",
+];
+
+/// Preparation fields compared for each compaction setting.
+const PREPARATION_FIELDS: &[&str] = &[
+    "firstKeptEntryId",
+    "isSplitTurn",
+    "tokensBefore",
+    "previousSummary",
+    "fileLists",
+    "messagesToSummarizeRoles",
+    "turnPrefixMessagesRoles",
 ];
 
 fn fixtures() -> PathBuf {
@@ -117,8 +129,49 @@ fn canonical_ids(report: &Value) -> Value {
 
 fn report(session: &Session) -> Value {
     let mut buf = Vec::new();
-    pi_cli::commands::sessions::inspect::write_report(session, &mut buf).unwrap();
+    pi_cli::commands::sessions::inspect::Report::build(session)
+        .with_compaction_plans(&[2000, 200, 50])
+        .write(&mut buf)
+        .unwrap();
     serde_json::from_slice(&buf).unwrap()
+}
+
+/// The compaction plans: the same reasons, and the same preparation fields.
+fn compaction_diff(ours: &Value, pi: &Value) -> Option<String> {
+    let pi_plans = pi.as_object()?;
+    for (key, want) in pi_plans {
+        let got = &ours[key];
+        if !want.is_object() {
+            if got != want {
+                return Some(format!("compaction.{key}: ours {got} vs pi {want}"));
+            }
+            continue;
+        }
+        if got["reason"] != want["reason"] {
+            return Some(format!(
+                "compaction.{key}.reason: ours {} vs pi {}",
+                got["reason"], want["reason"]
+            ));
+        }
+        if want["preparation"].is_null() != got["preparation"].is_null() {
+            return Some(format!(
+                "compaction.{key}.preparation: ours {} vs pi {}",
+                got["preparation"], want["preparation"]
+            ));
+        }
+        for field in PREPARATION_FIELDS
+            .iter()
+            .filter(|_| !want["preparation"].is_null())
+        {
+            let (g, w) = (&got["preparation"][field], &want["preparation"][field]);
+            if g != w {
+                return Some(format!(
+                    "compaction.{key}.preparation.{field}: ours {g} vs pi {w}"
+                ));
+            }
+        }
+    }
+    None
 }
 
 #[test]
@@ -181,6 +234,9 @@ fn every_case_matches_real_pi() {
                 failures.push(format!("{}: {d}", case.name));
                 break;
             }
+        }
+        if let Some(d) = compaction_diff(&ours["compaction"], &pi["compaction"]) {
+            failures.push(format!("{}: {d}", case.name));
         }
         compared += 1;
     }

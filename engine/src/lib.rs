@@ -5,6 +5,7 @@
 
 pub mod compaction;
 pub mod context;
+pub mod js;
 pub mod session;
 pub mod llm;
 pub mod agent;

@@ -13,10 +13,11 @@
 
 use pi_engine::compaction::{
     collect_entries_for_branch_summary, estimate_context_tokens, estimate_tokens, find_cut_point,
-    js, last_assistant_usage, no_preparation_reason, prepare_branch_entries, prepare_compaction,
+    last_assistant_usage, no_preparation_reason, prepare_branch_entries, prepare_compaction,
     serialize_conversation, CompactionSettings,
 };
 use pi_engine::context::{convert_to_llm, project};
+use pi_engine::js;
 use pi_engine::session::Session;
 use serde_json::Value;
 use std::collections::HashMap;
@@ -155,12 +156,6 @@ fn fnv(text: &str) -> String {
 /// oracle stored a hash. `text` is `JSON.stringify(ours)` (or the string itself).
 fn check_value(errors: &mut Vec<String>, what: &str, pi: &Value, key: &str, ours: &Value) {
     if let Some(hash) = pi.get(format!("{key}Hash")) {
-        if !ours.is_string() && !floats_parse_exactly() {
-            // Without serde_json's `float_roundtrip`, some floats (costs in usage)
-            // parse one ulp off and print differently; the hash cannot tell that
-            // from a real difference. `floats_are_parsed_exactly` reports it.
-            return;
-        }
         let text = match ours {
             Value::String(s) => s.clone(),
             other => js::stringify(other),
@@ -375,9 +370,8 @@ fn compaction_matches_real_pi() {
 /// Pi keeps every float of a message exactly; a session we re-serialize must too.
 /// serde_json's default float parser can be off by one ulp (`0.010668750000000001`
 /// comes back as `0.01066875`), which changes cost fields in the large pi-mono
-/// sessions. Needs `float_roundtrip` on serde_json in the workspace Cargo.toml.
+/// sessions. The workspace enables `float_roundtrip` on serde_json for this.
 #[test]
-#[ignore = "needs serde_json's float_roundtrip feature in the workspace"]
 fn floats_are_parsed_exactly() {
     assert!(floats_parse_exactly());
 }

@@ -100,7 +100,8 @@ pub fn js_trim(s: &str) -> &str {
     s.trim_matches(is_js_whitespace)
 }
 
-fn is_js_whitespace(c: char) -> bool {
+/// JavaScript's white space and line terminators (what `trim()` removes).
+pub fn is_js_whitespace(c: char) -> bool {
     matches!(
         c,
         '\u{0009}'..='\u{000d}'

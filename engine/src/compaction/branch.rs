@@ -3,9 +3,9 @@
 //! `prepareBranchEntries` and the `navigateTree` leaf rule).
 
 use super::file_ops::FileOps;
-use super::js;
 use super::tokens::estimate_tokens;
 use crate::context::{entry_messages, project_entry};
+use crate::js;
 use crate::session::{EntryIdx, Session};
 use serde_json::Value;
 use std::collections::{HashMap, HashSet};

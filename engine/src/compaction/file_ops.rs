@@ -1,7 +1,7 @@
 //! Which files a stretch of conversation read and changed, carried from one
 //! summary to the next so a long session keeps its file list.
 
-use super::js::{self, utf16_cmp};
+use crate::js::{self, utf16_cmp};
 use serde::ser::SerializeStruct;
 use serde::{Serialize, Serializer};
 use serde_json::Value;

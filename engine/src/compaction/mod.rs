@@ -35,12 +35,12 @@
 
 mod branch;
 mod file_ops;
-pub mod js;
 mod prepare;
 mod serialize;
 mod summarize;
 mod tokens;
 
+pub use crate::context::transcript::current_system_message;
 pub use branch::{
     collect_entries_for_branch_summary, navigation_target, prepare_branch_entries, BranchEntries,
     BranchPreparation, NavigationTarget,
@@ -61,9 +61,8 @@ pub use summarize::{
     SummaryOptions, SummaryRequest, SummaryResponse, NO_CONTENT_SUMMARY,
 };
 pub use tokens::{
-    calculate_context_tokens, current_system_message, estimate_context_tokens,
-    estimate_projected_context_tokens, estimate_tokens, last_assistant_usage, should_compact,
-    ContextTokens, ESTIMATED_IMAGE_CHARS,
+    calculate_context_tokens, estimate_context_tokens, estimate_projected_context_tokens,
+    estimate_tokens, last_assistant_usage, should_compact, ContextTokens, ESTIMATED_IMAGE_CHARS,
 };
 
 use serde::{Deserialize, Serialize};
@@ -131,7 +130,7 @@ fn token_setting(
         }
         _ => Err(InvalidSetting {
             setting: setting(),
-            value: js::to_js_string(Some(value)),
+            value: crate::js::to_js_string(Some(value)),
             expected: SAFE_INTEGER,
         }),
     }
@@ -149,7 +148,7 @@ impl CompactionSettingsFile {
                 Some(other) => {
                     return Err(InvalidSetting {
                         setting: format!("compaction.modelOverrides[\"{key}\"]"),
-                        value: js::to_js_string(Some(other)),
+                        value: crate::js::to_js_string(Some(other)),
                         expected: "Expected an object.",
                     })
                 }

@@ -10,10 +10,10 @@
 //! separately as the "turn prefix".
 
 use super::file_ops::{FileLists, FileOps};
-use super::js;
 use super::tokens::{estimate_projected_context_tokens, estimate_tokens};
 use super::CompactionSettings;
 use crate::context::{entry_messages, project, ProjectedEntry};
+use crate::js;
 use serde::ser::SerializeStruct;
 use serde::{Serialize, Serializer};
 use serde_json::Value;

@@ -6,7 +6,7 @@
 //! (sections, tags, where the conversation and previous summary go) follows Pi
 //! 1.6 so summaries stay interchangeable between the two programs.
 
-use super::js::{self, slice_head, utf16_len};
+use crate::js::{self, slice_head, utf16_len};
 use serde_json::Value;
 
 /// Longest tool result kept in a serialized conversation, in UTF-16 code units.

@@ -1,11 +1,12 @@
 //! Token accounting: Pi 1.6's chars/4 estimate, provider usage, and the
 //! threshold that triggers automatic compaction.
 
-use super::js::{self, str_len, truthy, utf16_len};
 use super::CompactionSettings;
+use crate::context::transcript::current_system_message;
 use crate::context::{ProjectedEntry, Projection};
+use crate::js::{self, str_len, truthy, utf16_len};
 use serde::Serialize;
-use serde_json::{Map, Value};
+use serde_json::Value;
 
 /// What an image block counts as, in characters (Pi's `ESTIMATED_IMAGE_CHARS`).
 pub const ESTIMATED_IMAGE_CHARS: usize = 4800;
@@ -240,84 +241,6 @@ fn usage_is_current(entries: &[ProjectedEntry], path: &[Value], usage_index: usi
         (None, _) => false,
         (Some(_), None) => true,
         (Some(u), Some(l)) => u > l,
-    }
-}
-
-/// Pi's `getCurrentSystemMessage`: every system message replayed into one —
-/// content appended, sections patched by name (a `null` removes one), tools
-/// added and removed by name. `None` when there is no system message and no tool.
-pub fn current_system_message<'a>(messages: impl IntoIterator<Item = &'a Value>) -> Option<Value> {
-    let mut content: Vec<String> = Vec::new();
-    // JS `Map`s: re-setting a key keeps its position; delete then set moves it last.
-    let mut sections: Vec<(String, Value)> = Vec::new();
-    let mut tools: Vec<(String, Value)> = Vec::new();
-    let mut timestamp: Option<Value> = None;
-    for message in messages {
-        if message.get("role").and_then(Value::as_str) != Some("system") {
-            continue;
-        }
-        if timestamp.is_none() {
-            timestamp = message.get("timestamp").filter(|t| !t.is_null()).cloned();
-        }
-        let text = js::content_text(message.get("content"), "\n");
-        if !text.is_empty() {
-            content.push(text);
-        }
-        if let Some(Value::Object(patch)) = message.get("sections") {
-            for key in js::object_keys(patch) {
-                let value = &patch[key.as_str()];
-                if value.is_null() {
-                    sections.retain(|(k, _)| k != key);
-                } else {
-                    map_set(&mut sections, key, value.clone());
-                }
-            }
-        }
-        for removed in array_items(message.get("toolsRemoved")) {
-            let name = js::to_js_string(removed.get("name"));
-            tools.retain(|(k, _)| *k != name);
-        }
-        for added in array_items(message.get("toolsAdded")) {
-            let name = js::to_js_string(added.get("name"));
-            map_set(&mut tools, &name, added.clone());
-        }
-    }
-    if timestamp.is_none() && tools.is_empty() {
-        return None;
-    }
-    let mut m = Map::new();
-    m.insert("role".into(), "system".into());
-    m.insert("content".into(), Value::String(content.join("\n\n")));
-    if !sections.is_empty() {
-        m.insert(
-            "sections".into(),
-            Value::Object(sections.into_iter().collect()),
-        );
-    }
-    if !tools.is_empty() {
-        m.insert(
-            "toolsAdded".into(),
-            Value::Array(tools.into_iter().map(|(_, t)| t).collect()),
-        );
-    }
-    m.insert(
-        "timestamp".into(),
-        timestamp.unwrap_or_else(|| Value::from(0)),
-    );
-    Some(Value::Object(m))
-}
-
-fn map_set(map: &mut Vec<(String, Value)>, key: &str, value: Value) {
-    match map.iter_mut().find(|(k, _)| k == key) {
-        Some(slot) => slot.1 = value,
-        None => map.push((key.to_string(), value)),
-    }
-}
-
-fn array_items(v: Option<&Value>) -> &[Value] {
-    match v {
-        Some(Value::Array(items)) => items,
-        _ => &[],
     }
 }
 

@@ -4,15 +4,16 @@ use super::{
     BRANCH_SUMMARY_PREFIX, BRANCH_SUMMARY_SUFFIX, COMPACTION_SUMMARY_PREFIX,
     COMPACTION_SUMMARY_SUFFIX,
 };
+use crate::js::{self, to_js_string};
 use serde_json::{json, Value};
 
 /// The text a `bashExecution` message becomes for the model.
 pub fn bash_execution_to_text(m: &Value) -> String {
     let s = |k: &str| m.get(k).and_then(Value::as_str).unwrap_or("");
-    let truthy = |k: &str| m.get(k).is_some_and(|v| !pi_formats::head::is_js_falsy(v));
-    let mut text = format!("Ran `{}`\n", js_string(m.get("command")));
+    let truthy = |k: &str| js::truthy(m.get(k));
+    let mut text = format!("Ran `{}`\n", to_js_string(m.get("command")));
     if truthy("output") {
-        text.push_str(&format!("```\n{}\n```", js_string(m.get("output"))));
+        text.push_str(&format!("```\n{}\n```", to_js_string(m.get("output"))));
     } else {
         text.push_str("(no output)");
     }
@@ -22,7 +23,7 @@ pub fn bash_execution_to_text(m: &Value) -> String {
         if code.as_f64() != Some(0.0) {
             text.push_str(&format!(
                 "\n\nCommand exited with code {}",
-                js_string(Some(code))
+                to_js_string(Some(code))
             ));
         }
     }
@@ -33,21 +34,6 @@ pub fn bash_execution_to_text(m: &Value) -> String {
         ));
     }
     text
-}
-
-/// `${value}` in a JS template literal, for the JSON values that occur here.
-fn js_string(v: Option<&Value>) -> String {
-    match v {
-        None => "undefined".into(),
-        Some(Value::String(s)) => s.clone(),
-        Some(Value::Null) => "null".into(),
-        Some(Value::Number(n)) => match n.as_f64() {
-            Some(f) if f.fract() == 0.0 && f.abs() < 1e21 => format!("{}", f as i64),
-            _ => n.to_string(),
-        },
-        Some(Value::Bool(b)) => b.to_string(),
-        Some(Value::Array(_)) | Some(Value::Object(_)) => "[object Object]".into(),
-    }
 }
 
 fn user_text(text: String, timestamp: Option<&Value>) -> Value {
@@ -68,9 +54,7 @@ pub fn convert_to_llm<'a>(messages: impl IntoIterator<Item = &'a Value>) -> Vec<
             let ts = m.get("timestamp");
             match m.get("role").and_then(Value::as_str) {
                 Some("bashExecution") => {
-                    if m.get("excludeFromContext")
-                        .is_some_and(|v| !pi_formats::head::is_js_falsy(v))
-                    {
+                    if js::truthy(m.get("excludeFromContext")) {
                         None
                     } else {
                         Some(user_text(bash_execution_to_text(m), ts))
@@ -95,14 +79,14 @@ pub fn convert_to_llm<'a>(messages: impl IntoIterator<Item = &'a Value>) -> Vec<
                 Some("branchSummary") => Some(user_text(
                     format!(
                         "{BRANCH_SUMMARY_PREFIX}{}{BRANCH_SUMMARY_SUFFIX}",
-                        js_string(m.get("summary"))
+                        to_js_string(m.get("summary"))
                     ),
                     ts,
                 )),
                 Some("compactionSummary") => Some(user_text(
                     format!(
                         "{COMPACTION_SUMMARY_PREFIX}{}{COMPACTION_SUMMARY_SUFFIX}",
-                        js_string(m.get("summary"))
+                        to_js_string(m.get("summary"))
                     ),
                     ts,
                 )),

@@ -204,10 +204,6 @@ fn is_null_or_missing(v: Option<&Value>) -> bool {
     matches!(v, None | Some(Value::Null))
 }
 
-fn js_truthy(v: Option<&Value>) -> bool {
-    v.is_some_and(|v| !pi_formats::head::is_js_falsy(v))
-}
-
 /// `{...message, content}`: replaces `content` in place, or appends it.
 fn with_content(message: &Value, content: Value) -> Value {
     let mut out = message.clone();
@@ -255,7 +251,7 @@ pub fn entry_messages(entry: &Value) -> Vec<Value> {
             m.insert("timestamp".into(), js_date_value(entry.get("timestamp")));
             vec![Value::Object(m)]
         }
-        Some("branch_summary") if js_truthy(entry.get("summary")) => {
+        Some("branch_summary") if crate::js::truthy(entry.get("summary")) => {
             let mut m = Map::new();
             m.insert("role".into(), "branchSummary".into());
             copy_key(&mut m, entry, "summary");
@@ -271,7 +267,7 @@ pub fn entry_messages(entry: &Value) -> Vec<Value> {
             m.insert("timestamp".into(), js_date_value(entry.get("timestamp")));
             let summary = Value::Object(m);
             match entry.get("systemMessage") {
-                Some(system) if js_truthy(Some(system)) => vec![system.clone(), summary],
+                Some(system) if crate::js::truthy(Some(system)) => vec![system.clone(), summary],
                 _ => vec![summary],
             }
         }

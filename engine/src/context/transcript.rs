@@ -4,108 +4,85 @@
 //! (`content`, patchable `sections`, `toolsAdded`/`toolsRemoved`). A compaction carries
 //! the replayed result as its `systemMessage`, so the kept context stays self-contained.
 
+use crate::js;
 use serde_json::{Map, Value};
 
-/// Text of a content value: a string, or its text blocks joined by `separator`.
-pub fn content_text(content: &Value, separator: &str) -> String {
-    match content {
-        Value::String(s) => s.clone(),
-        Value::Array(blocks) => blocks
-            .iter()
-            .filter(|b| b.get("type").and_then(Value::as_str) == Some("text"))
-            .map(|b| b.get("text").and_then(Value::as_str).unwrap_or_default())
-            .collect::<Vec<_>>()
-            .join(separator),
-        _ => String::new(),
-    }
-}
-
-fn is_system(m: &Value) -> bool {
-    m.get("role").and_then(Value::as_str) == Some("system")
-}
-
-/// Tools after applying every system message's removals and additions, in map order.
-pub fn current_tools<'a>(messages: impl IntoIterator<Item = &'a Value>) -> Vec<Value> {
-    let mut tools: Vec<(String, Value)> = Vec::new();
-    for m in messages.into_iter().filter(|m| is_system(m)) {
-        for removed in m
-            .get("toolsRemoved")
-            .and_then(Value::as_array)
-            .into_iter()
-            .flatten()
-        {
-            if let Some(name) = removed.get("name").and_then(Value::as_str) {
-                tools.retain(|(n, _)| n != name);
-            }
-        }
-        for added in m
-            .get("toolsAdded")
-            .and_then(Value::as_array)
-            .into_iter()
-            .flatten()
-        {
-            let name = added
-                .get("name")
-                .and_then(Value::as_str)
-                .unwrap_or_default();
-            match tools.iter_mut().find(|(n, _)| n == name) {
-                Some(slot) => slot.1 = added.clone(),
-                None => tools.push((name.to_string(), added.clone())),
-            }
-        }
-    }
-    tools.into_iter().map(|(_, t)| t).collect()
-}
-
-/// One system message equivalent to replaying all of them (`None` if there are none).
-pub fn current_system_message<'a>(
-    messages: impl IntoIterator<Item = &'a Value> + Clone,
-) -> Option<Value> {
+/// Pi's `getCurrentSystemMessage`: every system message replayed into one —
+/// content appended, sections patched by name (a `null` removes one), tools
+/// added and removed by name. `None` when there is no system message and no tool.
+pub fn current_system_message<'a>(messages: impl IntoIterator<Item = &'a Value>) -> Option<Value> {
     let mut content: Vec<String> = Vec::new();
+    // JS `Map`s: re-setting a key keeps its position; delete then set moves it last.
     let mut sections: Vec<(String, Value)> = Vec::new();
+    let mut tools: Vec<(String, Value)> = Vec::new();
     let mut timestamp: Option<Value> = None;
-    for m in messages.clone().into_iter().filter(|m| is_system(m)) {
-        if timestamp.is_none() {
-            timestamp = m.get("timestamp").cloned();
+    for message in messages {
+        if message.get("role").and_then(Value::as_str) != Some("system") {
+            continue;
         }
-        let text = content_text(m.get("content").unwrap_or(&Value::Null), "\n");
+        if timestamp.is_none() {
+            timestamp = message.get("timestamp").filter(|t| !t.is_null()).cloned();
+        }
+        let text = js::content_text(message.get("content"), "\n");
         if !text.is_empty() {
             content.push(text);
         }
-        for (name, value) in m
-            .get("sections")
-            .and_then(Value::as_object)
-            .into_iter()
-            .flatten()
-        {
-            if value.is_null() {
-                sections.retain(|(n, _)| n != name);
-            } else {
-                match sections.iter_mut().find(|(n, _)| n == name) {
-                    Some(slot) => slot.1 = value.clone(),
-                    None => sections.push((name.clone(), value.clone())),
+        if let Some(Value::Object(patch)) = message.get("sections") {
+            for key in js::object_keys(patch) {
+                let value = &patch[key.as_str()];
+                if value.is_null() {
+                    sections.retain(|(k, _)| k != key);
+                } else {
+                    map_set(&mut sections, key, value.clone());
                 }
             }
         }
+        for removed in array_items(message.get("toolsRemoved")) {
+            let name = js::to_js_string(removed.get("name"));
+            tools.retain(|(k, _)| *k != name);
+        }
+        for added in array_items(message.get("toolsAdded")) {
+            let name = js::to_js_string(added.get("name"));
+            map_set(&mut tools, &name, added.clone());
+        }
     }
-    let tools = current_tools(messages);
     if timestamp.is_none() && tools.is_empty() {
         return None;
     }
-    let mut out = Map::new();
-    out.insert("role".into(), "system".into());
-    out.insert("content".into(), content.join("\n\n").into());
+    let mut m = Map::new();
+    m.insert("role".into(), "system".into());
+    m.insert("content".into(), Value::String(content.join("\n\n")));
     if !sections.is_empty() {
-        out.insert(
+        m.insert(
             "sections".into(),
             Value::Object(sections.into_iter().collect()),
         );
     }
     if !tools.is_empty() {
-        out.insert("toolsAdded".into(), Value::Array(tools));
+        m.insert(
+            "toolsAdded".into(),
+            Value::Array(tools.into_iter().map(|(_, t)| t).collect()),
+        );
     }
-    out.insert("timestamp".into(), timestamp.unwrap_or(Value::from(0)));
-    Some(Value::Object(out))
+    m.insert(
+        "timestamp".into(),
+        timestamp.unwrap_or_else(|| Value::from(0)),
+    );
+    Some(Value::Object(m))
+}
+
+fn map_set(map: &mut Vec<(String, Value)>, key: &str, value: Value) {
+    match map.iter_mut().find(|(k, _)| k == key) {
+        Some(slot) => slot.1 = value,
+        None => map.push((key.to_string(), value)),
+    }
+}
+
+fn array_items(v: Option<&Value>) -> &[Value] {
+    match v {
+        Some(Value::Array(items)) => items,
+        _ => &[],
+    }
 }
 
 #[cfg(test)]

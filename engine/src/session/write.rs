@@ -145,9 +145,8 @@ impl Session {
         let branch = self.branch_path();
         let path = crate::context::SessionPath::new(self, &branch.entries);
         let projection = crate::context::project(&path);
-        let system_message = crate::context::transcript::current_system_message(
-            &projection.messages().cloned().collect::<Vec<_>>(),
-        );
+        let system_message =
+            crate::context::transcript::current_system_message(projection.messages());
         NewEntry::Compaction {
             summary,
             first_kept_entry_id: first_kept,

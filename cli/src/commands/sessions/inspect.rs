@@ -4,8 +4,9 @@
 
 use anyhow::Context as _;
 use clap::Args;
+use pi_engine::compaction::{self, CompactionSettings};
 use pi_engine::context::{self, SessionPath};
-use pi_engine::session::{EntryIdx, Session, Tree};
+use pi_engine::session::{EntryIdx, PathWalk, Session, Tree};
 use serde_json::{json, Map, Value};
 use std::io::Write;
 use std::path::PathBuf;
@@ -20,6 +21,10 @@ pub struct InspectArgs {
     /// Print JSON (the only format so far; kept for symmetry with other commands).
     #[arg(long)]
     pub json: bool,
+    /// Also prepare a compaction with these `keepRecentTokens` values (reported as
+    /// `compaction["keepRecentTokens=N"]`, next to `compaction.default`).
+    #[arg(long, value_delimiter = ',', value_name = "N[,N…]")]
+    pub keep_recent_tokens: Vec<u64>,
 }
 
 pub fn run(args: InspectArgs) -> anyhow::Result<i32> {
@@ -31,7 +36,9 @@ pub fn run(args: InspectArgs) -> anyhow::Result<i32> {
     }
     let stdout = std::io::stdout();
     let mut out = std::io::BufWriter::new(stdout.lock());
-    write_report(&session, &mut out)?;
+    Report::build(&session)
+        .with_compaction_plans(&args.keep_recent_tokens)
+        .write(&mut out)?;
     out.write_all(b"\n")?;
     out.flush()?;
     Ok(0)
@@ -56,6 +63,12 @@ impl<'a> Report<'a> {
             .map(|e| id_value(session, branch.entries[e.pos]))
             .collect();
         let llm_messages = context::convert_to_llm(projection.messages());
+        let branch_values = path.values();
+        let token_estimates = json!({
+            "perMessage": projection.messages().map(compaction::estimate_tokens).collect::<Vec<_>>(),
+            "estimateContextTokens": compaction::estimate_context_tokens(projection.messages()),
+            "lastAssistantUsage": compaction::last_assistant_usage(&branch_values),
+        });
 
         let mut warnings: Vec<String> = Vec::new();
         if let Some(cycle) = &branch.cycle {
@@ -95,6 +108,8 @@ impl<'a> Report<'a> {
             ("contextEntryIds", Value::Array(context_ids)),
             ("context", projection.context_value()),
             ("llmMessages", Value::Array(llm_messages)),
+            ("tokenEstimates", token_estimates),
+            ("compaction", compaction_plans(&branch, &branch_values, &[])),
             (
                 "warnings",
                 Value::Array(warnings.into_iter().map(Value::String).collect()),
@@ -105,6 +120,20 @@ impl<'a> Report<'a> {
             fields,
             tree: session.tree(),
         }
+    }
+
+    /// Adds `compaction["keepRecentTokens=N"]` for each value, as the oracle records them.
+    pub fn with_compaction_plans(mut self, keep_recent_tokens: &[u64]) -> Self {
+        if keep_recent_tokens.is_empty() {
+            return self;
+        }
+        let branch = self.session.branch_path();
+        let values = SessionPath::new(self.session, &branch.entries).values();
+        let plans = compaction_plans(&branch, &values, keep_recent_tokens);
+        if let Some((_, slot)) = self.fields.iter_mut().find(|(k, _)| *k == "compaction") {
+            *slot = plans;
+        }
+        self
     }
 
     pub fn get(&self, key: &str) -> Option<&Value> {
@@ -129,6 +158,41 @@ impl<'a> Report<'a> {
 /// Writes the report of a session as one JSON object.
 pub fn write_report(session: &Session, out: &mut impl Write) -> anyhow::Result<()> {
     Report::build(session).write(out)
+}
+
+/// Pi's `prepareCompaction` on the branch with default settings and each extra
+/// `keepRecentTokens`: `{settings, preparation}` or `{settings, preparation: null, reason}`.
+/// A branch cut short by a parent cycle is not a conversation to compact:
+/// `{"skipped": …}`, as the oracle records (Pi itself never returns there).
+fn compaction_plans(walk: &PathWalk, branch: &[Value], keep_recent_tokens: &[u64]) -> Value {
+    if walk.cycle.is_some() {
+        return json!({"skipped": "parent cycle on leaf path"});
+    }
+    let plan = |settings: CompactionSettings| {
+        let settings_json = json!({
+            "enabled": settings.enabled,
+            "reserveTokens": settings.reserve_tokens,
+            "keepRecentTokens": settings.keep_recent_tokens,
+        });
+        match compaction::prepare_compaction(branch, &settings) {
+            Some(prep) => json!({"settings": settings_json, "preparation": prep}),
+            None => json!({
+                "settings": settings_json,
+                "preparation": null,
+                "reason": compaction::no_preparation_reason(branch),
+            }),
+        }
+    };
+    let mut plans = Map::new();
+    plans.insert("default".into(), plan(CompactionSettings::default()));
+    for &keep in keep_recent_tokens {
+        let settings = CompactionSettings {
+            keep_recent_tokens: keep,
+            ..CompactionSettings::default()
+        };
+        plans.insert(format!("keepRecentTokens={keep}"), plan(settings));
+    }
+    Value::Object(plans)
 }
 
 fn field(out: &mut impl Write, key: &str, value: &Value, first: bool) -> anyhow::Result<()> {

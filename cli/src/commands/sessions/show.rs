@@ -212,7 +212,7 @@ fn describe(session: &Session, idx: EntryIdx, width: usize) -> String {
 }
 
 fn content_text(m: &Value) -> String {
-    pi_engine::context::transcript::content_text(m.get("content").unwrap_or(&Value::Null), " ")
+    pi_engine::js::content_text(m.get("content"), " ")
 }
 
 /// The first non-empty line, cut to `width` characters.

@@ -1,4 +1,4 @@
-//! The few JavaScript semantics compaction depends on, over `serde_json::Value`.
+//! JavaScript semantics Pi's behaviour depends on, over `serde_json::Value`.
 //!
 //! Pi measures text in UTF-16 code units (`string.length`), sizes tool arguments
 //! with `JSON.stringify`, and formats values with template literals. Token
@@ -48,54 +48,58 @@ pub fn utf16_cmp(a: &str, b: &str) -> std::cmp::Ordering {
     a.encode_utf16().cmp(b.encode_utf16())
 }
 
-/// `Number.prototype.toString()` for finite numbers (what `JSON.stringify` and
-/// template literals print). `NaN`/`Infinity` print as JSON `null`, which is what
-/// `JSON.stringify` does; they cannot come from parsed JSON anyway.
-pub fn number_string(x: f64) -> String {
-    if !x.is_finite() {
-        return "null".into();
+/// `String(n)` for a JavaScript number.
+pub fn number_to_string(n: f64) -> String {
+    if n.is_nan() {
+        return "NaN".to_string();
     }
-    if x == 0.0 {
-        return "0".into();
+    if n.is_infinite() {
+        return if n > 0.0 { "Infinity" } else { "-Infinity" }.to_string();
     }
-    // Rust's `{:e}` prints the shortest digits that round-trip, as JS does; only
-    // the placement of the decimal point differs, so re-lay them out by JS rules.
-    let sci = format!("{:e}", x.abs());
-    let (mantissa, exp) = sci.split_once('e').unwrap_or((sci.as_str(), "0"));
-    let exp: i32 = exp.parse().unwrap_or(0);
+    if n == 0.0 {
+        return "0".to_string();
+    }
+    // Rust's `{:e}` gives the shortest round-trip digits, the same digits JavaScript picks; only
+    // the layout differs, so rebuild the layout of Number::toString from digits and exponent.
+    let formatted = format!("{:e}", n.abs());
+    let (mantissa, exponent) = formatted.split_once('e').unwrap_or((&formatted, "0"));
+    let exponent: i64 = exponent.parse().unwrap_or(0);
     let digits: String = mantissa.chars().filter(char::is_ascii_digit).collect();
-    let k = digits.len() as i32;
-    let n = exp + 1;
-    let mut out = String::new();
-    if x < 0.0 {
-        out.push('-');
-    }
-    if k <= n && n <= 21 {
-        out.push_str(&digits);
-        out.push_str(&"0".repeat((n - k) as usize));
-    } else if 0 < n && n <= 21 {
-        out.push_str(&digits[..n as usize]);
-        out.push('.');
-        out.push_str(&digits[n as usize..]);
-    } else if -6 < n && n <= 0 {
-        out.push_str("0.");
-        out.push_str(&"0".repeat((-n) as usize));
-        out.push_str(&digits);
+    let k = digits.len() as i64;
+    let point = exponent + 1;
+    let sign = if n < 0.0 { "-" } else { "" };
+    let body = if k <= point && point <= 21 {
+        format!("{digits}{}", "0".repeat((point - k) as usize))
+    } else if 0 < point && point <= 21 {
+        let (int, frac) = digits.split_at(point as usize);
+        format!("{int}.{frac}")
+    } else if -6 < point && point <= 0 {
+        format!("0.{}{digits}", "0".repeat((-point) as usize))
     } else {
-        let e = n - 1;
-        out.push_str(&digits[..1]);
-        if k > 1 {
-            out.push('.');
-            out.push_str(&digits[1..]);
+        let (first, rest) = digits.split_at(1);
+        let exp = point - 1;
+        let exp_sign = if exp >= 0 { "+" } else { "-" };
+        if rest.is_empty() {
+            format!("{first}e{exp_sign}{}", exp.abs())
+        } else {
+            format!("{first}.{rest}e{exp_sign}{}", exp.abs())
         }
-        out.push('e');
-        out.push(if e < 0 { '-' } else { '+' });
-        out.push_str(&e.abs().to_string());
-    }
-    out
+    };
+    format!("{sign}{body}")
 }
 
-fn json_number(n: &Number) -> String {
+/// A number as `JSON.stringify` prints it: like `String(n)`, but `NaN` and the
+/// infinities become `null`.
+pub fn number_string(x: f64) -> String {
+    if x.is_finite() {
+        number_to_string(x)
+    } else {
+        "null".into()
+    }
+}
+
+/// A JSON number as JavaScript prints it (every number is a double there).
+pub fn json_number(n: &Number) -> String {
     // JS holds every number as a double, so large integers lose precision exactly
     // as `as f64` rounds them.
     match n.as_f64() {
@@ -255,5 +259,109 @@ mod tests {
         assert_eq!(content_text(Some(&c), "\n"), "a\nb");
         assert_eq!(content_text(Some(&json!("s")), ""), "s");
         assert_eq!(content_text(None, ""), "");
+    }
+}
+
+/// `Number(text)`: `None` where JavaScript gives NaN.
+pub fn string_to_number(text: &str) -> Option<f64> {
+    let trimmed = pi_formats::jsonl::js_trim(text);
+    if trimmed.is_empty() {
+        return Some(0.0);
+    }
+    match trimmed {
+        "Infinity" | "+Infinity" => return Some(f64::INFINITY),
+        "-Infinity" => return Some(f64::NEG_INFINITY),
+        _ => {}
+    }
+    let radix = match trimmed.get(..2) {
+        Some("0x" | "0X") => Some(16),
+        Some("0o" | "0O") => Some(8),
+        Some("0b" | "0B") => Some(2),
+        _ => None,
+    };
+    if let Some(radix) = radix {
+        let digits = &trimmed[2..];
+        if digits.is_empty() || !digits.chars().all(|c| c.is_digit(radix)) {
+            return None;
+        }
+        // Precision loss past 2^53 matches JavaScript closely enough for argument coercion.
+        return Some(digits.chars().fold(0.0, |acc, c| {
+            acc * f64::from(radix) + f64::from(c.to_digit(radix).unwrap_or(0))
+        }));
+    }
+    if !is_decimal_literal(trimmed) {
+        return None;
+    }
+    trimmed.parse::<f64>().ok()
+}
+
+/// `[+-]? (digits [. digits?] | . digits) ([eE] [+-]? digits)?`
+fn is_decimal_literal(text: &str) -> bool {
+    let bytes = text.as_bytes();
+    let mut i = 0;
+    if matches!(bytes.first(), Some(b'+' | b'-')) {
+        i += 1;
+    }
+    let int_start = i;
+    while i < bytes.len() && bytes[i].is_ascii_digit() {
+        i += 1;
+    }
+    let int_digits = i - int_start;
+    let mut frac_digits = 0;
+    if i < bytes.len() && bytes[i] == b'.' {
+        i += 1;
+        let frac_start = i;
+        while i < bytes.len() && bytes[i].is_ascii_digit() {
+            i += 1;
+        }
+        frac_digits = i - frac_start;
+    }
+    if int_digits == 0 && frac_digits == 0 {
+        return false;
+    }
+    if i < bytes.len() && (bytes[i] == b'e' || bytes[i] == b'E') {
+        i += 1;
+        if i < bytes.len() && (bytes[i] == b'+' || bytes[i] == b'-') {
+            i += 1;
+        }
+        let exp_start = i;
+        while i < bytes.len() && bytes[i].is_ascii_digit() {
+            i += 1;
+        }
+        if i == exp_start {
+            return false;
+        }
+    }
+    i == bytes.len()
+}
+
+#[cfg(test)]
+mod number_tests {
+    use super::*;
+
+    #[test]
+    fn numbers_print_like_javascript() {
+        assert_eq!(number_to_string(5.0), "5");
+        assert_eq!(number_to_string(-2.5), "-2.5");
+        assert_eq!(number_to_string(0.1), "0.1");
+        assert_eq!(number_to_string(1e21), "1e+21");
+        assert_eq!(
+            number_to_string(123456789012345680000.0),
+            "123456789012345680000"
+        );
+        assert_eq!(number_to_string(1.5e-7), "1.5e-7");
+        assert_eq!(number_to_string(0.000001), "0.000001");
+    }
+
+    #[test]
+    fn strings_convert_like_number() {
+        assert_eq!(string_to_number(" 42 "), Some(42.0));
+        assert_eq!(string_to_number(""), Some(0.0));
+        assert_eq!(string_to_number("1e3"), Some(1000.0));
+        assert_eq!(string_to_number(".5"), Some(0.5));
+        assert_eq!(string_to_number("0x10"), Some(16.0));
+        assert_eq!(string_to_number("12px"), None);
+        assert_eq!(string_to_number("inf"), None);
+        assert_eq!(string_to_number("."), None);
     }
 }
