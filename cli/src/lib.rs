@@ -1,6 +1,7 @@
 //! The `pi` command line: argument parsing and dispatch to the modes and `pi sessions …`.
 
 pub mod commands;
+pub mod tui;
 pub mod modes;
 
 use clap::{Parser, Subcommand};

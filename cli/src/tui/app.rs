@@ -1,0 +1,1427 @@
+//! The UI state and its update function: `update(&mut App, Msg) -> Vec<Effect>`.
+//!
+//! No terminal and no agent here: keys and agent events come in as [`Msg`], and what must
+//! happen outside (send a prompt, open the external editor, quit) goes out as [`Effect`]s
+//! for the driver loop in `mod.rs`. Tests feed messages and inspect the state and effects.
+
+use super::dialogs::{
+    fuzzy_score, BranchPrompt, Dialog, ModelPicker, ResumeMode, ResumePicker, ResumeSort,
+    ScopedModels, SessionRow, Setting, SettingsDialog, BRANCH_OPTIONS,
+};
+use super::driver::{AgentEvent, BranchSummary, ModelInfo, ThinkingLevel, Usage};
+use super::editor::Editor;
+use super::keys::Keymap;
+use super::theme::Theme;
+use super::transcript::{Item, Transcript, ViewFlags};
+use super::tree::{Filter, TreeNav};
+use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
+use std::path::PathBuf;
+
+/// Inputs to [`update`].
+#[derive(Debug, Clone)]
+pub enum Msg {
+    Key(KeyEvent),
+    Paste(String),
+    Agent(AgentEvent),
+    /// The project's files for `@` completion (relative paths, gitignore respected).
+    FilesIndexed(Vec<String>),
+    /// Output of a `!cmd` run.
+    BashDone {
+        command: String,
+        output: String,
+        excluded: bool,
+    },
+    /// Text back from the external editor.
+    EditorText(String),
+    Notice(String),
+}
+
+/// What the driver loop must do.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Effect {
+    Prompt(String),
+    Steer(String),
+    FollowUp(String),
+    Abort,
+    /// alt+up: take the agent's queues back.
+    ClearQueue,
+    Compact(Option<String>),
+    SetModel(ModelInfo),
+    SetThinking(ThinkingLevel),
+    NavigateTree {
+        target: Option<String>,
+        summary: BranchSummary,
+    },
+    SetLabel {
+        id: String,
+        label: Option<String>,
+    },
+    RunBash {
+        command: String,
+        excluded: bool,
+    },
+    /// ctrl+g: the loop suspends the screen, runs the editor, and sends `Msg::EditorText`.
+    ExternalEditor(String),
+    Suspend,
+    Quit,
+    /// Open the /tree navigator (the loop snapshots the session and calls `open_tree`).
+    OpenTree,
+    /// Open /resume (the loop lists sessions and calls `open_resume`).
+    OpenResume,
+    Resume(String),
+    RenameSession {
+        location: String,
+        name: String,
+    },
+    DeleteSession(String),
+    NewSession,
+    Fork,
+    Clone,
+    SetSessionName(String),
+    Copy(String),
+    Export(Option<String>),
+    Import(String),
+    Reload,
+    SaveSetting {
+        key: String,
+        value: serde_json::Value,
+    },
+    SaveScopedModels(Vec<String>),
+}
+
+/// Footer data.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Footer {
+    pub cwd: String,
+    pub git_branch: Option<String>,
+    pub session_name: Option<String>,
+    pub totals: Usage,
+    /// Tokens of the last assistant message (the current context size).
+    pub context_tokens: u64,
+    pub auto_compact: bool,
+}
+
+/// A command for completion: name and description.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Command {
+    pub name: String,
+    pub description: String,
+}
+
+pub const BUILTIN_COMMANDS: &[(&str, &str)] = &[
+    ("model", "Select model (opens selector UI)"),
+    ("scoped-models", "Enable/disable models for ctrl+p cycling"),
+    ("settings", "Open settings menu"),
+    ("resume", "Resume a different session"),
+    ("new", "Start a new session"),
+    ("name", "Set session display name"),
+    ("session", "Show session info and stats"),
+    ("tree", "Navigate session tree (switch branches)"),
+    ("fork", "Create a new fork from a previous message"),
+    (
+        "clone",
+        "Duplicate the current session at the current position",
+    ),
+    ("compact", "Manually compact the session context"),
+    ("copy", "Copy last agent message to clipboard"),
+    ("export", "Export session to HTML file"),
+    ("import", "Import and resume a session from a JSONL file"),
+    (
+        "reload",
+        "Reload keybindings, extensions, skills, prompts, and themes",
+    ),
+    ("hotkeys", "Show all keyboard shortcuts"),
+    ("quit", "Quit pi"),
+];
+
+#[derive(Debug, Clone, PartialEq)]
+pub enum CompletionKind {
+    Command,
+    File,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct Completion {
+    pub kind: CompletionKind,
+    /// (replacement, description)
+    pub items: Vec<(String, String)>,
+    pub selected: usize,
+}
+
+/// Settings the UI reads.
+#[derive(Debug, Clone, PartialEq)]
+pub struct UiSettings {
+    pub quiet_startup: bool,
+    pub skip_branch_prompt: bool,
+    pub theme: String,
+    pub external_editor: Option<String>,
+}
+
+impl Default for UiSettings {
+    fn default() -> Self {
+        UiSettings {
+            quiet_startup: false,
+            skip_branch_prompt: false,
+            theme: "dark".into(),
+            external_editor: None,
+        }
+    }
+}
+
+pub struct App {
+    pub transcript: Transcript,
+    pub editor: Editor,
+    pub footer: Footer,
+    pub dialog: Option<Dialog>,
+    pub completion: Option<Completion>,
+    pub theme: Theme,
+    pub keys: Keymap,
+    pub settings: UiSettings,
+    pub flags: ViewFlags,
+    /// Lines scrolled up from the bottom of the transcript.
+    pub scroll: u64,
+    pub working: bool,
+    pub compacting: bool,
+    pub steering: Vec<String>,
+    pub follow_up: Vec<String>,
+    pub models: Vec<ModelInfo>,
+    /// Models ctrl+p cycles through (empty: all models).
+    pub scoped: Vec<String>,
+    pub model: Option<ModelInfo>,
+    pub thinking: ThinkingLevel,
+    /// Extra slash commands: skills (`skill:name`) and prompt templates.
+    pub commands: Vec<Command>,
+    pub files: Vec<String>,
+    pub cwd: PathBuf,
+    /// ctrl+c pressed on an empty editor: the next one quits.
+    pub ctrl_c_armed: bool,
+    /// Spinner frame, advanced by ticks while working.
+    pub tick: u64,
+    /// Last assistant text, for /copy.
+    pub last_assistant: Option<String>,
+}
+
+impl App {
+    pub fn new(cwd: PathBuf) -> App {
+        let cwd_text = cwd.display().to_string();
+        App {
+            transcript: Transcript::default(),
+            editor: Editor::default(),
+            footer: Footer {
+                cwd: cwd_text,
+                ..Footer::default()
+            },
+            dialog: None,
+            completion: None,
+            theme: Theme::dark(),
+            keys: Keymap::default(),
+            settings: UiSettings::default(),
+            flags: ViewFlags::default(),
+            scroll: 0,
+            working: false,
+            compacting: false,
+            steering: Vec::new(),
+            follow_up: Vec::new(),
+            models: Vec::new(),
+            scoped: Vec::new(),
+            model: None,
+            thinking: ThinkingLevel::Off,
+            commands: Vec::new(),
+            files: Vec::new(),
+            cwd,
+            ctrl_c_armed: false,
+            tick: 0,
+            last_assistant: None,
+        }
+    }
+
+    /// The startup header: shortcuts, then loaded context files, skills and templates.
+    pub fn push_header(&mut self, loaded: &[(String, String)]) {
+        if self.settings.quiet_startup {
+            return;
+        }
+        let k = |a: &str| self.keys.hint(a);
+        let mut rows = vec![
+            (k("app.interrupt"), "to interrupt".to_string()),
+            (k("app.clear"), "to clear".to_string()),
+            (format!("{} twice", k("app.clear")), "to exit".to_string()),
+            (k("app.exit"), "to exit (empty)".to_string()),
+            (k("app.model.cycleForward"), "to cycle models".to_string()),
+            (k("app.thinking.cycle"), "to cycle thinking".to_string()),
+            (k("app.tools.expand"), "to expand tools".to_string()),
+            (k("app.thinking.toggle"), "to toggle thinking".to_string()),
+            (k("app.editor.external"), "for external editor".to_string()),
+            ("/".to_string(), "for commands".to_string()),
+            ("!".to_string(), "to run bash".to_string()),
+            ("@".to_string(), "to reference files".to_string()),
+        ];
+        rows.extend(loaded.iter().cloned());
+        self.transcript.push(Item::Header(rows));
+    }
+
+    pub fn notice(&mut self, text: impl Into<String>) {
+        self.transcript.push(Item::Notice(text.into()));
+    }
+
+    pub fn open_tree(&mut self, nav: TreeNav) {
+        self.dialog = Some(Dialog::Tree(Box::new(nav)));
+    }
+
+    pub fn open_resume(&mut self, rows: Vec<SessionRow>, now_ms: i64) {
+        self.dialog = Some(Dialog::Resume(ResumePicker::new(rows, now_ms)));
+    }
+
+    pub fn open_model_picker(&mut self) {
+        let current = self.model.as_ref().map(ModelInfo::key);
+        let selected = self
+            .models
+            .iter()
+            .position(|m| Some(m.key()) == current)
+            .unwrap_or(0);
+        self.dialog = Some(Dialog::ModelPicker(ModelPicker {
+            models: self.models.clone(),
+            query: String::new(),
+            selected,
+            current,
+        }));
+    }
+
+    pub fn open_settings(&mut self) {
+        let bool_opts = || vec!["false".to_string(), "true".to_string()];
+        let b = |v: bool| usize::from(v);
+        let level = ThinkingLevel::ALL
+            .iter()
+            .position(|l| *l == self.thinking)
+            .unwrap_or(0);
+        let items = vec![
+            Setting {
+                key: "defaultThinkingLevel",
+                label: "Thinking level",
+                options: ThinkingLevel::ALL
+                    .iter()
+                    .map(|l| l.as_str().to_string())
+                    .collect(),
+                value: level,
+            },
+            Setting {
+                key: "theme",
+                label: "Theme",
+                options: vec!["dark".into(), "light".into()],
+                value: b(self.settings.theme == "light"),
+            },
+            Setting {
+                key: "hideThinkingBlock",
+                label: "Hide thinking blocks",
+                options: bool_opts(),
+                value: b(!self.flags.show_thinking),
+            },
+            Setting {
+                key: "quietStartup",
+                label: "Quiet startup",
+                options: bool_opts(),
+                value: b(self.settings.quiet_startup),
+            },
+            Setting {
+                key: "branchSummary.skipPrompt",
+                label: "Skip branch summary prompt",
+                options: bool_opts(),
+                value: b(self.settings.skip_branch_prompt),
+            },
+            Setting {
+                key: "compaction.enabled",
+                label: "Auto-compact",
+                options: bool_opts(),
+                value: b(self.footer.auto_compact),
+            },
+        ];
+        self.dialog = Some(Dialog::Settings(SettingsDialog { items, selected: 0 }));
+    }
+
+    fn scoped_models(&self) -> Vec<ModelInfo> {
+        if self.scoped.is_empty() {
+            return self.models.clone();
+        }
+        self.scoped
+            .iter()
+            .filter_map(|k| self.models.iter().find(|m| &m.key() == k).cloned())
+            .collect()
+    }
+
+    fn set_model(&mut self, m: ModelInfo, out: &mut Vec<Effect>) {
+        if !m.reasoning {
+            self.thinking = ThinkingLevel::Off;
+        }
+        self.model = Some(m.clone());
+        out.push(Effect::SetModel(m));
+    }
+
+    fn cycle_model(&mut self, forward: bool, out: &mut Vec<Effect>) {
+        let list = self.scoped_models();
+        if list.len() < 2 {
+            self.notice(if list.is_empty() {
+                "No models available"
+            } else {
+                "Only one model in scope"
+            });
+            return;
+        }
+        let cur = self
+            .model
+            .as_ref()
+            .and_then(|m| list.iter().position(|x| x.key() == m.key()));
+        let n = list.len();
+        let next = match cur {
+            Some(i) if forward => (i + 1) % n,
+            Some(i) => (i + n - 1) % n,
+            None => 0,
+        };
+        self.set_model(list[next].clone(), out);
+    }
+
+    fn restore_queue_to_editor(&mut self, steering: Vec<String>, follow_up: Vec<String>) {
+        let mut parts: Vec<String> = steering.into_iter().chain(follow_up).collect();
+        if parts.is_empty() {
+            return;
+        }
+        if !self.editor.is_empty() {
+            parts.push(self.editor.text());
+        }
+        self.editor.set_text(&parts.join("\n\n"));
+    }
+
+    fn update_completion(&mut self) {
+        let text = self.editor.text();
+        if let Some(rest) = text.strip_prefix('/') {
+            if !rest.contains(char::is_whitespace) {
+                let mut items: Vec<(String, String)> = BUILTIN_COMMANDS
+                    .iter()
+                    .map(|(n, d)| (n.to_string(), d.to_string()))
+                    .chain(
+                        self.commands
+                            .iter()
+                            .map(|c| (c.name.clone(), c.description.clone())),
+                    )
+                    .filter(|(n, _)| n.starts_with(rest))
+                    .map(|(n, d)| (format!("/{n}"), d))
+                    .collect();
+                items.truncate(50);
+                self.completion = (!items.is_empty()).then_some(Completion {
+                    kind: CompletionKind::Command,
+                    items,
+                    selected: 0,
+                });
+                return;
+            }
+        }
+        let word = self.editor.word_before_cursor();
+        if let Some(q) = word.strip_prefix('@') {
+            let mut scored: Vec<(i64, &String)> = self
+                .files
+                .iter()
+                .filter_map(|f| fuzzy_score(q, f).map(|s| (s, f)))
+                .collect();
+            scored.sort();
+            let items: Vec<(String, String)> = scored
+                .into_iter()
+                .take(20)
+                .map(|(_, f)| (format!("@{f}"), String::new()))
+                .collect();
+            self.completion = (!items.is_empty()).then_some(Completion {
+                kind: CompletionKind::File,
+                items,
+                selected: 0,
+            });
+            return;
+        }
+        self.completion = None;
+    }
+
+    fn accept_completion(&mut self) -> bool {
+        let Some(c) = self.completion.take() else {
+            return false;
+        };
+        let Some((text, _)) = c.items.get(c.selected) else {
+            return false;
+        };
+        match c.kind {
+            CompletionKind::Command => self.editor.set_text(&format!("{text} ")),
+            CompletionKind::File => self.editor.replace_word_before_cursor(&format!("{text} ")),
+        }
+        true
+    }
+
+    /// Tab with no popup: complete the path before the cursor against the file system.
+    fn complete_path(&mut self) {
+        let word = self.editor.word_before_cursor();
+        let (prefix, path_text) = match word.strip_prefix('@') {
+            Some(p) => ("@", p.to_string()),
+            None => ("", word.clone()),
+        };
+        let (dir_text, stem) = match path_text.rfind('/') {
+            Some(i) => (&path_text[..=i], &path_text[i + 1..]),
+            None => ("", path_text.as_str()),
+        };
+        let dir = if dir_text.starts_with('/') {
+            PathBuf::from(dir_text)
+        } else if let Some(rest) = dir_text.strip_prefix("~/") {
+            std::env::var_os("HOME")
+                .map(PathBuf::from)
+                .unwrap_or_default()
+                .join(rest)
+        } else {
+            self.cwd.join(dir_text)
+        };
+        let Ok(read) = std::fs::read_dir(&dir) else {
+            return;
+        };
+        let mut names: Vec<(String, bool)> = read
+            .filter_map(Result::ok)
+            .filter_map(|e| {
+                let name = e.file_name().to_string_lossy().into_owned();
+                let is_dir = e.file_type().map(|t| t.is_dir()).unwrap_or(false);
+                (name.starts_with(stem) && (!name.starts_with('.') || stem.starts_with('.')))
+                    .then_some((name, is_dir))
+            })
+            .collect();
+        names.sort();
+        match names.len() {
+            0 => {}
+            1 => {
+                let (name, is_dir) = &names[0];
+                let tail = if *is_dir { "/" } else { " " };
+                self.editor
+                    .replace_word_before_cursor(&format!("{prefix}{dir_text}{name}{tail}"));
+            }
+            _ => {
+                // Extend to the longest common prefix, then offer the choices.
+                let first = &names[0].0;
+                let common = names.iter().fold(first.len(), |n, (s, _)| {
+                    first
+                        .chars()
+                        .zip(s.chars())
+                        .take_while(|(a, b)| a == b)
+                        .count()
+                        .min(n)
+                });
+                let common: String = first.chars().take(common).collect();
+                self.editor
+                    .replace_word_before_cursor(&format!("{prefix}{dir_text}{common}"));
+                let items = names
+                    .iter()
+                    .map(|(n, d)| {
+                        (
+                            format!("{prefix}{dir_text}{n}{}", if *d { "/" } else { "" }),
+                            String::new(),
+                        )
+                    })
+                    .collect();
+                self.completion = Some(Completion {
+                    kind: CompletionKind::File,
+                    items,
+                    selected: 0,
+                });
+            }
+        }
+    }
+
+    fn submit(&mut self, follow_up: bool, out: &mut Vec<Effect>) {
+        let text = self.editor.text();
+        let trimmed = text.trim();
+        if trimmed.is_empty() {
+            return;
+        }
+        if let Some(cmd) = trimmed.strip_prefix('/') {
+            if self.slash_command(cmd, out) {
+                self.editor.take();
+                return;
+            }
+        }
+        if let Some(cmd) = trimmed.strip_prefix("!!") {
+            self.editor.take();
+            out.push(Effect::RunBash {
+                command: cmd.trim().to_string(),
+                excluded: true,
+            });
+            return;
+        }
+        if let Some(cmd) = trimmed.strip_prefix('!') {
+            self.editor.take();
+            out.push(Effect::RunBash {
+                command: cmd.trim().to_string(),
+                excluded: false,
+            });
+            return;
+        }
+        let text = self.editor.take();
+        self.scroll = 0;
+        if self.working {
+            if follow_up {
+                self.follow_up.push(text.clone());
+                out.push(Effect::FollowUp(text));
+            } else {
+                self.steering.push(text.clone());
+                out.push(Effect::Steer(text));
+            }
+        } else {
+            self.working = true;
+            out.push(Effect::Prompt(text));
+        }
+    }
+
+    /// Runs a slash command; false when the name is unknown (then the text is sent as a
+    /// prompt, as Pi does for `/unknown`).
+    fn slash_command(&mut self, line: &str, out: &mut Vec<Effect>) -> bool {
+        let (name, args) = match line.split_once(char::is_whitespace) {
+            Some((n, a)) => (n, a.trim()),
+            None => (line, ""),
+        };
+        let arg = (!args.is_empty()).then(|| args.to_string());
+        match name {
+            "model" => {
+                if let Some(q) = arg {
+                    match self
+                        .models
+                        .iter()
+                        .find(|m| m.key() == q || m.id == q)
+                        .cloned()
+                    {
+                        Some(m) => self.set_model(m, out),
+                        None => {
+                            self.open_model_picker();
+                            if let Some(Dialog::ModelPicker(p)) = self.dialog.as_mut() {
+                                p.query = q;
+                                p.selected = 0;
+                            }
+                        }
+                    }
+                } else {
+                    self.open_model_picker();
+                }
+            }
+            "scoped-models" => {
+                let enabled = self
+                    .models
+                    .iter()
+                    .map(|m| self.scoped.contains(&m.key()))
+                    .collect();
+                self.dialog = Some(Dialog::ScopedModels(ScopedModels {
+                    models: self.models.clone(),
+                    enabled,
+                    selected: 0,
+                }));
+            }
+            "settings" => self.open_settings(),
+            "resume" => out.push(Effect::OpenResume),
+            "new" => out.push(Effect::NewSession),
+            "name" => match arg {
+                Some(n) => {
+                    self.footer.session_name = Some(n.clone());
+                    out.push(Effect::SetSessionName(n));
+                }
+                None => self.notice("Usage: /name <name>"),
+            },
+            "session" => {
+                let t = self.footer.totals;
+                let info = format!(
+                    "Session: {}\nModel: {}\nTokens: {} in, {} out, {} cache read, {} cache write\nCost: ${:.4}",
+                    self.footer.session_name.as_deref().unwrap_or("(unnamed)"),
+                    self.model.as_ref().map(ModelInfo::key).unwrap_or_else(|| "(none)".into()),
+                    t.input, t.output, t.cache_read, t.cache_write, t.cost
+                );
+                self.notice(info);
+            }
+            "tree" => out.push(Effect::OpenTree),
+            "fork" => out.push(Effect::Fork),
+            "clone" => out.push(Effect::Clone),
+            "compact" => {
+                self.compacting = true;
+                out.push(Effect::Compact(arg));
+            }
+            "copy" => match self.last_assistant.clone() {
+                Some(t) => out.push(Effect::Copy(t)),
+                None => self.notice("No assistant message to copy"),
+            },
+            "export" => out.push(Effect::Export(arg)),
+            "import" => match arg {
+                Some(f) => out.push(Effect::Import(f)),
+                None => self.notice("Usage: /import <file.jsonl>"),
+            },
+            "reload" => out.push(Effect::Reload),
+            "hotkeys" => self.dialog = Some(Dialog::Hotkeys),
+            "quit" | "exit" => out.push(Effect::Quit),
+            other => {
+                // Skills and prompt templates expand in the agent; send them as prompts.
+                if self.commands.iter().any(|c| c.name == other) {
+                    return false;
+                }
+                self.notice(format!("Unknown command: /{other}"));
+            }
+        }
+        true
+    }
+
+    fn on_agent(&mut self, ev: AgentEvent) {
+        match ev {
+            AgentEvent::AgentStart => self.working = true,
+            AgentEvent::AgentEnd => {
+                self.working = false;
+                self.steering.clear();
+                self.follow_up.clear();
+            }
+            AgentEvent::TurnStart | AgentEvent::TurnEnd => {}
+            AgentEvent::MessageStart { role, text } => match role.as_str() {
+                "user" => {
+                    // A queued steering/follow-up message is now delivered: drop it from the queue.
+                    if let Some(i) = self.steering.iter().position(|s| *s == text) {
+                        self.steering.remove(i);
+                    } else if let Some(i) = self.follow_up.iter().position(|s| *s == text) {
+                        self.follow_up.remove(i);
+                    }
+                    self.transcript.push(Item::User(text));
+                }
+                "assistant" => self.transcript.push(Item::Assistant {
+                    text: String::new(),
+                    thinking: String::new(),
+                    error: None,
+                }),
+                _ => {}
+            },
+            AgentEvent::TextDelta(d) => {
+                if let Some(Item::Assistant { text, .. }) = self.last_assistant_item() {
+                    text.push_str(&d);
+                }
+            }
+            AgentEvent::ThinkingDelta(d) => {
+                if let Some(Item::Assistant { thinking, .. }) = self.last_assistant_item() {
+                    thinking.push_str(&d);
+                }
+            }
+            AgentEvent::MessageEnd { role, usage, error } => {
+                if role == "assistant" {
+                    if let Some(u) = usage {
+                        let t = &mut self.footer.totals;
+                        t.input += u.input;
+                        t.output += u.output;
+                        t.cache_read += u.cache_read;
+                        t.cache_write += u.cache_write;
+                        t.cost += u.cost;
+                        self.footer.context_tokens =
+                            u.input + u.output + u.cache_read + u.cache_write;
+                    }
+                    if let Some(Item::Assistant { text, error: e, .. }) = self.last_assistant_item()
+                    {
+                        *e = error;
+                        let t = text.clone();
+                        if !t.trim().is_empty() {
+                            self.last_assistant = Some(t);
+                        }
+                    }
+                }
+            }
+            AgentEvent::ToolStart { id, name, args } => self.transcript.push(Item::Tool {
+                id,
+                name,
+                args,
+                output: String::new(),
+                is_error: false,
+                done: false,
+            }),
+            AgentEvent::ToolUpdate { id, output } => {
+                if let Some(Item::Tool { output: o, .. }) = self.transcript.tool_mut(&id) {
+                    *o = output;
+                }
+            }
+            AgentEvent::ToolEnd {
+                id,
+                output,
+                is_error,
+            } => {
+                if let Some(Item::Tool {
+                    output: o,
+                    is_error: e,
+                    done,
+                    ..
+                }) = self.transcript.tool_mut(&id)
+                {
+                    *o = output;
+                    *e = is_error;
+                    *done = true;
+                }
+            }
+            AgentEvent::QueueUpdate {
+                steering,
+                follow_up,
+            } => {
+                self.steering = steering;
+                self.follow_up = follow_up;
+            }
+            AgentEvent::CompactionStart => self.compacting = true,
+            AgentEvent::CompactionEnd { summary, error } => {
+                self.compacting = false;
+                match (summary, error) {
+                    (_, Some(e)) => self
+                        .transcript
+                        .push(Item::Error(format!("Compaction failed: {e}"))),
+                    (Some(s), None) => self.transcript.push(Item::Compaction(s)),
+                    (None, None) => {}
+                }
+            }
+            AgentEvent::Notice(t) => self.notice(t),
+            AgentEvent::Error(e) => self.transcript.push(Item::Error(e)),
+        }
+    }
+
+    /// The assistant message being streamed: the last assistant item, unless a tool call
+    /// came after it (then deltas belong to a new message that has not started yet).
+    fn last_assistant_item(&mut self) -> Option<&mut Item> {
+        let i = self
+            .transcript
+            .items()
+            .iter()
+            .rposition(|it| matches!(it, Item::Assistant { .. }))?;
+        self.transcript.get_mut(i)
+    }
+}
+
+/// The update function.
+pub fn update(app: &mut App, msg: Msg) -> Vec<Effect> {
+    let mut out = Vec::new();
+    match msg {
+        Msg::Key(k) => on_key(app, k, &mut out),
+        Msg::Paste(text) => match app.dialog.as_mut() {
+            Some(d) => {
+                if let Some(q) = dialog_query(d) {
+                    q.push_str(&text.replace(['\n', '\r'], " "));
+                }
+            }
+            None => {
+                app.editor.insert_str(&text);
+                app.update_completion();
+            }
+        },
+        Msg::Agent(ev) => app.on_agent(ev),
+        Msg::FilesIndexed(files) => app.files = files,
+        Msg::BashDone {
+            command,
+            output,
+            excluded,
+        } => app.transcript.push(Item::Bash {
+            command,
+            output,
+            excluded,
+        }),
+        Msg::EditorText(t) => {
+            app.editor.set_text(t.strip_suffix('\n').unwrap_or(&t));
+        }
+        Msg::Notice(t) => app.notice(t),
+    }
+    out
+}
+
+/// The text field a dialog's typing goes to, if it has one.
+fn dialog_query(d: &mut Dialog) -> Option<&mut String> {
+    match d {
+        Dialog::ModelPicker(p) => Some(&mut p.query),
+        Dialog::Resume(r) => match &mut r.mode {
+            ResumeMode::Rename(s) => Some(s),
+            ResumeMode::Browse => Some(&mut r.query),
+            ResumeMode::ConfirmDelete => None,
+        },
+        Dialog::BranchPrompt(b) => b.focus.as_mut(),
+        Dialog::Tree(t) => t.label_edit.as_mut(),
+        _ => None,
+    }
+}
+
+fn is_char(k: &KeyEvent) -> Option<char> {
+    match k.code {
+        KeyCode::Char(c)
+            if !k
+                .modifiers
+                .intersects(KeyModifiers::CONTROL | KeyModifiers::ALT) =>
+        {
+            Some(c)
+        }
+        _ => None,
+    }
+}
+
+fn on_key(app: &mut App, k: KeyEvent, out: &mut Vec<Effect>) {
+    if app.dialog.is_some() {
+        on_dialog_key(app, k, out);
+        return;
+    }
+    let keys = app.keys.clone();
+    let m = |a: &str| keys.matches(a, &k);
+    if !m("app.clear") {
+        app.ctrl_c_armed = false;
+    }
+    // The completion popup takes navigation keys first.
+    if app.completion.is_some() {
+        if m("tui.select.up") || m("tui.select.down") {
+            if let Some(c) = app.completion.as_mut() {
+                let n = c.items.len();
+                c.selected = if m("tui.select.up") {
+                    (c.selected + n - 1) % n
+                } else {
+                    (c.selected + 1) % n
+                };
+            }
+            return;
+        }
+        if m("tui.input.tab") {
+            app.accept_completion();
+            app.update_completion();
+            return;
+        }
+        if m("tui.input.submit") {
+            let is_command = app
+                .completion
+                .as_ref()
+                .is_some_and(|c| c.kind == CompletionKind::Command);
+            app.accept_completion();
+            if is_command {
+                app.submit(false, out);
+            }
+            app.update_completion();
+            return;
+        }
+        if m("app.interrupt") {
+            app.completion = None;
+            return;
+        }
+    }
+    if m("app.interrupt") {
+        if app.working {
+            out.push(Effect::Abort);
+            let (s, f) = (
+                std::mem::take(&mut app.steering),
+                std::mem::take(&mut app.follow_up),
+            );
+            app.restore_queue_to_editor(s, f);
+        }
+        return;
+    }
+    if m("app.clear") {
+        if !app.editor.is_empty() {
+            app.editor.clear();
+            app.completion = None;
+        } else if app.ctrl_c_armed {
+            out.push(Effect::Quit);
+        } else {
+            app.ctrl_c_armed = true;
+        }
+        return;
+    }
+    if m("app.exit") && app.editor.is_empty() {
+        out.push(Effect::Quit);
+        return;
+    }
+    if m("app.suspend") {
+        out.push(Effect::Suspend);
+        return;
+    }
+    if m("app.editor.external") {
+        out.push(Effect::ExternalEditor(app.editor.text()));
+        return;
+    }
+    if m("app.model.select") {
+        app.open_model_picker();
+        return;
+    }
+    if m("app.model.cycleBackward") {
+        app.cycle_model(false, out);
+        return;
+    }
+    if m("app.model.cycleForward") {
+        app.cycle_model(true, out);
+        return;
+    }
+    if m("app.thinking.cycle") {
+        let reasoning = app.model.as_ref().is_none_or(|m| m.reasoning);
+        app.thinking = app.thinking.next(reasoning);
+        out.push(Effect::SetThinking(app.thinking));
+        return;
+    }
+    if m("app.thinking.toggle") {
+        app.flags.show_thinking = !app.flags.show_thinking;
+        return;
+    }
+    if m("app.tools.expand") {
+        app.flags.tools_expanded = !app.flags.tools_expanded;
+        return;
+    }
+    if m("app.message.dequeue") {
+        if !app.steering.is_empty() || !app.follow_up.is_empty() {
+            out.push(Effect::ClearQueue);
+            let (s, f) = (
+                std::mem::take(&mut app.steering),
+                std::mem::take(&mut app.follow_up),
+            );
+            app.restore_queue_to_editor(s, f);
+        }
+        return;
+    }
+    if m("app.message.copy") {
+        if let Some(t) = app.last_assistant.clone() {
+            out.push(Effect::Copy(t));
+        }
+        return;
+    }
+    if m("app.message.followUp") {
+        app.submit(true, out);
+        return;
+    }
+    if m("tui.input.newLine") {
+        app.editor.newline();
+        return;
+    }
+    if m("tui.input.submit") {
+        app.submit(false, out);
+        app.update_completion();
+        return;
+    }
+    if m("tui.input.tab") {
+        app.complete_path();
+        return;
+    }
+    if m("tui.altScreen.pageUp") {
+        app.scroll = app.scroll.saturating_add(10);
+        return;
+    }
+    if m("tui.altScreen.pageDown") {
+        app.scroll = app.scroll.saturating_sub(10);
+        return;
+    }
+    let e = &mut app.editor;
+    if m("tui.editor.historyPrevious") {
+        e.history_prev();
+    } else if m("tui.editor.historyNext") {
+        e.history_next();
+    } else if m("tui.editor.cursorUp") {
+        e.up();
+    } else if m("tui.editor.cursorDown") {
+        e.down();
+    } else if m("tui.editor.cursorWordLeft") {
+        e.word_left();
+    } else if m("tui.editor.cursorWordRight") {
+        e.word_right();
+    } else if m("tui.editor.cursorLeft") {
+        e.left();
+    } else if m("tui.editor.cursorRight") {
+        e.right();
+    } else if m("tui.editor.cursorLineStart") {
+        e.home();
+    } else if m("tui.editor.cursorLineEnd") {
+        e.end();
+    } else if m("tui.editor.deleteWordBackward") {
+        e.delete_word_back();
+    } else if m("tui.editor.deleteCharBackward") {
+        e.backspace();
+    } else if m("tui.editor.deleteCharForward") {
+        e.delete();
+    } else if m("tui.editor.deleteToLineStart") {
+        e.delete_to_line_start();
+    } else if m("tui.editor.deleteToLineEnd") {
+        e.delete_to_line_end();
+    } else if let Some(c) = is_char(&k) {
+        e.insert_char(c);
+    } else {
+        return;
+    }
+    app.update_completion();
+}
+
+fn list_move(selected: &mut usize, len: usize, keys: &Keymap, k: &KeyEvent) -> bool {
+    if len == 0 {
+        return false;
+    }
+    let page = 10;
+    if keys.matches("tui.select.up", k) {
+        *selected = if *selected == 0 {
+            len - 1
+        } else {
+            *selected - 1
+        };
+    } else if keys.matches("tui.select.down", k) {
+        *selected = if *selected + 1 >= len {
+            0
+        } else {
+            *selected + 1
+        };
+    } else if keys.matches("tui.select.pageUp", k) {
+        *selected = selected.saturating_sub(page);
+    } else if keys.matches("tui.select.pageDown", k) {
+        *selected = (*selected + page).min(len - 1);
+    } else {
+        return false;
+    }
+    true
+}
+
+fn edit_text(s: &mut String, k: &KeyEvent) -> bool {
+    if let Some(c) = is_char(k) {
+        s.push(c);
+        true
+    } else if k.code == KeyCode::Backspace {
+        s.pop();
+        true
+    } else {
+        false
+    }
+}
+
+fn on_dialog_key(app: &mut App, k: KeyEvent, out: &mut Vec<Effect>) {
+    let keys = app.keys.clone();
+    let m = |a: &str| keys.matches(a, &k);
+    let Some(dialog) = app.dialog.take() else {
+        return;
+    };
+    // Each arm puts the dialog back (possibly changed) or leaves it closed.
+    let next: Option<Dialog> = match dialog {
+        Dialog::Hotkeys => {
+            (!(m("tui.select.cancel") || m("tui.select.confirm"))).then_some(Dialog::Hotkeys)
+        }
+        Dialog::ModelPicker(mut p) => {
+            if m("tui.select.cancel") {
+                None
+            } else if m("tui.select.confirm") {
+                if let Some(model) = p.filtered().get(p.selected).map(|m| (*m).clone()) {
+                    app.set_model(model, out);
+                }
+                None
+            } else {
+                let len = p.filtered().len();
+                if !list_move(&mut p.selected, len, &keys, &k) && edit_text(&mut p.query, &k) {
+                    p.selected = 0;
+                }
+                Some(Dialog::ModelPicker(p))
+            }
+        }
+        Dialog::ScopedModels(mut s) => {
+            if m("tui.select.cancel") {
+                None
+            } else if m("app.models.save")
+                || (k.code == KeyCode::Char('s') && k.modifiers == KeyModifiers::CONTROL)
+            {
+                let keys: Vec<String> = s
+                    .models
+                    .iter()
+                    .zip(&s.enabled)
+                    .filter(|(_, e)| **e)
+                    .map(|(m, _)| m.key())
+                    .collect();
+                app.scoped = keys.clone();
+                out.push(Effect::SaveScopedModels(keys));
+                None
+            } else if m("tui.select.confirm") || k.code == KeyCode::Char(' ') {
+                if let Some(e) = s.enabled.get_mut(s.selected) {
+                    *e = !*e;
+                }
+                Some(Dialog::ScopedModels(s))
+            } else {
+                let len = s.models.len();
+                list_move(&mut s.selected, len, &keys, &k);
+                Some(Dialog::ScopedModels(s))
+            }
+        }
+        Dialog::Settings(mut s) => {
+            if m("tui.select.cancel") {
+                None
+            } else if m("tui.select.confirm") || k.code == KeyCode::Char(' ') {
+                if let Some(item) = s.items.get_mut(s.selected) {
+                    item.value = (item.value + 1) % item.options.len().max(1);
+                    let text = item.options.get(item.value).cloned().unwrap_or_default();
+                    let key = item.key;
+                    apply_setting(app, key, &text, out);
+                }
+                Some(Dialog::Settings(s))
+            } else {
+                let len = s.items.len();
+                list_move(&mut s.selected, len, &keys, &k);
+                Some(Dialog::Settings(s))
+            }
+        }
+        Dialog::Resume(r) => resume_key(app, r, &k, out),
+        Dialog::Tree(t) => tree_key(app, t, &k, out),
+        Dialog::BranchPrompt(b) => branch_key(app, b, &k, out),
+    };
+    app.dialog = next;
+}
+
+fn apply_setting(app: &mut App, key: &str, text: &str, out: &mut Vec<Effect>) {
+    let as_bool = text == "true";
+    let value = match key {
+        "defaultThinkingLevel" => {
+            if let Some(l) = ThinkingLevel::parse(text) {
+                app.thinking = l;
+                out.push(Effect::SetThinking(l));
+            }
+            serde_json::Value::from(text)
+        }
+        "theme" => {
+            app.settings.theme = text.to_string();
+            app.theme = if text == "light" {
+                Theme::light()
+            } else {
+                Theme::dark()
+            };
+            app.transcript.theme_changed();
+            serde_json::Value::from(text)
+        }
+        "hideThinkingBlock" => {
+            app.flags.show_thinking = !as_bool;
+            as_bool.into()
+        }
+        "quietStartup" => {
+            app.settings.quiet_startup = as_bool;
+            as_bool.into()
+        }
+        "branchSummary.skipPrompt" => {
+            app.settings.skip_branch_prompt = as_bool;
+            as_bool.into()
+        }
+        "compaction.enabled" => {
+            app.footer.auto_compact = as_bool;
+            as_bool.into()
+        }
+        _ => serde_json::Value::from(text),
+    };
+    out.push(Effect::SaveSetting {
+        key: key.to_string(),
+        value,
+    });
+}
+
+fn resume_key(
+    app: &mut App,
+    mut r: ResumePicker,
+    k: &KeyEvent,
+    out: &mut Vec<Effect>,
+) -> Option<Dialog> {
+    let keys = &app.keys;
+    let m = |a: &str| keys.matches(a, k);
+    match r.mode.clone() {
+        ResumeMode::ConfirmDelete => {
+            if k.code == KeyCode::Char('y') || m("tui.select.confirm") {
+                if let Some(row) = r.selected_row().cloned() {
+                    out.push(Effect::DeleteSession(row.location.clone()));
+                    r.sessions.retain(|s| s.location != row.location);
+                    r.clamp();
+                }
+            }
+            r.mode = ResumeMode::Browse;
+            Some(Dialog::Resume(r))
+        }
+        ResumeMode::Rename(mut name) => {
+            if m("tui.select.cancel") {
+                r.mode = ResumeMode::Browse;
+            } else if m("tui.select.confirm") {
+                if let Some(row) = r.selected_row().cloned() {
+                    let name = name.trim().to_string();
+                    if let Some(s) = r.sessions.iter_mut().find(|s| s.location == row.location) {
+                        s.name = (!name.is_empty()).then(|| name.clone());
+                    }
+                    out.push(Effect::RenameSession {
+                        location: row.location,
+                        name,
+                    });
+                }
+                r.mode = ResumeMode::Browse;
+            } else {
+                edit_text(&mut name, k);
+                r.mode = ResumeMode::Rename(name);
+            }
+            Some(Dialog::Resume(r))
+        }
+        ResumeMode::Browse => {
+            if m("tui.select.cancel") {
+                return None;
+            }
+            if m("tui.select.confirm") {
+                return match r.selected_row() {
+                    Some(row) => {
+                        out.push(Effect::Resume(row.location.clone()));
+                        None
+                    }
+                    None => Some(Dialog::Resume(r)),
+                };
+            }
+            if m("app.session.togglePath") {
+                r.show_path = !r.show_path;
+            } else if m("app.session.toggleSort") {
+                r.sort = match r.sort {
+                    ResumeSort::Recent => ResumeSort::Relevance,
+                    ResumeSort::Relevance => ResumeSort::Recent,
+                };
+            } else if m("app.session.toggleNamedFilter") {
+                r.named_only = !r.named_only;
+                r.clamp();
+            } else if m("app.session.rename") {
+                if let Some(row) = r.selected_row() {
+                    r.mode = ResumeMode::Rename(row.name.clone().unwrap_or_default());
+                }
+            } else if m("app.session.delete") {
+                if r.selected_row().is_some() {
+                    r.mode = ResumeMode::ConfirmDelete;
+                }
+            } else {
+                let len = r.filtered().len();
+                if !list_move(&mut r.selected, len, keys, k) && edit_text(&mut r.query, k) {
+                    r.selected = 0;
+                }
+            }
+            Some(Dialog::Resume(r))
+        }
+    }
+}
+
+fn tree_key(
+    app: &mut App,
+    mut t: Box<TreeNav>,
+    k: &KeyEvent,
+    out: &mut Vec<Effect>,
+) -> Option<Dialog> {
+    let keys = app.keys.clone();
+    let m = |a: &str| keys.matches(a, k);
+    if let Some(mut label) = t.label_edit.take() {
+        if m("tui.select.confirm") {
+            if let Some(row) = t.rows.get(t.selected) {
+                let node = row.node;
+                let text = label.trim().to_string();
+                t.nodes[node].label = (!text.is_empty()).then(|| text.clone());
+                out.push(Effect::SetLabel {
+                    id: t.nodes[node].id.clone(),
+                    label: (!text.is_empty()).then_some(text),
+                });
+                t.rebuild();
+            }
+        } else if !m("tui.select.cancel") {
+            edit_text(&mut label, k);
+            t.label_edit = Some(label);
+        }
+        return Some(Dialog::Tree(t));
+    }
+    if m("tui.select.cancel") {
+        return None;
+    }
+    if m("tui.select.confirm") {
+        let Some((target, editor_text)) = t.resolve_selection() else {
+            return Some(Dialog::Tree(t));
+        };
+        if !t.leaves_branch(target.as_deref()) {
+            if let Some(text) = editor_text {
+                app.editor.set_text(&text);
+            }
+            return None;
+        }
+        if app.settings.skip_branch_prompt {
+            out.push(Effect::NavigateTree {
+                target,
+                summary: BranchSummary::None,
+            });
+            if let Some(text) = editor_text {
+                app.editor.set_text(&text);
+            }
+            return None;
+        }
+        return Some(Dialog::BranchPrompt(BranchPrompt {
+            target,
+            editor_text,
+            selected: 0,
+            focus: None,
+            nav: t,
+        }));
+    }
+    if m("app.tree.foldOrUp") {
+        t.fold_or_up();
+    } else if m("app.tree.unfoldOrDown") {
+        t.unfold_or_down();
+    } else if m("app.tree.editLabel") {
+        let current = t
+            .selected_node()
+            .and_then(|n| n.label.clone())
+            .unwrap_or_default();
+        t.label_edit = Some(current);
+    } else if m("app.tree.toggleLabelTimestamp") {
+        t.show_label_time = !t.show_label_time;
+    } else if m("app.tree.filter.cycleBackward") {
+        let f = t.filter.cycle(false);
+        t.filter = f;
+        t.rebuild();
+    } else if m("app.tree.filter.cycleForward") {
+        let f = t.filter.cycle(true);
+        t.filter = f;
+        t.rebuild();
+    } else if m("app.tree.filter.default") {
+        t.set_filter(Filter::Default);
+    } else if m("app.tree.filter.noTools") {
+        t.set_filter(Filter::NoTools);
+    } else if m("app.tree.filter.userOnly") {
+        t.set_filter(Filter::UserOnly);
+    } else if m("app.tree.filter.labeledOnly") {
+        t.set_filter(Filter::LabeledOnly);
+    } else if m("app.tree.filter.all") {
+        t.set_filter(Filter::All);
+    } else if m("tui.select.up") {
+        t.move_by(-1);
+    } else if m("tui.select.down") {
+        t.move_by(1);
+    } else if m("tui.select.pageUp") || k.code == KeyCode::Left {
+        t.move_by(-10);
+    } else if m("tui.select.pageDown") || k.code == KeyCode::Right {
+        t.move_by(10);
+    }
+    Some(Dialog::Tree(t))
+}
+
+fn branch_key(
+    app: &mut App,
+    mut b: BranchPrompt,
+    k: &KeyEvent,
+    out: &mut Vec<Effect>,
+) -> Option<Dialog> {
+    let keys = app.keys.clone();
+    let m = |a: &str| keys.matches(a, k);
+    if let Some(mut focus) = b.focus.take() {
+        if m("tui.select.cancel") {
+            return Some(Dialog::BranchPrompt(b));
+        }
+        if m("tui.select.confirm") {
+            out.push(Effect::NavigateTree {
+                target: b.target.clone(),
+                summary: BranchSummary::SummarizeWithFocus(focus),
+            });
+            if let Some(t) = b.editor_text {
+                app.editor.set_text(&t);
+            }
+            return None;
+        }
+        edit_text(&mut focus, k);
+        b.focus = Some(focus);
+        return Some(Dialog::BranchPrompt(b));
+    }
+    if m("tui.select.cancel") {
+        return Some(Dialog::Tree(b.nav));
+    }
+    if m("tui.select.confirm") {
+        let summary = match b.selected {
+            0 => BranchSummary::None,
+            1 => BranchSummary::Summarize,
+            _ => {
+                b.focus = Some(String::new());
+                return Some(Dialog::BranchPrompt(b));
+            }
+        };
+        out.push(Effect::NavigateTree {
+            target: b.target.clone(),
+            summary,
+        });
+        if let Some(t) = b.editor_text {
+            app.editor.set_text(&t);
+        }
+        return None;
+    }
+    list_move(&mut b.selected, BRANCH_OPTIONS.len(), &keys, k);
+    Some(Dialog::BranchPrompt(b))
+}

@@ -1,0 +1,242 @@
+//! Dialog states: the model picker, scoped models, settings, the /resume picker, the
+//! three-way branch-summary prompt and the hotkeys list. Plain data; keys are handled in
+//! `app.rs`, drawing in `render.rs`.
+
+use super::driver::ModelInfo;
+use super::tree::TreeNav;
+
+/// Case-insensitive fuzzy match: every query character in order. Lower scores are better
+/// (consecutive runs and early matches win); `None` when it does not match.
+pub fn fuzzy_score(query: &str, candidate: &str) -> Option<i64> {
+    if query.is_empty() {
+        return Some(0);
+    }
+    let cand: Vec<char> = candidate.to_lowercase().chars().collect();
+    let mut score = 0i64;
+    let mut pos = 0usize;
+    let mut last: Option<usize> = None;
+    for q in query.to_lowercase().chars().filter(|c| !c.is_whitespace()) {
+        let found = cand[pos..].iter().position(|&c| c == q)? + pos;
+        score += match last {
+            Some(l) if found == l + 1 => 0,
+            _ => 1 + found as i64 / 4,
+        };
+        last = Some(found);
+        pos = found + 1;
+    }
+    // Shorter candidates win ties: `main.rs` before `src/domain/main_test.rs`.
+    Some(score * 1000 + cand.len() as i64)
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct ModelPicker {
+    pub models: Vec<ModelInfo>,
+    pub query: String,
+    pub selected: usize,
+    pub current: Option<String>,
+}
+
+impl ModelPicker {
+    pub fn filtered(&self) -> Vec<&ModelInfo> {
+        let mut scored: Vec<(i64, usize, &ModelInfo)> = self
+            .models
+            .iter()
+            .enumerate()
+            .filter_map(|(i, m)| {
+                fuzzy_score(&self.query, &format!("{} {}", m.provider, m.id)).map(|s| (s, i, m))
+            })
+            .collect();
+        if !self.query.is_empty() {
+            scored.sort_by_key(|&(s, i, _)| (s, i));
+        }
+        scored.into_iter().map(|(_, _, m)| m).collect()
+    }
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct ScopedModels {
+    pub models: Vec<ModelInfo>,
+    pub enabled: Vec<bool>,
+    pub selected: usize,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct Setting {
+    /// settings.json key.
+    pub key: &'static str,
+    pub label: &'static str,
+    pub options: Vec<String>,
+    pub value: usize,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct SettingsDialog {
+    pub items: Vec<Setting>,
+    pub selected: usize,
+}
+
+/// One session in the /resume list.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SessionRow {
+    /// Store session id (what delete acts on).
+    pub id: String,
+    /// Store location (a file path for JSONL), what resume/delete act on.
+    pub location: String,
+    pub cwd: String,
+    pub name: Option<String>,
+    pub modified_ms: i64,
+    pub message_count: u64,
+    pub first_message: String,
+}
+
+impl SessionRow {
+    pub fn from_summary(s: &pi_storage::summary::SessionSummary) -> SessionRow {
+        SessionRow {
+            id: s.id.as_str().to_string(),
+            location: s.location.clone(),
+            cwd: s.cwd.clone(),
+            name: s.name.clone(),
+            modified_ms: s.modified_ms,
+            message_count: s.message_count,
+            first_message: s.first_message.clone().unwrap_or_default(),
+        }
+    }
+
+    fn title(&self) -> &str {
+        self.name.as_deref().unwrap_or(&self.first_message)
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ResumeSort {
+    Recent,
+    Relevance,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub enum ResumeMode {
+    Browse,
+    Rename(String),
+    ConfirmDelete,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct ResumePicker {
+    pub sessions: Vec<SessionRow>,
+    pub query: String,
+    pub selected: usize,
+    pub show_path: bool,
+    pub sort: ResumeSort,
+    pub named_only: bool,
+    pub mode: ResumeMode,
+    /// Milliseconds "now", for relative ages; fixed in tests.
+    pub now_ms: i64,
+}
+
+impl ResumePicker {
+    pub fn new(sessions: Vec<SessionRow>, now_ms: i64) -> ResumePicker {
+        ResumePicker {
+            sessions,
+            query: String::new(),
+            selected: 0,
+            show_path: false,
+            sort: ResumeSort::Recent,
+            named_only: false,
+            mode: ResumeMode::Browse,
+            now_ms,
+        }
+    }
+
+    pub fn filtered(&self) -> Vec<&SessionRow> {
+        let mut rows: Vec<(i64, &SessionRow)> = self
+            .sessions
+            .iter()
+            .filter(|s| !self.named_only || s.name.is_some())
+            .filter_map(|s| {
+                let hay = format!("{} {} {}", s.title(), s.first_message, s.cwd);
+                fuzzy_score(&self.query, &hay).map(|sc| (sc, s))
+            })
+            .collect();
+        match self.sort {
+            ResumeSort::Recent => rows.sort_by_key(|(_, s)| std::cmp::Reverse(s.modified_ms)),
+            ResumeSort::Relevance => {
+                rows.sort_by_key(|(sc, s)| (*sc, std::cmp::Reverse(s.modified_ms)))
+            }
+        }
+        rows.into_iter().map(|(_, s)| s).collect()
+    }
+
+    pub fn selected_row(&self) -> Option<&SessionRow> {
+        self.filtered().get(self.selected).copied()
+    }
+
+    pub fn clamp(&mut self) {
+        let n = self.filtered().len();
+        self.selected = self.selected.min(n.saturating_sub(1));
+    }
+
+    pub fn title_of(row: &SessionRow) -> &str {
+        row.title()
+    }
+}
+
+/// "Summarize the branch you are leaving?"
+#[derive(Debug, Clone, PartialEq)]
+pub struct BranchPrompt {
+    /// The leaf to move to (None: before the first entry).
+    pub target: Option<String>,
+    /// Text for the editor afterwards (a re-edited user message).
+    pub editor_text: Option<String>,
+    pub selected: usize,
+    /// The custom-focus input, once the third option is chosen.
+    pub focus: Option<String>,
+    /// The navigator to go back to on escape.
+    pub nav: Box<TreeNav>,
+}
+
+pub const BRANCH_OPTIONS: [&str; 3] = ["No summary", "Summarize", "Summarize with custom prompt"];
+
+#[derive(Debug, Clone, PartialEq)]
+pub enum Dialog {
+    ModelPicker(ModelPicker),
+    ScopedModels(ScopedModels),
+    Settings(SettingsDialog),
+    Tree(Box<TreeNav>),
+    Resume(ResumePicker),
+    BranchPrompt(BranchPrompt),
+    Hotkeys,
+}
+
+/// The hotkeys list for /hotkeys: (action id, description).
+pub const HOTKEYS: &[(&str, &str)] = &[
+    ("tui.input.submit", "send (steers while working)"),
+    ("app.message.followUp", "queue a follow-up"),
+    ("tui.input.newLine", "new line"),
+    ("app.interrupt", "abort / restore queued messages"),
+    ("app.message.dequeue", "pull queued messages back"),
+    ("app.clear", "clear editor (twice: quit)"),
+    ("app.exit", "quit (empty editor)"),
+    ("app.suspend", "suspend"),
+    ("app.model.select", "pick a model"),
+    ("app.model.cycleForward", "next scoped model"),
+    ("app.model.cycleBackward", "previous scoped model"),
+    ("app.thinking.cycle", "cycle thinking level"),
+    ("app.thinking.toggle", "show/hide thinking blocks"),
+    ("app.tools.expand", "expand/collapse tool output"),
+    ("app.editor.external", "external editor"),
+    ("tui.input.tab", "complete paths and commands"),
+];
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn fuzzy_prefers_tight_short_matches() {
+        assert!(fuzzy_score("mrs", "main.rs").is_some());
+        assert!(fuzzy_score("xyz", "main.rs").is_none());
+        let a = fuzzy_score("main", "src/main.rs").unwrap_or(i64::MAX);
+        let b = fuzzy_score("main", "src/m_a_i_n.rs").unwrap_or(i64::MAX);
+        assert!(a < b);
+    }
+}

@@ -1,0 +1,426 @@
+//! The seam between the interactive UI and the agent: a small trait the UI drives, and the
+//! events it receives back.
+//!
+//! The events mirror Pi's `AgentSessionEvent` JSON (`message_start/update/end`,
+//! `tool_execution_*`, `turn_*`, `agent_*`, `queue_update`, `compaction_*`), reduced to what
+//! the screen shows. [`AgentEvent::from_pi_json`] parses Pi-shaped JSON, so an agent runtime
+//! that emits those objects (or the RPC mode's stream) plugs in without a new type.
+
+use serde_json::Value;
+
+/// Pi's thinking levels, in the order shift+tab cycles them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum ThinkingLevel {
+    Off,
+    Minimal,
+    Low,
+    Medium,
+    High,
+    XHigh,
+}
+
+impl ThinkingLevel {
+    pub const ALL: [ThinkingLevel; 6] = [
+        ThinkingLevel::Off,
+        ThinkingLevel::Minimal,
+        ThinkingLevel::Low,
+        ThinkingLevel::Medium,
+        ThinkingLevel::High,
+        ThinkingLevel::XHigh,
+    ];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ThinkingLevel::Off => "off",
+            ThinkingLevel::Minimal => "minimal",
+            ThinkingLevel::Low => "low",
+            ThinkingLevel::Medium => "medium",
+            ThinkingLevel::High => "high",
+            ThinkingLevel::XHigh => "xhigh",
+        }
+    }
+
+    pub fn parse(s: &str) -> Option<ThinkingLevel> {
+        ThinkingLevel::ALL.into_iter().find(|l| l.as_str() == s)
+    }
+
+    /// The next level, wrapping; a model without reasoning only has `off`.
+    pub fn next(self, reasoning: bool) -> ThinkingLevel {
+        if !reasoning {
+            return ThinkingLevel::Off;
+        }
+        let i = ThinkingLevel::ALL
+            .iter()
+            .position(|l| *l == self)
+            .unwrap_or(0);
+        ThinkingLevel::ALL[(i + 1) % ThinkingLevel::ALL.len()]
+    }
+}
+
+/// What the UI needs to know about a model (kept apart from the engine's `Model` so the
+/// picker can be tested with made-up lists).
+#[derive(Debug, Clone, PartialEq)]
+pub struct ModelInfo {
+    pub provider: String,
+    pub id: String,
+    pub name: String,
+    pub context_window: u64,
+    pub reasoning: bool,
+}
+
+impl ModelInfo {
+    pub fn from_engine(m: &pi_engine::llm::model::Model) -> ModelInfo {
+        ModelInfo {
+            provider: m.provider.clone(),
+            id: m.id.clone(),
+            name: m.name.clone(),
+            context_window: m.context_window,
+            reasoning: m.reasoning,
+        }
+    }
+
+    /// `provider/id`, the form `--model` and the footer use.
+    pub fn key(&self) -> String {
+        format!("{}/{}", self.provider, self.id)
+    }
+}
+
+/// Token usage and cost of one assistant message (Pi's `usage`).
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct Usage {
+    pub input: u64,
+    pub output: u64,
+    pub cache_read: u64,
+    pub cache_write: u64,
+    pub cost: f64,
+}
+
+/// The three answers to "summarize the branch you are leaving?".
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum BranchSummary {
+    None,
+    Summarize,
+    SummarizeWithFocus(String),
+}
+
+/// Events from the agent, reduced to what the UI shows.
+#[derive(Debug, Clone, PartialEq)]
+pub enum AgentEvent {
+    AgentStart,
+    AgentEnd,
+    TurnStart,
+    TurnEnd,
+    /// A message begins; `role` is `user`, `assistant`, `toolResult`, … User messages carry
+    /// their text so prompts sent by others (RPC, extensions) show up too.
+    MessageStart {
+        role: String,
+        text: String,
+    },
+    TextDelta(String),
+    ThinkingDelta(String),
+    /// The assistant message is complete; usage feeds the footer, an error message ends it.
+    MessageEnd {
+        role: String,
+        usage: Option<Usage>,
+        error: Option<String>,
+    },
+    ToolStart {
+        id: String,
+        name: String,
+        args: String,
+    },
+    ToolUpdate {
+        id: String,
+        output: String,
+    },
+    ToolEnd {
+        id: String,
+        output: String,
+        is_error: bool,
+    },
+    /// The queues as the agent holds them now.
+    QueueUpdate {
+        steering: Vec<String>,
+        follow_up: Vec<String>,
+    },
+    CompactionStart,
+    CompactionEnd {
+        summary: Option<String>,
+        error: Option<String>,
+    },
+    /// Something for the user that is not part of the conversation.
+    Notice(String),
+    Error(String),
+}
+
+fn text_of_content(content: &Value) -> String {
+    match content {
+        Value::String(s) => s.clone(),
+        Value::Array(parts) => parts
+            .iter()
+            .filter(|p| p.get("type").and_then(Value::as_str) == Some("text"))
+            .filter_map(|p| p.get("text").and_then(Value::as_str))
+            .collect::<Vec<_>>()
+            .join("\n"),
+        _ => String::new(),
+    }
+}
+
+fn str_at<'a>(v: &'a Value, key: &str) -> &'a str {
+    v.get(key).and_then(Value::as_str).unwrap_or("")
+}
+
+fn u64_at(v: &Value, key: &str) -> u64 {
+    v.get(key).and_then(Value::as_u64).unwrap_or(0)
+}
+
+impl AgentEvent {
+    /// Parses one Pi `AgentSessionEvent` JSON object; events the UI does not show give `None`.
+    pub fn from_pi_json(v: &Value) -> Option<AgentEvent> {
+        let kind = v.get("type")?.as_str()?;
+        Some(match kind {
+            "agent_start" => AgentEvent::AgentStart,
+            "agent_end" => AgentEvent::AgentEnd,
+            "turn_start" => AgentEvent::TurnStart,
+            "turn_end" => AgentEvent::TurnEnd,
+            "message_start" => {
+                let m = v.get("message")?;
+                AgentEvent::MessageStart {
+                    role: str_at(m, "role").to_string(),
+                    text: m.get("content").map(text_of_content).unwrap_or_default(),
+                }
+            }
+            "message_update" => {
+                let e = v.get("assistantMessageEvent")?;
+                match str_at(e, "type") {
+                    "text_delta" => AgentEvent::TextDelta(str_at(e, "delta").to_string()),
+                    "thinking_delta" => AgentEvent::ThinkingDelta(str_at(e, "delta").to_string()),
+                    _ => return None,
+                }
+            }
+            "message_end" => {
+                let m = v.get("message")?;
+                let usage = m.get("usage").map(|u| Usage {
+                    input: u64_at(u, "input"),
+                    output: u64_at(u, "output"),
+                    cache_read: u64_at(u, "cacheRead"),
+                    cache_write: u64_at(u, "cacheWrite"),
+                    cost: u
+                        .get("cost")
+                        .and_then(|c| c.get("total"))
+                        .and_then(Value::as_f64)
+                        .unwrap_or(0.0),
+                });
+                let error = match str_at(m, "stopReason") {
+                    "error" | "aborted" => Some(
+                        m.get("errorMessage")
+                            .and_then(Value::as_str)
+                            .unwrap_or(str_at(m, "stopReason"))
+                            .to_string(),
+                    ),
+                    _ => None,
+                };
+                AgentEvent::MessageEnd {
+                    role: str_at(m, "role").to_string(),
+                    usage,
+                    error,
+                }
+            }
+            "tool_execution_start" => AgentEvent::ToolStart {
+                id: str_at(v, "toolCallId").to_string(),
+                name: str_at(v, "toolName").to_string(),
+                args: v.get("args").map(Value::to_string).unwrap_or_default(),
+            },
+            "tool_execution_update" => AgentEvent::ToolUpdate {
+                id: str_at(v, "toolCallId").to_string(),
+                output: v
+                    .get("partialResult")
+                    .and_then(|r| r.get("content"))
+                    .map(text_of_content)
+                    .unwrap_or_default(),
+            },
+            "tool_execution_end" => AgentEvent::ToolEnd {
+                id: str_at(v, "toolCallId").to_string(),
+                output: v
+                    .get("result")
+                    .and_then(|r| r.get("content"))
+                    .map(text_of_content)
+                    .unwrap_or_default(),
+                is_error: v.get("isError").and_then(Value::as_bool).unwrap_or(false),
+            },
+            "queue_update" => {
+                let list = |key: &str| -> Vec<String> {
+                    v.get(key)
+                        .and_then(Value::as_array)
+                        .map(|a| {
+                            a.iter()
+                                .map(|x| match x {
+                                    Value::String(s) => s.clone(),
+                                    other => text_of_content(other.get("content").unwrap_or(other)),
+                                })
+                                .collect()
+                        })
+                        .unwrap_or_default()
+                };
+                AgentEvent::QueueUpdate {
+                    steering: list("steering"),
+                    follow_up: list("followUp"),
+                }
+            }
+            "compaction_start" | "auto_compaction_start" => AgentEvent::CompactionStart,
+            "compaction_end" | "auto_compaction_end" => AgentEvent::CompactionEnd {
+                summary: v
+                    .get("result")
+                    .and_then(|r| r.get("summary"))
+                    .and_then(Value::as_str)
+                    .map(str::to_string),
+                error: v
+                    .get("errorMessage")
+                    .and_then(Value::as_str)
+                    .map(str::to_string),
+            },
+            _ => return None,
+        })
+    }
+}
+
+/// What the UI asks of the agent. Calls return at once; results arrive as [`AgentEvent`]s
+/// through [`AgentDriver::poll_events`], so a slow provider never blocks a keystroke.
+pub trait AgentDriver {
+    /// Starts a turn with a new user prompt (only called while idle).
+    fn prompt(&mut self, text: &str);
+    /// Queues a steering message, delivered after the current tool call.
+    fn steer(&mut self, text: &str);
+    /// Queues a follow-up, delivered when the agent would otherwise stop.
+    fn follow_up(&mut self, text: &str);
+    /// Aborts the running turn; the agent clears its queues (the UI restores them).
+    fn abort(&mut self);
+    /// Events since the last call, oldest first.
+    fn poll_events(&mut self) -> Vec<AgentEvent>;
+    /// Moves the session leaf to `target` (already resolved with Pi's /tree rules), after
+    /// summarizing the abandoned branch as asked.
+    fn navigate_tree(
+        &mut self,
+        target: Option<&str>,
+        summary: &BranchSummary,
+    ) -> anyhow::Result<()>;
+    /// Compacts the context now, with optional instructions for the summary.
+    fn compact(&mut self, instructions: Option<&str>);
+    fn set_model(&mut self, model: &ModelInfo);
+    fn set_thinking(&mut self, level: ThinkingLevel);
+    /// The models the user can pick from.
+    fn models(&self) -> Vec<ModelInfo>;
+    /// A snapshot of the session being written, for /tree (a copy, so the agent can keep
+    /// appending while the navigator is open).
+    fn session(&self) -> Option<pi_engine::session::Session>;
+    /// Takes the queued steering and follow-up messages back (alt+up).
+    fn clear_queue(&mut self) -> (Vec<String>, Vec<String>);
+}
+
+/// A scripted agent for tests and for running the UI before a runtime exists: every prompt
+/// is answered with the next scripted reply (or an echo), streamed as Pi would.
+#[derive(Debug, Default)]
+pub struct FakeDriver {
+    pub replies: std::collections::VecDeque<Vec<AgentEvent>>,
+    pub pending: Vec<AgentEvent>,
+    /// Every call, for assertions: `prompt:…`, `steer:…`, `abort`, …
+    pub calls: Vec<String>,
+    pub model_list: Vec<ModelInfo>,
+    pub session: Option<pi_engine::session::Session>,
+}
+
+impl FakeDriver {
+    /// The events of a plain assistant answer.
+    pub fn answer(text: &str) -> Vec<AgentEvent> {
+        vec![
+            AgentEvent::AgentStart,
+            AgentEvent::TurnStart,
+            AgentEvent::MessageStart {
+                role: "assistant".into(),
+                text: String::new(),
+            },
+            AgentEvent::TextDelta(text.to_string()),
+            AgentEvent::MessageEnd {
+                role: "assistant".into(),
+                usage: Some(Usage {
+                    input: 10,
+                    output: 5,
+                    ..Usage::default()
+                }),
+                error: None,
+            },
+            AgentEvent::TurnEnd,
+            AgentEvent::AgentEnd,
+        ]
+    }
+}
+
+impl AgentDriver for FakeDriver {
+    fn prompt(&mut self, text: &str) {
+        self.calls.push(format!("prompt:{text}"));
+        self.pending.push(AgentEvent::MessageStart {
+            role: "user".into(),
+            text: text.into(),
+        });
+        self.pending.push(AgentEvent::MessageEnd {
+            role: "user".into(),
+            usage: None,
+            error: None,
+        });
+        let reply = self
+            .replies
+            .pop_front()
+            .unwrap_or_else(|| FakeDriver::answer(&format!("echo: {text}")));
+        self.pending.extend(reply);
+    }
+    fn steer(&mut self, text: &str) {
+        self.calls.push(format!("steer:{text}"));
+    }
+    fn follow_up(&mut self, text: &str) {
+        self.calls.push(format!("follow_up:{text}"));
+    }
+    fn abort(&mut self) {
+        self.calls.push("abort".into());
+        self.pending.push(AgentEvent::AgentEnd);
+    }
+    fn poll_events(&mut self) -> Vec<AgentEvent> {
+        std::mem::take(&mut self.pending)
+    }
+    fn navigate_tree(
+        &mut self,
+        target: Option<&str>,
+        summary: &BranchSummary,
+    ) -> anyhow::Result<()> {
+        self.calls.push(format!(
+            "navigate:{}:{summary:?}",
+            target.unwrap_or("<root>")
+        ));
+        if let Some(session) = self.session.as_mut() {
+            match target {
+                Some(id) => session.branch(id)?,
+                None => session.reset_leaf(),
+            }
+        }
+        Ok(())
+    }
+    fn compact(&mut self, instructions: Option<&str>) {
+        self.calls
+            .push(format!("compact:{}", instructions.unwrap_or("")));
+    }
+    fn set_model(&mut self, model: &ModelInfo) {
+        self.calls.push(format!("model:{}", model.key()));
+    }
+    fn set_thinking(&mut self, level: ThinkingLevel) {
+        self.calls.push(format!("thinking:{}", level.as_str()));
+    }
+    fn models(&self) -> Vec<ModelInfo> {
+        self.model_list.clone()
+    }
+    fn session(&self) -> Option<pi_engine::session::Session> {
+        self.session.clone()
+    }
+    fn clear_queue(&mut self) -> (Vec<String>, Vec<String>) {
+        self.calls.push("clear_queue".into());
+        (Vec::new(), Vec::new())
+    }
+}

@@ -1,0 +1,507 @@
+//! Interactive mode: the everyday coding session in the terminal (ratatui + crossterm).
+//!
+//! Layout follows the helix/codex split: [`app`] holds the state and the pure update
+//! function (`Msg` in, `Effect`s out), [`render`] draws `&App` into a frame, and this module
+//! is the imperative shell that owns the terminal, the agent ([`driver::AgentDriver`]) and
+//! the background work (file index, `!cmd`, external editor).
+//!
+//! # Entry point
+//!
+//! `pi` with no mode flag calls [`run`]:
+//!
+//! ```no_run
+//! # fn main() -> anyhow::Result<()> {
+//! let opts = pi_cli::tui::TuiOptions::new(std::env::current_dir()?);
+//! let code = pi_cli::tui::run(opts)?;
+//! std::process::exit(code);
+//! # }
+//! ```
+//!
+//! Fill in [`TuiOptions::driver`] with the agent runtime's adapter; without one the UI runs
+//! with an offline driver that says so on every prompt. The terminal is restored on every
+//! way out: normal exit, error, ctrl+c/ctrl+d, and panic (a hook restores it before the
+//! default hook prints).
+
+pub mod app;
+pub mod dialogs;
+pub mod driver;
+pub mod editor;
+pub mod keys;
+pub mod markdown;
+pub mod render;
+pub mod theme;
+pub mod transcript;
+pub mod tree;
+
+#[cfg(test)]
+mod tests;
+
+use app::{App, Effect, Msg};
+use crossterm::event::{self, Event, KeyEventKind};
+use crossterm::terminal::{self, EnterAlternateScreen, LeaveAlternateScreen};
+use crossterm::{
+    event::{DisableBracketedPaste, EnableBracketedPaste},
+    execute,
+};
+use driver::{AgentDriver, AgentEvent, BranchSummary, ModelInfo, ThinkingLevel};
+use ratatui::backend::CrosstermBackend;
+use ratatui::Terminal;
+use std::io::{self, Write};
+use std::path::PathBuf;
+use std::sync::mpsc;
+use std::time::Duration;
+
+/// Everything the interactive mode needs from the command line.
+pub struct TuiOptions {
+    pub cwd: PathBuf,
+    /// `~/.pi/agent` (keybindings.json, themes/, settings).
+    pub agent_dir: PathBuf,
+    /// The agent; `None` runs offline (prompts answer with a notice).
+    pub driver: Option<Box<dyn AgentDriver>>,
+    /// Session store for /resume.
+    pub store: Option<Box<dyn pi_storage::store::SessionStore>>,
+    /// Startup header rows for loaded context files, skills and templates: (name, kind).
+    pub loaded: Vec<(String, String)>,
+    /// Slash commands beyond the built-ins (`skill:name`, prompt templates).
+    pub commands: Vec<app::Command>,
+    pub quiet_startup: bool,
+    pub skip_branch_prompt: bool,
+    pub theme: String,
+    pub thinking: ThinkingLevel,
+    /// Models for ctrl+p (settings' `enabledModels`, as `provider/id`).
+    pub scoped_models: Vec<String>,
+    /// settings' `externalEditor`, before $VISUAL and $EDITOR.
+    pub external_editor: Option<String>,
+}
+
+impl TuiOptions {
+    pub fn new(cwd: PathBuf) -> TuiOptions {
+        let home = std::env::var_os("HOME")
+            .map(PathBuf::from)
+            .unwrap_or_default();
+        TuiOptions {
+            cwd,
+            agent_dir: std::env::var_os("PI_CODING_AGENT_DIR")
+                .map(PathBuf::from)
+                .unwrap_or_else(|| home.join(".pi").join("agent")),
+            driver: None,
+            store: None,
+            loaded: Vec::new(),
+            commands: Vec::new(),
+            quiet_startup: false,
+            skip_branch_prompt: false,
+            theme: "dark".into(),
+            thinking: ThinkingLevel::Off,
+            scoped_models: Vec::new(),
+            external_editor: None,
+        }
+    }
+}
+
+/// A driver for when no agent runtime is wired in: it keeps the UI usable and says why
+/// nothing answers.
+#[derive(Debug, Default)]
+pub struct OfflineDriver {
+    pending: Vec<AgentEvent>,
+}
+
+impl AgentDriver for OfflineDriver {
+    fn prompt(&mut self, text: &str) {
+        self.pending.push(AgentEvent::MessageStart {
+            role: "user".into(),
+            text: text.into(),
+        });
+        self.pending.push(AgentEvent::Error(
+            "No agent runtime is connected to this build.".into(),
+        ));
+        self.pending.push(AgentEvent::AgentEnd);
+    }
+    fn steer(&mut self, _: &str) {}
+    fn follow_up(&mut self, _: &str) {}
+    fn abort(&mut self) {
+        self.pending.push(AgentEvent::AgentEnd);
+    }
+    fn poll_events(&mut self) -> Vec<AgentEvent> {
+        std::mem::take(&mut self.pending)
+    }
+    fn navigate_tree(&mut self, _: Option<&str>, _: &BranchSummary) -> anyhow::Result<()> {
+        anyhow::bail!("no session")
+    }
+    fn compact(&mut self, _: Option<&str>) {
+        self.pending.push(AgentEvent::CompactionEnd {
+            summary: None,
+            error: Some("no agent".into()),
+        });
+    }
+    fn set_model(&mut self, _: &ModelInfo) {}
+    fn set_thinking(&mut self, _: ThinkingLevel) {}
+    fn models(&self) -> Vec<ModelInfo> {
+        pi_engine::llm::model::builtin_models()
+            .iter()
+            .map(ModelInfo::from_engine)
+            .collect()
+    }
+    fn session(&self) -> Option<pi_engine::session::Session> {
+        None
+    }
+    fn clear_queue(&mut self) -> (Vec<String>, Vec<String>) {
+        (Vec::new(), Vec::new())
+    }
+}
+
+/// Builds the initial state from the options (no terminal needed; tests use it too).
+pub fn initial_app(opts: &TuiOptions, driver: &dyn AgentDriver) -> App {
+    let mut app = App::new(opts.cwd.clone());
+    let (keys, mut warnings) = keys::Keymap::load(&opts.agent_dir);
+    app.keys = keys;
+    let (theme, warning) = theme::Theme::load(&opts.theme, &opts.agent_dir);
+    app.theme = theme;
+    warnings.extend(warning);
+    app.settings.quiet_startup = opts.quiet_startup;
+    app.settings.skip_branch_prompt = opts.skip_branch_prompt;
+    app.settings.theme = opts.theme.clone();
+    app.settings.external_editor = opts.external_editor.clone();
+    app.models = driver.models();
+    app.scoped = opts.scoped_models.clone();
+    app.model = app.models.first().cloned();
+    app.thinking = opts.thinking;
+    app.commands = opts.commands.clone();
+    if let Some(s) = driver.session() {
+        app.footer.session_name = s.session_name();
+    }
+    app.push_header(&opts.loaded);
+    for w in warnings {
+        app.notice(w);
+    }
+    app
+}
+
+/// Puts the terminal back: raw mode off, main screen, cursor shown. Safe to call twice.
+fn restore_terminal() {
+    let _ = terminal::disable_raw_mode();
+    let _ = execute!(
+        io::stdout(),
+        DisableBracketedPaste,
+        LeaveAlternateScreen,
+        crossterm::cursor::Show
+    );
+}
+
+fn setup_terminal() -> anyhow::Result<Terminal<CrosstermBackend<io::Stdout>>> {
+    terminal::enable_raw_mode()?;
+    execute!(io::stdout(), EnterAlternateScreen, EnableBracketedPaste)?;
+    Ok(Terminal::new(CrosstermBackend::new(io::stdout()))?)
+}
+
+/// Restores the terminal when dropped, so `?` and early returns cannot leave it raw.
+struct TerminalGuard;
+
+impl Drop for TerminalGuard {
+    fn drop(&mut self) {
+        restore_terminal();
+    }
+}
+
+/// Runs the interactive session until the user quits; returns the exit code.
+pub fn run(mut opts: TuiOptions) -> anyhow::Result<i32> {
+    let mut driver: Box<dyn AgentDriver> = opts
+        .driver
+        .take()
+        .unwrap_or_else(|| Box::new(OfflineDriver::default()));
+    let mut app = initial_app(&opts, driver.as_ref());
+
+    // Restore the terminal before the default hook prints, or the panic message lands in
+    // the alternate screen and vanishes.
+    let default_hook = std::panic::take_hook();
+    std::panic::set_hook(Box::new(move |info| {
+        restore_terminal();
+        default_hook(info);
+    }));
+
+    let mut terminal = setup_terminal()?;
+    let _guard = TerminalGuard;
+    let (tx, rx) = mpsc::channel::<Msg>();
+    spawn_file_index(opts.cwd.clone(), tx.clone());
+
+    loop {
+        terminal.draw(|f| render::draw(&app, f))?;
+        let mut effects = Vec::new();
+        if event::poll(Duration::from_millis(50))? {
+            // Drain what is ready, so a paste or key repeat costs one frame, not one each.
+            loop {
+                match event::read()? {
+                    Event::Key(k) if k.kind != KeyEventKind::Release => {
+                        effects.extend(app::update(&mut app, Msg::Key(k)))
+                    }
+                    Event::Paste(s) => effects.extend(app::update(&mut app, Msg::Paste(s))),
+                    // Resize: the next draw reflows (heights are cached per width).
+                    _ => {}
+                }
+                if !event::poll(Duration::ZERO)? {
+                    break;
+                }
+            }
+        }
+        for ev in driver.poll_events() {
+            effects.extend(app::update(&mut app, Msg::Agent(ev)));
+        }
+        while let Ok(msg) = rx.try_recv() {
+            effects.extend(app::update(&mut app, msg));
+        }
+        if app.working || app.compacting {
+            app.tick += 1;
+        }
+        for effect in effects {
+            if apply_effect(&mut app, driver.as_mut(), &opts, &mut terminal, &tx, effect)? {
+                return Ok(0);
+            }
+        }
+    }
+}
+
+/// Walks the project with the `ignore` crate (respects .gitignore) on a thread; large
+/// trees are capped so `@` completion stays instant.
+fn spawn_file_index(cwd: PathBuf, tx: mpsc::Sender<Msg>) {
+    std::thread::spawn(move || {
+        let mut files = Vec::new();
+        for entry in ignore::WalkBuilder::new(&cwd)
+            .hidden(true)
+            .build()
+            .flatten()
+        {
+            if entry.file_type().is_some_and(|t| t.is_file()) {
+                if let Ok(rel) = entry.path().strip_prefix(&cwd) {
+                    files.push(rel.to_string_lossy().into_owned());
+                }
+            }
+            if files.len() >= 50_000 {
+                break;
+            }
+        }
+        let _ = tx.send(Msg::FilesIndexed(files));
+    });
+}
+
+fn now_ms() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_millis() as i64)
+        .unwrap_or(0)
+}
+
+type Term = Terminal<CrosstermBackend<io::Stdout>>;
+
+/// Carries out one effect; returns true to quit.
+fn apply_effect(
+    app: &mut App,
+    driver: &mut dyn AgentDriver,
+    opts: &TuiOptions,
+    terminal: &mut Term,
+    tx: &mpsc::Sender<Msg>,
+    effect: Effect,
+) -> anyhow::Result<bool> {
+    match effect {
+        Effect::Quit => return Ok(true),
+        Effect::Prompt(t) => driver.prompt(&t),
+        Effect::Steer(t) => driver.steer(&t),
+        Effect::FollowUp(t) => driver.follow_up(&t),
+        Effect::Abort => driver.abort(),
+        Effect::ClearQueue => {
+            let (s, f) = driver.clear_queue();
+            let mut parts: Vec<String> = s
+                .into_iter()
+                .chain(f)
+                .filter(|p| !app.editor.text().contains(p.as_str()))
+                .collect();
+            if !parts.is_empty() {
+                parts.push(app.editor.text());
+                app.editor.set_text(parts.join("\n\n").trim_end());
+            }
+        }
+        Effect::Compact(i) => driver.compact(i.as_deref()),
+        Effect::SetModel(m) => driver.set_model(&m),
+        Effect::SetThinking(l) => driver.set_thinking(l),
+        Effect::NavigateTree { target, summary } => {
+            if let Err(e) = driver.navigate_tree(target.as_deref(), &summary) {
+                app.transcript
+                    .push(transcript::Item::Error(format!("Navigation failed: {e}")));
+            } else {
+                app.notice(format!(
+                    "Moved to {}",
+                    target.as_deref().unwrap_or("the start of the session")
+                ));
+            }
+        }
+        Effect::OpenTree => match driver.session() {
+            Some(s) => app.open_tree(tree::TreeNav::from_session(&s)),
+            None => app.notice("No session yet"),
+        },
+        Effect::OpenResume => match &opts.store {
+            Some(store) => match store.list_sessions(&pi_storage::summary::ListScope::All) {
+                Ok(list) => app.open_resume(
+                    list.iter().map(dialogs::SessionRow::from_summary).collect(),
+                    now_ms(),
+                ),
+                Err(e) => app.notice(format!("Could not list sessions: {e}")),
+            },
+            None => app.notice("No session store configured"),
+        },
+        Effect::DeleteSession(id) => {
+            if let Some(store) = &opts.store {
+                if let Err(e) = store.delete_session(&pi_storage::SessionId::new(id)) {
+                    app.notice(format!("Delete failed: {e}"));
+                }
+            }
+        }
+        Effect::RunBash { command, excluded } => {
+            let tx = tx.clone();
+            let cwd = opts.cwd.clone();
+            std::thread::spawn(move || {
+                let output = std::process::Command::new("bash")
+                    .arg("-c")
+                    .arg(&command)
+                    .current_dir(cwd)
+                    .output();
+                let text = match output {
+                    Ok(o) => format!(
+                        "{}{}",
+                        String::from_utf8_lossy(&o.stdout),
+                        String::from_utf8_lossy(&o.stderr)
+                    ),
+                    Err(e) => format!("failed to run: {e}"),
+                };
+                let _ = tx.send(Msg::BashDone {
+                    command,
+                    output: text,
+                    excluded,
+                });
+            });
+        }
+        Effect::ExternalEditor(text) => {
+            let editor = opts
+                .external_editor
+                .clone()
+                .or_else(|| std::env::var("VISUAL").ok())
+                .or_else(|| std::env::var("EDITOR").ok())
+                .unwrap_or_else(|| "nano".into());
+            let file = tempfile::Builder::new().suffix(".md").tempfile()?;
+            std::fs::write(file.path(), text)?;
+            restore_terminal();
+            let status = std::process::Command::new("sh")
+                .arg("-c")
+                .arg(format!("{editor} \"$1\""))
+                .arg("sh")
+                .arg(file.path())
+                .status();
+            terminal::enable_raw_mode()?;
+            execute!(io::stdout(), EnterAlternateScreen, EnableBracketedPaste)?;
+            terminal.clear()?;
+            match status {
+                Ok(s) if s.success() => {
+                    let t = std::fs::read_to_string(file.path())?;
+                    app::update(app, Msg::EditorText(t));
+                }
+                Ok(s) => app.notice(format!("{editor} exited with {s}")),
+                Err(e) => app.notice(format!("could not start {editor}: {e}")),
+            }
+        }
+        Effect::Suspend => {
+            restore_terminal();
+            // SIGTSTP stops us like the shell's ctrl+z; execution continues here after `fg`.
+            // SAFETY: raising a signal in our own process has no memory-safety preconditions.
+            unsafe {
+                libc::raise(libc::SIGTSTP);
+            }
+            terminal::enable_raw_mode()?;
+            execute!(io::stdout(), EnterAlternateScreen, EnableBracketedPaste)?;
+            terminal.clear()?;
+        }
+        Effect::Copy(text) => {
+            // OSC 52 works over ssh and in tmux (with set-clipboard on) without a helper binary.
+            let b64 = base64_encode(text.as_bytes());
+            let mut out = io::stdout();
+            let _ = write!(out, "\x1b]52;c;{b64}\x07");
+            let _ = out.flush();
+            app.notice("Copied last message to clipboard");
+        }
+        Effect::SaveSetting { key, value } => {
+            if let Err(e) = save_setting(&opts.agent_dir, &key, value) {
+                app.notice(format!("Could not save {key}: {e}"));
+            }
+        }
+        Effect::SaveScopedModels(list) => {
+            if let Err(e) = save_setting(&opts.agent_dir, "enabledModels", serde_json::json!(list))
+            {
+                app.notice(format!("Could not save enabledModels: {e}"));
+            }
+        }
+        Effect::SetLabel { .. }
+        | Effect::Resume(_)
+        | Effect::RenameSession { .. }
+        | Effect::NewSession
+        | Effect::Fork
+        | Effect::Clone
+        | Effect::SetSessionName(_)
+        | Effect::Export(_)
+        | Effect::Import(_)
+        | Effect::Reload => {
+            // These need the agent runtime's session operations; until the adapter lands
+            // they say so instead of silently doing nothing.
+            app.notice(format!("Not available in this build yet: {effect:?}"));
+        }
+    }
+    Ok(false)
+}
+
+/// Writes one key into `<agent-dir>/settings.json` (dotted keys nest), keeping the rest.
+fn save_setting(
+    agent_dir: &std::path::Path,
+    key: &str,
+    value: serde_json::Value,
+) -> anyhow::Result<()> {
+    let path = agent_dir.join("settings.json");
+    let mut root: serde_json::Value = match std::fs::read_to_string(&path) {
+        Ok(t) => serde_json::from_str(&t)?,
+        Err(_) => serde_json::json!({}),
+    };
+    let mut cur = &mut root;
+    let parts: Vec<&str> = key.split('.').collect();
+    for (i, part) in parts.iter().enumerate() {
+        let Some(obj) = cur.as_object_mut() else {
+            anyhow::bail!("settings.json: {key} is not inside an object")
+        };
+        if i + 1 == parts.len() {
+            obj.insert(part.to_string(), value);
+            break;
+        }
+        cur = obj
+            .entry(part.to_string())
+            .or_insert_with(|| serde_json::json!({}));
+    }
+    std::fs::create_dir_all(agent_dir)?;
+    let tmp = path.with_extension("json.tmp");
+    std::fs::write(&tmp, serde_json::to_string_pretty(&root)?)?;
+    std::fs::rename(tmp, path)?;
+    Ok(())
+}
+
+fn base64_encode(bytes: &[u8]) -> String {
+    const T: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+    let mut out = String::with_capacity(bytes.len().div_ceil(3) * 4);
+    for chunk in bytes.chunks(3) {
+        let b = [
+            chunk[0],
+            *chunk.get(1).unwrap_or(&0),
+            *chunk.get(2).unwrap_or(&0),
+        ];
+        let n = (u32::from(b[0]) << 16) | (u32::from(b[1]) << 8) | u32::from(b[2]);
+        for i in 0..4 {
+            if i <= chunk.len() {
+                out.push(T[((n >> (18 - 6 * i)) & 63) as usize] as char);
+            } else {
+                out.push('=');
+            }
+        }
+    }
+    out
+}

@@ -1,0 +1,638 @@
+//! Drawing: pure functions from `&App` into a ratatui frame.
+
+use super::app::{App, CompletionKind};
+use super::dialogs::{Dialog, ResumeMode, ResumePicker, ResumeSort, BRANCH_OPTIONS, HOTKEYS};
+use super::markdown::line_width;
+use super::theme::Theme;
+use super::tree::{NodeKind, TreeNav};
+use ratatui::buffer::Buffer;
+use ratatui::layout::{Constraint, Layout, Rect};
+use ratatui::style::{Modifier, Style};
+use ratatui::text::{Line, Span};
+use ratatui::widgets::{Block, Borders, Clear, Paragraph, Widget};
+use ratatui::Frame;
+
+const SPINNER: [&str; 10] = ["⠋", "⠙", "⠹", "⠸", "⠼", "⠴", "⠦", "⠧", "⠇", "⠏"];
+
+/// Draws the whole screen.
+pub fn draw(app: &App, frame: &mut Frame<'_>) {
+    let area = frame.area();
+    draw_into(app, area, frame.buffer_mut());
+    if app.dialog.is_none() {
+        if let Some((x, y)) = cursor_position(app, area) {
+            frame.set_cursor_position((x, y));
+        }
+    }
+}
+
+struct Areas {
+    transcript: Rect,
+    status: Rect,
+    bottom: Rect,
+    footer: Rect,
+}
+
+fn editor_height(app: &App, area: Rect) -> u16 {
+    let lines = app.editor.lines().len() as u16;
+    (lines + 2).min((area.height / 2).max(3))
+}
+
+fn bottom_height(app: &App, area: Rect) -> u16 {
+    let max = area.height.saturating_sub(4).max(3);
+    match &app.dialog {
+        Some(Dialog::Tree(_)) | Some(Dialog::Resume(_)) => max,
+        Some(Dialog::ModelPicker(_)) | Some(Dialog::ScopedModels(_)) | Some(Dialog::Hotkeys) => {
+            14.min(max)
+        }
+        Some(Dialog::Settings(s)) => (s.items.len() as u16 + 4).min(max),
+        Some(Dialog::BranchPrompt(_)) => 8.min(max),
+        None => {
+            let popup = app
+                .completion
+                .as_ref()
+                .map(|c| c.items.len().min(8) as u16)
+                .unwrap_or(0);
+            editor_height(app, area) + popup
+        }
+    }
+}
+
+fn areas(app: &App, area: Rect) -> Areas {
+    let queued = (app.steering.len() + app.follow_up.len()) as u16;
+    let status = queued + u16::from(app.working || app.compacting);
+    let [transcript, status, bottom, footer] = Layout::vertical([
+        Constraint::Min(1),
+        Constraint::Length(status),
+        Constraint::Length(bottom_height(app, area)),
+        Constraint::Length(2),
+    ])
+    .areas(area);
+    Areas {
+        transcript,
+        status,
+        bottom,
+        footer,
+    }
+}
+
+/// Draws into a buffer (what tests and the bench call).
+pub fn draw_into(app: &App, area: Rect, buf: &mut Buffer) {
+    let a = areas(app, area);
+    let theme = &app.theme;
+    app.transcript
+        .render(a.transcript, buf, app.scroll, app.flags, theme);
+    draw_status(app, a.status, buf);
+    match &app.dialog {
+        Some(d) => draw_dialog(app, d, a.bottom, buf),
+        None => draw_editor(app, a.bottom, buf),
+    }
+    draw_footer(app, a.footer, buf);
+}
+
+fn draw_status(app: &App, area: Rect, buf: &mut Buffer) {
+    let theme = &app.theme;
+    let mut lines = Vec::new();
+    for s in &app.steering {
+        lines.push(Line::from(vec![
+            Span::styled("Steering: ", theme.fg(theme.warning)),
+            Span::styled(first_line(s), theme.fg(theme.muted)),
+        ]));
+    }
+    for s in &app.follow_up {
+        lines.push(Line::from(vec![
+            Span::styled("Follow-up: ", theme.fg(theme.accent)),
+            Span::styled(first_line(s), theme.fg(theme.muted)),
+        ]));
+    }
+    if app.working || app.compacting {
+        let spin = SPINNER[(app.tick % SPINNER.len() as u64) as usize];
+        let what = if app.compacting {
+            "Compacting context..."
+        } else {
+            "Working..."
+        };
+        let hint = format!(" ({} to interrupt)", app.keys.hint("app.interrupt"));
+        lines.push(Line::from(vec![
+            Span::styled(format!("{spin} {what}"), theme.fg(theme.accent)),
+            Span::styled(hint, theme.fg(theme.dim)),
+        ]));
+    }
+    Paragraph::new(lines).render(area, buf);
+}
+
+fn first_line(s: &str) -> String {
+    let mut l = s.lines().next().unwrap_or("").to_string();
+    if s.lines().count() > 1 {
+        l.push_str(" …");
+    }
+    l
+}
+
+fn thinking_color(app: &App) -> ratatui::style::Color {
+    use super::driver::ThinkingLevel as T;
+    let t = &app.theme;
+    match app.thinking {
+        T::Off => t.border_muted,
+        T::Minimal | T::Low => t.dim,
+        T::Medium => t.border,
+        T::High => t.accent,
+        T::XHigh => t.warning,
+    }
+}
+
+fn draw_editor(app: &App, area: Rect, buf: &mut Buffer) {
+    let theme = &app.theme;
+    let popup = app
+        .completion
+        .as_ref()
+        .map(|c| c.items.len().min(8) as u16)
+        .unwrap_or(0);
+    let [popup_area, editor_area] =
+        Layout::vertical([Constraint::Length(popup), Constraint::Min(0)]).areas(area);
+    if let Some(c) = &app.completion {
+        let start = c.selected.saturating_sub(7);
+        let lines: Vec<Line<'_>> = c
+            .items
+            .iter()
+            .enumerate()
+            .skip(start)
+            .take(8)
+            .map(|(i, (text, desc))| {
+                let style = if i == c.selected {
+                    theme.bold(theme.accent)
+                } else {
+                    Style::default()
+                };
+                let mut spans = vec![Span::styled(format!(" {text}"), style)];
+                if !desc.is_empty() && c.kind == CompletionKind::Command {
+                    spans.push(Span::styled(format!("  {desc}"), theme.fg(theme.dim)));
+                }
+                Line::from(spans)
+            })
+            .collect();
+        Paragraph::new(lines).render(popup_area, buf);
+    }
+    let color = thinking_color(app);
+    let mut block = Block::default()
+        .borders(Borders::TOP | Borders::BOTTOM)
+        .border_style(theme.fg(color));
+    if app.model.as_ref().is_some_and(|m| m.reasoning)
+        || app.thinking != super::driver::ThinkingLevel::Off
+    {
+        block = block.title_top(
+            Line::styled(
+                format!(" thinking: {} ", app.thinking.as_str()),
+                theme.fg(color),
+            )
+            .right_aligned(),
+        );
+    }
+    let inner = block.inner(editor_area);
+    block.render(editor_area, buf);
+    let (row, _) = app.editor.cursor();
+    let h = usize::from(inner.height.max(1));
+    let first = row.saturating_sub(h - 1);
+    let lines: Vec<Line<'_>> = app
+        .editor
+        .lines()
+        .iter()
+        .skip(first)
+        .take(h)
+        .map(|l| Line::raw(l.as_str()))
+        .collect();
+    Paragraph::new(lines).render(inner, buf);
+}
+
+/// Where the terminal cursor goes (inside the editor).
+pub fn cursor_position(app: &App, area: Rect) -> Option<(u16, u16)> {
+    let a = areas(app, area);
+    let popup = app
+        .completion
+        .as_ref()
+        .map(|c| c.items.len().min(8) as u16)
+        .unwrap_or(0);
+    let inner_y = a.bottom.y + popup + 1;
+    let h = a.bottom.height.saturating_sub(popup + 2).max(1);
+    let (row, col) = app.editor.cursor();
+    let first = row.saturating_sub(usize::from(h) - 1);
+    let line = app.editor.lines().get(row)?;
+    let before: String = line.chars().take(col).collect();
+    let x = unicode_width::UnicodeWidthStr::width(before.as_str()) as u16;
+    Some((
+        a.bottom.x + x.min(a.bottom.width.saturating_sub(1)),
+        inner_y + (row - first) as u16,
+    ))
+}
+
+fn human(n: u64) -> String {
+    if n < 1000 {
+        n.to_string()
+    } else if n < 10_000 {
+        format!("{:.1}k", n as f64 / 1000.0)
+    } else if n < 1_000_000 {
+        format!("{}k", n / 1000)
+    } else {
+        format!("{:.1}M", n as f64 / 1_000_000.0)
+    }
+}
+
+fn draw_footer(app: &App, area: Rect, buf: &mut Buffer) {
+    let theme = &app.theme;
+    let f = &app.footer;
+    let home = std::env::var("HOME").unwrap_or_default();
+    let mut cwd = if !home.is_empty() && f.cwd.starts_with(&home) {
+        format!("~{}", &f.cwd[home.len()..])
+    } else {
+        f.cwd.clone()
+    };
+    if let Some(b) = &f.git_branch {
+        cwd.push_str(&format!(" ({b})"));
+    }
+    if let Some(n) = &f.session_name {
+        cwd.push_str(&format!(" • {n}"));
+    }
+    let t = &f.totals;
+    let mut stats = Vec::new();
+    if t.input > 0 {
+        stats.push(format!("↑{}", human(t.input)));
+    }
+    if t.output > 0 {
+        stats.push(format!("↓{}", human(t.output)));
+    }
+    if t.cache_read > 0 {
+        stats.push(format!("R{}", human(t.cache_read)));
+    }
+    if t.cache_write > 0 {
+        stats.push(format!("W{}", human(t.cache_write)));
+    }
+    if t.cost > 0.0 {
+        stats.push(format!("${:.3}", t.cost));
+    }
+    let window = app.model.as_ref().map(|m| m.context_window).unwrap_or(0);
+    if window > 0 {
+        let pct = f.context_tokens as f64 * 100.0 / window as f64;
+        let auto = if f.auto_compact { " (auto)" } else { "" };
+        stats.push(format!("{pct:.1}%/{}{auto}", human(window)));
+    }
+    let left = stats.join(" ");
+    let right = match &app.model {
+        Some(m) if m.reasoning => format!("{} • {}", m.id, app.thinking.as_str()),
+        Some(m) => m.id.clone(),
+        None => "no model".to_string(),
+    };
+    let width = usize::from(area.width);
+    let gap = width
+        .saturating_sub(left.chars().count() + right.chars().count())
+        .max(1);
+    let lines = vec![
+        Line::styled(truncate(&cwd, width), theme.fg(theme.dim)),
+        Line::styled(
+            truncate(&format!("{left}{}{right}", " ".repeat(gap)), width),
+            theme.fg(theme.dim),
+        ),
+    ];
+    Paragraph::new(lines).render(area, buf);
+}
+
+fn truncate(s: &str, width: usize) -> String {
+    if s.chars().count() <= width {
+        return s.to_string();
+    }
+    let mut out: String = s.chars().take(width.saturating_sub(1)).collect();
+    out.push('…');
+    out
+}
+
+fn dialog_block<'a>(theme: &Theme, title: &'a str) -> Block<'a> {
+    Block::default()
+        .borders(Borders::TOP | Borders::BOTTOM)
+        .border_style(theme.fg(theme.border))
+        .title(Span::styled(format!(" {title} "), theme.bold(theme.accent)))
+}
+
+/// Scrolls a list so `selected` stays visible; returns the first visible index.
+fn window_start(selected: usize, len: usize, height: usize) -> usize {
+    if height == 0 || len <= height {
+        return 0;
+    }
+    selected.saturating_sub(height / 2).min(len - height)
+}
+
+fn select_line<'a>(theme: &Theme, selected: bool, spans: Vec<Span<'a>>) -> Line<'a> {
+    let mut all = vec![Span::styled(
+        if selected { "→ " } else { "  " },
+        theme.fg(theme.accent),
+    )];
+    all.extend(spans);
+    let line = Line::from(all);
+    if selected {
+        line.style(Style::default().bg(theme.selected_bg))
+    } else {
+        line
+    }
+}
+
+fn draw_dialog(app: &App, d: &Dialog, area: Rect, buf: &mut Buffer) {
+    let theme = &app.theme;
+    Clear.render(area, buf);
+    match d {
+        Dialog::Hotkeys => {
+            let block = dialog_block(theme, "Keyboard shortcuts");
+            let inner = block.inner(area);
+            block.render(area, buf);
+            let lines: Vec<Line<'_>> = HOTKEYS
+                .iter()
+                .map(|(id, what)| {
+                    Line::from(vec![
+                        Span::styled(format!("{:<16}", app.keys.hint(id)), theme.fg(theme.accent)),
+                        Span::raw(*what),
+                    ])
+                })
+                .collect();
+            Paragraph::new(lines).render(inner, buf);
+        }
+        Dialog::ModelPicker(p) => {
+            let block = dialog_block(theme, "Select model");
+            let inner = block.inner(area);
+            block.render(area, buf);
+            let list = p.filtered();
+            let h = usize::from(inner.height.saturating_sub(2));
+            let start = window_start(p.selected, list.len(), h);
+            let mut lines = vec![
+                Line::from(vec![
+                    Span::styled("Search: ", theme.fg(theme.dim)),
+                    Span::raw(p.query.as_str()),
+                ]),
+                Line::default(),
+            ];
+            for (i, m) in list.iter().enumerate().skip(start).take(h) {
+                let current = p.current.as_deref() == Some(m.key().as_str());
+                let mut spans = vec![
+                    Span::raw(m.id.clone()),
+                    Span::styled(format!(" [{}]", m.provider), theme.fg(theme.dim)),
+                ];
+                if current {
+                    spans.push(Span::styled(" ✓", theme.fg(theme.success)));
+                }
+                lines.push(select_line(theme, i == p.selected, spans));
+            }
+            if list.is_empty() {
+                lines.push(Line::styled("  No matching models", theme.fg(theme.dim)));
+            }
+            paint_lines(lines, inner, buf);
+        }
+        Dialog::ScopedModels(s) => {
+            let block = dialog_block(theme, "Scoped models (space toggles, ctrl+s saves)");
+            let inner = block.inner(area);
+            block.render(area, buf);
+            let h = usize::from(inner.height);
+            let start = window_start(s.selected, s.models.len(), h);
+            let lines = s
+                .models
+                .iter()
+                .zip(&s.enabled)
+                .enumerate()
+                .skip(start)
+                .take(h)
+                .map(|(i, (m, on))| {
+                    select_line(
+                        theme,
+                        i == s.selected,
+                        vec![Span::raw(format!(
+                            "[{}] {}",
+                            if *on { "x" } else { " " },
+                            m.key()
+                        ))],
+                    )
+                })
+                .collect();
+            paint_lines(lines, inner, buf);
+        }
+        Dialog::Settings(s) => {
+            let block = dialog_block(theme, "Settings");
+            let inner = block.inner(area);
+            block.render(area, buf);
+            let lines = s
+                .items
+                .iter()
+                .enumerate()
+                .map(|(i, it)| {
+                    let v = it.options.get(it.value).map(String::as_str).unwrap_or("");
+                    select_line(
+                        theme,
+                        i == s.selected,
+                        vec![
+                            Span::raw(format!("{:<28}", it.label)),
+                            Span::styled(v.to_string(), theme.fg(theme.accent)),
+                        ],
+                    )
+                })
+                .collect();
+            paint_lines(lines, inner, buf);
+        }
+        Dialog::Resume(r) => draw_resume(app, r, area, buf),
+        Dialog::Tree(t) => draw_tree(app, t, area, buf),
+        Dialog::BranchPrompt(b) => {
+            let block = dialog_block(theme, "Summarize the branch you are leaving?");
+            let inner = block.inner(area);
+            block.render(area, buf);
+            let mut lines: Vec<Line<'_>> = BRANCH_OPTIONS
+                .iter()
+                .enumerate()
+                .map(|(i, o)| select_line(theme, i == b.selected, vec![Span::raw(*o)]))
+                .collect();
+            if let Some(f) = &b.focus {
+                lines.push(Line::default());
+                lines.push(Line::from(vec![
+                    Span::styled("Focus: ", theme.fg(theme.dim)),
+                    Span::raw(f.as_str()),
+                    Span::styled("█", theme.fg(theme.accent)),
+                ]));
+            }
+            paint_lines(lines, inner, buf);
+        }
+    }
+}
+
+fn paint_lines(lines: Vec<Line<'_>>, area: Rect, buf: &mut Buffer) {
+    for (i, line) in lines.iter().enumerate().take(usize::from(area.height)) {
+        let y = area.y + i as u16;
+        buf.set_style(
+            Rect {
+                x: area.x,
+                y,
+                width: area.width,
+                height: 1,
+            },
+            line.style,
+        );
+        buf.set_line(area.x, y, line, area.width);
+    }
+}
+
+fn age(now_ms: i64, then_ms: i64) -> String {
+    let s = (now_ms - then_ms).max(0) / 1000;
+    match s {
+        0..=59 => "now".into(),
+        60..=3599 => format!("{}m", s / 60),
+        3600..=86_399 => format!("{}h", s / 3600),
+        _ => format!("{}d", s / 86_400),
+    }
+}
+
+fn draw_resume(app: &App, r: &ResumePicker, area: Rect, buf: &mut Buffer) {
+    let theme = &app.theme;
+    let sort = match r.sort {
+        ResumeSort::Recent => "recent",
+        ResumeSort::Relevance => "relevance",
+    };
+    let title = format!(
+        "Resume session ({sort}{})",
+        if r.named_only { ", named only" } else { "" }
+    );
+    let block = dialog_block(theme, &title);
+    let inner = block.inner(area);
+    block.render(area, buf);
+    let list = r.filtered();
+    let mut lines = vec![Line::from(vec![
+        Span::styled("Search: ", theme.fg(theme.dim)),
+        Span::raw(r.query.as_str()),
+    ])];
+    match &r.mode {
+        ResumeMode::Rename(name) => lines.push(Line::from(vec![
+            Span::styled("New name: ", theme.fg(theme.warning)),
+            Span::raw(name.as_str()),
+            Span::styled("█", theme.fg(theme.accent)),
+        ])),
+        ResumeMode::ConfirmDelete => lines.push(Line::styled(
+            "Delete this session? (y/enter to confirm, any other key cancels)",
+            theme.bold(theme.error),
+        )),
+        ResumeMode::Browse => lines.push(Line::styled(
+            "ctrl+p path · ctrl+s sort · ctrl+n named · ctrl+r rename · ctrl+d delete",
+            theme.fg(theme.dim),
+        )),
+    }
+    let h = usize::from(inner.height.saturating_sub(2));
+    let start = window_start(r.selected, list.len(), h);
+    let width = usize::from(inner.width);
+    for (i, row) in list.iter().enumerate().skip(start).take(h) {
+        let meta = format!(
+            " {} · {} msgs",
+            age(r.now_ms, row.modified_ms),
+            row.message_count
+        );
+        let title = ResumePicker::title_of(row)
+            .split_whitespace()
+            .collect::<Vec<_>>()
+            .join(" ");
+        let extra = if r.show_path {
+            format!("  {}", row.location)
+        } else {
+            format!("  {}", row.cwd)
+        };
+        let budget = width.saturating_sub(meta.chars().count() + 2);
+        let title_style = if row.name.is_some() {
+            theme.bold(theme.accent)
+        } else {
+            Style::default()
+        };
+        let mut spans = vec![Span::styled(truncate(&title, budget.min(60)), title_style)];
+        let used: usize = spans.iter().map(|s| s.content.chars().count()).sum();
+        spans.push(Span::styled(
+            truncate(&extra, budget.saturating_sub(used)),
+            theme.fg(theme.dim),
+        ));
+        let used: usize = spans
+            .iter()
+            .map(|s| s.content.chars().count())
+            .sum::<usize>()
+            + 2;
+        spans.push(Span::raw(
+            " ".repeat(width.saturating_sub(used + meta.chars().count())),
+        ));
+        spans.push(Span::styled(meta, theme.fg(theme.dim)));
+        lines.push(select_line(theme, i == r.selected, spans));
+    }
+    if list.is_empty() {
+        lines.push(Line::styled("  No sessions found", theme.fg(theme.dim)));
+    }
+    paint_lines(lines, inner, buf);
+}
+
+fn draw_tree(app: &App, t: &TreeNav, area: Rect, buf: &mut Buffer) {
+    let theme = &app.theme;
+    let title = format!("Session tree · filter: {}", t.filter.name());
+    let block = dialog_block(theme, &title);
+    let inner = block.inner(area);
+    block.render(area, buf);
+    let mut lines = Vec::new();
+    let hint = match &t.label_edit {
+        Some(l) => Line::from(vec![Span::styled("Label: ", theme.fg(theme.warning)), Span::raw(l.as_str()), Span::styled("█", theme.fg(theme.accent))]),
+        None => Line::styled("↑↓ move · ←→ page · ctrl+←/→ fold · ctrl+o filter · shift+l label · shift+t label time · enter select", theme.fg(theme.dim)),
+    };
+    lines.push(hint);
+    let h = usize::from(inner.height.saturating_sub(1));
+    let start = window_start(t.selected, t.rows.len(), h);
+    let width = usize::from(inner.width);
+    for (i, row) in t.rows.iter().enumerate().skip(start).take(h) {
+        let node = &t.nodes[row.node];
+        let on_path = t.active.contains(&row.node);
+        let (who, color) = match &node.kind {
+            NodeKind::User => ("user: ", theme.accent),
+            NodeKind::Assistant => ("assistant: ", theme.success),
+            NodeKind::ToolResult => ("", theme.muted),
+            NodeKind::Compaction | NodeKind::BranchSummary => ("", theme.warning),
+            NodeKind::Meta(_) => ("", theme.dim),
+        };
+        let marker = if row.folded {
+            "⊞ "
+        } else if on_path {
+            "• "
+        } else {
+            "  "
+        };
+        let mut spans = vec![
+            Span::raw("  ".repeat(row.indent)),
+            Span::styled(marker, theme.fg(theme.accent)),
+        ];
+        if let Some(l) = &node.label {
+            let mut text = format!("[{l}");
+            if t.show_label_time {
+                if let Some(ts) = &node.label_time {
+                    text.push_str(&format!(" {}", ts.get(..16).unwrap_or(ts)));
+                }
+            }
+            text.push_str("] ");
+            spans.push(Span::styled(text, theme.bold(theme.warning)));
+        }
+        spans.push(Span::styled(who, theme.fg(color)));
+        let mut text_style = if on_path {
+            Style::default()
+        } else {
+            theme.fg(theme.muted)
+        };
+        if t.leaf == Some(row.node) {
+            text_style = text_style.add_modifier(Modifier::BOLD);
+        }
+        let used = line_width(&Line::from(spans.clone())) + 2;
+        let suffix = if t.leaf == Some(row.node) {
+            " ← active"
+        } else {
+            ""
+        };
+        let budget = width.saturating_sub(used + suffix.len());
+        spans.push(Span::styled(truncate(&node.text, budget), text_style));
+        if !suffix.is_empty() {
+            spans.push(Span::styled(suffix, theme.fg(theme.accent)));
+        }
+        lines.push(select_line(theme, i == t.selected, spans));
+    }
+    if t.rows.is_empty() {
+        lines.push(Line::styled(
+            "  (no entries match this filter)",
+            theme.fg(theme.dim),
+        ));
+    }
+    paint_lines(lines, inner, buf);
+}

@@ -1,0 +1,199 @@
+//! Colours by role. Built-in `dark` and `light`, plus Pi-style JSON themes
+//! (`{"name", "vars": {...}, "colors": {"accent": "#8abeb7" | "varName" | 39 | ""}}`) from
+//! `<agent-dir>/themes/<name>.json`.
+
+use ratatui::style::{Color, Modifier, Style};
+use serde_json::Value;
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct Theme {
+    pub name: String,
+    pub accent: Color,
+    pub border: Color,
+    pub border_muted: Color,
+    pub muted: Color,
+    pub dim: Color,
+    pub text: Color,
+    pub success: Color,
+    pub error: Color,
+    pub warning: Color,
+    pub user_bg: Color,
+    pub tool_bg: Color,
+    pub tool_error_bg: Color,
+    pub thinking: Color,
+    pub md_heading: Color,
+    pub md_code: Color,
+    pub md_link: Color,
+    pub syntax_keyword: Color,
+    pub syntax_string: Color,
+    pub syntax_comment: Color,
+    pub syntax_number: Color,
+    pub selected_bg: Color,
+}
+
+impl Theme {
+    pub fn dark() -> Theme {
+        Theme {
+            name: "dark".into(),
+            accent: Color::Rgb(0x8a, 0xbe, 0xb7),
+            border: Color::Rgb(0x5f, 0x87, 0xff),
+            border_muted: Color::Rgb(0x50, 0x50, 0x50),
+            muted: Color::Rgb(0x80, 0x80, 0x80),
+            dim: Color::Rgb(0x66, 0x66, 0x66),
+            text: Color::Reset,
+            success: Color::Rgb(0xb5, 0xbd, 0x68),
+            error: Color::Rgb(0xcc, 0x66, 0x66),
+            warning: Color::Rgb(0xff, 0xff, 0x00),
+            user_bg: Color::Rgb(0x34, 0x35, 0x41),
+            tool_bg: Color::Rgb(0x28, 0x32, 0x28),
+            tool_error_bg: Color::Rgb(0x3c, 0x28, 0x28),
+            thinking: Color::Rgb(0x80, 0x80, 0x80),
+            md_heading: Color::Rgb(0xf0, 0xc6, 0x74),
+            md_code: Color::Rgb(0x8a, 0xbe, 0xb7),
+            md_link: Color::Rgb(0x81, 0xa2, 0xbe),
+            syntax_keyword: Color::Rgb(0x56, 0x9c, 0xd6),
+            syntax_string: Color::Rgb(0xce, 0x91, 0x78),
+            syntax_comment: Color::Rgb(0x6a, 0x99, 0x55),
+            syntax_number: Color::Rgb(0xb5, 0xce, 0xa8),
+            selected_bg: Color::Rgb(0x3a, 0x3a, 0x4a),
+        }
+    }
+
+    pub fn light() -> Theme {
+        Theme {
+            name: "light".into(),
+            accent: Color::Rgb(0x5a, 0x80, 0x80),
+            border: Color::Rgb(0x54, 0x7d, 0xa7),
+            border_muted: Color::Rgb(0xb0, 0xb0, 0xb0),
+            muted: Color::Rgb(0x6c, 0x6c, 0x6c),
+            dim: Color::Rgb(0x8a, 0x8a, 0x8a),
+            text: Color::Reset,
+            success: Color::Rgb(0x58, 0x8c, 0x58),
+            error: Color::Rgb(0xaa, 0x55, 0x55),
+            warning: Color::Rgb(0x9a, 0x70, 0x00),
+            user_bg: Color::Rgb(0xe8, 0xe8, 0xe8),
+            tool_bg: Color::Rgb(0xe8, 0xf0, 0xe8),
+            tool_error_bg: Color::Rgb(0xf0, 0xe8, 0xe8),
+            thinking: Color::Rgb(0x6c, 0x6c, 0x6c),
+            md_heading: Color::Rgb(0x9a, 0x70, 0x00),
+            md_code: Color::Rgb(0x5a, 0x80, 0x80),
+            md_link: Color::Rgb(0x54, 0x7d, 0xa7),
+            syntax_keyword: Color::Rgb(0x00, 0x00, 0xff),
+            syntax_string: Color::Rgb(0xa3, 0x15, 0x15),
+            syntax_comment: Color::Rgb(0x00, 0x80, 0x00),
+            syntax_number: Color::Rgb(0x09, 0x86, 0x58),
+            selected_bg: Color::Rgb(0xd8, 0xd8, 0xe8),
+        }
+    }
+
+    /// `dark`, `light`, or a JSON theme from `<agent-dir>/themes/<name>.json`; unknown
+    /// names fall back to dark with a warning.
+    pub fn load(name: &str, agent_dir: &std::path::Path) -> (Theme, Option<String>) {
+        match name {
+            "dark" | "" => (Theme::dark(), None),
+            "light" => (Theme::light(), None),
+            other => {
+                let path = agent_dir.join("themes").join(format!("{other}.json"));
+                match std::fs::read_to_string(&path)
+                    .map_err(|e| e.to_string())
+                    .and_then(|t| serde_json::from_str::<Value>(&t).map_err(|e| e.to_string()))
+                {
+                    Ok(v) => (Theme::from_json(&v), None),
+                    Err(e) => (
+                        Theme::dark(),
+                        Some(format!("theme {other}: {e}; using dark")),
+                    ),
+                }
+            }
+        }
+    }
+
+    /// A JSON theme over the dark defaults: every colour it names replaces the default.
+    pub fn from_json(v: &Value) -> Theme {
+        let mut t = Theme::dark();
+        if let Some(name) = v.get("name").and_then(Value::as_str) {
+            t.name = name.to_string();
+        }
+        let vars = v.get("vars").cloned().unwrap_or(Value::Null);
+        let Some(colors) = v.get("colors").and_then(Value::as_object) else {
+            return t;
+        };
+        for (key, value) in colors {
+            let Some(c) = resolve_color(value, &vars, 0) else {
+                continue;
+            };
+            let slot = match key.as_str() {
+                "accent" => &mut t.accent,
+                "border" => &mut t.border,
+                "borderMuted" => &mut t.border_muted,
+                "muted" => &mut t.muted,
+                "dim" => &mut t.dim,
+                "text" => &mut t.text,
+                "success" => &mut t.success,
+                "error" => &mut t.error,
+                "warning" => &mut t.warning,
+                "userMessageBg" => &mut t.user_bg,
+                "toolSuccessBg" | "toolPendingBg" => &mut t.tool_bg,
+                "toolErrorBg" => &mut t.tool_error_bg,
+                "thinkingText" => &mut t.thinking,
+                "mdHeading" => &mut t.md_heading,
+                "mdCode" | "mdCodeBlock" => &mut t.md_code,
+                "mdLink" => &mut t.md_link,
+                "syntaxKeyword" => &mut t.syntax_keyword,
+                "syntaxString" => &mut t.syntax_string,
+                "syntaxComment" => &mut t.syntax_comment,
+                "syntaxNumber" => &mut t.syntax_number,
+                "selectedBg" => &mut t.selected_bg,
+                _ => continue,
+            };
+            *slot = c;
+        }
+        t
+    }
+
+    pub fn fg(&self, c: Color) -> Style {
+        Style::default().fg(c)
+    }
+
+    pub fn bold(&self, c: Color) -> Style {
+        Style::default().fg(c).add_modifier(Modifier::BOLD)
+    }
+}
+
+/// `"#rrggbb"`, a 256-colour index, `""` (terminal default) or a var name (depth-limited,
+/// since a theme may name vars in a cycle).
+fn resolve_color(v: &Value, vars: &Value, depth: u8) -> Option<Color> {
+    match v {
+        Value::Number(n) => n
+            .as_u64()
+            .and_then(|i| u8::try_from(i).ok())
+            .map(Color::Indexed),
+        Value::String(s) if s.is_empty() => Some(Color::Reset),
+        Value::String(s) if s.starts_with('#') && s.len() == 7 => {
+            let p = |i: usize| u8::from_str_radix(s.get(i..i + 2)?, 16).ok();
+            Some(Color::Rgb(p(1)?, p(3)?, p(5)?))
+        }
+        Value::String(s) if depth < 8 => resolve_color(vars.get(s)?, vars, depth + 1),
+        _ => None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn json_theme_resolves_vars_and_indices() {
+        let v = serde_json::json!({
+            "name": "mine",
+            "vars": {"blue": "#0000ff", "alias": "blue", "loop": "loop"},
+            "colors": {"accent": "alias", "border": 39, "text": "", "muted": "loop"}
+        });
+        let t = Theme::from_json(&v);
+        assert_eq!(t.name, "mine");
+        assert_eq!(t.accent, Color::Rgb(0, 0, 255));
+        assert_eq!(t.border, Color::Indexed(39));
+        assert_eq!(t.text, Color::Reset);
+        assert_eq!(t.muted, Theme::dark().muted);
+    }
+}
