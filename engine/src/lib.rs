@@ -4,6 +4,7 @@
 //! Data flows one way: `pi-formats` (bytes) → `pi-storage` (stores) → here → the CLI.
 
 pub mod compaction;
+pub mod config;
 pub mod context;
 pub mod js;
 pub mod session;
