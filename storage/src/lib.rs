@@ -34,6 +34,7 @@
 #![warn(missing_docs)]
 
 pub mod error;
+pub mod history;
 pub mod ids;
 pub mod jsonl;
 pub mod lazy;

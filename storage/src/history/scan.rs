@@ -1,0 +1,639 @@
+//! Refreshing the index from a store: which sessions changed, and feeding their new lines.
+
+use std::collections::{HashMap, HashSet};
+use std::fs::{self, File};
+use std::io::{Read, Seek, SeekFrom};
+use std::path::{Path, PathBuf};
+use std::time::UNIX_EPOCH;
+
+use pi_formats::jsonl::is_blank;
+use rusqlite::{params, Connection, OptionalExtension, TransactionBehavior};
+use serde::{Deserialize, Serialize};
+
+use super::extract::extract;
+use super::{delete_rows, delete_session, HistoryIndex};
+use crate::error::{StoreError, StoreResult};
+use crate::ids::{EntryId, SessionId};
+use crate::jsonl::{JsonlLayout, JsonlStore};
+use crate::paths::resolve_cwd;
+use crate::record::SessionHeader;
+use crate::store::SessionStore;
+use crate::summary::{ListScope, SummaryState};
+
+/// How much of a file is compared to tell an append from a rewrite.
+const HEAD_BYTES: usize = 4096;
+/// Read size for session files; lines longer than this grow the buffer.
+const CHUNK: u64 = 8 << 20;
+
+/// What a refresh did.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+pub struct RefreshReport {
+    /// Sessions (files) looked at.
+    pub sessions_seen: u64,
+    /// Sessions read from, incrementally or whole.
+    pub sessions_updated: u64,
+    /// Sessions indexed again from the start (new, rewritten or shrunk).
+    pub sessions_reindexed: u64,
+    /// Sessions gone from the store and dropped from the index.
+    pub sessions_removed: u64,
+    /// Entry lines read.
+    pub lines_read: u64,
+    /// Bytes of session files read (JSONL only).
+    pub bytes_read: u64,
+}
+
+/// The running part of a session's index row, carried from one refresh to the next so an
+/// appended tail continues where the last refresh stopped.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+struct RunState {
+    summary: SummaryState,
+    /// The model of the latest `model_change` or assistant message: what user and tool rows
+    /// are attributed to.
+    provider: Option<String>,
+    model: Option<String>,
+    /// The first parsed line was not a header: Pi does not read such a file as a session.
+    not_session: bool,
+}
+
+/// The stored row of one session, as a refresh needs it.
+struct Known {
+    sid: i64,
+    size: i64,
+    mtime_ns: i64,
+    offset: i64,
+    head: Vec<u8>,
+    boundary: Option<i64>,
+    cursor: Option<String>,
+    state: RunState,
+    header: Option<Vec<u8>>,
+}
+
+fn read_known(conn: &Connection, key: &str) -> rusqlite::Result<Option<Known>> {
+    conn.query_row(
+        "SELECT sid, size, mtime_ns, offset, head, boundary, cursor, state, header
+         FROM sessions WHERE key = ?1",
+        [key],
+        |r| {
+            Ok(Known {
+                sid: r.get(0)?,
+                size: r.get(1)?,
+                mtime_ns: r.get(2)?,
+                offset: r.get(3)?,
+                head: r.get::<_, Option<Vec<u8>>>(4)?.unwrap_or_default(),
+                boundary: r.get(5)?,
+                cursor: r.get(6)?,
+                // A state we cannot read only costs a re-index of the session.
+                state: serde_json::from_str(&r.get::<_, String>(7)?).unwrap_or_default(),
+                header: r.get(8)?,
+            })
+        },
+    )
+    .optional()
+}
+
+/// Folds a session's lines into its rows.
+struct Feeder<'c> {
+    conn: &'c Connection,
+    sid: i64,
+    state: RunState,
+    header: Option<SessionHeader>,
+    cursor: Option<String>,
+    lines: u64,
+}
+
+impl Feeder<'_> {
+    fn line(&mut self, line: &[u8]) -> rusqlite::Result<()> {
+        self.lines += 1;
+        if self.header.is_none() {
+            if self.state.not_session || is_blank(line) {
+                return Ok(());
+            }
+            match SessionHeader::parse(line.to_vec()) {
+                Ok(h) => self.header = Some(h),
+                // Like Pi: unparsable lines before the header are skipped; a parsed line that
+                // is not a header means the file is not a session.
+                Err(_) if serde_json::from_slice::<serde::de::IgnoredAny>(line).is_ok() => {
+                    self.state.not_session = true
+                }
+                Err(_) => {}
+            }
+            return Ok(());
+        }
+        self.state.summary.observe(line);
+        self.entry(line)
+    }
+
+    fn entry(&mut self, line: &[u8]) -> rusqlite::Result<()> {
+        let Some(x) = extract(line) else {
+            return Ok(());
+        };
+        if let Some(id) = &x.id {
+            self.cursor = Some(id.clone());
+        }
+        if let Some((p, m)) = &x.model_change {
+            self.state.provider = Some(p.clone());
+            self.state.model = Some(m.clone());
+        }
+        let provider = x.provider.clone().or_else(|| self.state.provider.clone());
+        let model = x.model.clone().or_else(|| self.state.model.clone());
+        if x.message_role == Some("assistant") && x.model.is_some() {
+            self.state.provider = provider.clone();
+            self.state.model = model.clone();
+        }
+        for part in &x.parts {
+            self.conn
+                .prepare_cached(
+                    "INSERT INTO docs(sid, entry_id, ts_ms, role, kind, provider, model,
+                                      tool_name, is_error, text)
+                     VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)",
+                )?
+                .execute(params![
+                    self.sid,
+                    x.id,
+                    x.timestamp_ms,
+                    part.role,
+                    part.kind,
+                    provider,
+                    model,
+                    part.tool_name,
+                    part.is_error,
+                    part.text
+                ])?;
+            let rowid = self.conn.last_insert_rowid();
+            self.conn
+                .prepare_cached("INSERT INTO fts(rowid, text) VALUES (?1, ?2)")?
+                .execute(params![rowid, part.text])?;
+        }
+        if x.has_stats() {
+            let u = x.usage.unwrap_or_default();
+            self.conn
+                .prepare_cached(
+                    "INSERT INTO entries(sid, entry_id, ts_ms, role, provider, model, tool_calls,
+                         tool_errors, errors, input, output, cache_read, cache_write, cost)
+                     VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14)",
+                )?
+                .execute(params![
+                    self.sid,
+                    x.id,
+                    x.timestamp_ms,
+                    x.message_role,
+                    provider,
+                    model,
+                    x.tool_calls,
+                    x.tool_errors,
+                    x.error,
+                    u.input,
+                    u.output,
+                    u.cache_read,
+                    u.cache_write,
+                    u.cost
+                ])?;
+        }
+        Ok(())
+    }
+
+    /// Writes the session row's summary columns and running state.
+    fn finish(&self, location: &str, fallback_modified_ms: i64) -> rusqlite::Result<()> {
+        let summary = self.header.as_ref().and_then(|h| {
+            self.state
+                .summary
+                .finish(h, location.to_string(), fallback_modified_ms)
+        });
+        let cwd = self.header.as_ref().and_then(|h| h.cwd()).unwrap_or("");
+        let state = serde_json::to_string(&self.state).unwrap_or_else(|_| "{}".into());
+        self.conn
+            .prepare_cached(
+                "UPDATE sessions SET session_id = ?2, cwd = ?3, cwd_key = ?4, header = ?5,
+                     cursor = ?6, state = ?7, listable = ?8, name = ?9, parent_session = ?10,
+                     created_ms = ?11, modified_ms = ?12, entry_count = ?13,
+                     message_count = ?14, first_message = ?15
+                 WHERE sid = ?1",
+            )?
+            .execute(params![
+                self.sid,
+                self.header.as_ref().map(|h| h.id().as_str()),
+                cwd,
+                if cwd.is_empty() {
+                    String::new()
+                } else {
+                    resolve_cwd(cwd)
+                },
+                self.header.as_ref().map(|h| h.line()),
+                self.cursor,
+                state,
+                summary.is_some(),
+                summary.as_ref().and_then(|s| s.name.clone()),
+                summary.as_ref().and_then(|s| s.parent_session.clone()),
+                summary.as_ref().and_then(|s| s.created_ms),
+                summary
+                    .as_ref()
+                    .map_or(fallback_modified_ms, |s| s.modified_ms),
+                self.state.summary.entry_count as i64,
+                self.state.summary.message_count as i64,
+                summary.as_ref().and_then(|s| s.first_message.clone()),
+            ])?;
+        Ok(())
+    }
+}
+
+/// Every `*.jsonl` file of a layout with its directory, as [`JsonlStore`] lists them.
+fn list_files(layout: &JsonlLayout) -> StoreResult<Vec<(PathBuf, String)>> {
+    let read_dir = |dir: &Path| -> StoreResult<Vec<PathBuf>> {
+        match fs::read_dir(dir) {
+            Ok(read) => Ok(read.filter_map(|e| e.ok().map(|e| e.path())).collect()),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(Vec::new()),
+            Err(e) => Err(StoreError::Io {
+                action: "list",
+                path: dir.to_path_buf(),
+                source: e,
+            }),
+        }
+    };
+    let dirs = match layout {
+        JsonlLayout::Flat { dir } => vec![dir.clone()],
+        JsonlLayout::PerCwd { root } => {
+            let mut dirs: Vec<PathBuf> =
+                read_dir(root)?.into_iter().filter(|p| p.is_dir()).collect();
+            dirs.sort();
+            dirs
+        }
+    };
+    let mut files = Vec::new();
+    for dir in dirs {
+        let name = dir.display().to_string();
+        for path in read_dir(&dir)? {
+            if path.extension().is_some_and(|e| e == "jsonl") {
+                files.push((path, name.clone()));
+            }
+        }
+    }
+    files.sort();
+    Ok(files)
+}
+
+fn db_err(index: &HistoryIndex, action: &'static str) -> impl Fn(rusqlite::Error) -> StoreError {
+    let index = index.location();
+    move |e| StoreError::db(action, index.clone(), e)
+}
+
+pub(super) fn refresh_jsonl(
+    index: &mut HistoryIndex,
+    store: &JsonlStore,
+) -> StoreResult<RefreshReport> {
+    let files = list_files(store.layout())?;
+    let mut report = RefreshReport::default();
+    let known: HashMap<String, (i64, i64, i64)> = {
+        let err = db_err(index, "read history index");
+        let mut stmt = index
+            .conn
+            .prepare_cached("SELECT key, sid, size, mtime_ns FROM sessions")
+            .map_err(&err)?;
+        let rows = stmt
+            .query_map([], |r| Ok((r.get(0)?, (r.get(1)?, r.get(2)?, r.get(3)?))))
+            .and_then(|rows| rows.collect::<rusqlite::Result<_>>())
+            .map_err(&err)?;
+        rows
+    };
+    let on_disk: HashSet<String> = files.iter().map(|(p, _)| p.display().to_string()).collect();
+    for (key, (sid, _, _)) in &known {
+        if !on_disk.contains(key) {
+            remove(index, *sid)?;
+            report.sessions_removed += 1;
+        }
+    }
+    for (path, dir) in &files {
+        report.sessions_seen += 1;
+        // A file that vanished or cannot be read is not a session (as in Pi's listing).
+        let Ok(meta) = fs::metadata(path) else {
+            continue;
+        };
+        let size = meta.len() as i64;
+        let mtime_ns = mtime_ns(&meta);
+        let key = path.display().to_string();
+        if let Some(&(_, s, m)) = known.get(&key) {
+            if s == size && m == mtime_ns {
+                continue;
+            }
+        }
+        index_file(index, path, &key, dir, size, mtime_ns, &mut report)?;
+    }
+    Ok(report)
+}
+
+fn mtime_ns(meta: &fs::Metadata) -> i64 {
+    meta.modified()
+        .ok()
+        .and_then(|t| t.duration_since(UNIX_EPOCH).ok())
+        .map_or(0, |d| d.as_nanos() as i64)
+}
+
+fn remove(index: &mut HistoryIndex, sid: i64) -> StoreResult<()> {
+    let err = db_err(index, "drop a deleted session from the history index");
+    let tx = index
+        .conn
+        .transaction_with_behavior(TransactionBehavior::Immediate)
+        .map_err(&err)?;
+    delete_session(&tx, sid).map_err(&err)?;
+    tx.commit().map_err(&err)
+}
+
+/// Whether the indexed part of a file is still what the file starts with.
+fn same_prefix(file: &mut File, known: &Known, size: i64, mtime_ns: i64) -> bool {
+    if size < known.offset || (size == known.size && mtime_ns != known.mtime_ns) {
+        return false;
+    }
+    let mut head = vec![0; known.head.len()];
+    if file.seek(SeekFrom::Start(0)).is_err() || file.read_exact(&mut head).is_err() {
+        return false;
+    }
+    if head != known.head {
+        return false;
+    }
+    match (known.offset, known.boundary) {
+        (0, _) => true,
+        (offset, Some(byte)) => {
+            let mut b = [0u8];
+            file.seek(SeekFrom::Start(offset as u64 - 1)).is_ok()
+                && file.read_exact(&mut b).is_ok()
+                && i64::from(b[0]) == byte
+        }
+        (_, None) => false,
+    }
+}
+
+fn index_file(
+    index: &mut HistoryIndex,
+    path: &Path,
+    key: &str,
+    dir: &str,
+    size: i64,
+    mtime_ns: i64,
+    report: &mut RefreshReport,
+) -> StoreResult<()> {
+    let location = index.location();
+    let err = |e| StoreError::db("update history index", location.clone(), e);
+    let Ok(mut file) = File::open(path) else {
+        return Ok(());
+    };
+    // Immediate: two processes refreshing at once take turns per file, and the second one
+    // sees the first one's watermark below instead of indexing the same tail twice.
+    let tx = index
+        .conn
+        .transaction_with_behavior(TransactionBehavior::Immediate)
+        .map_err(err)?;
+    let known = read_known(&tx, key).map_err(err)?;
+    if known
+        .as_ref()
+        .is_some_and(|k| k.size == size && k.mtime_ns == mtime_ns)
+    {
+        return tx.commit().map_err(err);
+    }
+    let path_display = path.display().to_string();
+    let (sid, offset, state, header, cursor, head) = match known {
+        Some(k) if same_prefix(&mut file, &k, size, mtime_ns) => {
+            let header = k.header.and_then(|h| SessionHeader::parse(h).ok());
+            (k.sid, k.offset, k.state, header, k.cursor, k.head)
+        }
+        Some(k) => {
+            delete_rows(&tx, k.sid).map_err(err)?;
+            report.sessions_reindexed += 1;
+            (k.sid, 0, RunState::default(), None, None, Vec::new())
+        }
+        None => {
+            tx.execute(
+                "INSERT INTO sessions(key, dir, location) VALUES (?1, ?2, ?3)",
+                params![key, dir, path_display],
+            )
+            .map_err(err)?;
+            report.sessions_reindexed += 1;
+            (
+                tx.last_insert_rowid(),
+                0,
+                RunState::default(),
+                None,
+                None,
+                Vec::new(),
+            )
+        }
+    };
+    report.sessions_updated += 1;
+    let mut feeder = Feeder {
+        conn: &tx,
+        sid,
+        state,
+        header,
+        cursor,
+        lines: 0,
+    };
+    let io = |e| StoreError::Io {
+        action: "read",
+        path: path.to_path_buf(),
+        source: e,
+    };
+    let (consumed, boundary) = feed_tail(&mut file, offset as u64, size as u64, &mut feeder)
+        .map_err(|e| match e {
+            TailError::Io(e) => io(e),
+            TailError::Db(e) => err(e),
+        })?;
+    report.lines_read += feeder.lines;
+    report.bytes_read += consumed - offset as u64;
+    let mtime_ms = mtime_ns / 1_000_000;
+    feeder.finish(&path_display, mtime_ms).map_err(err)?;
+    let want_head = (consumed as usize).min(HEAD_BYTES);
+    let head = if head.len() < want_head {
+        let mut h = vec![0; want_head];
+        file.seek(SeekFrom::Start(0)).map_err(io)?;
+        file.read_exact(&mut h).map_err(io)?;
+        h
+    } else {
+        head
+    };
+    tx.execute(
+        "UPDATE sessions SET size = ?2, mtime_ns = ?3, offset = ?4, head = ?5,
+             boundary = coalesce(?6, boundary)
+         WHERE sid = ?1",
+        params![sid, size, mtime_ns, consumed as i64, head, boundary],
+    )
+    .map_err(err)?;
+    tx.commit().map_err(err)
+}
+
+enum TailError {
+    Io(std::io::Error),
+    Db(rusqlite::Error),
+}
+
+/// Feeds the complete lines between `offset` and `size`; returns the offset after the last
+/// line fed and that line's last byte. An unterminated last line is fed only when it is
+/// whole JSON (a writer that omits the final newline); a torn one waits for the rest.
+fn feed_tail(
+    file: &mut File,
+    offset: u64,
+    size: u64,
+    feeder: &mut Feeder<'_>,
+) -> Result<(u64, Option<i64>), TailError> {
+    file.seek(SeekFrom::Start(offset)).map_err(TailError::Io)?;
+    let mut reader = (&*file).take(size.saturating_sub(offset));
+    let mut buf: Vec<u8> = Vec::with_capacity(CHUNK as usize);
+    let mut pos = offset;
+    let mut boundary = None;
+    loop {
+        let n = (&mut reader)
+            .take(CHUNK)
+            .read_to_end(&mut buf)
+            .map_err(TailError::Io)?;
+        let mut start = 0;
+        while let Some(nl) = buf[start..].iter().position(|&b| b == b'\n') {
+            feeder
+                .line(&buf[start..start + nl])
+                .map_err(TailError::Db)?;
+            start += nl + 1;
+            boundary = Some(i64::from(b'\n'));
+        }
+        if n == 0 {
+            let rest = &buf[start..];
+            if !rest.is_empty() && serde_json::from_slice::<serde::de::IgnoredAny>(rest).is_ok() {
+                feeder.line(rest).map_err(TailError::Db)?;
+                boundary = rest.last().map(|&b| i64::from(b));
+                start = buf.len();
+            }
+            return Ok((pos + start as u64, boundary));
+        }
+        buf.drain(..start);
+        pos += start as u64;
+    }
+}
+
+pub(super) fn refresh_store(
+    index: &mut HistoryIndex,
+    store: &dyn SessionStore,
+) -> StoreResult<RefreshReport> {
+    let mut report = RefreshReport::default();
+    let ids = store.session_ids()?;
+    let summaries: HashMap<SessionId, (u64, u64, i64, String)> = store
+        .list_sessions(&ListScope::All)?
+        .into_iter()
+        .map(|s| {
+            (
+                s.id,
+                (s.entry_count, s.message_count, s.modified_ms, s.location),
+            )
+        })
+        .collect();
+    let known: HashMap<String, (i64, i64, i64, bool)> = {
+        let err = db_err(index, "read history index");
+        let mut stmt = index
+            .conn
+            .prepare_cached("SELECT key, sid, entry_count, message_count, listable FROM sessions")
+            .map_err(&err)?;
+        let rows = stmt
+            .query_map([], |r| {
+                Ok((r.get(0)?, (r.get(1)?, r.get(2)?, r.get(3)?, r.get(4)?)))
+            })
+            .and_then(|rows| rows.collect::<rusqlite::Result<_>>())
+            .map_err(&err)?;
+        rows
+    };
+    let wanted: HashSet<&str> = ids.iter().map(SessionId::as_str).collect();
+    for (key, (sid, ..)) in &known {
+        if !wanted.contains(key.as_str()) {
+            remove(index, *sid)?;
+            report.sessions_removed += 1;
+        }
+    }
+    for id in &ids {
+        report.sessions_seen += 1;
+        let summary = summaries.get(id);
+        if let (Some(&(_, e, m, listable)), Some((se, sm, ..))) = (known.get(id.as_str()), summary)
+        {
+            // Appends only grow the counts a database store keeps per session.
+            if listable && e as u64 == *se && m as u64 == *sm {
+                continue;
+            }
+        }
+        let (fallback, location) = summary
+            .map(|(_, _, ms, loc)| (*ms, loc.clone()))
+            .unwrap_or_else(|| (0, format!("{}#{id}", store.describe())));
+        index_session(index, store, id, &location, fallback, &mut report)?;
+    }
+    Ok(report)
+}
+
+fn index_session(
+    index: &mut HistoryIndex,
+    store: &dyn SessionStore,
+    id: &SessionId,
+    location: &str,
+    fallback_modified_ms: i64,
+    report: &mut RefreshReport,
+) -> StoreResult<()> {
+    let loc = index.location();
+    let err = |e| StoreError::db("update history index", loc.clone(), e);
+    let tx = index
+        .conn
+        .transaction_with_behavior(TransactionBehavior::Immediate)
+        .map_err(err)?;
+    let known = read_known(&tx, id.as_str()).map_err(err)?;
+    let tail = match known
+        .as_ref()
+        .and_then(|k| k.cursor.clone().map(|c| (k, c)))
+    {
+        Some((k, cursor)) => match store.read_after(id, &EntryId::new(cursor)) {
+            Ok(entries) => Some((k, entries)),
+            Err(StoreError::EntryNotFound { .. }) => None,
+            Err(StoreError::SessionNotFound { .. }) => return tx.commit().map_err(err),
+            Err(e) => return Err(e),
+        },
+        None => None,
+    };
+    let (feeder_parts, entries) = match tail {
+        Some((k, entries)) => {
+            let header = k.header.clone().and_then(|h| SessionHeader::parse(h).ok());
+            ((k.sid, k.state.clone(), header, k.cursor.clone()), entries)
+        }
+        None => {
+            let data = match store.read_session(id) {
+                Ok(data) => data,
+                Err(StoreError::SessionNotFound { .. }) => return tx.commit().map_err(err),
+                Err(e) => return Err(e),
+            };
+            let sid = match &known {
+                Some(k) => {
+                    delete_rows(&tx, k.sid).map_err(err)?;
+                    k.sid
+                }
+                None => {
+                    tx.execute(
+                        "INSERT INTO sessions(key, location) VALUES (?1, ?2)",
+                        params![id.as_str(), location],
+                    )
+                    .map_err(err)?;
+                    tx.last_insert_rowid()
+                }
+            };
+            report.sessions_reindexed += 1;
+            (
+                (sid, RunState::default(), Some(data.header), None),
+                data.entries,
+            )
+        }
+    };
+    let (sid, state, header, cursor) = feeder_parts;
+    report.sessions_updated += 1;
+    let mut feeder = Feeder {
+        conn: &tx,
+        sid,
+        state,
+        header,
+        cursor,
+        lines: 0,
+    };
+    for entry in &entries {
+        feeder.lines += 1;
+        feeder.state.summary.observe(entry.line());
+        feeder.entry(entry.line()).map_err(err)?;
+    }
+    report.lines_read += feeder.lines;
+    feeder.finish(location, fallback_modified_ms).map_err(err)?;
+    tx.commit().map_err(err)
+}

@@ -1,0 +1,449 @@
+use std::fs::{self, OpenOptions};
+use std::io::Write;
+use std::path::{Path, PathBuf};
+
+use serde_json::Value;
+
+use super::*;
+use crate::record::{SessionHeader, StoredEntry};
+use crate::sqlite::SqliteStore;
+use crate::store::FsyncPolicy;
+
+const HEADER: &str = r#"{"type":"session","version":3,"id":"s1","timestamp":"2026-01-01T00:00:00.000Z","cwd":"/work/alpha"}"#;
+
+fn lines() -> Vec<String> {
+    vec![
+        r#"{"type":"model_change","id":"m0","parentId":null,"timestamp":"2026-01-01T00:00:00.000Z","provider":"anthropic","modelId":"claude-x"}"#.into(),
+        r#"{"type":"message","id":"u1","parentId":"m0","timestamp":"2026-01-01T00:00:01.000Z","message":{"role":"user","content":[{"type":"text","text":"please find the zebrafish parser"}],"timestamp":1767225601000}}"#.into(),
+        r#"{"type":"message","id":"a1","parentId":"u1","timestamp":"2026-01-01T00:00:02.000Z","message":{"role":"assistant","provider":"anthropic","model":"claude-x","stopReason":"toolUse","timestamp":1767225602000,"content":[{"type":"thinking","thinking":"consider the marmoset option"},{"type":"text","text":"looking for the okapi now"},{"type":"toolCall","id":"c1","name":"bash","arguments":{"command":"grep -rn quetzal src/"}}],"usage":{"input":100,"output":20,"cacheRead":5,"cacheWrite":1,"cost":{"total":0.25}}}}"#.into(),
+        r#"{"type":"message","id":"t1","parentId":"a1","timestamp":"2026-01-02T00:00:03.000Z","message":{"role":"toolResult","toolCallId":"c1","toolName":"bash","isError":true,"content":[{"type":"text","text":"capybara: no such file"}],"timestamp":1767312003000}}"#.into(),
+        r#"{"type":"message","id":"b1","parentId":"t1","timestamp":"2026-01-02T00:00:04.000Z","message":{"role":"bashExecution","command":"echo axolotl","output":"axolotl\n","exitCode":0,"timestamp":1767312004000}}"#.into(),
+    ]
+}
+
+fn write_session(dir: &Path, name: &str, header: &str, lines: &[String]) -> PathBuf {
+    fs::create_dir_all(dir).unwrap();
+    let path = dir.join(name);
+    let mut text = format!("{header}\n");
+    for l in lines {
+        text.push_str(l);
+        text.push('\n');
+    }
+    fs::write(&path, text).unwrap();
+    path
+}
+
+fn append_line(path: &Path, line: &str) {
+    let mut f = OpenOptions::new().append(true).open(path).unwrap();
+    writeln!(f, "{line}").unwrap();
+}
+
+struct Fixture {
+    _tmp: tempfile::TempDir,
+    dir: PathBuf,
+    index_path: PathBuf,
+    store: JsonlStore,
+}
+
+fn fixture() -> Fixture {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("sessions");
+    write_session(&dir, "a_s1.jsonl", HEADER, &lines());
+    let other = HEADER
+        .replace("\"s1\"", "\"s2\"")
+        .replace("/work/alpha", "/work/beta");
+    write_session(
+        &dir,
+        "b_s2.jsonl",
+        &other,
+        &[r#"{"type":"message","id":"u9","parentId":null,"timestamp":"2026-02-01T00:00:00.000Z","message":{"role":"user","content":"zebrafish again, in beta"}}"#.into()],
+    );
+    let store = JsonlStore::open(JsonlLayout::Flat { dir: dir.clone() }, FsyncPolicy::Never);
+    Fixture {
+        index_path: tmp.path().join("history.sqlite"),
+        _tmp: tmp,
+        dir,
+        store,
+    }
+}
+
+impl Fixture {
+    fn index(&self) -> HistoryIndex {
+        let mut index = HistoryIndex::open(&self.index_path, &self.store.describe()).unwrap();
+        index.refresh_jsonl(&self.store).unwrap();
+        index
+    }
+}
+
+fn entry_ids(index: &HistoryIndex, q: &SearchQuery) -> Vec<String> {
+    let mut ids: Vec<String> = index
+        .search(q)
+        .unwrap()
+        .into_iter()
+        .map(|h| format!("{}/{}", h.session_id, h.entry_id.unwrap_or_default()))
+        .collect();
+    ids.sort();
+    ids
+}
+
+#[test]
+fn finds_text_of_every_role_and_tool_arguments() {
+    let f = fixture();
+    let index = f.index();
+    for (word, role, kind, entry) in [
+        ("okapi", "assistant", "text", "a1"),
+        ("marmoset", "assistant", "thinking", "a1"),
+        ("quetzal", "assistant", "tool_call", "a1"),
+        ("capybara", "tool", "tool_result", "t1"),
+        ("axolotl", "bash", "bash", "b1"),
+    ] {
+        let hits = index.search(&SearchQuery::new(word)).unwrap();
+        assert_eq!(hits.len(), 1, "{word}");
+        let hit = &hits[0];
+        assert_eq!(
+            (
+                hit.role.as_str(),
+                hit.kind.as_str(),
+                hit.entry_id.as_deref()
+            ),
+            (role, kind, Some(entry)),
+            "{word}"
+        );
+        assert!(
+            hit.snippet.contains(&format!("[{word}]")),
+            "{}",
+            hit.snippet
+        );
+        assert_eq!(hit.model.as_deref(), Some("claude-x"));
+    }
+    let user = index.search(&SearchQuery::new("zebrafish")).unwrap();
+    assert_eq!(user.len(), 2);
+    assert!(user.iter().all(|h| h.role == "user"));
+    assert_eq!(
+        index.search(&SearchQuery::new("quetzal")).unwrap()[0]
+            .tool_name
+            .as_deref(),
+        Some("bash")
+    );
+    // Phrases, prefixes and punctuation that would be FTS5 syntax.
+    assert_eq!(
+        entry_ids(&index, &SearchQuery::new("\"zebrafish parser\"")),
+        ["s1/u1"]
+    );
+    assert_eq!(entry_ids(&index, &SearchQuery::new("zebraf*")).len(), 2);
+    assert_eq!(entry_ids(&index, &SearchQuery::new("src/ -rn")), ["s1/a1"]);
+}
+
+#[test]
+fn filters_combine() {
+    let f = fixture();
+    let index = f.index();
+    let q = |edit: &dyn Fn(&mut SearchQuery)| {
+        let mut q = SearchQuery::new("zebrafish OR capybara OR axolotl");
+        edit(&mut q);
+        entry_ids(&index, &q)
+    };
+    assert_eq!(q(&|_| {}), ["s1/b1", "s1/t1", "s1/u1", "s2/u9"]);
+    assert_eq!(q(&|q| q.role = Some("user".into())), ["s1/u1", "s2/u9"]);
+    assert_eq!(
+        q(&|q| {
+            q.role = Some("user".into());
+            q.cwd = Some("/work/beta".into());
+        }),
+        ["s2/u9"]
+    );
+    assert_eq!(
+        q(&|q| q.since_ms = Some(1_767_312_000_000)),
+        ["s1/b1", "s1/t1", "s2/u9"]
+    );
+    assert_eq!(
+        q(&|q| {
+            q.since_ms = Some(1_767_312_000_000);
+            q.until_ms = Some(1_769_904_000_000);
+            q.session = Some("s1".into());
+        }),
+        ["s1/b1", "s1/t1"]
+    );
+    assert_eq!(
+        q(&|q| {
+            q.model = Some("anthropic/claude-x".into());
+            q.role = Some("tool".into());
+        }),
+        ["s1/t1"]
+    );
+    assert!(q(&|q| q.model = Some("gpt".into())).is_empty());
+    assert_eq!(q(&|q| q.limit = 1).len(), 1);
+}
+
+#[test]
+fn appended_lines_show_up_after_refresh_without_rereading() {
+    let f = fixture();
+    let mut index = f.index();
+    let again = index.refresh_jsonl(&f.store).unwrap();
+    assert_eq!((again.sessions_updated, again.bytes_read), (0, 0));
+    assert!(index
+        .search(&SearchQuery::new("narwhal"))
+        .unwrap()
+        .is_empty());
+
+    let path = f.dir.join("a_s1.jsonl");
+    let before = fs::metadata(&path).unwrap().len();
+    let line = r#"{"type":"message","id":"u2","parentId":"b1","timestamp":"2026-01-03T00:00:00.000Z","message":{"role":"user","content":"and the narwhal"}}"#;
+    append_line(&path, line);
+    let report = index.refresh_jsonl(&f.store).unwrap();
+    assert_eq!(report.sessions_updated, 1);
+    assert_eq!(report.sessions_reindexed, 0);
+    assert_eq!(
+        report.bytes_read,
+        fs::metadata(&path).unwrap().len() - before
+    );
+    assert_eq!(entry_ids(&index, &SearchQuery::new("narwhal")), ["s1/u2"]);
+    // Rows of the old part are not duplicated.
+    assert_eq!(index.search(&SearchQuery::new("okapi")).unwrap().len(), 1);
+    let summary = &index
+        .sessions(&ListScope::All, Some(f.store.layout()))
+        .unwrap();
+    assert_eq!(summary.len(), 2);
+    let s1 = summary.iter().find(|s| s.id.as_str() == "s1").unwrap();
+    assert_eq!(s1.message_count, 5);
+
+    // A torn line waits for the rest of it.
+    let mut file = OpenOptions::new().append(true).open(&path).unwrap();
+    file.write_all(br#"{"type":"message","id":"u3","message":{"role":"user","con"#)
+        .unwrap();
+    index.refresh_jsonl(&f.store).unwrap();
+    assert!(index
+        .search(&SearchQuery::new("walrus"))
+        .unwrap()
+        .is_empty());
+    file.write_all(b"tent\":\"walrus\"}}\n").unwrap();
+    index.refresh_jsonl(&f.store).unwrap();
+    assert_eq!(entry_ids(&index, &SearchQuery::new("walrus")), ["s1/u3"]);
+}
+
+#[test]
+fn listing_matches_the_store() {
+    let f = fixture();
+    let index = f.index();
+    let mut ours = index
+        .sessions(&ListScope::All, Some(f.store.layout()))
+        .unwrap();
+    let mut theirs = f.store.list_sessions(&ListScope::All).unwrap();
+    ours.sort_by(|a, b| a.id.cmp(&b.id));
+    theirs.sort_by(|a, b| a.id.cmp(&b.id));
+    assert_eq!(ours, theirs);
+    let beta = index
+        .sessions(&ListScope::Cwd("/work/beta".into()), Some(f.store.layout()))
+        .unwrap();
+    assert_eq!(beta.len(), 1);
+}
+
+#[test]
+fn rewritten_shrunk_and_deleted_files_are_reindexed() {
+    let f = fixture();
+    let mut index = f.index();
+    let path = f.dir.join("a_s1.jsonl");
+    // Shrunk: only the header and the first two entries remain.
+    write_session(&f.dir, "a_s1.jsonl", HEADER, &lines()[..2]);
+    let report = index.refresh_jsonl(&f.store).unwrap();
+    assert_eq!(report.sessions_reindexed, 1);
+    assert!(index.search(&SearchQuery::new("okapi")).unwrap().is_empty());
+    assert_eq!(
+        entry_ids(&index, &SearchQuery::new("zebrafish")),
+        ["s1/u1", "s2/u9"]
+    );
+    // Rewritten longer with another beginning: the head check catches it.
+    let mut changed = lines();
+    changed[0] = changed[0].replace("claude-x", "claude-y");
+    changed
+        .push(r#"{"type":"message","id":"u5","message":{"role":"user","content":"ibex"}}"#.into());
+    write_session(&f.dir, "a_s1.jsonl", HEADER, &changed);
+    let report = index.refresh_jsonl(&f.store).unwrap();
+    assert_eq!(report.sessions_reindexed, 1);
+    assert_eq!(index.search(&SearchQuery::new("okapi")).unwrap().len(), 1);
+    assert_eq!(entry_ids(&index, &SearchQuery::new("ibex")), ["s1/u5"]);
+    // The user message after the changed model_change is attributed to the new model.
+    let parser = index
+        .search(&SearchQuery::new("\"zebrafish parser\""))
+        .unwrap();
+    assert_eq!(parser[0].model.as_deref(), Some("claude-y"));
+    fs::remove_file(&path).unwrap();
+    let report = index.refresh_jsonl(&f.store).unwrap();
+    assert_eq!(report.sessions_removed, 1);
+    assert_eq!(entry_ids(&index, &SearchQuery::new("zebrafish")), ["s2/u9"]);
+}
+
+#[test]
+fn deleted_or_corrupt_index_is_rebuilt() {
+    let f = fixture();
+    drop(f.index());
+    fs::remove_file(&f.index_path).unwrap();
+    let index = f.index();
+    assert_eq!(index.search(&SearchQuery::new("okapi")).unwrap().len(), 1);
+    drop(index);
+
+    // Garbage over the whole file.
+    fs::write(&f.index_path, vec![0x5a; 64 * 1024]).unwrap();
+    let _ = fs::remove_file(f.index_path.with_extension("sqlite-wal"));
+    let index = f.index();
+    assert!(index.rebuilt().is_some());
+    assert_eq!(index.search(&SearchQuery::new("okapi")).unwrap().len(), 1);
+    drop(index);
+
+    // Garbage after an intact SQLite header: pages break, not the file's first bytes.
+    let mut bytes = fs::read(&f.index_path).unwrap();
+    let len = bytes.len();
+    for b in &mut bytes[100..len.min(40_000)] {
+        *b = 0xa7;
+    }
+    fs::write(&f.index_path, bytes).unwrap();
+    let mut index = HistoryIndex::open(&f.index_path, &f.store.describe()).unwrap();
+    index.refresh_jsonl(&f.store).unwrap();
+    assert_eq!(index.search(&SearchQuery::new("okapi")).unwrap().len(), 1);
+    drop(index);
+
+    // Another schema version.
+    let conn = rusqlite::Connection::open(&f.index_path).unwrap();
+    conn.pragma_update(None, "user_version", 999).unwrap();
+    drop(conn);
+    let index = f.index();
+    assert!(index.rebuilt().is_some());
+    assert_eq!(index.search(&SearchQuery::new("okapi")).unwrap().len(), 1);
+}
+
+#[test]
+fn database_stores_are_indexed_through_the_trait() {
+    let tmp = tempfile::tempdir().unwrap();
+    let store = SqliteStore::open(&tmp.path().join("s.db"), FsyncPolicy::Never).unwrap();
+    let header = SessionHeader::parse(HEADER.as_bytes().to_vec()).unwrap();
+    let entries: Vec<StoredEntry> = lines().into_iter().map(StoredEntry::from_line).collect();
+    let mut writer = store.create_session(&header, &entries).unwrap();
+    let mut index = HistoryIndex::open(&tmp.path().join("h.sqlite"), &store.describe()).unwrap();
+    index.refresh_store(&store).unwrap();
+    assert_eq!(entry_ids(&index, &SearchQuery::new("okapi")), ["s1/a1"]);
+    let again = index.refresh_store(&store).unwrap();
+    assert_eq!(again.sessions_updated, 0);
+    writer
+        .append(&[StoredEntry::from_line(
+            br#"{"type":"message","id":"u7","parentId":"b1","message":{"role":"user","content":"narwhal"}}"#.to_vec(),
+        )])
+        .unwrap();
+    let report = index.refresh_store(&store).unwrap();
+    assert_eq!((report.sessions_updated, report.lines_read), (1, 1));
+    assert_eq!(entry_ids(&index, &SearchQuery::new("narwhal")), ["s1/u7"]);
+    assert_eq!(index.search(&SearchQuery::new("okapi")).unwrap().len(), 1);
+    let ours = index.sessions(&ListScope::All, None).unwrap();
+    assert_eq!(ours, store.list_sessions(&ListScope::All).unwrap());
+}
+
+fn fixtures_dir() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../fixtures/realpi/sessions")
+}
+
+#[test]
+fn stats_totals_equal_the_usage_in_the_fixture_files() {
+    // Independently: every entry's `usage`, or its message's, summed straight from the files.
+    let (mut input, mut output, mut cache_read, mut cache_write, mut cost) =
+        (0i64, 0i64, 0i64, 0i64, 0f64);
+    let (mut messages, mut tool_errors) = (0u64, 0u64);
+    let mut files = 0;
+    for item in fs::read_dir(fixtures_dir()).unwrap() {
+        let path = item.unwrap().path();
+        if path.extension().is_none_or(|e| e != "jsonl") {
+            continue;
+        }
+        files += 1;
+        let text = fs::read_to_string(&path).unwrap();
+        for line in text.lines().skip(1) {
+            let Ok(v) = serde_json::from_str::<Value>(line) else {
+                continue;
+            };
+            if v["type"] == "message" {
+                messages += 1;
+                tool_errors += u64::from(
+                    v["message"]["role"] == "toolResult" && v["message"]["isError"] == true,
+                );
+            }
+            let usage = if v["usage"].is_object() {
+                &v["usage"]
+            } else {
+                &v["message"]["usage"]
+            };
+            if usage.is_object() {
+                let n = |k: &str| usage[k].as_f64().unwrap_or(0.0) as i64;
+                input += n("input");
+                output += n("output");
+                cache_read += n("cacheRead");
+                cache_write += n("cacheWrite");
+                cost += usage["cost"]["total"].as_f64().unwrap_or(0.0);
+            }
+        }
+    }
+    assert!(files >= 10 && input > 0);
+
+    let tmp = tempfile::tempdir().unwrap();
+    let store = JsonlStore::open(
+        JsonlLayout::Flat {
+            dir: fixtures_dir(),
+        },
+        FsyncPolicy::Never,
+    );
+    let mut index = HistoryIndex::open(&tmp.path().join("h.sqlite"), &store.describe()).unwrap();
+    index.refresh_jsonl(&store).unwrap();
+    let stats = index.stats(&StatsQuery::default()).unwrap();
+    let t = &stats.total;
+    assert_eq!(
+        (
+            t.input,
+            t.output,
+            t.cache_read,
+            t.cache_write,
+            t.messages,
+            t.tool_errors
+        ),
+        (
+            input,
+            output,
+            cache_read,
+            cache_write,
+            messages,
+            tool_errors
+        )
+    );
+    assert!((t.cost - cost).abs() < 1e-9, "{} vs {cost}", t.cost);
+    assert_eq!(t.sessions, files);
+
+    // Every grouping adds up to the same totals.
+    for group in [
+        GroupBy::Day,
+        GroupBy::Week,
+        GroupBy::Model,
+        GroupBy::Provider,
+        GroupBy::Cwd,
+    ] {
+        let s = index
+            .stats(&StatsQuery {
+                group: Some(group),
+                ..StatsQuery::default()
+            })
+            .unwrap();
+        let sum: i64 = s.groups.iter().map(|g| g.input + g.output).sum();
+        assert_eq!(sum, input + output, "{group:?}");
+        let msgs: u64 = s.groups.iter().map(|g| g.messages).sum();
+        assert_eq!(msgs, messages, "{group:?}");
+    }
+    let tools = index
+        .stats(&StatsQuery {
+            group: Some(GroupBy::Tool),
+            ..StatsQuery::default()
+        })
+        .unwrap();
+    assert_eq!(
+        tools.groups.iter().map(|g| g.tool_calls).sum::<u64>(),
+        t.tool_calls
+    );
+    assert_eq!(
+        tools.groups.iter().map(|g| g.tool_errors).sum::<u64>(),
+        tool_errors
+    );
+}
