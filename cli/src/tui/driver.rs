@@ -180,7 +180,12 @@ impl AgentEvent {
         let kind = v.get("type")?.as_str()?;
         Some(match kind {
             "agent_start" => AgentEvent::AgentStart,
-            "agent_end" => AgentEvent::AgentEnd,
+            // `agent_settled` also ends runs that failed before `agent_start`.
+            "agent_end" | "agent_settled" => AgentEvent::AgentEnd,
+            "auto_retry_start" => AgentEvent::Notice(format!(
+                "Retrying (attempt {})...",
+                v.get("attempt").and_then(Value::as_u64).unwrap_or(1)
+            )),
             "turn_start" => AgentEvent::TurnStart,
             "turn_end" => AgentEvent::TurnEnd,
             "message_start" => {

@@ -17,11 +17,14 @@
 //! # }
 //! ```
 //!
-//! Fill in [`TuiOptions::driver`] with the agent runtime's adapter; without one the UI runs
-//! with an offline driver that says so on every prompt. The terminal is restored on every
+//! From the command line, [`agent::run_with_args`] does the whole setup (session, model,
+//! tools as for `-p`, UI settings from settings.json) and calls [`run`]. To embed the UI
+//! differently, fill in [`TuiOptions::driver`] (e.g. [`agent::AgentSessionDriver`]); without
+//! a driver the UI runs offline and says so on every prompt. The terminal is restored on every
 //! way out: normal exit, error, ctrl+c/ctrl+d, and panic (a hook restores it before the
 //! default hook prints).
 
+pub mod agent;
 pub mod app;
 pub mod dialogs;
 pub mod driver;
@@ -72,6 +75,8 @@ pub struct TuiOptions {
     pub scoped_models: Vec<String>,
     /// settings' `externalEditor`, before $VISUAL and $EDITOR.
     pub external_editor: Option<String>,
+    /// The current model (defaults to the driver's first model).
+    pub model: Option<ModelInfo>,
 }
 
 impl TuiOptions {
@@ -94,6 +99,7 @@ impl TuiOptions {
             thinking: ThinkingLevel::Off,
             scoped_models: Vec::new(),
             external_editor: None,
+            model: None,
         }
     }
 }
@@ -163,7 +169,7 @@ pub fn initial_app(opts: &TuiOptions, driver: &dyn AgentDriver) -> App {
     app.settings.external_editor = opts.external_editor.clone();
     app.models = driver.models();
     app.scoped = opts.scoped_models.clone();
-    app.model = app.models.first().cloned();
+    app.model = opts.model.clone().or_else(|| app.models.first().cloned());
     app.thinking = opts.thinking;
     app.commands = opts.commands.clone();
     if let Some(s) = driver.session() {

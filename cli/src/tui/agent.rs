@@ -1,0 +1,238 @@
+//! The adapter from [`AgentDriver`] to the engine's agent runtime
+//! ([`pi_engine::agent::AgentSession`]), and the interactive entry point built on the same
+//! session setup as the print/json/rpc modes.
+//!
+//! The runtime emits Pi's event JSON through an [`EventSink`] on its own tasks; the sink
+//! here only forwards each value into a channel, which the UI drains once per frame, so
+//! the agent never waits on drawing.
+
+use super::driver::{AgentDriver, AgentEvent, BranchSummary, ModelInfo, ThinkingLevel};
+use super::TuiOptions;
+use pi_engine::agent::{AgentSession, EventSink};
+use serde_json::Value;
+use std::path::Path;
+use std::sync::mpsc;
+use std::sync::{Arc, Mutex};
+
+pub struct AgentSessionDriver {
+    agent: AgentSession,
+    runtime: tokio::runtime::Handle,
+    events: mpsc::Receiver<Value>,
+    /// For errors of spawned calls (a prompt that could not start, a failed compaction).
+    errors: mpsc::Sender<Value>,
+}
+
+/// A sink that forwards events into a channel, plus its receiving end.
+pub fn channel_sink() -> (EventSink, mpsc::Sender<Value>, mpsc::Receiver<Value>) {
+    let (tx, rx) = mpsc::channel();
+    // `Sender` is Sync, but the sink type asks for Fn + Sync over a shared reference, and a
+    // Mutex keeps this independent of that detail.
+    let shared = Arc::new(Mutex::new(tx.clone()));
+    let sink: EventSink = Arc::new(move |v| {
+        if let Ok(tx) = shared.lock() {
+            let _ = tx.send(v);
+        }
+    });
+    (sink, tx, rx)
+}
+
+impl AgentSessionDriver {
+    /// `events` must be the receiver whose sender feeds the sink `agent` was built with.
+    pub fn new(
+        agent: AgentSession,
+        runtime: tokio::runtime::Handle,
+        errors: mpsc::Sender<Value>,
+        events: mpsc::Receiver<Value>,
+    ) -> Self {
+        AgentSessionDriver {
+            agent,
+            runtime,
+            events,
+            errors,
+        }
+    }
+
+    fn report(&self, text: String) {
+        let _ = self
+            .errors
+            .send(serde_json::json!({"type": "tui_error", "message": text}));
+    }
+}
+
+impl AgentDriver for AgentSessionDriver {
+    fn prompt(&mut self, text: &str) {
+        let agent = self.agent.clone();
+        let errors = self.errors.clone();
+        let text = text.to_string();
+        self.runtime.spawn(async move {
+            if let Err(e) = agent.prompt(&text, Vec::new()).await {
+                let _ =
+                    errors.send(serde_json::json!({"type": "tui_error", "message": e.to_string()}));
+                let _ = errors.send(serde_json::json!({"type": "agent_end"}));
+            }
+        });
+    }
+
+    fn steer(&mut self, text: &str) {
+        self.agent.steer(text.to_string());
+    }
+
+    fn follow_up(&mut self, text: &str) {
+        self.agent.follow_up(text.to_string());
+    }
+
+    fn abort(&mut self) {
+        self.agent.abort();
+    }
+
+    fn poll_events(&mut self) -> Vec<AgentEvent> {
+        let mut out = Vec::new();
+        while let Ok(v) = self.events.try_recv() {
+            if v.get("type").and_then(Value::as_str) == Some("tui_error") {
+                let msg = v.get("message").and_then(Value::as_str).unwrap_or("error");
+                out.push(AgentEvent::Error(msg.to_string()));
+                continue;
+            }
+            out.extend(AgentEvent::from_pi_json(&v));
+        }
+        out
+    }
+
+    fn navigate_tree(
+        &mut self,
+        _target: Option<&str>,
+        _summary: &BranchSummary,
+    ) -> anyhow::Result<()> {
+        // AgentSession has no way to move the leaf of its session yet (it needs the
+        // session's persistence, which it keeps private).
+        anyhow::bail!("the agent runtime cannot switch branches yet")
+    }
+
+    fn compact(&mut self, instructions: Option<&str>) {
+        let agent = self.agent.clone();
+        let errors = self.errors.clone();
+        let instructions = instructions.map(str::to_string);
+        self.runtime.spawn(async move {
+            if let Err(e) = agent.compact(instructions).await {
+                let _ = errors.send(
+                    serde_json::json!({"type": "compaction_end", "errorMessage": e.to_string()}),
+                );
+            }
+        });
+    }
+
+    fn set_model(&mut self, model: &ModelInfo) {
+        let registry = self.agent.registry();
+        match registry.find(&model.provider, &model.id).cloned() {
+            Some(m) => {
+                if let Err(e) = self.agent.set_model(m) {
+                    self.report(format!("could not set the model: {e}"));
+                }
+            }
+            None => self.report(format!("unknown model {}", model.key())),
+        }
+    }
+
+    fn set_thinking(&mut self, level: ThinkingLevel) {
+        if let Some(l) = pi_formats::message::ThinkingLevel::parse(level.as_str()) {
+            if let Err(e) = self.agent.set_thinking_level(l) {
+                self.report(format!("could not set the thinking level: {e}"));
+            }
+        }
+    }
+
+    fn models(&self) -> Vec<ModelInfo> {
+        let registry = self.agent.registry();
+        // Pi lists only models whose provider has credentials.
+        registry
+            .models
+            .iter()
+            .filter(|m| registry.resolve_api_key(&m.provider).is_some())
+            .map(ModelInfo::from_engine)
+            .collect()
+    }
+
+    fn session(&self) -> Option<pi_engine::session::Session> {
+        Some(self.agent.with_session(|s| s.clone()))
+    }
+
+    fn clear_queue(&mut self) -> (Vec<String>, Vec<String>) {
+        // The runtime has no dequeue; the UI already restored its copy of the queue.
+        (Vec::new(), Vec::new())
+    }
+}
+
+/// Reads the UI keys of settings.json (global, then the project's `.pi/settings.json` on
+/// top), which the modes' `Settings` does not carry.
+fn ui_settings(agent_dir: &Path, cwd: &Path, opts: &mut TuiOptions) {
+    let read = |p: &Path| -> Option<Value> {
+        serde_json::from_str(&std::fs::read_to_string(p).ok()?).ok()
+    };
+    for v in [
+        read(&agent_dir.join("settings.json")),
+        read(&cwd.join(".pi").join("settings.json")),
+    ]
+    .into_iter()
+    .flatten()
+    {
+        if let Some(b) = v.get("quietStartup").and_then(Value::as_bool) {
+            opts.quiet_startup = b;
+        }
+        if let Some(t) = v.get("theme").and_then(Value::as_str) {
+            opts.theme = t.to_string();
+        }
+        if let Some(b) = v
+            .pointer("/branchSummary/skipPrompt")
+            .and_then(Value::as_bool)
+        {
+            opts.skip_branch_prompt = b;
+        }
+        if let Some(e) = v.get("externalEditor").and_then(Value::as_str) {
+            opts.external_editor = Some(e.to_string());
+        }
+        if let Some(list) = v.get("enabledModels").and_then(Value::as_array) {
+            opts.scoped_models = list
+                .iter()
+                .filter_map(Value::as_str)
+                .map(str::to_string)
+                .collect();
+        }
+    }
+    for name in ["AGENTS.md", "CLAUDE.md"] {
+        for dir in [agent_dir, cwd] {
+            let p = dir.join(name);
+            if p.is_file() {
+                opts.loaded
+                    .push((p.display().to_string(), "context".into()));
+            }
+        }
+    }
+}
+
+/// Interactive mode from the command line: the same session setup as `-p` (new session,
+/// `-c`, `--session`, `--fork`, model and tools flags), then [`super::run`].
+pub fn run_with_args(args: crate::RunArgs) -> anyhow::Result<i32> {
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()?;
+    let env = crate::modes::Env::new(&args)?;
+    let (sink, errors, events) = channel_sink();
+    let agent = {
+        let _guard = runtime.enter();
+        crate::modes::build_agent(&args, &env, sink)?
+    };
+    let cwd = std::path::PathBuf::from(&env.cwd);
+    let mut opts = TuiOptions::new(cwd.clone());
+    opts.agent_dir = env.agent_dir.clone();
+    ui_settings(&env.agent_dir, &cwd, &mut opts);
+    opts.thinking =
+        ThinkingLevel::parse(agent.thinking_level().as_str()).unwrap_or(ThinkingLevel::Off);
+    opts.model = agent.model().map(|m| ModelInfo::from_engine(&m));
+    opts.store = pi_storage::open_store(&env.spec, &env.store_options).ok();
+    let driver = AgentSessionDriver::new(agent, runtime.handle().clone(), errors, events);
+    opts.driver = Some(Box::new(driver));
+    let code = super::run(opts);
+    // Running tasks (a prompt mid-stream) are dropped with the runtime.
+    runtime.shutdown_background();
+    code
+}
