@@ -81,6 +81,7 @@ pub fn parse_partial(text: &str) -> Option<Value> {
         s: text.as_bytes(),
         i: 0,
         src: text,
+        depth: 0,
     };
     match p.value() {
         Step::Done(v) | Step::Eof(Some(v)) => Some(v),
@@ -97,10 +98,17 @@ enum Step {
     Bad,
 }
 
+/// Arrays and objects nested deeper than this are a syntax error. The parser recurses
+/// per level, so the bound keeps hostile input (`[[[[…`) from overflowing the stack;
+/// serde_json stops at the same depth, so the strict parse could never accept more.
+const MAX_DEPTH: usize = 128;
+
 struct Partial<'a> {
     s: &'a [u8],
     i: usize,
     src: &'a str,
+    /// Arrays and objects currently open.
+    depth: usize,
 }
 
 impl Partial<'_> {
@@ -116,8 +124,19 @@ impl Partial<'_> {
             return Step::Eof(None);
         };
         match c {
-            b'{' => self.object(),
-            b'[' => self.array(),
+            b'{' | b'[' => {
+                if self.depth == MAX_DEPTH {
+                    return Step::Bad;
+                }
+                self.depth += 1;
+                let step = if c == b'{' {
+                    self.object()
+                } else {
+                    self.array()
+                };
+                self.depth -= 1;
+                step
+            }
             b'"' => match self.string() {
                 Ok(s) => Step::Done(Value::String(s)),
                 Err(Some(s)) => Step::Eof(Some(Value::String(s))),
@@ -367,6 +386,15 @@ mod tests {
         assert_eq!(partial_object("[1,2]"), json!({}));
         assert_eq!(partial_object("garbage"), json!({}));
         assert_eq!(partial_object(""), json!({}));
+    }
+
+    #[test]
+    fn deep_nesting_is_refused_not_a_stack_overflow() {
+        // The parser recurses per level; before the bound this overflowed the stack.
+        let deep = format!(r#"{{"a":{}"#, "[".repeat(1_000_000));
+        assert_eq!(partial_object(&deep), json!({}));
+        let ok = format!(r#"{{"a":{}"#, "[".repeat(MAX_DEPTH - 1));
+        assert!(partial_object(&ok)["a"].is_array());
     }
 
     #[test]

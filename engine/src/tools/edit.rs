@@ -11,6 +11,7 @@ use super::edit_diff::apply_edits_to_normalized_content;
 use super::edit_diff::apply_replacements_to_original;
 use super::edit_diff::generate_edit_diff;
 use super::edit_diff::normalize_to_lf;
+use super::edit_diff::EditDiff;
 use super::edit_diff::EditSpec;
 use super::fs_util::access;
 use super::fs_util::errno_name_and_text;
@@ -128,6 +129,45 @@ fn parse_edits(args: &Value) -> Result<Vec<EditSpec>, ToolError> {
         .collect())
 }
 
+/// The edit minus the file system: the file's new text and the diff details.
+fn apply_to_text(
+    raw: &str,
+    edits: &[EditSpec],
+    path: &str,
+) -> Result<(String, EditDiff), ToolError> {
+    // The model never includes an invisible BOM in oldText; match without it, keep it on write.
+    let (bom, content) = match raw.strip_prefix('\u{FEFF}') {
+        Some(rest) => ("\u{FEFF}", rest),
+        None => ("", raw),
+    };
+    let normalized = normalize_to_lf(content);
+    let applied = apply_edits_to_normalized_content(&normalized, edits, path)?;
+    let diff = generate_edit_diff(
+        path,
+        &applied.base_content,
+        &applied.new_content,
+        &applied.replacements,
+    );
+    // Splice into the original so untouched lines keep their line endings; without any CR the
+    // normalized result already is the final text.
+    let body = if content == normalized {
+        applied.new_content
+    } else {
+        apply_replacements_to_original(content, &applied.replacements)
+    };
+    Ok((format!("{bom}{body}"), diff))
+}
+
+/// What the edit tool would write for `args` over a file whose text is `raw`, and the
+/// display diff, without touching the file system: argument preparation, matching (exact,
+/// then fuzzy), splicing and diffing exactly as [`EditTool`] runs them.
+#[doc(hidden)] // For the fuzz targets in fuzz/; not part of the tool API.
+pub fn edit_text(raw: &str, args: Value, path: &str) -> Result<(String, String), ToolError> {
+    let args = prepare_edit_arguments(args);
+    let edits = parse_edits(&args)?;
+    apply_to_text(raw, &edits, path).map(|(text, diff)| (text, diff.diff))
+}
+
 #[async_trait::async_trait]
 impl Tool for EditTool {
     fn name(&self) -> &str {
@@ -191,29 +231,10 @@ impl Tool for EditTool {
             .map_err(|e| ToolError::new(node_path_error(&e, "open", &absolute)))?;
         let raw = String::from_utf8_lossy(&bytes);
         check()?;
-        // The model never includes an invisible BOM in oldText; match without it, keep it on write.
-        let (bom, content) = match raw.strip_prefix('\u{FEFF}') {
-            Some(rest) => ("\u{FEFF}", rest),
-            None => ("", raw.as_ref()),
-        };
-        let normalized = normalize_to_lf(content);
-        let applied = apply_edits_to_normalized_content(&normalized, &edits, path)?;
         // Diff before writing, so nothing can fail after the file changed.
-        let diff = generate_edit_diff(
-            path,
-            &applied.base_content,
-            &applied.new_content,
-            &applied.replacements,
-        );
+        let (text, diff) = apply_to_text(&raw, &edits, path)?;
         check()?;
-        // Splice into the original so untouched lines keep their line endings; without any CR the
-        // normalized result already is the final text.
-        let body = if content == normalized {
-            applied.new_content
-        } else {
-            apply_replacements_to_original(content, &applied.replacements)
-        };
-        tokio::fs::write(&absolute, format!("{bom}{body}"))
+        tokio::fs::write(&absolute, text)
             .await
             .map_err(|e| ToolError::new(node_path_error(&e, "open", &absolute)))?;
         check()?;

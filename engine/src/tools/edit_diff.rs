@@ -645,7 +645,13 @@ fn diff_windows(base: &str, replacements: &[Replacement]) -> Vec<DiffWindow> {
                 break;
             }
             let from = if i == 0 {
-                match_end.saturating_sub(1).max(replacement.match_index)
+                // The match's last character (Pi: its last UTF-16 unit): step back to the
+                // start of a multi-byte character rather than slice inside it.
+                let mut last = match_end.saturating_sub(1).max(replacement.match_index);
+                while !base.is_char_boundary(last) {
+                    last -= 1;
+                }
+                last
             } else {
                 end
             };

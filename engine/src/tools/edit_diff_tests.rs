@@ -91,3 +91,24 @@ fn pure_insertion_patch_uses_empty_range_quirk() {
     );
     assert_eq!(diff.patch, "--- f\n+++ f\n@@ -1,2 +0,0 @@\n-a\n-b\n");
 }
+
+/// Found by fuzz/fuzz_targets/edit_matcher.rs: a match ending in a multi-byte character made the
+/// diff window search start inside that character, and slicing there panicked.
+#[test]
+fn diff_of_a_match_ending_in_a_multi_byte_character() {
+    for (content, old) in [
+        ("a\n\u{FFFD}\nb", "\u{FFFD}"),
+        ("x\u{e9}", "\u{e9}"),
+        ("\u{1F600}\n", "\u{1F600}"),
+    ] {
+        let applied =
+            apply_edits_to_normalized_content(content, &[spec(old, "y\nz")], "f").unwrap();
+        let diff = generate_edit_diff(
+            "f",
+            &applied.base_content,
+            &applied.new_content,
+            &applied.replacements,
+        );
+        assert!(diff.diff.contains("+"), "{content:?}: {}", diff.diff);
+    }
+}

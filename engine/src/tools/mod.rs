@@ -42,6 +42,7 @@ use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
 pub use bash::BashTool;
+pub use edit::edit_text;
 pub use edit::EditTool;
 pub use find::FindTool;
 pub use grep::GrepTool;
