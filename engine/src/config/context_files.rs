@@ -6,10 +6,15 @@
 //! directory's `AGENTS.md`. The global file comes first, then ancestors outermost first, the
 //! cwd's last, so nearer instructions come later in the prompt and read as refinements.
 //! Context files are not gated by project trust in Pi 1.6.0 and are not here either.
+//!
+//! One exception, as in Pi: inside a linked git worktree nested in its main checkout
+//! (`repo/.worktrees/feat`), the worktree's own context file shadows the main checkout's file
+//! of the same name, which would otherwise load twice as an ancestor.
 
 use std::path::Path;
 use std::path::PathBuf;
 
+use super::paths::canonicalize_or_normalize;
 use super::paths::normalize_lexically;
 
 /// The names looked for in each directory, in order of preference.
@@ -42,11 +47,18 @@ pub fn load_context_files(
         files.push(global);
     }
     let cwd = normalize_lexically(cwd);
+    let shadowed = shadowed_context_file(&cwd);
     let mut ancestors = Vec::new();
     let mut dir = Some(cwd.as_path());
     while let Some(d) = dir {
         if let Some(file) = from_dir(d, warnings) {
-            if !files.iter().any(|f: &ContextFile| f.path == file.path)
+            let is_shadowed = shadowed.as_ref().is_some_and(|s| {
+                file.path
+                    .file_name()
+                    .is_some_and(|name| canonicalize_or_normalize(d).join(name) == *s)
+            });
+            if !is_shadowed
+                && !files.iter().any(|f: &ContextFile| f.path == file.path)
                 && !ancestors.iter().any(|f: &ContextFile| f.path == file.path)
             {
                 ancestors.push(file);
@@ -57,6 +69,50 @@ pub fn load_context_files(
     ancestors.reverse();
     files.extend(ancestors);
     files
+}
+
+/// `(worktree root, common git dir)` of the checkout containing `cwd` (Pi's `findGitPaths`).
+fn git_paths(cwd: &Path) -> Option<(PathBuf, PathBuf)> {
+    for dir in cwd.ancestors() {
+        let git = dir.join(".git");
+        let Ok(meta) = std::fs::metadata(&git) else {
+            continue;
+        };
+        if meta.is_dir() {
+            return git.join("HEAD").exists().then(|| (dir.to_path_buf(), git));
+        }
+        let text = std::fs::read_to_string(&git).ok()?;
+        let target = text.trim().strip_prefix("gitdir: ")?;
+        let git_dir = normalize_lexically(&dir.join(target.trim()));
+        if !git_dir.join("HEAD").exists() {
+            return None;
+        }
+        let common = match std::fs::read_to_string(git_dir.join("commondir")) {
+            Ok(c) => normalize_lexically(&git_dir.join(c.trim())),
+            Err(_) => git_dir,
+        };
+        return Some((dir.to_path_buf(), common));
+    }
+    None
+}
+
+/// The main checkout's context file that the nested worktree's own file shadows, as a
+/// canonical path; `None` outside such a layout.
+fn shadowed_context_file(cwd: &Path) -> Option<PathBuf> {
+    let (worktree, common) = git_paths(cwd)?;
+    let common = canonicalize_or_normalize(&common);
+    let worktree = canonicalize_or_normalize(&worktree);
+    let main_root = common.parent()?.to_path_buf();
+    // An ordinary repo (same dir) or a sibling worktree (main not an ancestor) shadows nothing.
+    if worktree == main_root || !worktree.starts_with(&main_root) {
+        return None;
+    }
+    // Only when the common dir is the main root's own `.git` (not a bare or submodule layout).
+    if canonicalize_or_normalize(&main_root.join(".git")) != common {
+        return None;
+    }
+    let own = from_dir(&worktree, &mut Vec::new())?;
+    Some(main_root.join(own.path.file_name()?))
 }
 
 fn from_dir(dir: &Path, warnings: &mut Vec<String>) -> Option<ContextFile> {
@@ -119,6 +175,37 @@ mod tests {
             ]
         );
         assert!(warnings.is_empty());
+    }
+
+    #[test]
+    fn nested_worktree_shadows_the_main_checkout_file() {
+        let tmp = tempfile::tempdir().unwrap();
+        let repo = tmp.path().canonicalize().unwrap().join("repo");
+        let wt = repo.join(".worktrees/feat");
+        std::fs::create_dir_all(repo.join(".git/worktrees/feat")).unwrap();
+        std::fs::write(repo.join(".git/HEAD"), "ref: refs/heads/main\n").unwrap();
+        std::fs::write(
+            repo.join(".git/worktrees/feat/HEAD"),
+            "ref: refs/heads/feat\n",
+        )
+        .unwrap();
+        std::fs::write(repo.join(".git/worktrees/feat/commondir"), "../..\n").unwrap();
+        std::fs::create_dir_all(&wt).unwrap();
+        std::fs::write(
+            wt.join(".git"),
+            format!("gitdir: {}\n", repo.join(".git/worktrees/feat").display()),
+        )
+        .unwrap();
+        std::fs::write(repo.join("AGENTS.md"), "main copy").unwrap();
+        std::fs::write(wt.join("AGENTS.md"), "worktree copy").unwrap();
+        let agent = tmp.path().join("agent");
+        let files = load_context_files(&agent, &wt, &mut Vec::new());
+        let contents: Vec<&str> = files.iter().map(|f| f.content.as_str()).collect();
+        assert_eq!(contents, vec!["worktree copy"]);
+        // In the main checkout itself, its file loads.
+        let files = load_context_files(&agent, &repo, &mut Vec::new());
+        assert_eq!(files.len(), 1);
+        assert_eq!(files[0].content, "main copy");
     }
 
     #[test]

@@ -47,7 +47,8 @@
 //!   key back, keeping everything else in the file, through a temp file and a rename.
 //! * [`resolve_trust`] / [`TrustStore`]: `trust.json`, `defaultProjectTrust`,
 //!   `--approve`/`--no-approve`. A [`TrustDecision::Ask`] is returned only in interactive mode;
-//!   the caller prompts and records the answer with [`TrustStore::set`].
+//!   the caller offers [`TrustChoice::options`] and records the answer with
+//!   [`TrustChoice::record`].
 //! * [`Resources::load`]: context files, skills, prompt templates, `SYSTEM.md` and
 //!   `APPEND_SYSTEM.md` (project-local ones only when trusted), `--system-prompt` and
 //!   `--append-system-prompt`.
@@ -125,6 +126,7 @@ pub use system_prompt::DocsPaths;
 pub use system_prompt::SystemPromptInput;
 pub use trust::has_trust_requiring_resources;
 pub use trust::resolve_trust;
+pub use trust::TrustChoice;
 pub use trust::TrustDecision;
 pub use trust::TrustInputs;
 pub use trust::TrustStore;

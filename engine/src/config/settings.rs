@@ -480,6 +480,123 @@ impl Settings {
         Some(tools)
     }
 
+    /// `transport`: `auto` (default), `sse`, `websocket` or `websocket-cached`.
+    pub fn transport(&self) -> &str {
+        self.str("transport").unwrap_or("auto")
+    }
+
+    /// `thinkingBudgets` (token budgets per level; unset levels use the provider default).
+    pub fn thinking_budgets(&self) -> Option<crate::llm::ThinkingBudgets> {
+        let budgets = self.merged.get("thinkingBudgets")?.as_object()?;
+        let level = |k: &str| {
+            budgets
+                .get(k)
+                .and_then(Value::as_f64)
+                .map(|n| n.max(0.0) as u64)
+        };
+        Some(crate::llm::ThinkingBudgets {
+            minimal: level("minimal"),
+            low: level("low"),
+            medium: level("medium"),
+            high: level("high"),
+        })
+    }
+
+    /// `httpIdleTimeoutMs`: a number of ms, `0` or `"disabled"` to disable; default 300000.
+    /// An unusable value is an error naming it, as in Pi.
+    pub fn http_idle_timeout_ms(&self) -> Result<u64, String> {
+        match self.merged.get("httpIdleTimeoutMs") {
+            None => Ok(300_000),
+            Some(value) => parse_timeout(value).ok_or_else(|| {
+                format!(
+                    "Invalid httpIdleTimeoutMs setting: {}",
+                    crate::js::to_js_string(Some(value))
+                )
+            }),
+        }
+    }
+
+    /// `doubleEscapeAction`: `fork`, `tree` (default) or `none`.
+    pub fn double_escape_action(&self) -> &str {
+        self.str("doubleEscapeAction").unwrap_or("tree")
+    }
+
+    /// `lastChangelogVersion`.
+    pub fn last_changelog_version(&self) -> Option<&str> {
+        self.str("lastChangelogVersion")
+    }
+
+    /// `collapseChangelog` (default false).
+    pub fn collapse_changelog(&self) -> bool {
+        self.merged
+            .get("collapseChangelog")
+            .and_then(Value::as_bool)
+            .unwrap_or(false)
+    }
+
+    /// `editorPaddingX` (default 0).
+    pub fn editor_padding_x(&self) -> u64 {
+        self.num_at("editorPaddingX")
+            .map_or(0, |n| n.max(0.0) as u64)
+    }
+
+    /// `outputPad`: 0 or 1 (default).
+    pub fn output_pad(&self) -> u64 {
+        if self.num_at("outputPad") == Some(0.0) {
+            0
+        } else {
+            1
+        }
+    }
+
+    /// `autocompleteMaxVisible` (default 5).
+    pub fn autocomplete_max_visible(&self) -> u64 {
+        self.num_at("autocompleteMaxVisible")
+            .map_or(5, |n| n.max(0.0) as u64)
+    }
+
+    /// `terminal.showImages` (default true).
+    pub fn show_images(&self) -> bool {
+        self.bool_at("terminal.showImages").unwrap_or(true)
+    }
+
+    /// `terminal.imageWidthCells` (default 60, at least 1).
+    pub fn image_width_cells(&self) -> u64 {
+        self.num_at("terminal.imageWidthCells")
+            .filter(|n| n.is_finite())
+            .map_or(60, |n| n.floor().max(1.0) as u64)
+    }
+
+    /// `terminal.clearOnShrink`, else `PI_CLEAR_ON_SHRINK=1`, else false.
+    pub fn clear_on_shrink(&self, env: &dyn Fn(&str) -> Option<String>) -> bool {
+        self.bool_at("terminal.clearOnShrink")
+            .unwrap_or_else(|| env("PI_CLEAR_ON_SHRINK").as_deref() == Some("1"))
+    }
+
+    /// `showHardwareCursor`, else `PI_HARDWARE_CURSOR=1`.
+    pub fn show_hardware_cursor(&self, env: &dyn Fn(&str) -> Option<String>) -> bool {
+        self.merged
+            .get("showHardwareCursor")
+            .and_then(Value::as_bool)
+            .unwrap_or_else(|| env("PI_HARDWARE_CURSOR").as_deref() == Some("1"))
+    }
+
+    /// `markdown.codeBlockIndent` (default two spaces).
+    pub fn code_block_indent(&self) -> &str {
+        self.get("markdown.codeBlockIndent")
+            .and_then(Value::as_str)
+            .unwrap_or("  ")
+    }
+
+    /// `tuiMode`: `regular` or `fullscreen` (default).
+    pub fn tui_mode(&self) -> &str {
+        if self.str("tuiMode") == Some("regular") {
+            "regular"
+        } else {
+            "fullscreen"
+        }
+    }
+
     /// `defaultProjectTrust`, read from the global file only: a project must not be able to
     /// vouch for itself.
     pub fn default_project_trust(&self) -> DefaultProjectTrust {
@@ -492,6 +609,31 @@ impl Settings {
             Some("never") => DefaultProjectTrust::Never,
             _ => DefaultProjectTrust::Ask,
         }
+    }
+}
+
+/// Pi's `parseHttpIdleTimeoutMs`: a non-negative number (floored), a numeric string, or
+/// `"disabled"` (0).
+fn parse_timeout(value: &Value) -> Option<u64> {
+    match value {
+        Value::Number(n) => n
+            .as_f64()
+            .filter(|f| f.is_finite() && *f >= 0.0)
+            .map(|f| f.floor() as u64),
+        Value::String(s) => {
+            let t = s.trim();
+            if t.eq_ignore_ascii_case("disabled") {
+                Some(0)
+            } else if t.is_empty() {
+                None
+            } else {
+                t.parse::<f64>()
+                    .ok()
+                    .filter(|f| f.is_finite() && *f >= 0.0)
+                    .map(|f| f.floor() as u64)
+            }
+        }
+        _ => None,
     }
 }
 
@@ -789,6 +931,21 @@ mod tests {
         // Only the global file decides the default trust.
         assert_eq!(s.default_project_trust(), DefaultProjectTrust::Always);
         assert_eq!(s.tree_filter_mode(), "default");
+
+        assert_eq!(s.http_idle_timeout_ms(), Ok(300_000));
+        let s = Settings::in_memory(
+            json!({"httpIdleTimeoutMs":"disabled","thinkingBudgets":{"low":1024},"outputPad":0}),
+            json!({"terminal":{"imageWidthCells":0.5}}),
+        );
+        assert_eq!(s.http_idle_timeout_ms(), Ok(0));
+        assert_eq!(s.thinking_budgets().unwrap().low, Some(1024));
+        assert_eq!(s.output_pad(), 0);
+        assert_eq!(s.image_width_cells(), 1);
+        let s = Settings::in_memory(json!({"httpIdleTimeoutMs":"soon"}), json!({}));
+        assert_eq!(
+            s.http_idle_timeout_ms(),
+            Err("Invalid httpIdleTimeoutMs setting: soon".to_string())
+        );
 
         let s = Settings::in_memory(json!({"compaction":{"reserveTokens":-1}}), json!({}));
         assert_eq!(

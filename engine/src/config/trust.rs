@@ -60,6 +60,79 @@ impl TrustDecision {
     }
 }
 
+/// An answer to the trust prompt (Pi's options, in its order).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TrustChoice {
+    /// Trust this folder and remember it.
+    Trust,
+    /// Trust the parent folder (and so its other projects) and remember it.
+    TrustParent,
+    /// Trust for this run only.
+    TrustSession,
+    /// Do not trust, and remember it.
+    Deny,
+    /// Do not trust for this run only.
+    DenySession,
+}
+
+impl TrustChoice {
+    /// The choices to offer for `path` (no parent option at the root).
+    pub fn options(path: &Path) -> Vec<TrustChoice> {
+        let mut options = vec![TrustChoice::Trust];
+        if path.parent().is_some() {
+            options.push(TrustChoice::TrustParent);
+        }
+        options.extend([
+            TrustChoice::TrustSession,
+            TrustChoice::Deny,
+            TrustChoice::DenySession,
+        ]);
+        options
+    }
+
+    /// The menu label (Pi's wording is a UI label, kept so users recognise it).
+    pub fn label(self, path: &Path) -> String {
+        match self {
+            TrustChoice::Trust => "Trust".into(),
+            TrustChoice::TrustParent => format!(
+                "Trust parent folder ({})",
+                path.parent()
+                    .map(|p| p.display().to_string())
+                    .unwrap_or_default()
+            ),
+            TrustChoice::TrustSession => "Trust (this session only)".into(),
+            TrustChoice::Deny => "Do not trust".into(),
+            TrustChoice::DenySession => "Do not trust (this session only)".into(),
+        }
+    }
+
+    /// Whether the project is trusted after this answer.
+    pub fn trusted(self) -> bool {
+        matches!(
+            self,
+            TrustChoice::Trust | TrustChoice::TrustParent | TrustChoice::TrustSession
+        )
+    }
+
+    /// Records the answer for `path` in `store` (session-only answers record nothing) and
+    /// returns whether the project is now trusted.
+    pub fn record(self, path: &Path, store: &TrustStore) -> ConfigResult<bool> {
+        let path = canonicalize_or_normalize(path);
+        match self {
+            TrustChoice::Trust => store.set(&path, Some(true))?,
+            TrustChoice::TrustParent => match path.parent() {
+                Some(parent) => {
+                    store.set_many(&[(parent.to_path_buf(), Some(true)), (path.clone(), None)])?
+                }
+                None => store.set(&path, Some(true))?,
+            },
+            TrustChoice::Deny => store.set(&path, Some(false))?,
+            TrustChoice::TrustSession | TrustChoice::DenySession => {}
+        }
+        Ok(self.trusted())
+    }
+}
+
 /// What [`resolve_trust`] needs besides the cwd and the store.
 #[derive(Debug, Clone, Default)]
 pub struct TrustInputs {
@@ -324,6 +397,23 @@ mod tests {
         assert!(!has_trust_requiring_resources(&f.home, Some(&f.home)));
         std::fs::create_dir_all(f.cwd.parent().unwrap().join(".agents/skills")).unwrap();
         assert!(has_trust_requiring_resources(&f.cwd, Some(&f.home)));
+    }
+
+    #[test]
+    fn prompt_answers_are_recorded_like_pi() {
+        use DefaultProjectTrust::*;
+        let f = fixture(true);
+        let options = TrustChoice::options(&f.cwd);
+        assert_eq!(options.len(), 5);
+        assert!(options[1]
+            .label(&f.cwd)
+            .starts_with("Trust parent folder ("));
+        assert!(TrustChoice::TrustSession.record(&f.cwd, &f.store).unwrap());
+        assert!(!f.store.path().exists());
+        assert!(!TrustChoice::Deny.record(&f.cwd, &f.store).unwrap());
+        assert_eq!(decide(&f, None, Ask, true), TrustDecision::Untrusted);
+        assert!(TrustChoice::TrustParent.record(&f.cwd, &f.store).unwrap());
+        assert_eq!(decide(&f, None, Ask, true), TrustDecision::Trusted);
     }
 
     #[test]
