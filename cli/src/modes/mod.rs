@@ -144,16 +144,18 @@ impl Env {
             self.cwd.clone(),
             parent,
         );
-        let session = Session::create(&header);
+        let mut session = Session::create(&header);
         if self.no_session {
             return Ok((session, Persistence::default()));
         }
+        let file = self.new_file(&header);
+        session.set_path(file.clone());
         Ok((
             session,
             Persistence {
                 store: Some(self.store()?),
                 lazy: Some(LazySession::new(SessionHeader::new(&header))),
-                file: self.new_file(&header),
+                file,
             },
         ))
     }
@@ -448,8 +450,7 @@ pub fn build_agent(args: &RunArgs, env: &Env, sink: EventSink) -> anyhow::Result
         .default_thinking_level
         .as_deref()
         .and_then(ThinkingLevel::parse);
-    let mut retry = env.settings.retry.clone();
-    retry.enabled = env.settings.retry.enabled;
+    let retry = env.settings.retry;
     let opts = AgentOptions {
         cwd: PathBuf::from(&env.cwd),
         registry: env.registry.clone(),

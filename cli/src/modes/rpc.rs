@@ -484,12 +484,14 @@ impl Rpc {
         if a.is_streaming() {
             return Err("Cannot fork while the agent is running".into());
         }
+        // The parent is the file the session lives in (a new session has no path of its own).
+        let parent = a.session_file().map(|p| p.display().to_string());
         let lines = a.with_session(|s| {
             let header = NewHeader::new(
                 pi_formats::id::session_id(),
                 pi_formats::time::now_iso(),
                 self.env.cwd.clone(),
-                s.path().map(|p| p.display().to_string()),
+                parent.or_else(|| s.path().map(|p| p.display().to_string())),
             );
             match leaf {
                 Some(l) => s.branched_lines(l, &header).map_err(|e| e.to_string()),

@@ -136,13 +136,35 @@ impl AgentSession {
         let mut overflow_recovered = false;
         loop {
             let Some(last) = end.last.clone() else { break };
-            if token.is_cancelled() || last.stop_reason != StopReason::Error {
+            if token.is_cancelled() {
                 break;
             }
-            let window = self.model().map_or(0, |m| m.context_window);
+            let (window, max_tokens) = self
+                .model()
+                .map_or((0, 0), |m| (m.context_window, m.max_tokens));
             let error_text = last.error_message.clone().unwrap_or_default();
-            if is_context_overflow(&last, window) {
-                if overflow_recovered || !self.auto_compaction() {
+            // Pi's `_checkCompaction` cases 1 and 2: a context overflow, or a length stop
+            // below the model's output limit (context pressure), gets one compact-and-retry.
+            let overflow = is_context_overflow(&last, window);
+            let recoverable_length = last.stop_reason == StopReason::Length
+                && max_tokens > 0
+                && last.usage.output < max_tokens;
+            if (overflow || recoverable_length) && self.auto_compaction() {
+                let will_retry = last.stop_reason != StopReason::Stop;
+                if !will_retry {
+                    let _ = self
+                        .compact_inner(CompactionReason::Overflow, None, token, false)
+                        .await;
+                    return Ok(end.last);
+                }
+                if overflow_recovered {
+                    let msg = if overflow {
+                        "Context overflow recovery failed after one compact-and-retry attempt. Try reducing context or switching to a larger-context model."
+                    } else {
+                        "Truncated response recovery failed after one compact-and-retry attempt."
+                    };
+                    self.emit(json!({"type": "compaction_end", "reason": "overflow",
+                        "aborted": false, "willRetry": false, "errorMessage": msg}));
                     break;
                 }
                 overflow_recovered = true;
@@ -152,12 +174,15 @@ impl AgentSession {
                     .await
                     .is_err()
                 {
-                    break;
+                    return Ok(end.last);
                 }
                 end = self.run_loop(Vec::new(), token, None).await?;
                 continue;
             }
-            let retry = lock(&self.shared.state).opts.retry.clone();
+            if last.stop_reason != StopReason::Error {
+                break;
+            }
+            let retry = lock(&self.shared.state).opts.retry;
             if !retry.enabled || !is_retryable_error(&error_text) || attempt >= retry.max_retries {
                 if attempt > 0 {
                     self.emit(json!({"type": "auto_retry_end", "success": false,
@@ -186,13 +211,10 @@ impl AgentSession {
             }
             end = self.run_loop(Vec::new(), token, Some(attempt)).await?;
         }
-        if !token.is_cancelled()
-            && end
-                .last
-                .as_ref()
-                .is_some_and(|m| m.stop_reason != StopReason::Error)
-        {
-            self.maybe_threshold_compaction(token).await;
+        if let Some(last) = end.last.as_ref() {
+            if !token.is_cancelled() && last.stop_reason != StopReason::Aborted {
+                self.maybe_threshold_compaction(last, token).await;
+            }
         }
         Ok(end.last)
     }
@@ -275,6 +297,7 @@ impl AgentSession {
             let mut has_more = true;
             while has_more || !pending.is_empty() {
                 if !first {
+                    self.compact_before_next_turn(token).await;
                     if pending.is_empty() {
                         pending = self.take_queued(true);
                     }
@@ -549,9 +572,10 @@ impl AgentSession {
         self.emit(ev);
     }
 
-    /// Pi's `_checkCompaction` after a successful run: compacts when the context exceeds
-    /// `contextWindow - reserveTokens`.
-    async fn maybe_threshold_compaction(&self, token: &CancellationToken) {
+    /// Pi's `_checkCompaction` case 3 after a run: compacts when the context exceeds
+    /// `contextWindow - reserveTokens`. The size is the last response's usage, or an
+    /// estimate when context edits changed the projection or the response has no usage.
+    async fn maybe_threshold_compaction(&self, last: &AssistantMessage, token: &CancellationToken) {
         let due = {
             let st = lock(&self.shared.state);
             let Some(model) = st.opts.model.as_ref() else {
@@ -564,13 +588,65 @@ impl AgentSession {
             let branch = s.branch_path();
             let path = SessionPath::new(s, &branch.entries);
             let values = path.values();
+            // A response older than the latest compaction reflects the old context.
+            let latest_compaction_ms = values
+                .iter()
+                .rev()
+                .find(|e| e["type"] == "compaction")
+                .and_then(|e| e["timestamp"].as_str())
+                .and_then(pi_formats::time::parse_millis);
+            if latest_compaction_ms.is_some_and(|c| last.timestamp as f64 <= c) {
+                return;
+            }
             let projection = context::project(&path);
-            let tokens = compaction::estimate_projected_context_tokens(&projection, &values);
+            let has_edits = projection.entries.iter().any(|e| {
+                values
+                    .get(e.pos)
+                    .is_some_and(|v| v["type"] == "context_edit")
+            });
+            let usage = serde_json::to_value(&last.usage).unwrap_or(Value::Null);
+            let direct = compaction::calculate_context_tokens(&usage);
+            let tokens = if has_edits || last.stop_reason == StopReason::Error || direct == 0 {
+                compaction::estimate_projected_context_tokens(&projection, &values).tokens
+            } else {
+                direct
+            };
             let settings = compaction::CompactionSettings {
                 enabled: true,
                 ..st.opts.compaction
             };
-            compaction::should_compact(tokens.tokens, model.context_window, &settings)
+            compaction::should_compact(tokens, model.context_window, &settings)
+        };
+        if due {
+            let _ = self
+                .compact_inner(CompactionReason::Threshold, None, token, false)
+                .await;
+        }
+    }
+
+    /// Pi's `_compactBeforeNextAssistantResponse`: between turns of one run, compacts when
+    /// the projected context already exceeds the threshold.
+    async fn compact_before_next_turn(&self, token: &CancellationToken) {
+        let due = {
+            let st = lock(&self.shared.state);
+            let Some(model) = st.opts.model.as_ref() else {
+                return;
+            };
+            if !st.auto_compaction || model.context_window == 0 {
+                return;
+            }
+            let s = &st.session;
+            let branch = s.branch_path();
+            let path = SessionPath::new(s, &branch.entries);
+            let values = path.values();
+            let tokens =
+                compaction::estimate_projected_context_tokens(&context::project(&path), &values)
+                    .tokens;
+            let settings = compaction::CompactionSettings {
+                enabled: true,
+                ..st.opts.compaction
+            };
+            compaction::should_compact(tokens, model.context_window, &settings)
         };
         if due {
             let _ = self
@@ -602,6 +678,20 @@ impl AgentSession {
         token: &CancellationToken,
         will_retry: bool,
     ) -> Result<Value, AgentError> {
+        let auto = reason != CompactionReason::Manual;
+        if auto {
+            // Pi's automatic compaction starts (and emits anything) only when there is
+            // something to compact.
+            let st = lock(&self.shared.state);
+            let s = &st.session;
+            let branch = s.branch_path();
+            let values = SessionPath::new(s, &branch.entries).values();
+            if st.opts.model.is_none()
+                || compaction::prepare_compaction(&values, &st.opts.compaction).is_none()
+            {
+                return Err(AgentError::Other("nothing to compact".into()));
+            }
+        }
         self.emit(json!({"type": "compaction_start", "reason": reason.as_str()}));
         let fail = |this: &Self, msg: String, aborted: bool| {
             this.emit(json!({"type": "compaction_end", "reason": reason.as_str(),
@@ -636,7 +726,7 @@ impl AgentSession {
             let options = SummaryOptions {
                 custom_instructions,
                 reasoning,
-                retry: st.opts.retry.clone(),
+                retry: st.opts.retry,
             };
             (prep, summarizer, options, values)
         };

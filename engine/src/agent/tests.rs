@@ -30,8 +30,10 @@ fn agent(fake: &FakeLlm, cwd: &std::path::Path) -> (AgentSession, Arc<Mutex<Vec<
         cwd.display().to_string(),
         None,
     );
-    let mut retry = RetrySettings::default();
-    retry.base_delay_ms = 10;
+    let retry = RetrySettings {
+        base_delay_ms: 10,
+        ..Default::default()
+    };
     let opts = AgentOptions {
         cwd: cwd.to_path_buf(),
         registry: reg,
