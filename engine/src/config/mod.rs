@@ -36,7 +36,7 @@
 //!     tools,
 //!     cwd: &cwd,
 //!     resources: &resources,
-//!     docs: DocsPaths::default(),
+//!     docs: None,
 //!     timestamp_ms: 0,
 //! });
 //! # let _ = system; Ok(()) }
@@ -53,7 +53,9 @@
 //!   `APPEND_SYSTEM.md` (project-local ones only when trusted), `--system-prompt` and
 //!   `--append-system-prompt`.
 //! * [`build_system_message`]: the session's `system` message (`content`, ordered
-//!   `sections`, `toolsAdded`), ready to be stored as a `message` entry.
+//!   `sections`, `toolsAdded`), ready to be stored as a `message` entry. It replaces the
+//!   interim `agent::prompt` builder (same shape, plus context files, skills, SYSTEM.md /
+//!   APPEND_SYSTEM.md as Pi's `addendum` section, and Pi's per-tool `constrainedSampling`).
 //! * [`expand_skill_command`], [`expand_prompt_template`]: what Pi does to `/skill:x` and
 //!   `/template args` input before sending it.
 //! * [`AuthStore`], [`resolve_api_key`]: `auth.json` (0600) and the key precedence

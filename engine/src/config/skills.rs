@@ -4,8 +4,8 @@
 //! Discovery in a directory follows Pi: a directory holding `SKILL.md` is one skill and is not
 //! searched further; otherwise its subdirectories are searched, and in a `.pi/skills` root,
 //! loose `*.md` files with a description are skills too (in `.agents/skills` trees, loose
-//! files below the root are). Dot entries and `node_modules` are skipped. `.gitignore` rules
-//! inside skill trees are not applied (a simplification).
+//! files below the root are). Dot entries and `node_modules` are skipped, and so is anything
+//! a `.gitignore`, `.ignore` or `.fdignore` inside the tree excludes.
 
 use std::path::Path;
 use std::path::PathBuf;
@@ -102,35 +102,90 @@ fn sorted_entries(dir: &Path) -> Vec<(String, PathBuf)> {
     entries
 }
 
-fn collect(dir: &Path, root: &Path, mode: SkillDirMode, out: &mut Vec<PathBuf>) {
-    let entries = sorted_entries(dir);
-    if let Some((_, skill)) = entries
-        .iter()
-        .find(|(name, path)| name == "SKILL.md" && path.is_file())
-    {
-        out.push(skill.clone());
-        return;
-    }
-    for (name, path) in entries {
-        if name.starts_with('.') || name == "node_modules" {
-            continue;
-        }
-        // `metadata` follows symlinks; a broken link is skipped.
-        let Ok(meta) = std::fs::metadata(&path) else {
-            continue;
-        };
-        if meta.is_dir() {
-            collect(&path, root, mode, out);
-        } else if meta.is_file() && name.ends_with(".md") {
-            let at_root = dir == root;
-            let wanted = match mode {
-                SkillDirMode::Pi => at_root,
-                SkillDirMode::Agents => !at_root,
-            };
-            if wanted {
-                out.push(path);
+/// The ignore files met on the way down; the deepest match decides, as in git.
+struct IgnoreStack(Vec<ignore::gitignore::Gitignore>);
+
+impl IgnoreStack {
+    fn push_dir(&mut self, dir: &Path) -> bool {
+        let mut builder = ignore::gitignore::GitignoreBuilder::new(dir);
+        let mut any = false;
+        for name in [".gitignore", ".ignore", ".fdignore"] {
+            let file = dir.join(name);
+            if file.is_file() {
+                // A malformed line only loses that line.
+                let _ = builder.add(&file);
+                any = true;
             }
         }
+        match builder.build() {
+            Ok(matcher) if any => {
+                self.0.push(matcher);
+                true
+            }
+            _ => false,
+        }
+    }
+
+    fn ignores(&self, path: &Path, is_dir: bool) -> bool {
+        for matcher in self.0.iter().rev() {
+            let m = matcher.matched(path, is_dir);
+            if m.is_ignore() {
+                return true;
+            }
+            if m.is_whitelist() {
+                return false;
+            }
+        }
+        false
+    }
+}
+
+fn collect(dir: &Path, root: &Path, mode: SkillDirMode, out: &mut Vec<PathBuf>) {
+    collect_with(dir, root, mode, out, &mut IgnoreStack(Vec::new()));
+}
+
+fn collect_with(
+    dir: &Path,
+    root: &Path,
+    mode: SkillDirMode,
+    out: &mut Vec<PathBuf>,
+    ignores: &mut IgnoreStack,
+) {
+    let pushed = ignores.push_dir(dir);
+    let entries = sorted_entries(dir);
+    let declared = entries
+        .iter()
+        .find(|(name, path)| name == "SKILL.md" && path.is_file() && !ignores.ignores(path, false));
+    if let Some((_, skill)) = declared {
+        out.push(skill.clone());
+    } else {
+        for (name, path) in entries {
+            if name.starts_with('.') || name == "node_modules" {
+                continue;
+            }
+            // `metadata` follows symlinks; a broken link is skipped.
+            let Ok(meta) = std::fs::metadata(&path) else {
+                continue;
+            };
+            if ignores.ignores(&path, meta.is_dir()) {
+                continue;
+            }
+            if meta.is_dir() {
+                collect_with(&path, root, mode, out, ignores);
+            } else if meta.is_file() && name.ends_with(".md") {
+                let at_root = dir == root;
+                let wanted = match mode {
+                    SkillDirMode::Pi => at_root,
+                    SkillDirMode::Agents => !at_root,
+                };
+                if wanted {
+                    out.push(path);
+                }
+            }
+        }
+    }
+    if pushed {
+        ignores.0.pop();
     }
 }
 

@@ -65,8 +65,9 @@ pub struct SystemPromptInput<'a> {
     pub cwd: &'a Path,
     /// Context files, skills, custom and appended prompt text.
     pub resources: &'a Resources,
-    /// Documentation paths for the `docs` section.
-    pub docs: DocsPaths,
+    /// Documentation paths for the `docs` section; `None` leaves the section out (for an
+    /// installation that ships no docs, pointing the model at missing files only misleads).
+    pub docs: Option<DocsPaths>,
     /// The message timestamp (epoch ms).
     pub timestamp_ms: i64,
 }
@@ -107,7 +108,9 @@ pub fn build_system_sections(input: &SystemPromptInput<'_>) -> Map<String, Value
                 format!("{list}\n\nFurther tools may be offered during the session."),
             ));
             sections.push(("rules", rules(input.tools, &names)));
-            sections.push(("docs", docs(&input.docs)));
+            if let Some(paths) = &input.docs {
+                sections.push(("docs", docs(paths)));
+            }
         }
     }
     let append = input.resources.append_system_prompt.join("\n\n");
@@ -268,7 +271,7 @@ mod tests {
             tools: &tools,
             cwd: Path::new(&cwd),
             resources: &resources,
-            docs: DocsPaths::under(Path::new("/opt/pi")),
+            docs: Some(DocsPaths::under(Path::new("/opt/pi"))),
             timestamp_ms: recorded["timestamp"].as_i64().unwrap(),
         });
         // Same message keys in the same order.
@@ -324,7 +327,7 @@ mod tests {
             tools: &tools,
             cwd: Path::new("/p"),
             resources: &resources,
-            docs: DocsPaths::under(Path::new("/opt/pi")),
+            docs: Some(DocsPaths::under(Path::new("/opt/pi"))),
             timestamp_ms: 1,
         };
         let sections = build_system_sections(&input);
@@ -377,5 +380,10 @@ mod tests {
             sections["tools"],
             "<tools>\n(none)\n\nFurther tools may be offered during the session.\n</tools>"
         );
+        let sections = build_system_sections(&SystemPromptInput {
+            docs: None,
+            ..input.clone()
+        });
+        assert!(!sections.contains_key("docs"));
     }
 }
