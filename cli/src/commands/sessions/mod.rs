@@ -3,7 +3,9 @@
 //! Each subcommand lives in its own file with its clap `…Args` struct and a `run` fn.
 
 pub mod inspect;
+pub mod search;
 pub mod show;
+pub mod stats;
 pub mod upgrade;
 pub mod verify;
 
@@ -25,6 +27,10 @@ pub enum SessionsCommand {
     Verify(verify::VerifyArgs),
     /// Migrate a version 1 or 2 session file to version 3 (original kept as a backup).
     Upgrade(upgrade::UpgradeArgs),
+    /// Full-text search over every session (ranked; refreshes the history index first).
+    Search(search::SearchArgs),
+    /// Sessions, messages, tool calls, errors, tokens and cost, optionally grouped.
+    Stats(stats::StatsArgs),
 }
 
 /// Dispatches a `pi sessions` subcommand; returns the exit code.
@@ -34,5 +40,7 @@ pub fn run(args: SessionsArgs) -> anyhow::Result<i32> {
         SessionsCommand::Show(args) => show::run(args),
         SessionsCommand::Verify(args) => verify::run(args),
         SessionsCommand::Upgrade(args) => upgrade::run(args),
+        SessionsCommand::Search(args) => search::run(args),
+        SessionsCommand::Stats(args) => stats::run(args),
     }
 }

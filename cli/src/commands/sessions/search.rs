@@ -1,0 +1,212 @@
+//! `pi sessions search QUERY`: ranked full-text search over every session of the store,
+//! answered from the history index (`pi_storage::history`), which is brought up to date
+//! first (incrementally: only files that changed are read, only from where they grew).
+
+use std::io::{IsTerminal, Write};
+
+use anyhow::{anyhow, bail, Context as _};
+use clap::Args;
+use pi_storage::history::{HistoryIndex, HistorySource, SearchHit, SearchQuery};
+use pi_storage::{resolve_store_spec, StoreOptions, StoreSpec};
+
+#[derive(Debug, Args)]
+pub struct SearchArgs {
+    /// Words to find (all of them), "a phrase", prefix*, or a OR b.
+    #[arg(required = true, num_args = 1..)]
+    pub query: Vec<String>,
+    /// Only sessions started in this directory.
+    #[arg(long)]
+    pub cwd: Option<String>,
+    /// Only text of this role.
+    #[arg(long, value_parser = ["user", "assistant", "tool", "bash", "summary", "custom"])]
+    pub role: Option<String>,
+    /// Only entries from this time on: YYYY-MM-DD, an ISO time, or 7d / 12h / 2w ago.
+    #[arg(long)]
+    pub since: Option<String>,
+    /// Only entries before this time (a date includes its whole day).
+    #[arg(long)]
+    pub until: Option<String>,
+    /// Only entries of this model (`id` or `provider/id`).
+    #[arg(long)]
+    pub model: Option<String>,
+    /// Only the session whose id starts with this.
+    #[arg(long)]
+    pub session: Option<String>,
+    /// At most this many hits.
+    #[arg(long, default_value_t = 20)]
+    pub limit: usize,
+    /// Print hits as JSON lines.
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// The store `pi sessions` works on, from env `PI_SESSION_STORE` and
+/// `PI_CODING_AGENT_SESSION_DIR` (the group-wide `--session-store` flag replaces this when
+/// it lands in `store.rs`).
+pub fn default_store() -> anyhow::Result<(StoreSpec, StoreOptions)> {
+    let options = StoreOptions::from_env(None, None);
+    let env_store = std::env::var(pi_storage::spec::ENV_SESSION_STORE).ok();
+    let spec = resolve_store_spec(None, env_store.as_deref(), None).map_err(|e| anyhow!("{e}"))?;
+    Ok((spec, options))
+}
+
+/// Opens the history index of a store, brought up to date (incrementally).
+pub fn open_index(spec: &StoreSpec, options: &StoreOptions) -> anyhow::Result<HistoryIndex> {
+    let source = HistorySource::open(spec, options).map_err(|e| anyhow!("{e}"))?;
+    let path = source.index_path(spec, options);
+    let (index, _report) = source
+        .open_index(&path)
+        .map_err(|e| anyhow!("{e}"))
+        .with_context(|| format!("history index {}", path.display()))?;
+    if let Some(why) = index.rebuilt() {
+        eprintln!("pi: history index {} rebuilt ({why})", path.display());
+    }
+    Ok(index)
+}
+
+pub fn run(args: SearchArgs) -> anyhow::Result<i32> {
+    let tty = std::io::stdout().is_terminal() && !args.json;
+    let mut query = SearchQuery::new(&args.query.join(" "));
+    query.cwd = args.cwd.clone();
+    query.role = args.role.clone();
+    query.since_ms = args
+        .since
+        .as_deref()
+        .map(|s| parse_time(s, false))
+        .transpose()?;
+    query.until_ms = args
+        .until
+        .as_deref()
+        .map(|s| parse_time(s, true))
+        .transpose()?;
+    query.model = args.model.clone();
+    query.session = args.session.clone();
+    query.limit = args.limit;
+    if tty {
+        query.highlight = ("\x1b[1;33m".into(), "\x1b[0m".into());
+    }
+    let (spec, options) = default_store()?;
+    let index = open_index(&spec, &options)?;
+    let hits = index.search(&query).map_err(|e| anyhow!("{e}"))?;
+    let stdout = std::io::stdout();
+    let mut out = std::io::BufWriter::new(stdout.lock());
+    if args.json {
+        for hit in &hits {
+            let mut value = serde_json::to_value(hit)?;
+            value["open"] = open_command(hit).into();
+            writeln!(out, "{value}")?;
+        }
+    } else if hits.is_empty() {
+        writeln!(out, "No matches.")?;
+    } else {
+        for (i, hit) in hits.iter().enumerate() {
+            write_hit(&mut out, i + 1, hit, tty)?;
+        }
+    }
+    out.flush()?;
+    // Like grep: 1 when nothing matched.
+    Ok(if hits.is_empty() { 1 } else { 0 })
+}
+
+fn write_hit(out: &mut impl Write, n: usize, hit: &SearchHit, tty: bool) -> std::io::Result<()> {
+    let (dim, reset) = if tty {
+        ("\x1b[2m", "\x1b[0m")
+    } else {
+        ("", "")
+    };
+    let time = hit
+        .timestamp_ms
+        .map(|t| {
+            let iso = pi_formats::time::iso_from_millis(t);
+            format!("{} {}", &iso[..10], &iso[11..16])
+        })
+        .unwrap_or_else(|| "-".into());
+    let what = match (&hit.tool_name, hit.kind.as_str()) {
+        (Some(tool), "tool_call") => format!("{} → {tool}()", hit.role),
+        (Some(tool), _) => format!("{} {tool}", hit.role),
+        (None, "thinking") => format!("{} (thinking)", hit.role),
+        (None, _) => hit.role.clone(),
+    };
+    let session: String = hit.session_id.chars().take(8).collect();
+    writeln!(
+        out,
+        "{n:>3}. {time}  {what}  {dim}session {session} entry {} {}{reset}",
+        hit.entry_id.as_deref().unwrap_or("-"),
+        hit.cwd
+    )?;
+    let snippet: String = hit
+        .snippet
+        .chars()
+        .map(|c| {
+            if c.is_control() && c != '\x1b' {
+                ' '
+            } else {
+                c
+            }
+        })
+        .collect();
+    writeln!(out, "     {}", snippet.trim())?;
+    writeln!(out, "     {dim}{}{reset}", open_command(hit))
+}
+
+/// The command that opens a hit: the session tree with the entry's branch marked.
+fn open_command(hit: &SearchHit) -> String {
+    match &hit.entry_id {
+        Some(entry) => format!(
+            "pi sessions show {} --at {entry}",
+            shell_word(&hit.location)
+        ),
+        None => format!("pi sessions show {}", shell_word(&hit.location)),
+    }
+}
+
+fn shell_word(s: &str) -> String {
+    if !s.is_empty()
+        && s.chars()
+            .all(|c| c.is_ascii_alphanumeric() || "/._-+:=@%,".contains(c))
+    {
+        s.to_string()
+    } else {
+        format!("'{}'", s.replace('\'', r"'\''"))
+    }
+}
+
+/// A time given on the command line, in ms since the epoch: an ISO date or time, or an
+/// amount before now (`30m`, `12h`, `7d`, `2w`). With `end_of_day`, a bare date means the
+/// end of that day (for `--until`, which is exclusive).
+pub fn parse_time(text: &str, end_of_day: bool) -> anyhow::Result<i64> {
+    let text = text.trim();
+    if let Some(split) = text.find(|c: char| !c.is_ascii_digit()) {
+        let (n, unit) = text.split_at(split);
+        let unit_ms: Option<i64> = match unit {
+            "m" | "min" => Some(60_000),
+            "h" => Some(3_600_000),
+            "d" => Some(86_400_000),
+            "w" => Some(7 * 86_400_000),
+            _ => None,
+        };
+        if let (Ok(n), Some(unit_ms)) = (n.parse::<i64>(), unit_ms) {
+            return Ok(pi_formats::time::now_millis() - n.saturating_mul(unit_ms));
+        }
+    }
+    let Some(ms) = pi_formats::time::parse_millis(text) else {
+        bail!("cannot read the time {text:?}: use YYYY-MM-DD, an ISO time, or 7d / 12h / 2w");
+    };
+    let is_date = text.len() == 10;
+    Ok(ms as i64 + if end_of_day && is_date { 86_400_000 } else { 0 })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn times() {
+        assert_eq!(parse_time("1970-01-02", false).unwrap(), 86_400_000);
+        assert_eq!(parse_time("1970-01-02", true).unwrap(), 2 * 86_400_000);
+        let week = parse_time("1w", false).unwrap();
+        assert!((pi_formats::time::now_millis() - week - 7 * 86_400_000).abs() < 10_000);
+        assert!(parse_time("yesterday", false).is_err());
+        assert_eq!(shell_word("/a b/c'd"), r"'/a b/c'\''d'");
+    }
+}
