@@ -95,7 +95,7 @@ impl Env {
         let cwd = pi_storage::paths::resolve_cwd(&cwd_path.display().to_string());
         let store_probe = StoreOptions::from_env(args.session_dir.as_deref(), None);
         let agent_dir = store_probe.agent_dir.clone();
-        let settings = Settings::load(&agent_dir, Path::new(&cwd))?;
+        let settings = Settings::load(&agent_dir, Path::new(&cwd), args)?;
         let store_options =
             StoreOptions::from_env(args.session_dir.as_deref(), settings.session_dir.as_deref());
         let spec = resolve_store_spec(
@@ -466,10 +466,12 @@ pub fn build_agent(args: &RunArgs, env: &Env, sink: EventSink) -> anyhow::Result
         prompt: PromptOptions {
             system_prompt: args.system_prompt.clone(),
             append_system_prompt: args.append_system_prompt.clone(),
+            system_message: Some(system_message(args, env, &tools)),
         },
         retry,
         compaction: env.settings.compaction,
         api_key: args.api_key.clone(),
+        api_key_resolver: Some(api_key_resolver(env)),
     };
     let mut opts = opts;
     if let (false, Some(m)) = (resumed, opts.model.as_ref()) {
@@ -524,6 +526,43 @@ pub fn build_agent(args: &RunArgs, env: &Env, sink: EventSink) -> anyhow::Result
         agent.start_new()?;
     }
     Ok(agent)
+}
+
+/// The session's system message, as `engine::config` builds it (context files, skills,
+/// SYSTEM.md / APPEND_SYSTEM.md, `--system-prompt`, `--append-system-prompt`).
+fn system_message(
+    args: &RunArgs,
+    env: &Env,
+    tools: &[Arc<dyn pi_engine::tools::Tool>],
+) -> serde_json::Value {
+    let cwd = Path::new(&env.cwd);
+    let resources = env.settings.resources(&env.agent_dir, cwd, args);
+    for d in &resources.diagnostics {
+        eprintln!("Warning: {d:?}");
+    }
+    pi_engine::config::build_system_message(&pi_engine::config::SystemPromptInput {
+        tools,
+        cwd,
+        resources: &resources,
+        // Our docs ship next to the binary in an installed layout (config's default).
+        docs: pi_engine::config::DocsPaths::default(),
+        timestamp_ms: 0,
+    })
+}
+
+/// Keys from auth.json and the environment (models.json and `--api-key` are handled by the
+/// agent), in Pi's precedence.
+fn api_key_resolver(env: &Env) -> pi_engine::agent::ApiKeyResolver {
+    let mut warnings = Vec::new();
+    let auth = pi_engine::config::AuthStore::load_or_warn(&env.agent_dir, &mut warnings);
+    for w in warnings {
+        eprintln!("Warning: {w}");
+    }
+    let registry = env.registry.clone();
+    pi_engine::agent::ApiKeyResolver(Arc::new(move |provider: &str| {
+        let lookup = |k: &str| std::env::var(k).ok();
+        pi_engine::config::resolve_api_key(provider, None, Some(&auth), &registry, &lookup)
+    }))
 }
 
 impl Env {

@@ -1,18 +1,24 @@
-//! The few settings the modes need, read from `<agentDir>/settings.json` and
-//! `<cwd>/.pi/settings.json` (project wins, objects merge key by key).
-//!
-//! Interim: `engine::config` (being written) will own settings; until it lands this reads
-//! only the keys the agent runtime needs and ignores everything else.
+//! The settings the modes need, from `engine::config` (global `settings.json` deep-merged with
+//! the project's when the project is trusted), plus the trust decision and the resources that
+//! shape the system prompt.
 
 use std::path::Path;
+use std::sync::Arc;
 
-use anyhow::Context as _;
-use pi_engine::compaction::{CompactionSettings, CompactionSettingsFile, RetrySettings};
-use serde_json::{Map, Value};
+use pi_engine::compaction::{CompactionSettings, RetrySettings};
+use pi_engine::config::{
+    self, home_dir, resolve_trust, ResourceOptions, Resources, TrustDecision, TrustInputs,
+    TrustStore,
+};
 
-/// Settings used by the agent runtime.
-#[derive(Debug, Clone, Default)]
+use crate::RunArgs;
+
+/// Settings used by the agent runtime and the modes.
+#[derive(Debug, Clone)]
 pub struct Settings {
+    /// The merged settings (shared: `config::Settings` is not `Clone`).
+    pub config: Arc<config::Settings>,
+    pub trusted: bool,
     pub retry: RetrySettings,
     pub compaction: CompactionSettings,
     pub default_provider: Option<String>,
@@ -24,65 +30,58 @@ pub struct Settings {
     pub follow_up_mode: Option<String>,
 }
 
-fn read(path: &Path) -> anyhow::Result<Map<String, Value>> {
-    match std::fs::read_to_string(path) {
-        Ok(text) => match serde_json::from_str::<Value>(&text)
-            .with_context(|| format!("{}: invalid JSON", path.display()))?
-        {
-            Value::Object(m) => Ok(m),
-            _ => anyhow::bail!("{}: expected a JSON object", path.display()),
-        },
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(Map::new()),
-        Err(e) => Err(e).with_context(|| format!("cannot read {}", path.display())),
-    }
-}
-
-fn merge(base: &mut Map<String, Value>, over: Map<String, Value>) {
-    for (k, v) in over {
-        match (base.get_mut(&k), v) {
-            (Some(Value::Object(b)), Value::Object(o)) => merge(b, o),
-            (_, v) => {
-                base.insert(k, v);
-            }
-        }
-    }
-}
-
 impl Settings {
-    /// Global then project settings.
-    pub fn load(agent_dir: &Path, cwd: &Path) -> anyhow::Result<Settings> {
-        let mut all = read(&agent_dir.join("settings.json"))?;
-        merge(&mut all, read(&cwd.join(".pi").join("settings.json"))?);
-        let s = |k: &str| all.get(k).and_then(Value::as_str).map(str::to_string);
-        let mut out = Settings {
-            default_provider: s("defaultProvider"),
-            default_model: s("defaultModel"),
-            default_thinking_level: s("defaultThinkingLevel"),
-            session_dir: s("sessionDir"),
-            session_store: s("sessionStore"),
-            steering_mode: s("steeringMode"),
-            follow_up_mode: s("followUpMode"),
-            ..Default::default()
+    /// Trust (print, json and rpc never prompt: `--approve`/`--no-approve` or the
+    /// `defaultProjectTrust` setting decide), then the merged settings.
+    pub fn load(agent_dir: &Path, cwd: &Path, args: &RunArgs) -> anyhow::Result<Settings> {
+        let global = config::Settings::load_global(agent_dir);
+        let override_ = if args.approve {
+            Some(true)
+        } else if args.no_approve {
+            Some(false)
+        } else {
+            None
         };
-        if let Some(r) = all.get("retry").and_then(Value::as_object) {
-            if let Some(b) = r.get("enabled").and_then(Value::as_bool) {
-                out.retry.enabled = b;
-            }
-            if let Some(n) = r.get("maxRetries").and_then(Value::as_u64) {
-                out.retry.max_retries = n.min(u64::from(u32::MAX)) as u32;
-            }
-            if let Some(n) = r.get("baseDelayMs").and_then(Value::as_u64) {
-                out.retry.base_delay_ms = n;
-            }
-            if let Some(n) = r.get("maxDelayMs").and_then(Value::as_u64) {
-                out.retry.max_agent_delay_ms = n;
-            }
+        let decision = resolve_trust(
+            cwd,
+            &TrustStore::new(agent_dir),
+            TrustInputs {
+                override_,
+                default: global.default_project_trust(),
+                interactive: false,
+                home: home_dir(),
+            },
+        )
+        .map_err(|e| anyhow::anyhow!("{e}"))?;
+        let trusted = matches!(decision, TrustDecision::Trusted);
+        let cfg = config::Settings::load(agent_dir, cwd, trusted);
+        for problem in cfg.errors() {
+            eprintln!("Warning: {problem}");
         }
-        if let Some(c) = all.get("compaction") {
-            let file: CompactionSettingsFile = serde_json::from_value(c.clone())
-                .context("settings.json: invalid compaction settings")?;
-            out.compaction = file.resolve(None).map_err(|e| anyhow::anyhow!("{e}"))?;
-        }
-        Ok(out)
+        let compaction = cfg
+            .compaction(None)
+            .map_err(|e| anyhow::anyhow!("settings.json: {e}"))?;
+        Ok(Settings {
+            retry: cfg.retry(),
+            compaction,
+            default_provider: cfg.default_provider().map(str::to_string),
+            default_model: cfg.default_model().map(str::to_string),
+            default_thinking_level: cfg.default_thinking_level().map(|l| l.as_str().to_string()),
+            session_dir: cfg.session_dir().map(|p| p.display().to_string()),
+            session_store: cfg.session_store().map(str::to_string),
+            steering_mode: Some(cfg.steering_mode().to_string()),
+            follow_up_mode: Some(cfg.follow_up_mode().to_string()),
+            config: Arc::new(cfg),
+            trusted,
+        })
+    }
+
+    /// Context files, skills, SYSTEM.md / APPEND_SYSTEM.md and the prompt flags.
+    pub fn resources(&self, agent_dir: &Path, cwd: &Path, args: &RunArgs) -> Resources {
+        let mut options =
+            ResourceOptions::new(agent_dir, cwd, self.trusted).with_settings(&self.config);
+        options.system_prompt = args.system_prompt.clone();
+        options.append_system_prompt = args.append_system_prompt.iter().cloned().collect();
+        Resources::load(&options)
     }
 }

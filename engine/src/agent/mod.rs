@@ -108,6 +108,31 @@ pub struct AgentOptions {
     pub compaction: CompactionSettings,
     /// `--api-key`: overrides the provider's key.
     pub api_key: Option<String>,
+    /// Finds a provider's key (auth.json, environment) before models.json is consulted.
+    pub api_key_resolver: Option<ApiKeyResolver>,
+}
+
+/// A provider → API key lookup (`engine::config::resolve_api_key` in the CLI).
+#[derive(Clone)]
+pub struct ApiKeyResolver(pub Arc<KeyLookup>);
+
+/// provider → key.
+pub type KeyLookup = dyn Fn(&str) -> Option<String> + Send + Sync;
+
+impl std::fmt::Debug for ApiKeyResolver {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("ApiKeyResolver")
+    }
+}
+
+impl AgentOptions {
+    /// The key for `provider`: `--api-key`, then the resolver, then models.json.
+    pub(crate) fn api_key_for(&self, provider: &str) -> Option<String> {
+        self.api_key
+            .clone()
+            .or_else(|| self.api_key_resolver.as_ref().and_then(|r| (r.0)(provider)))
+            .or_else(|| self.registry.resolve_api_key(provider))
+    }
 }
 
 /// Where the session is written: a store and Pi's lazy creation, or nowhere (`--no-session`).

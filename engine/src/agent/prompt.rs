@@ -21,6 +21,10 @@ pub struct PromptOptions {
     pub system_prompt: Option<String>,
     /// `--append-system-prompt`: an extra `append` section at the end.
     pub append_system_prompt: Option<String>,
+    /// A complete system message built by `engine::config::build_system_message` (context
+    /// files, skills, SYSTEM.md…). When set it is used as is (with a fresh timestamp) and the
+    /// two fields above are ignored: config already applied them.
+    pub system_message: Option<Value>,
 }
 
 /// The sections of the system prompt, in Pi's order.
@@ -93,6 +97,11 @@ pub fn system_message(
     options: &PromptOptions,
     timestamp: i64,
 ) -> Value {
+    if let Some(Value::Object(prebuilt)) = &options.system_message {
+        let mut m = prebuilt.clone();
+        m.insert("timestamp".into(), timestamp.into());
+        return Value::Object(m);
+    }
     let mut m = Map::new();
     m.insert("role".into(), "system".into());
     m.insert("content".into(), "".into());

@@ -371,11 +371,7 @@ impl AgentSession {
                 .into_iter()
                 .filter_map(|v| serde_json::from_value::<AgentMessage>(v).ok())
                 .collect();
-            let api_key = st
-                .opts
-                .api_key
-                .clone()
-                .or_else(|| st.opts.registry.resolve_api_key(&model.provider));
+            let api_key = st.opts.api_key_for(&model.provider);
             let level = st.opts.thinking;
             let options = StreamOptions {
                 headers: st
@@ -708,11 +704,9 @@ impl AgentSession {
             let values = SessionPath::new(s, &branch.entries).values();
             let prep = compaction::prepare_compaction(&values, &st.opts.compaction);
             let model = st.opts.model.clone();
-            let api_key = st.opts.api_key.clone().or_else(|| {
-                model
-                    .as_ref()
-                    .and_then(|m| st.opts.registry.resolve_api_key(&m.provider))
-            });
+            let api_key = model
+                .as_ref()
+                .and_then(|m| st.opts.api_key_for(&m.provider));
             let reasoning = model
                 .as_ref()
                 .filter(|m| m.reasoning && st.opts.thinking != ThinkingLevel::Off)

@@ -44,6 +44,7 @@ fn agent(fake: &FakeLlm, cwd: &std::path::Path) -> (AgentSession, Arc<Mutex<Vec<
         retry,
         compaction: CompactionSettings::default(),
         api_key: None,
+        api_key_resolver: None,
     };
     let a = AgentSession::new(
         Session::create(&header),
