@@ -6,6 +6,7 @@
 pub mod compaction;
 pub mod config;
 pub mod context;
+pub mod export;
 pub mod js;
 pub mod session;
 pub mod llm;

@@ -8,6 +8,11 @@ pub mod show;
 pub mod stats;
 pub mod upgrade;
 pub mod verify;
+pub mod export;
+pub mod import;
+pub mod list;
+pub mod migrate;
+pub mod store;
 
 use clap::{Args, Subcommand};
 
@@ -15,6 +20,8 @@ use clap::{Args, Subcommand};
 pub struct SessionsArgs {
     #[command(subcommand)]
     pub command: SessionsCommand,
+    #[command(flatten)]
+    pub store: store::StoreArgs,
 }
 
 #[derive(Debug, Subcommand)]
@@ -31,6 +38,14 @@ pub enum SessionsCommand {
     Search(search::SearchArgs),
     /// Sessions, messages, tool calls, errors, tokens and cost, optionally grouped.
     Stats(stats::StatsArgs),
+    /// List sessions, newest first, with name, first message and counts.
+    List(list::ListArgs),
+    /// Export a session as JSONL, a self-contained HTML page or Markdown.
+    Export(export::ExportArgs),
+    /// Import Pi session files (any version) into the session store.
+    Import(import::ImportArgs),
+    /// Copy every session from one store to another, verified and idempotent.
+    Migrate(migrate::MigrateArgs),
 }
 
 /// Dispatches a `pi sessions` subcommand; returns the exit code.
@@ -40,7 +55,11 @@ pub fn run(args: SessionsArgs) -> anyhow::Result<i32> {
         SessionsCommand::Show(args) => show::run(args),
         SessionsCommand::Verify(args) => verify::run(args),
         SessionsCommand::Upgrade(args) => upgrade::run(args),
-        SessionsCommand::Search(args) => search::run(args),
-        SessionsCommand::Stats(args) => stats::run(args),
+        SessionsCommand::Search(a) => search::run(a),
+        SessionsCommand::Stats(a) => stats::run(a),
+        SessionsCommand::List(list) => list::run(list, &args.store),
+        SessionsCommand::Export(export) => export::run(export, &args.store),
+        SessionsCommand::Import(import) => import::run(import, &args.store),
+        SessionsCommand::Migrate(migrate) => migrate::run(migrate, &args.store),
     }
 }

@@ -1,0 +1,111 @@
+//! `pi sessions import FILE|DIR…`: Pi session files of any version into the current store.
+//!
+//! Ids are kept. Version 1 and 2 files are migrated on the way in, as Pi migrates them on
+//! load; a session the store already holds is recognised and skipped (a v3 file that grew
+//! since gets only its new lines). A directory means every `.jsonl` file under it, so Pi's
+//! whole `~/.pi/agent/sessions` can be imported at once.
+
+use std::path::{Path, PathBuf};
+
+use anyhow::Context;
+use clap::Args;
+use pi_storage::{import_jsonl, CopyAction, ImportOutcome};
+
+use super::store::StoreArgs;
+
+#[derive(Debug, Args)]
+pub struct ImportArgs {
+    /// Session files, or directories to search for `.jsonl` files.
+    #[arg(value_name = "FILE|DIR", required = true)]
+    pub paths: Vec<PathBuf>,
+}
+
+pub fn run(args: ImportArgs, store_args: &StoreArgs) -> anyhow::Result<i32> {
+    let store = store_args.open()?;
+    let files = collect_files(&args.paths)?;
+    let (mut created, mut appended, mut skipped, mut failed) = (0, 0, 0, 0);
+    for file in &files {
+        match import_jsonl(store.as_ref(), file) {
+            Ok(outcome) => {
+                println!("{}", describe(file, &outcome));
+                match outcome.action {
+                    CopyAction::Created { .. } => created += 1,
+                    CopyAction::Appended { .. } => appended += 1,
+                    CopyAction::Skipped => skipped += 1,
+                    CopyAction::Conflict { .. } => failed += 1,
+                }
+            }
+            Err(e) => {
+                failed += 1;
+                eprintln!("error: {}: {e}", file.display());
+            }
+        }
+    }
+    println!(
+        "{} file(s) into {}: {created} imported, {appended} updated, {skipped} already there, \
+         {failed} failed",
+        files.len(),
+        store.describe()
+    );
+    Ok(if failed > 0 { 1 } else { 0 })
+}
+
+fn describe(file: &Path, outcome: &ImportOutcome) -> String {
+    let migrated = if outcome.migrated {
+        " (migrated to version 3)"
+    } else {
+        ""
+    };
+    let file = file.display();
+    let id = &outcome.id;
+    match &outcome.action {
+        CopyAction::Created { lines } => {
+            format!("imported {id} from {file}: {lines} line(s){migrated}")
+        }
+        CopyAction::Appended { lines } => {
+            format!("updated {id} from {file}: {lines} new line(s)")
+        }
+        CopyAction::Skipped => format!("skipped {id} from {file}: already in the store"),
+        CopyAction::Conflict { reason } => {
+            format!(
+                "conflict: {id} from {file} differs from the stored session ({reason}); left alone"
+            )
+        }
+    }
+}
+
+/// Files as given, plus every `.jsonl` file under the given directories (sorted, so runs are
+/// repeatable). Walked without recursion; symlinked directories are not followed, so a link
+/// loop cannot trap the walk.
+fn collect_files(paths: &[PathBuf]) -> anyhow::Result<Vec<PathBuf>> {
+    let mut files = Vec::new();
+    for path in paths {
+        let meta =
+            std::fs::metadata(path).with_context(|| format!("cannot read {}", path.display()))?;
+        if !meta.is_dir() {
+            files.push(path.clone());
+            continue;
+        }
+        let mut found = Vec::new();
+        let mut dirs = vec![path.clone()];
+        while let Some(dir) = dirs.pop() {
+            let entries = std::fs::read_dir(&dir)
+                .with_context(|| format!("cannot read {}", dir.display()))?;
+            for entry in entries {
+                let entry = entry.with_context(|| format!("cannot read {}", dir.display()))?;
+                let kind = entry
+                    .file_type()
+                    .with_context(|| format!("cannot read {}", entry.path().display()))?;
+                let p = entry.path();
+                if kind.is_dir() {
+                    dirs.push(p);
+                } else if kind.is_file() && p.extension().is_some_and(|e| e == "jsonl") {
+                    found.push(p);
+                }
+            }
+        }
+        found.sort();
+        files.extend(found);
+    }
+    Ok(files)
+}

@@ -1,0 +1,189 @@
+//! `pi sessions list`: the sessions of this directory (or all), newest first.
+//!
+//! Summaries come from the store (Pi 1.6's `buildSessionInfo` rules, see `pi_storage::summary`),
+//! so a session Pi would not list is not listed here either.
+
+use std::io::{IsTerminal, Write};
+
+use anyhow::Context;
+use clap::Args;
+use pi_formats::time::iso_from_millis;
+use pi_storage::paths::resolve_cwd;
+use pi_storage::{ListScope, SessionSummary};
+use serde_json::json;
+
+use super::store::StoreArgs;
+
+#[derive(Debug, Args)]
+pub struct ListArgs {
+    /// List the sessions of every directory.
+    #[arg(long, conflicts_with = "cwd")]
+    pub all: bool,
+    /// List the sessions of this directory instead of the current one.
+    #[arg(long, value_name = "DIR")]
+    pub cwd: Option<String>,
+    /// Print a JSON array instead of a table.
+    #[arg(long, conflicts_with = "jsonl")]
+    pub json: bool,
+    /// Print one JSON object per line instead of a table.
+    #[arg(long)]
+    pub jsonl: bool,
+    /// Show at most N sessions (the newest).
+    #[arg(long, value_name = "N")]
+    pub limit: Option<usize>,
+}
+
+pub fn run(args: ListArgs, store_args: &StoreArgs) -> anyhow::Result<i32> {
+    let store = store_args.open()?;
+    let scope = if args.all {
+        ListScope::All
+    } else {
+        let dir = match &args.cwd {
+            Some(dir) => dir.clone(),
+            None => std::env::current_dir()
+                .context("cannot read the current directory")?
+                .to_string_lossy()
+                .into_owned(),
+        };
+        ListScope::Cwd(resolve_cwd(&dir))
+    };
+    let mut sessions = store
+        .list_sessions(&scope)
+        .with_context(|| format!("cannot list sessions of {}", store.describe()))?;
+    if let Some(limit) = args.limit {
+        sessions.truncate(limit);
+    }
+
+    let stdout = std::io::stdout();
+    let terminal = stdout.is_terminal();
+    let mut out = std::io::BufWriter::new(stdout.lock());
+    let written = write_list(&args, &sessions, terminal, &mut out).and_then(|()| {
+        if sessions.is_empty() && terminal && !args.json && !args.jsonl {
+            writeln!(out, "no sessions in {}", store.describe())?;
+        }
+        out.flush()
+    });
+    match written {
+        // `pi sessions list | head` is not an error.
+        Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => {}
+        other => other.context("cannot write to stdout")?,
+    }
+    Ok(0)
+}
+
+fn write_list(
+    args: &ListArgs,
+    sessions: &[SessionSummary],
+    terminal: bool,
+    out: &mut impl Write,
+) -> std::io::Result<()> {
+    if args.json {
+        let list: Vec<_> = sessions.iter().map(to_json).collect();
+        serde_json::to_writer_pretty(&mut *out, &list)?;
+        writeln!(out)
+    } else if args.jsonl {
+        for s in sessions {
+            serde_json::to_writer(&mut *out, &to_json(s))?;
+            writeln!(out)?;
+        }
+        Ok(())
+    } else {
+        write_table(sessions, terminal, out)
+    }
+}
+
+/// Pi's field names (camelCase), times as ISO strings.
+fn to_json(s: &SessionSummary) -> serde_json::Value {
+    json!({
+        "id": s.id,
+        "name": s.name,
+        "firstMessage": s.first_message,
+        "cwd": s.cwd,
+        "created": s.created_ms.map(iso_from_millis),
+        "modified": iso_from_millis(s.modified_ms),
+        "messageCount": s.message_count,
+        "entryCount": s.entry_count,
+        "parentSession": s.parent_session,
+        "path": s.location,
+    })
+}
+
+/// A table for people. On a terminal ids are shortened to 8 characters (any unique prefix
+/// works as an argument) and the text is cut to the terminal width; piped output keeps the
+/// whole id and text, tab-separated, so scripts can use it.
+fn write_table(
+    sessions: &[SessionSummary],
+    terminal: bool,
+    out: &mut impl Write,
+) -> std::io::Result<()> {
+    if !terminal {
+        for s in sessions {
+            writeln!(
+                out,
+                "{}\t{}\t{}\t{}\t{}",
+                s.id,
+                human_time(s.modified_ms),
+                s.message_count,
+                s.entry_count,
+                flat(&describe(s))
+            )?;
+        }
+        return Ok(());
+    }
+    let width = terminal_width().max(60);
+    writeln!(
+        out,
+        "{:<8}  {:<16}  {:>5}  {:>6}  SESSION",
+        "ID", "MODIFIED", "MSGS", "ENTRIES"
+    )?;
+    for s in sessions {
+        let id: String = s.id.as_str().chars().take(8).collect();
+        let text = flat(&describe(s));
+        let room = width.saturating_sub(8 + 2 + 16 + 2 + 5 + 2 + 6 + 2);
+        writeln!(
+            out,
+            "{id:<8}  {:<16}  {:>5}  {:>6}  {}",
+            human_time(s.modified_ms),
+            s.message_count,
+            s.entry_count,
+            cut(&text, room)
+        )?;
+    }
+    Ok(())
+}
+
+/// The name if there is one, with the first message after it; Pi shows "(no messages)".
+fn describe(s: &SessionSummary) -> String {
+    let first = s.first_message.as_deref().unwrap_or("(no messages)");
+    match &s.name {
+        Some(name) => format!("{name} — {first}"),
+        None => first.to_string(),
+    }
+}
+
+/// `YYYY-MM-DD HH:MM` (UTC).
+fn human_time(ms: i64) -> String {
+    let iso = iso_from_millis(ms);
+    let date = iso.get(..10).unwrap_or(&iso);
+    let time = iso.get(11..16).unwrap_or("");
+    format!("{date} {time}")
+}
+
+fn flat(text: &str) -> String {
+    text.split_whitespace().collect::<Vec<_>>().join(" ")
+}
+
+fn cut(text: &str, max: usize) -> String {
+    if text.chars().count() <= max {
+        return text.to_string();
+    }
+    let mut s: String = text.chars().take(max.saturating_sub(1)).collect();
+    s.push('…');
+    s
+}
+
+fn terminal_width() -> usize {
+    crossterm::terminal::size()
+        .map(|(w, _)| w as usize)
+        .unwrap_or(100)
+}

@@ -1,0 +1,250 @@
+//! The active branch of a session as Markdown: what the model saw, in order, for pasting
+//! into an issue or a document.
+//!
+//! Message text is already Markdown (the model writes it, users type it), so it is kept as
+//! written. Tool arguments, tool output and shell runs are code, so they go into fenced
+//! blocks whose fence is longer than any backtick run inside, and cannot close early.
+//! Images are named, not embedded: a Markdown file full of base64 helps no reader.
+
+use std::fmt::Write as _;
+
+use serde_json::Value;
+
+use super::content::{self, Block};
+use crate::session::{Kind, Session};
+
+/// Renders the active branch (root to leaf) as Markdown.
+pub fn render(session: &Session) -> String {
+    let header = session.header().unwrap_or(Value::Null);
+    let mut out = String::new();
+    let title = session
+        .session_name()
+        .unwrap_or_else(|| format!("Session {}", content::str_field(&header, "id")));
+    let _ = writeln!(out, "# {}\n", one_line(&title));
+    for (label, key) in [
+        ("Session", "id"),
+        ("Directory", "cwd"),
+        ("Started", "timestamp"),
+    ] {
+        let value = content::str_field(&header, key);
+        if !value.is_empty() {
+            let _ = writeln!(out, "- **{label}:** {}", one_line(value));
+        }
+    }
+    let path = session.branch_path();
+    let _ = writeln!(
+        out,
+        "- **Branch:** {} of {} entries (active branch)\n",
+        path.entries.len(),
+        session.entries().len()
+    );
+
+    for idx in path.entries {
+        let record = session.entry(idx);
+        let value = session.entry_value(idx);
+        let label = record
+            .id
+            .as_deref()
+            .and_then(|id| session.label(id))
+            .map(|l| format!(" — label: {}", one_line(&l.text)))
+            .unwrap_or_default();
+        match record.kind {
+            Kind::Message => render_message(
+                value.get("message").unwrap_or(&Value::Null),
+                &label,
+                &mut out,
+            ),
+            Kind::Compaction => {
+                let _ = writeln!(out, "## Compaction{label}\n");
+                quote(content::str_field(&value, "summary"), &mut out);
+            }
+            Kind::BranchSummary => {
+                let _ = writeln!(out, "## Branch summary{label}\n");
+                quote(content::str_field(&value, "summary"), &mut out);
+            }
+            Kind::CustomMessage => {
+                let _ = writeln!(
+                    out,
+                    "## {}{label}\n",
+                    one_line(content::str_field(&value, "customType"))
+                );
+                render_content(value.get("content").unwrap_or(&Value::Null), &mut out);
+            }
+            Kind::ModelChange => {
+                let _ = writeln!(
+                    out,
+                    "*Model: {}/{}*\n",
+                    one_line(content::str_field(&value, "provider")),
+                    one_line(content::str_field(&value, "modelId"))
+                );
+            }
+            Kind::ThinkingLevelChange => {
+                let _ = writeln!(
+                    out,
+                    "*Thinking level: {}*\n",
+                    one_line(content::str_field(&value, "thinkingLevel"))
+                );
+            }
+            // Labels, names and extension state say nothing about the conversation itself.
+            _ => {}
+        }
+    }
+    out
+}
+
+fn render_message(message: &Value, label: &str, out: &mut String) {
+    let content_value = message.get("content").unwrap_or(&Value::Null);
+    match content::str_field(message, "role") {
+        "user" => {
+            let _ = writeln!(out, "## User{label}\n");
+            render_content(content_value, out);
+        }
+        "assistant" => {
+            let model = content::model_label(message);
+            if model.is_empty() {
+                let _ = writeln!(out, "## Assistant{label}\n");
+            } else {
+                let _ = writeln!(out, "## Assistant ({}){label}\n", one_line(&model));
+            }
+            render_content(content_value, out);
+            let stop = content::str_field(message, "stopReason");
+            if matches!(stop, "error" | "aborted") {
+                let _ = writeln!(
+                    out,
+                    "*Stopped: {stop}. {}*\n",
+                    one_line(content::str_field(message, "errorMessage"))
+                );
+            }
+        }
+        "toolResult" => {
+            let error = message.get("isError").and_then(Value::as_bool) == Some(true);
+            let _ = writeln!(
+                out,
+                "### Tool result: {}{}{label}\n",
+                one_line(content::str_field(message, "toolName")),
+                if error { " (error)" } else { "" }
+            );
+            for block in content::blocks(content_value) {
+                match block {
+                    Block::Text(text) => fenced(text, "", out),
+                    other => render_block(other, out),
+                }
+            }
+        }
+        "bashExecution" => {
+            let _ = writeln!(out, "### Bash{label}\n");
+            fenced(
+                &format!("$ {}", content::str_field(message, "command")),
+                "sh",
+                out,
+            );
+            fenced(content::str_field(message, "output"), "", out);
+        }
+        "compactionSummary" | "branchSummary" => {
+            let _ = writeln!(out, "## Summary{label}\n");
+            quote(content::str_field(message, "summary"), out);
+        }
+        role => {
+            let _ = writeln!(out, "## {}{label}\n", one_line(role));
+            render_content(content_value, out);
+        }
+    }
+}
+
+fn render_content(content_value: &Value, out: &mut String) {
+    for block in content::blocks(content_value) {
+        render_block(block, out);
+    }
+}
+
+fn render_block(block: Block<'_>, out: &mut String) {
+    match block {
+        Block::Text(text) => {
+            out.push_str(text.trim_end());
+            out.push_str("\n\n");
+        }
+        Block::Thinking(text) => {
+            out.push_str("*Thinking:*\n\n");
+            quote(text, out);
+        }
+        Block::ToolCall {
+            name, arguments, ..
+        } => {
+            let _ = writeln!(out, "### Tool call: {}\n", one_line(name));
+            match arguments.get("command").and_then(Value::as_str) {
+                Some(command) if arguments.as_object().is_some_and(|o| o.len() == 1) => {
+                    fenced(command, "sh", out)
+                }
+                _ => fenced(&content::pretty(arguments), "json", out),
+            }
+        }
+        Block::Image { mime, data } => {
+            let _ = writeln!(
+                out,
+                "*[image: {}, {} bytes of base64]*\n",
+                one_line(mime),
+                data.len()
+            );
+        }
+        Block::Other(value) => fenced(&content::pretty(value), "json", out),
+    }
+}
+
+/// A fenced code block that nothing inside can close.
+fn fenced(text: &str, lang: &str, out: &mut String) {
+    let mut longest = 0;
+    let mut run = 0;
+    for c in text.chars() {
+        if c == '`' {
+            run += 1;
+            longest = longest.max(run);
+        } else {
+            run = 0;
+        }
+    }
+    let fence = "`".repeat(longest.max(2) + 1);
+    let _ = writeln!(
+        out,
+        "{fence}{lang}\n{}\n{fence}\n",
+        text.trim_end_matches('\n')
+    );
+}
+
+fn quote(text: &str, out: &mut String) {
+    for line in text.trim_end().lines() {
+        out.push_str("> ");
+        out.push_str(line);
+        out.push('\n');
+    }
+    out.push('\n');
+}
+
+/// Text for a heading or list item: one line.
+fn one_line(text: &str) -> String {
+    text.chars()
+        .map(|c| if c.is_control() { ' ' } else { c })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::path::Path;
+
+    #[test]
+    fn shows_only_the_active_branch() {
+        let text = [
+            r#"{"type":"session","version":3,"id":"s1","timestamp":"2026-01-01T00:00:00.000Z","cwd":"/p"}"#,
+            r#"{"type":"message","id":"a","parentId":null,"message":{"role":"user","content":"question"}}"#,
+            r#"{"type":"message","id":"b","parentId":"a","message":{"role":"assistant","content":[{"type":"text","text":"abandoned"}]}}"#,
+            r#"{"type":"message","id":"c","parentId":"a","message":{"role":"assistant","provider":"p","model":"m","content":[{"type":"toolCall","id":"t","name":"bash","arguments":{"command":"echo ```"}}]}}"#,
+        ]
+        .join("\n");
+        let s = Session::from_bytes(text.into_bytes(), Path::new("t")).unwrap();
+        let md = render(&s);
+        assert!(md.contains("## User\n\nquestion"));
+        assert!(md.contains("## Assistant (p/m)"));
+        assert!(!md.contains("abandoned"));
+        assert!(md.contains("````sh\necho ```\n````"));
+    }
+}
