@@ -358,6 +358,28 @@ pub fn resolve_api_key(
     registry.resolve_api_key_with(provider, env)
 }
 
+/// Whether `provider` has credentials from any source, without running `!command` keys
+/// (Pi's `hasConfiguredAuth`: a cheap check for choosing models, not a key lookup).
+pub fn has_configured_auth(
+    provider: &str,
+    auth: Option<&AuthStore>,
+    registry: &ModelRegistry,
+    env: &dyn Fn(&str) -> Option<String>,
+) -> bool {
+    if auth.is_some_and(|a| a.get(provider).is_some()) || env_api_key(provider, env).is_some() {
+        return true;
+    }
+    let Some(raw) = registry
+        .providers
+        .get(provider)
+        .and_then(|c| c.api_key.as_deref())
+    else {
+        return false;
+    };
+    // A command counts as configured; a template only when its variables are set.
+    raw.starts_with('!') || resolve_config_value(raw, env).is_some()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -77,8 +77,12 @@ mod skills;
 mod system_prompt;
 mod trust;
 
+#[cfg(test)]
+mod tests;
+
 pub use auth::api_key_env_vars;
 pub use auth::env_api_key;
+pub use auth::has_configured_auth;
 pub use auth::resolve_api_key;
 pub use auth::AuthStore;
 pub use auth::Credential;
@@ -124,6 +128,7 @@ pub use skills::Skill;
 pub use skills::SkillDirMode;
 pub use system_prompt::build_system_message;
 pub use system_prompt::build_system_sections;
+pub use system_prompt::diff_system_sections;
 pub use system_prompt::DocsPaths;
 pub use system_prompt::SystemPromptInput;
 pub use trust::has_trust_requiring_resources;

@@ -225,6 +225,28 @@ pub fn build_system_message(input: &SystemPromptInput<'_>) -> Value {
     Value::Object(message)
 }
 
+/// The `sections` patch that turns `previous` (replayed from the transcript) into `current`:
+/// changed or new sections with their text, removed ones as `null`; `None` when nothing
+/// changed (Pi's `diffSystemPromptSections`). A later `system` message carrying only this
+/// patch updates the prompt without repeating it.
+pub fn diff_system_sections(
+    previous: &Map<String, Value>,
+    current: &Map<String, Value>,
+) -> Option<Map<String, Value>> {
+    let mut patch = Map::new();
+    for (name, text) in current {
+        if previous.get(name) != Some(text) {
+            patch.insert(name.clone(), text.clone());
+        }
+    }
+    for name in previous.keys() {
+        if !current.contains_key(name) {
+            patch.insert(name.clone(), Value::Null);
+        }
+    }
+    (!patch.is_empty()).then_some(patch)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -302,6 +324,22 @@ mod tests {
         assert_eq!(
             serde_json::to_string(&ours["toolsAdded"]).unwrap(),
             serde_json::to_string(&recorded["toolsAdded"]).unwrap()
+        );
+    }
+
+    #[test]
+    fn section_diffs() {
+        let a: Map<String, Value> = serde_json::from_value(
+            serde_json::json!({"preamble":"p","cwd":"<cwd>\n/a\n</cwd>","skills":"s"}),
+        )
+        .unwrap();
+        let b: Map<String, Value> =
+            serde_json::from_value(serde_json::json!({"preamble":"p","cwd":"<cwd>\n/b\n</cwd>"}))
+                .unwrap();
+        assert_eq!(diff_system_sections(&a, &a), None);
+        assert_eq!(
+            Value::Object(diff_system_sections(&a, &b).unwrap()),
+            serde_json::json!({"cwd":"<cwd>\n/b\n</cwd>","skills":null})
         );
     }
 
