@@ -1,0 +1,175 @@
+//! End to end: the interactive UI of the real `pi` binary in tmux, against pi-fake-llm.
+//!
+//! Gated on `PI_TUI_E2E=1` (and tmux on PATH): it needs `pi` with no mode flag to start the
+//! interactive mode (`tui::agent::run_with_args`), a terminal multiplexer, and a few seconds.
+//! `PI_TUI_E2E_BIN` picks another binary (e.g. `target/release/pi`).
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+use pi_fake_llm::{FakeLlm, Script};
+use serde_json::json;
+
+const FIXTURES: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../fixtures/realpi");
+
+fn enabled() -> bool {
+    std::env::var("PI_TUI_E2E").is_ok_and(|v| v == "1")
+        && Command::new("tmux")
+            .arg("-V")
+            .output()
+            .is_ok_and(|o| o.status.success())
+}
+
+struct Tmux {
+    name: String,
+}
+
+impl Tmux {
+    fn start(name: &str, cwd: &Path, command: &str) -> Tmux {
+        let status = Command::new("tmux")
+            .args([
+                "new-session",
+                "-d",
+                "-s",
+                name,
+                "-x",
+                "100",
+                "-y",
+                "30",
+                "-c",
+            ])
+            .arg(cwd)
+            .arg(command)
+            .status()
+            .expect("tmux new-session");
+        assert!(status.success());
+        Tmux {
+            name: name.to_string(),
+        }
+    }
+
+    fn keys(&self, keys: &[&str]) {
+        let status = Command::new("tmux")
+            .args(["send-keys", "-t", &self.name])
+            .args(keys)
+            .status()
+            .expect("send-keys");
+        assert!(status.success());
+    }
+
+    fn capture(&self) -> String {
+        let out = Command::new("tmux")
+            .args(["capture-pane", "-p", "-t", &self.name])
+            .output()
+            .expect("capture-pane");
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    }
+
+    fn alive(&self) -> bool {
+        Command::new("tmux")
+            .args(["has-session", "-t", &self.name])
+            .output()
+            .is_ok_and(|o| o.status.success())
+    }
+
+    /// Waits until the screen contains `text`; the screen is in the panic message otherwise.
+    fn wait_for(&self, text: &str) -> String {
+        let deadline = Instant::now() + Duration::from_secs(20);
+        loop {
+            let screen = self.capture();
+            if screen.contains(text) {
+                return screen;
+            }
+            if Instant::now() > deadline {
+                panic!("timed out waiting for {text:?}; screen:\n{screen}");
+            }
+            std::thread::sleep(Duration::from_millis(100));
+        }
+    }
+}
+
+impl Drop for Tmux {
+    fn drop(&mut self) {
+        let _ = Command::new("tmux")
+            .args(["kill-session", "-t", &self.name])
+            .status();
+    }
+}
+
+fn shell_quote(p: &Path) -> String {
+    format!("'{}'", p.display().to_string().replace('\'', "'\\''"))
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn interactive_session_against_fake_llm() {
+    if !enabled() {
+        eprintln!("skipped: set PI_TUI_E2E=1 (needs tmux and the interactive mode wired to `pi`)");
+        return;
+    }
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let agent: PathBuf = tmp.path().join("agent");
+    let cwd = tmp.path().join("cwd");
+    let sessions = tmp.path().join("sessions");
+    for d in [&agent, &cwd, &sessions] {
+        std::fs::create_dir_all(d).expect("mkdir");
+    }
+    std::fs::write(cwd.join("notes.md"), "hello").expect("write");
+    let script: Script = serde_json::from_value(json!({"turns": [
+        {"text": "Hello from the **fake** model."},
+        {"text": "Second answer."}
+    ]}))
+    .expect("script");
+    let fake = FakeLlm::start(script).await.expect("fake llm");
+    let models = std::fs::read_to_string(format!("{FIXTURES}/tricky/agent/models.json"))
+        .expect("models.json")
+        .replace("127.0.0.1:18765", &format!("127.0.0.1:{}", fake.port()));
+    std::fs::write(agent.join("models.json"), models).expect("write models");
+
+    let bin =
+        std::env::var("PI_TUI_E2E_BIN").unwrap_or_else(|_| env!("CARGO_BIN_EXE_pi").to_string());
+    let command = format!(
+        "env PI_CODING_AGENT_DIR={} {} --session-dir {} --model fakeoai/fake-model; echo EXITED-$?; sleep 30",
+        shell_quote(&agent),
+        shell_quote(Path::new(&bin)),
+        shell_quote(&sessions)
+    );
+    let name = format!("pi-tui-e2e-{}", std::process::id());
+    let tmux = Tmux::start(&name, &cwd, &command);
+
+    // Startup header and footer.
+    tmux.wait_for("to interrupt");
+    tmux.wait_for("fake-model");
+
+    tmux.keys(&["Say hello", "Enter"]);
+    let screen = tmux.wait_for("Hello from the fake model.");
+    assert!(screen.contains("Say hello"), "{screen}");
+    // Usage reached the footer.
+    tmux.wait_for("↑");
+
+    // Slash completion and the tree navigator.
+    tmux.keys(&["/tre"]);
+    tmux.wait_for("Navigate session tree");
+    tmux.keys(&["Enter"]);
+    tmux.wait_for("Session tree");
+    tmux.keys(&["Escape"]);
+
+    // A second prompt, then ctrl+d on the empty editor quits cleanly.
+    tmux.keys(&["Next", "Enter"]);
+    let screen = tmux.wait_for("Second answer.");
+    eprintln!("{screen}");
+    tmux.keys(&["C-d"]);
+    tmux.wait_for("EXITED-0");
+    assert!(tmux.alive());
+
+    let files: Vec<_> = std::fs::read_dir(&sessions)
+        .expect("sessions")
+        .flatten()
+        .collect();
+    assert_eq!(files.len(), 1, "one session file");
+    let text = std::fs::read_to_string(files[0].path()).expect("session");
+    assert!(
+        text.contains("Say hello") && text.contains("Second answer."),
+        "{text}"
+    );
+}
