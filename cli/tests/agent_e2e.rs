@@ -1190,3 +1190,148 @@ async fn piped_stdin_and_file_args_join_the_prompt() {
         "{text}"
     );
 }
+
+// ----------------------------------------------------------------------------- abort, queues, stores
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn rpc_abort_stops_tools_and_stream() {
+    let sc = Scenario::new(
+        json!({"turns": [
+            {"text": "Sleeping.", "tool_calls": [tc("bash", json!({"command": "sleep 30; echo never"}))]},
+            {"text": "slow answer", "delay": 30},
+            {"text": "after abort"},
+        ]}),
+        None,
+    )
+    .await;
+    let mut rpc = Rpc::start(&sc, &["--model", "fakeoai/fake-model"]);
+    rpc.send_line(r#"{"id":"p1","type":"prompt","message":"run something slow"}"#);
+    rpc.wait("tool start", |r| {
+        r.iter().any(|v| v["type"] == "tool_execution_start")
+    });
+    let started = Instant::now();
+    rpc.send_line(r#"{"id":"a1","type":"abort"}"#);
+    rpc.wait("settled", |r| {
+        r.iter().any(|v| v["type"] == "agent_settled")
+    });
+    assert!(
+        started.elapsed() < Duration::from_secs(10),
+        "abort ends the tool promptly"
+    );
+    let settled = rpc
+        .records
+        .iter()
+        .find(|v| v["type"] == "agent_settled")
+        .cloned()
+        .unwrap();
+    assert_eq!(settled["aborted"], true);
+    let end = rpc
+        .records
+        .iter()
+        .find(|v| v["type"] == "tool_execution_end")
+        .cloned()
+        .unwrap();
+    assert_eq!(end["isError"], true);
+    assert_eq!(rpc.response("a1")["success"], true);
+    // The next prompt works; abort while the provider is still answering.
+    rpc.send_line(r#"{"id":"p2","type":"prompt","message":"slow answer please"}"#);
+    rpc.wait("second start", |r| {
+        r.iter().filter(|v| v["type"] == "agent_start").count() >= 2
+    });
+    std::thread::sleep(Duration::from_millis(300));
+    rpc.send_line(r#"{"id":"a2","type":"abort"}"#);
+    rpc.wait("second settled", |r| {
+        r.iter().filter(|v| v["type"] == "agent_settled").count() >= 2
+    });
+    let last_end = rpc
+        .records
+        .iter()
+        .rev()
+        .find(|v| v["type"] == "message_end" && v["message"]["role"] == "assistant")
+        .cloned()
+        .unwrap();
+    assert_eq!(last_end["message"]["stopReason"], "aborted");
+    let (_r, code) = rpc.close();
+    assert_eq!(code, Some(0));
+    let s = pi_engine::session::Session::open(&sc.session_files()[0]).expect("valid file");
+    let last = s.entry_value(s.leaf().unwrap());
+    assert_eq!(
+        last["message"]["stopReason"], "aborted",
+        "aborted answer persisted"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn rpc_steering_mode_all_delivers_every_message_at_once() {
+    let sc = Scenario::new(
+        json!({"turns": [
+            {"text": "Sleeping.", "tool_calls": [tc("bash", json!({"command": "sleep 1; echo slept"}))]},
+            {"text": "Handled both."},
+        ]}),
+        None,
+    )
+    .await;
+    let mut rpc = Rpc::start(&sc, &["--model", "fakeoai/fake-model"]);
+    rpc.send_line(r#"{"id":"m","type":"set_steering_mode","mode":"all"}"#);
+    assert_eq!(rpc.response("m")["success"], true);
+    rpc.send_line(r#"{"id":"p1","type":"prompt","message":"go"}"#);
+    rpc.wait("tool start", |r| {
+        r.iter().any(|v| v["type"] == "tool_execution_start")
+    });
+    rpc.send_line(r#"{"id":"s1","type":"steer","message":"first steer"}"#);
+    rpc.send_line(
+        r#"{"id":"s2","type":"prompt","message":"second steer","streamingBehavior":"steer"}"#,
+    );
+    assert_eq!(rpc.response("s2")["data"]["disposition"], "queued");
+    rpc.wait("settled", |r| {
+        r.iter().any(|v| v["type"] == "agent_settled")
+    });
+    let (_r, code) = rpc.close();
+    assert_eq!(code, Some(0));
+    let reqs = our_requests(&sc.fake);
+    assert_eq!(
+        reqs.len(),
+        2,
+        "both steering messages go out with one request"
+    );
+    let tail: Vec<&String> = reqs[1].1.iter().rev().take(2).collect();
+    assert_eq!(tail, ["user[text:second steer]", "user[text:first steer]"]);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sqlite_and_redb_stores_continue_sessions() {
+    for kind in ["sqlite", "redb"] {
+        let sc = Scenario::new(json!({"turns": [{"text": "one"}, {"text": "two"}]}), None).await;
+        let db = sc.sessions.join(format!("store.{kind}"));
+        let spec = format!("{kind}:{}", db.display());
+        let r1 = sc.run(&[
+            "--session-store",
+            &spec,
+            "--model",
+            "fakeoai/fake-model",
+            "-p",
+            "first",
+        ]);
+        assert_eq!(
+            r1.status.code(),
+            Some(0),
+            "{kind}: {}",
+            String::from_utf8_lossy(&r1.stderr)
+        );
+        let r2 = sc.run(&["--session-store", &spec, "-c", "-p", "second"]);
+        assert_eq!(
+            r2.status.code(),
+            Some(0),
+            "{kind}: {}",
+            String::from_utf8_lossy(&r2.stderr)
+        );
+        assert_eq!(String::from_utf8_lossy(&r2.stdout), "two\n");
+        let shapes = our_requests(&sc.fake);
+        assert_eq!(
+            shapes[1].1.iter().filter(|m| m.starts_with("user")).count(),
+            2,
+            "{kind}: -c continued the stored session"
+        );
+        assert!(db.exists(), "{kind}: database written");
+    }
+}
