@@ -1134,9 +1134,17 @@ async fn provider_failures_give_clear_errors_and_valid_files() {
 
     // unknown model, bad flags
     let sc = Scenario::new(json!({"turns": []}), None).await;
-    let out = sc.run(&["--model", "fakeoai/nope", "-p", "hi"]);
+    let out = sc.run(&["--provider", "nosuch", "--model", "x", "-p", "hi"]);
     assert_eq!(out.status.code(), Some(1));
-    assert!(String::from_utf8_lossy(&out.stderr).contains("Model not found: fakeoai/nope"));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("Unknown provider \"nosuch\""));
+    // Pi (and we) accept an unknown id on a known provider as a custom model id, with a warning.
+    let out = sc.run(&["--no-session", "--model", "fakeoai/custom-id", "-p", "hi"]);
+    assert_eq!(out.status.code(), Some(0));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("Using custom model id"));
+    assert_eq!(
+        sc.fake.requests().last().unwrap().body["model"],
+        "custom-id"
+    );
     let out = sc.run(&["-r", "-p", "hi"]);
     assert_eq!(out.status.code(), Some(1));
     assert!(String::from_utf8_lossy(&out.stderr).contains("--resume"));

@@ -68,7 +68,7 @@ pub fn run(args: RunArgs) -> anyhow::Result<i32> {
     runtime.block_on(async move {
         if let Some(pattern) = &args.list_models {
             let env = Env::new(&args)?;
-            return print::list_models(&env.registry, pattern);
+            return print::list_models(&env, pattern);
         }
         match mode {
             Mode::Text | Mode::Json => print::run(args, mode).await,
@@ -301,37 +301,6 @@ impl Env {
     }
 }
 
-/// `provider/id[:thinking]` or `id[:thinking]` → model and the level from the suffix.
-pub fn resolve_model(
-    registry: &ModelRegistry,
-    provider: Option<&str>,
-    spec: &str,
-) -> anyhow::Result<(Model, Option<ThinkingLevel>)> {
-    let (base, level) = match spec.rsplit_once(':') {
-        Some((b, l)) if ThinkingLevel::parse(l).is_some() => (b, ThinkingLevel::parse(l)),
-        _ => (spec, None),
-    };
-    let found = if let Some(p) = provider {
-        registry.find(p, base)
-    } else {
-        None
-    }
-    .or_else(|| {
-        base.split_once('/')
-            .and_then(|(p, id)| registry.find(p, id))
-    })
-    .or_else(|| {
-        registry
-            .models
-            .iter()
-            .find(|m| m.id == base && provider.is_none_or(|p| p == m.provider))
-    });
-    match found {
-        Some(m) => Ok((m.clone(), level)),
-        None => bail!("Model not found: {spec}. Use --list-models to see the available models"),
-    }
-}
-
 /// Expands `@file` arguments into the file's contents (Pi's file arguments).
 pub fn expand_messages(messages: &[String]) -> anyhow::Result<Vec<String>> {
     let mut files = String::new();
@@ -423,13 +392,15 @@ pub fn build_agent(args: &RunArgs, env: &Env, sink: EventSink) -> anyhow::Result
         (s, p, false)
     };
 
-    let explicit = match &args.model {
-        Some(spec) => Some(resolve_model(
-            &env.registry,
-            args.provider.as_deref(),
-            spec,
-        )?),
-        None => None,
+    let has_auth = {
+        let resolver = api_key_resolver(env);
+        let registry = env.registry.clone();
+        let inline = args.api_key.clone();
+        move |provider: &str| {
+            inline.is_some()
+                || (resolver.0)(provider).is_some()
+                || registry.resolve_api_key(provider).is_some()
+        }
     };
     let flag_level = match &args.thinking {
         Some(l) => Some(ThinkingLevel::parse(l).ok_or_else(|| {
@@ -439,17 +410,42 @@ pub fn build_agent(args: &RunArgs, env: &Env, sink: EventSink) -> anyhow::Result
         })?),
         None => None,
     };
-    let default_model = match (&env.settings.default_provider, &env.settings.default_model) {
-        (p, Some(m)) => resolve_model(&env.registry, p.as_deref(), m)
-            .ok()
-            .map(|(m, _)| m),
-        _ => None,
-    };
-    let settings_level = env
-        .settings
-        .default_thinking_level
-        .as_deref()
-        .and_then(ThinkingLevel::parse);
+    // Pi's CLI model resolution (engine::config): `--provider`, `--model` with `:level`.
+    let resolution = pi_engine::config::resolve_cli_model(
+        &pi_engine::config::CliModelRequest {
+            provider: args.provider.as_deref(),
+            model: args.model.as_deref(),
+            thinking: flag_level,
+            inline_api_key: args.api_key.is_some(),
+        },
+        &env.registry.models,
+        &has_auth,
+    );
+    if let Some(e) = resolution.error {
+        bail!("{e}");
+    }
+    if let Some(w) = resolution.warning {
+        eprintln!("Warning: {w}");
+    }
+    let explicit = resolution.model.map(|m| (m, resolution.thinking_level));
+    let scoped = scoped_models(args, env);
+    let available: Vec<Model> = env
+        .registry
+        .models
+        .iter()
+        .filter(|m| has_auth(&m.provider))
+        .cloned()
+        .collect();
+    let initial = pi_engine::config::find_initial_model(
+        &scoped,
+        resumed,
+        &env.settings.config,
+        &env.registry.models,
+        &available,
+        &has_auth,
+    );
+    let default_model = initial.model.clone();
+    let settings_level = Some(initial.thinking_level);
     let retry = env.settings.retry;
     let opts = AgentOptions {
         cwd: PathBuf::from(&env.cwd),
@@ -461,7 +457,7 @@ pub fn build_agent(args: &RunArgs, env: &Env, sink: EventSink) -> anyhow::Result
         thinking: flag_level
             .or(explicit.as_ref().and_then(|(_, l)| *l))
             .or(settings_level)
-            .unwrap_or(ThinkingLevel::Medium),
+            .unwrap_or(pi_engine::config::DEFAULT_THINKING_LEVEL),
         tools: tools.clone(),
         prompt: PromptOptions {
             system_prompt: args.system_prompt.clone(),
@@ -552,7 +548,7 @@ fn system_message(
 
 /// Keys from auth.json and the environment (models.json and `--api-key` are handled by the
 /// agent), in Pi's precedence.
-fn api_key_resolver(env: &Env) -> pi_engine::agent::ApiKeyResolver {
+pub(crate) fn api_key_resolver(env: &Env) -> pi_engine::agent::ApiKeyResolver {
     let mut warnings = Vec::new();
     let auth = pi_engine::config::AuthStore::load_or_warn(&env.agent_dir, &mut warnings);
     for w in warnings {
@@ -578,6 +574,24 @@ impl Env {
             no_session: self.no_session,
         }
     }
+}
+
+/// `--models` patterns resolved to models (for `cycle_model` and the starting model).
+pub fn scoped_models(args: &RunArgs, env: &Env) -> Vec<pi_engine::config::ScopedModel> {
+    let Some(list) = &args.models else {
+        return Vec::new();
+    };
+    let patterns: Vec<String> = list
+        .split(',')
+        .map(|s| s.trim().to_string())
+        .filter(|s| !s.is_empty())
+        .collect();
+    let (scoped, warnings) =
+        pi_engine::config::resolve_model_scope(&patterns, &env.registry.models);
+    for w in warnings {
+        eprintln!("Warning: {w}");
+    }
+    scoped
 }
 
 /// A sink that writes each event as one JSON line to stdout.

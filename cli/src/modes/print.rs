@@ -5,7 +5,6 @@ use std::io::Write;
 
 use anyhow::bail;
 use pi_engine::agent::null_sink;
-use pi_engine::llm::ModelRegistry;
 use pi_formats::message::AgentMessage;
 use pi_formats::message::{ContentBlock, StopReason};
 
@@ -70,30 +69,23 @@ pub async fn run(args: RunArgs, mode: Mode) -> anyhow::Result<i32> {
     Ok(0)
 }
 
-/// `--list-models [pattern]`: provider, model, context window, max output, thinking.
-pub fn list_models(registry: &ModelRegistry, pattern: &str) -> anyhow::Result<i32> {
-    let pattern = pattern.to_lowercase();
-    let mut rows: Vec<_> = registry
+/// `--list-models [pattern]`: the models that have credentials, as Pi lists them.
+pub fn list_models(env: &Env, pattern: &str) -> anyhow::Result<i32> {
+    let resolver = super::api_key_resolver(env);
+    let available: Vec<_> = env
+        .registry
         .models
         .iter()
         .filter(|m| {
-            pattern.is_empty()
-                || format!("{}/{}", m.provider, m.id)
-                    .to_lowercase()
-                    .contains(&pattern)
+            (resolver.0)(&m.provider).is_some()
+                || env.registry.resolve_api_key(&m.provider).is_some()
         })
+        .cloned()
         .collect();
-    rows.sort_by(|a, b| (&a.provider, &a.id).cmp(&(&b.provider, &b.id)));
-    println!("provider\tmodel\tcontext\tmax-out\tthinking");
-    for m in rows {
-        println!(
-            "{}\t{}\t{}\t{}\t{}",
-            m.provider,
-            m.id,
-            m.context_window,
-            m.max_tokens,
-            if m.reasoning { "yes" } else { "no" }
-        );
-    }
+    let search = (!pattern.is_empty()).then_some(pattern);
+    print!(
+        "{}",
+        pi_engine::config::format_model_list(&available, search)
+    );
     Ok(0)
 }

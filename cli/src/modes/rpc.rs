@@ -19,7 +19,7 @@ use tokio::io::{AsyncBufReadExt, BufReader};
 use tokio::task::JoinSet;
 use tokio_util::sync::CancellationToken;
 
-use super::{build_agent, resolve_model, stdout_sink, Env};
+use super::{build_agent, stdout_sink, Env};
 use crate::RunArgs;
 
 /// One output line (responses and events share stdout, each written whole).
@@ -76,15 +76,10 @@ struct Rpc {
 pub async fn run(args: RunArgs) -> anyhow::Result<i32> {
     let env = Env::new(&args)?;
     let agent = build_agent(&args, &env, stdout_sink())?;
-    let scoped = match &args.models {
-        Some(list) => list
-            .split(',')
-            .map(str::trim)
-            .filter(|s| !s.is_empty())
-            .map(|s| resolve_model(&env.registry, None, s).map(|(m, _)| m))
-            .collect::<anyhow::Result<Vec<_>>>()?,
-        None => Vec::new(),
-    };
+    let scoped: Vec<Model> = super::scoped_models(&args, &env)
+        .into_iter()
+        .map(|s| s.model)
+        .collect();
     let rpc = Arc::new(Rpc {
         agent,
         env,
