@@ -49,7 +49,7 @@ pub enum DefaultProjectTrust {
 }
 
 /// Global and project settings and their merge.
-#[derive(Debug)]
+#[derive(Debug, Clone)]
 pub struct Settings {
     global_path: Option<PathBuf>,
     project_path: Option<PathBuf>,
@@ -60,7 +60,8 @@ pub struct Settings {
     project_trusted: bool,
     global_broken: bool,
     project_broken: bool,
-    errors: Vec<ConfigError>,
+    // Shared so `Settings` stays `Clone` (io errors are not).
+    errors: std::sync::Arc<Vec<ConfigError>>,
 }
 
 impl Settings {
@@ -87,7 +88,7 @@ impl Settings {
             project_trusted,
             global_broken,
             project_broken,
-            errors,
+            errors: std::sync::Arc::new(errors),
         };
         settings.remerge();
         settings
@@ -117,7 +118,7 @@ impl Settings {
             project_trusted: true,
             global_broken: false,
             project_broken: false,
-            errors: Vec::new(),
+            errors: Default::default(),
         };
         settings.remerge();
         settings
