@@ -1343,3 +1343,68 @@ async fn sqlite_and_redb_stores_continue_sessions() {
         assert!(db.exists(), "{kind}: database written");
     }
 }
+
+/// A context-overflow error compacts (reason `overflow`, `willRetry: true`), hides the failed
+/// attempt and retries once, like Pi's `_checkCompaction` case 1.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn context_overflow_compacts_and_retries() {
+    let long = "words to fill the context ".repeat(20);
+    let sc = Scenario::new(
+        json!({"turns": [
+            {"text": format!("A1 {long}")},
+            {"text": format!("A2 {long}")},
+            {"http_error": {"status": 400, "body": {"error": {"message": "This model's maximum context length is 128000 tokens. However, your messages resulted in 130000 tokens."}}}},
+            {"text": "## Goal\nOverflow summary."},
+            // the kept part starts inside the Q3 turn: a turn-prefix summary follows
+            {"text": "## Goal\nTurn prefix summary."},
+            {"text": "A3 after recovery"},
+        ]}),
+        Some(json!({"retry": {"enabled": false}, "compaction": {"keepRecentTokens": 10}})),
+    )
+    .await;
+    let mut rpc = Rpc::start(&sc, &["--model", "fakeoai/fake-model"]);
+    for (i, q) in ["Q1", "Q2", "Q3"].iter().enumerate() {
+        rpc.send_line(&format!(
+            r#"{{"id":"p{i}","type":"prompt","message":"{q}"}}"#
+        ));
+        rpc.wait("settled", |r| {
+            r.iter().filter(|v| v["type"] == "agent_settled").count() > i
+        });
+    }
+    let (records, code) = rpc.close();
+    assert_eq!(code, Some(0));
+    let end = records
+        .iter()
+        .find(|v| v["type"] == "compaction_end")
+        .expect("compaction_end");
+    assert_eq!(end["reason"], "overflow");
+    assert_eq!(end["willRetry"], true);
+    assert!(end["result"]["summary"]
+        .as_str()
+        .unwrap()
+        .contains("Overflow summary"));
+    let kinds: Vec<String> = our_requests(&sc.fake).into_iter().map(|(k, _)| k).collect();
+    assert_eq!(
+        kinds,
+        ["turn", "turn", "turn", "summary", "summary", "turn"]
+    );
+    let last_req = &our_requests(&sc.fake)[5].1;
+    assert!(
+        last_req.iter().any(|m| m.contains("Q3")),
+        "the retry resends the prompt"
+    );
+    assert_eq!(
+        records
+            .iter()
+            .rev()
+            .find(|v| v["type"] == "message_end")
+            .unwrap()["message"]["content"][0]["text"],
+        "A3 after recovery"
+    );
+    let file = read_jsonl(&sc.session_files()[0]);
+    let kinds: Vec<&str> = file.iter().filter_map(|e| e["type"].as_str()).collect();
+    assert!(
+        kinds.contains(&"context_edit") && kinds.contains(&"compaction"),
+        "{kinds:?}"
+    );
+}

@@ -275,7 +275,10 @@ impl Rpc {
                 a.abort();
                 Ok(None)
             }
-            "clear_queue" => Ok(Some(json!({"steering": [], "followUp": []}))),
+            "clear_queue" => {
+                let (steering, follow_up) = a.clear_queue();
+                Ok(Some(json!({"steering": steering, "followUp": follow_up})))
+            }
             "new_session" => {
                 if a.is_streaming() {
                     return Err("Cannot start a new session while the agent is running".into());

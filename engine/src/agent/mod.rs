@@ -361,6 +361,21 @@ impl AgentSession {
         self.emit_queue_update();
     }
 
+    /// Empties both queues, returning what was queued (steering, follow-up).
+    pub fn clear_queue(&self) -> (Vec<String>, Vec<String>) {
+        let taken = {
+            let mut q = lock(&self.shared.queues);
+            (
+                std::mem::take(&mut q.steering),
+                std::mem::take(&mut q.follow_up),
+            )
+        };
+        if !taken.0.is_empty() || !taken.1.is_empty() {
+            self.emit_queue_update();
+        }
+        taken
+    }
+
     fn emit_queue_update(&self) {
         let ev = {
             let q = lock(&self.shared.queues);
