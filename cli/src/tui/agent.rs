@@ -160,6 +160,18 @@ impl AgentDriver for AgentSessionDriver {
         // The runtime has no dequeue; the UI already restored its copy of the queue.
         (Vec::new(), Vec::new())
     }
+
+    fn set_session_name(&mut self, name: &str) -> anyhow::Result<()> {
+        Ok(self.agent.set_session_name(name)?)
+    }
+
+    fn set_label(&mut self, id: &str, label: Option<&str>) -> anyhow::Result<()> {
+        self.agent.append(pi_formats::entry::NewEntry::Label {
+            target_id: id.to_string(),
+            label: label.map(str::to_string),
+        })?;
+        Ok(())
+    }
 }
 
 /// Reads the UI keys of settings.json (global, then the project's `.pi/settings.json` on
@@ -186,6 +198,9 @@ fn ui_settings(agent_dir: &Path, cwd: &Path, opts: &mut TuiOptions) {
             .and_then(Value::as_bool)
         {
             opts.skip_branch_prompt = b;
+        }
+        if let Some(b) = v.get("hideThinkingBlock").and_then(Value::as_bool) {
+            opts.show_thinking = !b;
         }
         if let Some(e) = v.get("externalEditor").and_then(Value::as_str) {
             opts.external_editor = Some(e.to_string());

@@ -216,7 +216,11 @@ impl App {
             theme: Theme::dark(),
             keys: Keymap::default(),
             settings: UiSettings::default(),
-            flags: ViewFlags::default(),
+            // Pi shows thinking blocks unless `hideThinkingBlock` is set.
+            flags: ViewFlags {
+                show_thinking: true,
+                tools_expanded: false,
+            },
             scroll: 0,
             working: false,
             compacting: false,

@@ -320,6 +320,16 @@ pub trait AgentDriver {
     fn session(&self) -> Option<pi_engine::session::Session>;
     /// Takes the queued steering and follow-up messages back (alt+up).
     fn clear_queue(&mut self) -> (Vec<String>, Vec<String>);
+
+    /// `/name`: sets the session's display name.
+    fn set_session_name(&mut self, _name: &str) -> anyhow::Result<()> {
+        anyhow::bail!("naming sessions is not supported by this agent")
+    }
+
+    /// `shift+L` in /tree: sets (or with `None` clears) an entry's label.
+    fn set_label(&mut self, _id: &str, _label: Option<&str>) -> anyhow::Result<()> {
+        anyhow::bail!("labels are not supported by this agent")
+    }
 }
 
 /// A scripted agent for tests and for running the UI before a runtime exists: every prompt
@@ -427,5 +437,14 @@ impl AgentDriver for FakeDriver {
     fn clear_queue(&mut self) -> (Vec<String>, Vec<String>) {
         self.calls.push("clear_queue".into());
         (Vec::new(), Vec::new())
+    }
+    fn set_session_name(&mut self, name: &str) -> anyhow::Result<()> {
+        self.calls.push(format!("name:{name}"));
+        Ok(())
+    }
+    fn set_label(&mut self, id: &str, label: Option<&str>) -> anyhow::Result<()> {
+        self.calls
+            .push(format!("label:{id}:{}", label.unwrap_or("")));
+        Ok(())
     }
 }

@@ -77,6 +77,8 @@ pub struct TuiOptions {
     pub external_editor: Option<String>,
     /// The current model (defaults to the driver's first model).
     pub model: Option<ModelInfo>,
+    /// Thinking blocks expanded (Pi's `hideThinkingBlock`, inverted; shown by default).
+    pub show_thinking: bool,
 }
 
 impl TuiOptions {
@@ -100,6 +102,7 @@ impl TuiOptions {
             scoped_models: Vec::new(),
             external_editor: None,
             model: None,
+            show_thinking: true,
         }
     }
 }
@@ -164,6 +167,7 @@ pub fn initial_app(opts: &TuiOptions, driver: &dyn AgentDriver) -> App {
     app.theme = theme;
     warnings.extend(warning);
     app.settings.quiet_startup = opts.quiet_startup;
+    app.flags.show_thinking = opts.show_thinking;
     app.settings.skip_branch_prompt = opts.skip_branch_prompt;
     app.settings.theme = opts.theme.clone();
     app.settings.external_editor = opts.external_editor.clone();
@@ -172,6 +176,7 @@ pub fn initial_app(opts: &TuiOptions, driver: &dyn AgentDriver) -> App {
     app.model = opts.model.clone().or_else(|| app.models.first().cloned());
     app.thinking = opts.thinking;
     app.commands = opts.commands.clone();
+    app.footer.git_branch = git_branch(&opts.cwd);
     if let Some(s) = driver.session() {
         app.footer.session_name = s.session_name();
     }
@@ -180,6 +185,30 @@ pub fn initial_app(opts: &TuiOptions, driver: &dyn AgentDriver) -> App {
         app.notice(w);
     }
     app
+}
+
+/// The checked-out branch, from `.git/HEAD` in `cwd` or a parent (no git process per
+/// start-up); `None` outside a repository or on a detached HEAD.
+fn git_branch(cwd: &std::path::Path) -> Option<String> {
+    for dir in cwd.ancestors() {
+        let git = dir.join(".git");
+        let head = if git.is_dir() {
+            git.join("HEAD")
+        } else if git.is_file() {
+            // A worktree or submodule: `.git` names the real git directory.
+            let text = std::fs::read_to_string(&git).ok()?;
+            let target = text.trim().strip_prefix("gitdir:")?.trim();
+            dir.join(target).join("HEAD")
+        } else {
+            continue;
+        };
+        let text = std::fs::read_to_string(head).ok()?;
+        return text
+            .trim()
+            .strip_prefix("ref: refs/heads/")
+            .map(str::to_string);
+    }
+    None
 }
 
 /// Puts the terminal back: raw mode off, main screen, cursor shown. Safe to call twice.
@@ -441,13 +470,20 @@ fn apply_effect(
                 app.notice(format!("Could not save enabledModels: {e}"));
             }
         }
-        Effect::SetLabel { .. }
-        | Effect::Resume(_)
+        Effect::SetLabel { id, label } => {
+            if let Err(e) = driver.set_label(&id, label.as_deref()) {
+                app.notice(format!("Could not set the label: {e}"));
+            }
+        }
+        Effect::SetSessionName(name) => match driver.set_session_name(&name) {
+            Ok(()) => app.notice(format!("Session name set: {name}")),
+            Err(e) => app.notice(format!("Could not set the session name: {e}")),
+        },
+        Effect::Resume(_)
         | Effect::RenameSession { .. }
         | Effect::NewSession
         | Effect::Fork
         | Effect::Clone
-        | Effect::SetSessionName(_)
         | Effect::Export(_)
         | Effect::Import(_)
         | Effect::Reload => {

@@ -90,6 +90,9 @@ fn conversation(app: &mut App) {
 fn snapshot_transcript_collapsed() {
     let mut a = app();
     conversation(&mut a);
+    // ctrl+t hides thinking blocks (shown by default, as in Pi).
+    update(&mut a, ctrl('t'));
+    assert!(!a.flags.show_thinking);
     insta::assert_snapshot!(screen(&a, 70, 44));
 }
 
@@ -97,7 +100,6 @@ fn snapshot_transcript_collapsed() {
 fn snapshot_transcript_expanded_thinking_and_tools() {
     let mut a = app();
     conversation(&mut a);
-    update(&mut a, ctrl('t'));
     update(&mut a, ctrl('o'));
     assert!(a.flags.show_thinking && a.flags.tools_expanded);
     insta::assert_snapshot!(screen(&a, 70, 50));

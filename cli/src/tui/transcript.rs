@@ -220,7 +220,10 @@ pub fn item_lines(item: &Item, width: u16, flags: ViewFlags, theme: &Theme) -> V
     let mut out = vec![Line::default()];
     match item {
         Item::Header(rows) => {
-            out.push(Line::styled("pi", theme.bold(theme.accent)));
+            out.push(Line::styled(
+                concat!("pi v", env!("CARGO_PKG_VERSION")),
+                theme.bold(theme.accent),
+            ));
             for (key, what) in rows {
                 let line = Line::from(vec![
                     Span::styled(key.clone(), theme.fg(theme.dim)),
