@@ -447,3 +447,26 @@ fn stats_totals_equal_the_usage_in_the_fixture_files() {
         tool_errors
     );
 }
+
+#[test]
+fn common_words_rank_a_recent_window_and_filters_still_reach_older_hits() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("sessions");
+    let mut entries = vec![
+        r#"{"type":"message","id":"old","message":{"role":"bashExecution","command":"echo common","output":""}}"#.to_string(),
+    ];
+    for i in 0..(query::RANK_WINDOW + 100) {
+        entries.push(format!(
+            r#"{{"type":"message","id":"e{i}","message":{{"role":"user","content":"common word {i}"}}}}"#
+        ));
+    }
+    write_session(&dir, "a_s1.jsonl", HEADER, &entries);
+    let store = JsonlStore::open(JsonlLayout::Flat { dir }, FsyncPolicy::Never);
+    let mut index = HistoryIndex::open(&tmp.path().join("h.sqlite"), &store.describe()).unwrap();
+    index.refresh_jsonl(&store).unwrap();
+    let hits = index.search(&SearchQuery::new("common")).unwrap();
+    assert_eq!(hits.len(), 20);
+    let mut bash = SearchQuery::new("common");
+    bash.role = Some("bash".into());
+    assert_eq!(entry_ids(&index, &bash), ["s1/old"]);
+}
