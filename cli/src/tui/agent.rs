@@ -16,6 +16,8 @@ use std::sync::{Arc, Mutex};
 
 pub struct AgentSessionDriver {
     agent: AgentSession,
+    /// How sessions are opened and created (the modes' setup), for /resume and /new.
+    env: Option<crate::modes::Env>,
     runtime: tokio::runtime::Handle,
     events: mpsc::Receiver<Value>,
     /// For errors of spawned calls (a prompt that could not start, a failed compaction).
@@ -46,10 +48,17 @@ impl AgentSessionDriver {
     ) -> Self {
         AgentSessionDriver {
             agent,
+            env: None,
             runtime,
             events,
             errors,
         }
+    }
+
+    /// Enables /resume and /new, which open and create sessions as the modes do.
+    pub fn with_env(mut self, env: crate::modes::Env) -> Self {
+        self.env = Some(env);
+        self
     }
 
     fn report(&self, text: String) {
@@ -165,6 +174,36 @@ impl AgentDriver for AgentSessionDriver {
         Ok(self.agent.set_session_name(name)?)
     }
 
+    fn messages(&self) -> Vec<Value> {
+        self.agent.messages()
+    }
+
+    fn switch_session(&mut self, location: &str) -> anyhow::Result<()> {
+        let Some(env) = &self.env else {
+            anyhow::bail!("no session setup available")
+        };
+        if self.agent.is_streaming() {
+            anyhow::bail!("wait for the current response to finish");
+        }
+        let (session, persist) = env.open_ref(location)?;
+        self.agent.replace_session(session, persist);
+        self.agent.restore_from_session();
+        Ok(())
+    }
+
+    fn new_session(&mut self) -> anyhow::Result<()> {
+        let Some(env) = &self.env else {
+            anyhow::bail!("no session setup available")
+        };
+        if self.agent.is_streaming() {
+            anyhow::bail!("wait for the current response to finish");
+        }
+        let (session, persist) = env.new_session(None)?;
+        self.agent.replace_session(session, persist);
+        self.agent.start_new()?;
+        Ok(())
+    }
+
     fn set_label(&mut self, id: &str, label: Option<&str>) -> anyhow::Result<()> {
         self.agent.append(pi_formats::entry::NewEntry::Label {
             target_id: id.to_string(),
@@ -244,7 +283,8 @@ pub fn run_with_args(args: crate::RunArgs) -> anyhow::Result<i32> {
         ThinkingLevel::parse(agent.thinking_level().as_str()).unwrap_or(ThinkingLevel::Off);
     opts.model = agent.model().map(|m| ModelInfo::from_engine(&m));
     opts.store = pi_storage::open_store(&env.spec, &env.store_options).ok();
-    let driver = AgentSessionDriver::new(agent, runtime.handle().clone(), errors, events);
+    let driver =
+        AgentSessionDriver::new(agent, runtime.handle().clone(), errors, events).with_env(env);
     opts.driver = Some(Box::new(driver));
     let code = super::run(opts);
     // Running tasks (a prompt mid-stream) are dropped with the runtime.

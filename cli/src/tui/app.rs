@@ -263,6 +263,145 @@ impl App {
         self.transcript.push(Item::Header(rows));
     }
 
+    /// Rebuilds the transcript from a session's context messages (Pi message JSON), for
+    /// `-c`, `--session`, /resume and /new; usage totals are summed for the footer.
+    pub fn load_messages(&mut self, messages: &[serde_json::Value]) {
+        use serde_json::Value;
+        let header = self
+            .transcript
+            .items()
+            .first()
+            .filter(|i| matches!(i, Item::Header(_)))
+            .cloned();
+        self.transcript.clear();
+        self.transcript.extend(header);
+        self.footer.totals = Usage::default();
+        self.footer.context_tokens = 0;
+        self.last_assistant = None;
+        let text_of = |content: Option<&Value>, kind: &str, field: &str| -> String {
+            match content {
+                Some(Value::String(s)) if kind == "text" => s.clone(),
+                Some(Value::Array(parts)) => parts
+                    .iter()
+                    .filter(|p| p.get("type").and_then(Value::as_str) == Some(kind))
+                    .filter_map(|p| p.get(field).and_then(Value::as_str))
+                    .collect::<Vec<_>>()
+                    .join("\n"),
+                _ => String::new(),
+            }
+        };
+        for m in messages {
+            let content = m.get("content");
+            match m.get("role").and_then(Value::as_str) {
+                Some("user") => self
+                    .transcript
+                    .push(Item::User(text_of(content, "text", "text"))),
+                Some("assistant") => {
+                    let text = text_of(content, "text", "text");
+                    let thinking = text_of(content, "thinking", "thinking");
+                    let error = match m.get("stopReason").and_then(Value::as_str) {
+                        Some("error") | Some("aborted") => Some(
+                            m.get("errorMessage")
+                                .and_then(Value::as_str)
+                                .unwrap_or("aborted")
+                                .to_string(),
+                        ),
+                        _ => None,
+                    };
+                    if !text.trim().is_empty() {
+                        self.last_assistant = Some(text.clone());
+                    }
+                    if !text.trim().is_empty() || !thinking.trim().is_empty() || error.is_some() {
+                        self.transcript.push(Item::Assistant {
+                            text,
+                            thinking,
+                            error,
+                        });
+                    }
+                    if let Some(Value::Array(parts)) = content {
+                        for p in parts
+                            .iter()
+                            .filter(|p| p.get("type").and_then(Value::as_str) == Some("toolCall"))
+                        {
+                            self.transcript.push(Item::Tool {
+                                id: p
+                                    .get("id")
+                                    .and_then(Value::as_str)
+                                    .unwrap_or("")
+                                    .to_string(),
+                                name: p
+                                    .get("name")
+                                    .and_then(Value::as_str)
+                                    .unwrap_or("tool")
+                                    .to_string(),
+                                args: p.get("arguments").map(Value::to_string).unwrap_or_default(),
+                                output: String::new(),
+                                is_error: false,
+                                done: false,
+                            });
+                        }
+                    }
+                    if let Some(u) = m.get("usage") {
+                        let n = |k: &str| u.get(k).and_then(Value::as_u64).unwrap_or(0);
+                        let t = &mut self.footer.totals;
+                        t.input += n("input");
+                        t.output += n("output");
+                        t.cache_read += n("cacheRead");
+                        t.cache_write += n("cacheWrite");
+                        t.cost += u
+                            .pointer("/cost/total")
+                            .and_then(Value::as_f64)
+                            .unwrap_or(0.0);
+                        self.footer.context_tokens =
+                            n("input") + n("output") + n("cacheRead") + n("cacheWrite");
+                    }
+                }
+                Some("toolResult") => {
+                    let id = m.get("toolCallId").and_then(Value::as_str).unwrap_or("");
+                    let output = text_of(content, "text", "text");
+                    let is_error = m.get("isError").and_then(Value::as_bool).unwrap_or(false);
+                    if let Some(Item::Tool {
+                        output: o,
+                        is_error: e,
+                        done,
+                        ..
+                    }) = self.transcript.tool_mut(id)
+                    {
+                        *o = output;
+                        *e = is_error;
+                        *done = true;
+                    }
+                }
+                Some("compactionSummary") | Some("branchSummary") => {
+                    let summary = m
+                        .get("summary")
+                        .and_then(Value::as_str)
+                        .unwrap_or("")
+                        .to_string();
+                    self.transcript.push(Item::Compaction(summary));
+                }
+                Some("bashExecution") => self.transcript.push(Item::Bash {
+                    command: m
+                        .get("command")
+                        .and_then(Value::as_str)
+                        .unwrap_or("")
+                        .to_string(),
+                    output: m
+                        .get("output")
+                        .and_then(Value::as_str)
+                        .unwrap_or("")
+                        .to_string(),
+                    excluded: m
+                        .get("excludeFromContext")
+                        .and_then(Value::as_bool)
+                        .unwrap_or(false),
+                }),
+                _ => {}
+            }
+        }
+        self.scroll = 0;
+    }
+
     pub fn notice(&mut self, text: impl Into<String>) {
         self.transcript.push(Item::Notice(text.into()));
     }

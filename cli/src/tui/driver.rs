@@ -321,6 +321,22 @@ pub trait AgentDriver {
     /// Takes the queued steering and follow-up messages back (alt+up).
     fn clear_queue(&mut self) -> (Vec<String>, Vec<String>);
 
+    /// The current context's messages as Pi message JSON, to rebuild the transcript after
+    /// opening or switching sessions.
+    fn messages(&self) -> Vec<Value> {
+        Vec::new()
+    }
+
+    /// `/resume`: switches to the session at a store location (a file for JSONL).
+    fn switch_session(&mut self, _location: &str) -> anyhow::Result<()> {
+        anyhow::bail!("switching sessions is not supported by this agent")
+    }
+
+    /// `/new`: starts a fresh session.
+    fn new_session(&mut self) -> anyhow::Result<()> {
+        anyhow::bail!("new sessions are not supported by this agent")
+    }
+
     /// `/name`: sets the session's display name.
     fn set_session_name(&mut self, _name: &str) -> anyhow::Result<()> {
         anyhow::bail!("naming sessions is not supported by this agent")

@@ -181,6 +181,11 @@ pub fn initial_app(opts: &TuiOptions, driver: &dyn AgentDriver) -> App {
         app.footer.session_name = s.session_name();
     }
     app.push_header(&opts.loaded);
+    // `-c` / `--session`: show the conversation so far.
+    let messages = driver.messages();
+    if !messages.is_empty() {
+        app.load_messages(&messages);
+    }
     for w in warnings {
         app.notice(w);
     }
@@ -479,9 +484,15 @@ fn apply_effect(
             Ok(()) => app.notice(format!("Session name set: {name}")),
             Err(e) => app.notice(format!("Could not set the session name: {e}")),
         },
-        Effect::Resume(_)
-        | Effect::RenameSession { .. }
-        | Effect::NewSession
+        Effect::Resume(location) => match driver.switch_session(&location) {
+            Ok(()) => after_switch(app, driver, format!("Resumed {location}")),
+            Err(e) => app.notice(format!("Could not resume: {e}")),
+        },
+        Effect::NewSession => match driver.new_session() {
+            Ok(()) => after_switch(app, driver, "New session started".to_string()),
+            Err(e) => app.notice(format!("Could not start a new session: {e}")),
+        },
+        Effect::RenameSession { .. }
         | Effect::Fork
         | Effect::Clone
         | Effect::Export(_)
@@ -493,6 +504,15 @@ fn apply_effect(
         }
     }
     Ok(false)
+}
+
+/// Refreshes what depends on the session after /resume or /new.
+fn after_switch(app: &mut App, driver: &mut dyn AgentDriver, notice: String) {
+    app.load_messages(&driver.messages());
+    app.footer.session_name = driver.session().and_then(|s| s.session_name());
+    app.steering.clear();
+    app.follow_up.clear();
+    app.notice(notice);
 }
 
 /// Writes one key into `<agent-dir>/settings.json` (dotted keys nest), keeping the rest.

@@ -694,3 +694,28 @@ fn long_transcript_renders_its_tail() {
     a.scroll = 0;
     assert!(screen(&a, 20, 12).contains("answer 9999"));
 }
+
+#[test]
+fn snapshot_loaded_session_messages() {
+    let mut a = app();
+    a.push_header(&[]);
+    let messages = serde_json::json!([
+        {"role": "user", "content": "List the files", "timestamp": 1},
+        {"role": "assistant", "content": [
+            {"type": "thinking", "thinking": "Use ls."},
+            {"type": "text", "text": "Listing."},
+            {"type": "toolCall", "id": "c1", "name": "ls", "arguments": {"path": "."}}
+        ], "usage": {"input": 100, "output": 20, "cacheRead": 0, "cacheWrite": 0, "cost": {"total": 0.001}}, "stopReason": "toolUse"},
+        {"role": "toolResult", "toolCallId": "c1", "toolName": "ls", "content": [{"type": "text", "text": "a.rs\nb.rs"}], "isError": false},
+        {"role": "assistant", "content": [{"type": "text", "text": "Two files."}], "usage": {"input": 150, "output": 5, "cacheRead": 0, "cacheWrite": 0, "cost": {"total": 0.002}}, "stopReason": "stop"}
+    ]);
+    let list = messages.as_array().cloned().unwrap_or_default();
+    a.load_messages(&list);
+    assert!(
+        matches!(a.transcript.items().first(), Some(Item::Header(_))),
+        "the header stays"
+    );
+    assert_eq!(a.footer.totals.input, 250);
+    assert_eq!(a.last_assistant.as_deref(), Some("Two files."));
+    insta::assert_snapshot!(screen(&a, 60, 40));
+}

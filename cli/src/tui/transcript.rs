@@ -84,6 +84,10 @@ impl Transcript {
         self.items.push(item);
     }
 
+    pub fn extend(&mut self, items: impl IntoIterator<Item = Item>) {
+        self.items.extend(items);
+    }
+
     pub fn clear(&mut self) {
         self.items.clear();
         self.invalidate_from(0);
