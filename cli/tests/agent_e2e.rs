@@ -1408,3 +1408,38 @@ async fn context_overflow_compacts_and_retries() {
         "{kinds:?}"
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn prompt_templates_expand_and_are_listed() {
+    let sc = Scenario::new(json!({"turns": [{"text": "hi"}]}), None).await;
+    std::fs::create_dir_all(sc.agent.join("prompts")).unwrap();
+    std::fs::write(
+        sc.agent.join("prompts/greet.md"),
+        "---\ndescription: Greet someone\n---\nSay hello to $1.",
+    )
+    .unwrap();
+    let out = sc.run(&[
+        "--no-session",
+        "--model",
+        "fakeoai/fake-model",
+        "-p",
+        "/greet World",
+    ]);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let shape = &our_requests(&sc.fake)[0].1;
+    assert!(
+        shape.iter().any(|m| m == "user[text:Say hello to World.]"),
+        "{shape:?}"
+    );
+    let mut rpc = Rpc::start(&sc, &["--no-session", "--model", "fakeoai/fake-model"]);
+    rpc.send_line(r#"{"id":"c","type":"get_commands"}"#);
+    let r = rpc.response("c");
+    assert_eq!(r["data"]["commands"][0]["name"], "greet");
+    assert_eq!(r["data"]["commands"][0]["source"], "prompt");
+    rpc.close();
+}

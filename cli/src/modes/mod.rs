@@ -79,6 +79,8 @@ pub fn run(args: RunArgs) -> anyhow::Result<i32> {
 
 /// Everything resolved from flags, environment and settings before a session exists.
 pub struct Env {
+    /// Context files, skills, prompt templates, SYSTEM.md / APPEND_SYSTEM.md.
+    pub resources: pi_engine::config::Resources,
     pub agent_dir: PathBuf,
     pub cwd: String,
     pub settings: Settings,
@@ -108,7 +110,12 @@ impl Env {
         .map_err(|e| anyhow!("{e}"))?;
         let models_path = agent_dir.join("models.json");
         let registry = load_models(&models_path).map_err(|e| anyhow!("{e}"))?;
+        let resources = settings.resources(&agent_dir, Path::new(&cwd), args);
+        for d in &resources.diagnostics {
+            eprintln!("Warning: {}: {}", d.path.display(), d.message);
+        }
         Ok(Env {
+            resources,
             agent_dir,
             cwd,
             settings,
@@ -462,7 +469,7 @@ pub fn build_agent(args: &RunArgs, env: &Env, sink: EventSink) -> anyhow::Result
         prompt: PromptOptions {
             system_prompt: args.system_prompt.clone(),
             append_system_prompt: args.append_system_prompt.clone(),
-            system_message: Some(system_message(args, env, &tools)),
+            system_message: Some(system_message(env, &tools)),
         },
         retry,
         compaction: env.settings.compaction,
@@ -526,20 +533,13 @@ pub fn build_agent(args: &RunArgs, env: &Env, sink: EventSink) -> anyhow::Result
 
 /// The session's system message, as `engine::config` builds it (context files, skills,
 /// SYSTEM.md / APPEND_SYSTEM.md, `--system-prompt`, `--append-system-prompt`).
-fn system_message(
-    args: &RunArgs,
-    env: &Env,
-    tools: &[Arc<dyn pi_engine::tools::Tool>],
-) -> serde_json::Value {
+fn system_message(env: &Env, tools: &[Arc<dyn pi_engine::tools::Tool>]) -> serde_json::Value {
     let cwd = Path::new(&env.cwd);
-    let resources = env.settings.resources(&env.agent_dir, cwd, args);
-    for d in &resources.diagnostics {
-        eprintln!("Warning: {d:?}");
-    }
+    let resources = &env.resources;
     pi_engine::config::build_system_message(&pi_engine::config::SystemPromptInput {
         tools,
         cwd,
-        resources: &resources,
+        resources,
         // Our docs ship next to the binary in an installed layout (config's default).
         docs: pi_engine::config::DocsPaths::default(),
         timestamp_ms: 0,
@@ -565,6 +565,7 @@ impl Env {
     /// A copy for reading other sessions (the registry and settings are shared values).
     fn clone_for_read(&self) -> Env {
         Env {
+            resources: self.resources.clone(),
             agent_dir: self.agent_dir.clone(),
             cwd: self.cwd.clone(),
             settings: self.settings.clone(),
@@ -574,6 +575,21 @@ impl Env {
             no_session: self.no_session,
         }
     }
+}
+
+/// What Pi does to typed input before sending it: `/skill:name args` becomes the skill's
+/// instructions (when skill commands are enabled) and `/template args` a prompt template.
+pub fn expand_input(env: &Env, text: &str) -> anyhow::Result<String> {
+    let text = if env.settings.config.enable_skill_commands() {
+        pi_engine::config::expand_skill_command(text, &env.resources.skills)
+            .map_err(|e| anyhow!(e))?
+    } else {
+        text.to_string()
+    };
+    Ok(pi_engine::config::expand_prompt_template(
+        &text,
+        &env.resources.prompt_templates,
+    ))
 }
 
 /// `--models` patterns resolved to models (for `cycle_model` and the starting model).

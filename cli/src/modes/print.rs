@@ -38,7 +38,8 @@ pub async fn run(args: RunArgs, mode: Mode) -> anyhow::Result<i32> {
     }
     let mut last = None;
     for m in &messages {
-        let outcome = agent.prompt(m, Vec::new()).await?;
+        let text = super::expand_input(&env, m)?;
+        let outcome = agent.prompt(&text, Vec::new()).await?;
         last = outcome.last_assistant;
     }
     if mode == Mode::Json {

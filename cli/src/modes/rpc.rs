@@ -200,9 +200,16 @@ impl Rpc {
     }
 
     fn prompt(&self, id: &Option<Value>, cmd: &Value) {
-        let Some(message) = str_field(cmd, "message").map(str::to_string) else {
+        let Some(message) = str_field(cmd, "message") else {
             output(&error(id, "prompt", "prompt needs a \"message\" string"));
             return;
+        };
+        let message = match super::expand_input(&self.env, message) {
+            Ok(m) => m,
+            Err(e) => {
+                output(&error(id, "prompt", format!("{e:#}")));
+                return;
+            }
         };
         let images: Vec<Value> = cmd
             .get("images")
@@ -262,8 +269,8 @@ impl Rpc {
         match kind {
             "steer" | "follow_up" => {
                 let msg = str_field(cmd, "message")
-                    .ok_or_else(|| format!("{kind} needs a \"message\" string"))?
-                    .to_string();
+                    .ok_or_else(|| format!("{kind} needs a \"message\" string"))?;
+                let msg = super::expand_input(&self.env, msg).map_err(|e| format!("{e:#}"))?;
                 if kind == "steer" {
                     a.steer(msg);
                 } else {
@@ -470,8 +477,22 @@ impl Rpc {
                 Ok(None)
             }
             "get_messages" => Ok(Some(json!({"messages": a.messages()}))),
-            // No extensions, prompt templates or skills are loaded yet (engine::config).
-            "get_commands" => Ok(Some(json!({"commands": []}))),
+            // Prompt templates and skills (extensions are not supported).
+            "get_commands" => {
+                let r = &self.env.resources;
+                let mut commands: Vec<Value> = r
+                    .prompt_templates
+                    .iter()
+                    .map(|t| json!({"name": t.name, "description": t.description,
+                        "source": "prompt", "sourceInfo": {"path": t.file_path.display().to_string()}}))
+                    .collect();
+                commands.extend(r.skills.iter().map(|s| {
+                    json!({"name": format!("skill:{}", s.name),
+                    "description": s.description, "source": "skill",
+                    "sourceInfo": {"path": s.file_path.display().to_string()}})
+                }));
+                Ok(Some(json!({"commands": commands})))
+            }
             other => Err(format!("Unknown command: {other}")),
         }
     }
