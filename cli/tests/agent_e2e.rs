@@ -1443,3 +1443,50 @@ async fn prompt_templates_expand_and_are_listed() {
     assert_eq!(r["data"]["commands"][0]["source"], "prompt");
     rpc.close();
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn fork_and_id_prefix_open_existing_sessions() {
+    let sc = Scenario::new(
+        json!({"turns": [{"text": "forked answer"}, {"text": "by id"}]}),
+        None,
+    )
+    .await;
+    let src = Path::new(FIXTURES).join("sessions/print_plain.jsonl");
+    let copy = sc
+        .sessions
+        .join("2026-11-30T13-49-25-872Z_01a22cb7-b1ea-7305-9966-094fe807b477.jsonl");
+    std::fs::copy(&src, &copy).unwrap();
+    let before = read_jsonl(&copy);
+    let out = sc.run(&["--fork", copy.to_str().unwrap(), "-p", "in the fork"]);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(read_jsonl(&copy), before, "--fork leaves the source alone");
+    let files = sc.session_files();
+    assert_eq!(files.len(), 2);
+    let fork = files.iter().find(|f| **f != copy).unwrap();
+    let lines = read_jsonl(fork);
+    assert_eq!(lines[0]["parentSession"], copy.display().to_string());
+    assert_eq!(
+        &lines[1..before.len()],
+        &before[1..],
+        "entries copied verbatim"
+    );
+    assert_eq!(
+        lines.last().unwrap()["message"]["content"][0]["text"],
+        "forked answer"
+    );
+    // an id prefix finds the session in the session dir
+    let out = sc.run(&["--session", "01a22cb7-b1ea", "-p", "by prefix"]);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(String::from_utf8_lossy(&out.stdout), "by id\n");
+    assert_eq!(read_jsonl(&copy).len(), before.len() + 2);
+}

@@ -475,6 +475,15 @@ pub fn build_agent(args: &RunArgs, env: &Env, sink: EventSink) -> anyhow::Result
         compaction: env.settings.compaction,
         api_key: args.api_key.clone(),
         api_key_resolver: Some(api_key_resolver(env)),
+        shell: pi_engine::agent::ShellOptions {
+            shell_path: env.settings.config.shell_path(),
+            command_prefix: env
+                .settings
+                .config
+                .shell_command_prefix()
+                .map(str::to_string),
+            bin_dir: Some(env.agent_dir.join("bin")),
+        },
     };
     let mut opts = opts;
     if let (false, Some(m)) = (resumed, opts.model.as_ref()) {

@@ -110,6 +110,19 @@ pub struct AgentOptions {
     pub api_key: Option<String>,
     /// Finds a provider's key (auth.json, environment) before models.json is consulted.
     pub api_key_resolver: Option<ApiKeyResolver>,
+    /// `shellPath`, `shellCommandPrefix` and `<agentDir>/bin` for the bash tool.
+    pub shell: ShellOptions,
+}
+
+/// How the bash tool runs commands (settings `shellPath`, `shellCommandPrefix`).
+#[derive(Debug, Clone, Default)]
+pub struct ShellOptions {
+    /// `shellPath`.
+    pub shell_path: Option<PathBuf>,
+    /// `shellCommandPrefix`.
+    pub command_prefix: Option<String>,
+    /// `<agentDir>/bin`, put on `PATH`.
+    pub bin_dir: Option<PathBuf>,
 }
 
 /// A provider → API key lookup (`engine::config::resolve_api_key` in the CLI).

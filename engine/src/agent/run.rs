@@ -443,6 +443,9 @@ impl AgentSession {
         let (tools, ctx) = {
             let st = lock(&self.shared.state);
             let mut ctx = ToolContext::new(st.opts.cwd.clone());
+            ctx.shell_path = st.opts.shell.shell_path.clone();
+            ctx.shell_command_prefix = st.opts.shell.command_prefix.clone();
+            ctx.bin_dir = st.opts.shell.bin_dir.clone();
             let model = st.opts.model.as_ref();
             let file = st.persist.file.as_ref().map(|p| p.display().to_string());
             ctx.env = ToolContext::session_env(

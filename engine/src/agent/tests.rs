@@ -45,6 +45,7 @@ fn agent(fake: &FakeLlm, cwd: &std::path::Path) -> (AgentSession, Arc<Mutex<Vec<
         compaction: CompactionSettings::default(),
         api_key: None,
         api_key_resolver: None,
+        shell: ShellOptions::default(),
     };
     let a = AgentSession::new(
         Session::create(&header),
