@@ -115,6 +115,13 @@ async fn interactive_session_against_fake_llm() {
         std::fs::create_dir_all(d).expect("mkdir");
     }
     std::fs::write(cwd.join("notes.md"), "hello").expect("write");
+    let skill = agent.join("skills").join("review");
+    std::fs::create_dir_all(&skill).expect("mkdir skill");
+    std::fs::write(
+        skill.join("SKILL.md"),
+        "---\nname: review\ndescription: Review the change\n---\nReview carefully.\n",
+    )
+    .expect("write skill");
     let script: Script = serde_json::from_value(json!({"turns": [
         {"text": "Hello from the **fake** model."},
         {"text": "Second answer."}
@@ -137,8 +144,9 @@ async fn interactive_session_against_fake_llm() {
     let name = format!("pi-tui-e2e-{}", std::process::id());
     let tmux = Tmux::start(&name, &cwd, &command);
 
-    // Startup header and footer.
+    // Startup header (with the global skill) and footer.
     tmux.wait_for("to interrupt");
+    tmux.wait_for("/skill:review");
     tmux.wait_for("fake-model");
 
     tmux.keys(&["Say hello", "Enter"]);

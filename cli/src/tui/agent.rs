@@ -18,6 +18,8 @@ pub struct AgentSessionDriver {
     agent: AgentSession,
     /// How sessions are opened and created (the modes' setup), for /resume and /new.
     env: Option<crate::modes::Env>,
+    /// Skills and prompt templates that typed input expands to.
+    resources: pi_engine::config::Resources,
     runtime: tokio::runtime::Handle,
     events: mpsc::Receiver<Value>,
     /// For errors of spawned calls (a prompt that could not start, a failed compaction).
@@ -49,16 +51,39 @@ impl AgentSessionDriver {
         AgentSessionDriver {
             agent,
             env: None,
+            resources: pi_engine::config::Resources::default(),
             runtime,
             events,
             errors,
         }
     }
 
+    /// Skills and templates for `/skill:name` and `/template` expansion.
+    pub fn with_resources(mut self, resources: pi_engine::config::Resources) -> Self {
+        self.resources = resources;
+        self
+    }
+
     /// Enables /resume and /new, which open and create sessions as the modes do.
     pub fn with_env(mut self, env: crate::modes::Env) -> Self {
         self.env = Some(env);
         self
+    }
+
+    /// Pi's input expansion (`/skill:name`, prompt templates); `None` after reporting an
+    /// error (an unknown skill).
+    fn expand(&self, text: &str) -> Option<String> {
+        let res = &self.resources;
+        match pi_engine::config::expand_skill_command(text, &res.skills)
+            .map(|t| pi_engine::config::expand_prompt_template(&t, &res.prompt_templates))
+        {
+            Ok(t) => Some(t),
+            Err(e) => {
+                self.report(e.to_string());
+                let _ = self.errors.send(serde_json::json!({"type": "agent_end"}));
+                None
+            }
+        }
     }
 
     fn report(&self, text: String) {
@@ -70,9 +95,11 @@ impl AgentSessionDriver {
 
 impl AgentDriver for AgentSessionDriver {
     fn prompt(&mut self, text: &str) {
+        let Some(text) = self.expand(text) else {
+            return;
+        };
         let agent = self.agent.clone();
         let errors = self.errors.clone();
-        let text = text.to_string();
         self.runtime.spawn(async move {
             if let Err(e) = agent.prompt(&text, Vec::new()).await {
                 let _ =
@@ -83,11 +110,15 @@ impl AgentDriver for AgentSessionDriver {
     }
 
     fn steer(&mut self, text: &str) {
-        self.agent.steer(text.to_string());
+        if let Some(text) = self.expand(text) {
+            self.agent.steer(text);
+        }
     }
 
     fn follow_up(&mut self, text: &str) {
-        self.agent.follow_up(text.to_string());
+        if let Some(text) = self.expand(text) {
+            self.agent.follow_up(text);
+        }
     }
 
     fn abort(&mut self) {
@@ -252,15 +283,6 @@ fn ui_settings(agent_dir: &Path, cwd: &Path, opts: &mut TuiOptions) {
                 .collect();
         }
     }
-    for name in ["AGENTS.md", "CLAUDE.md"] {
-        for dir in [agent_dir, cwd] {
-            let p = dir.join(name);
-            if p.is_file() {
-                opts.loaded
-                    .push((p.display().to_string(), "context".into()));
-            }
-        }
-    }
 }
 
 /// Interactive mode from the command line: the same session setup as `-p` (new session,
@@ -279,12 +301,54 @@ pub fn run_with_args(args: crate::RunArgs) -> anyhow::Result<i32> {
     let mut opts = TuiOptions::new(cwd.clone());
     opts.agent_dir = env.agent_dir.clone();
     ui_settings(&env.agent_dir, &cwd, &mut opts);
+    // Project resources need the project's trust, which the modes decide; until the
+    // interactive trust prompt exists only global skills, templates and context load here.
+    let resources = pi_engine::config::Resources::load(&pi_engine::config::ResourceOptions::new(
+        &env.agent_dir,
+        &cwd,
+        false,
+    ));
+    let res = &resources;
+    let home = std::env::var("HOME").unwrap_or_default();
+    let short = |p: &Path| {
+        let text = p.display().to_string();
+        match text.strip_prefix(&home) {
+            Some(rest) if !home.is_empty() => format!("~{rest}"),
+            _ => text,
+        }
+    };
+    opts.loaded.extend(
+        res.context_files
+            .iter()
+            .map(|f| (short(&f.path), "context".to_string())),
+    );
+    opts.loaded.extend(
+        res.skills
+            .iter()
+            .map(|s| (format!("/skill:{}", s.name), "skill".to_string())),
+    );
+    opts.loaded.extend(
+        res.prompt_templates
+            .iter()
+            .map(|t| (format!("/{}", t.name), "template".to_string())),
+    );
+    opts.commands
+        .extend(res.skills.iter().map(|s| super::app::Command {
+            name: format!("skill:{}", s.name),
+            description: s.description.clone(),
+        }));
+    opts.commands
+        .extend(res.prompt_templates.iter().map(|t| super::app::Command {
+            name: t.name.clone(),
+            description: t.description.clone(),
+        }));
     opts.thinking =
         ThinkingLevel::parse(agent.thinking_level().as_str()).unwrap_or(ThinkingLevel::Off);
     opts.model = agent.model().map(|m| ModelInfo::from_engine(&m));
     opts.store = pi_storage::open_store(&env.spec, &env.store_options).ok();
-    let driver =
-        AgentSessionDriver::new(agent, runtime.handle().clone(), errors, events).with_env(env);
+    let driver = AgentSessionDriver::new(agent, runtime.handle().clone(), errors, events)
+        .with_env(env)
+        .with_resources(resources);
     opts.driver = Some(Box::new(driver));
     let code = super::run(opts);
     // Running tasks (a prompt mid-stream) are dropped with the runtime.
