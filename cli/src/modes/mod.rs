@@ -549,8 +549,8 @@ fn system_message(env: &Env, tools: &[Arc<dyn pi_engine::tools::Tool>]) -> serde
         tools,
         cwd,
         resources,
-        // Our docs ship next to the binary in an installed layout (config's default).
-        docs: pi_engine::config::DocsPaths::default(),
+        // We ship no harness docs yet: pointing the model at missing files only misleads.
+        docs: None,
         timestamp_ms: 0,
     })
 }
