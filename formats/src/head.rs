@@ -75,8 +75,11 @@ impl<'a> EntryHead<'a> {
     pub fn parse(bytes: &'a [u8]) -> Result<EntryHead<'a>, String> {
         let mut de = serde_json::Deserializer::from_slice(bytes);
         match FastHead::deserialize(&mut de).and_then(|h| de.end().map(|_| h)) {
-            Ok(FastHead(head)) => Ok(head),
-            Err(_) => {
+            // Skipped payloads are not depth-checked by serde_json (`IgnoredAny`), the full
+            // parse is (128 levels): a line nested that deep must be refused here too, or it
+            // would be indexed as an entry whose value then cannot be read.
+            Ok(FastHead(head)) if !may_nest_deeper_than(bytes, FAST_PATH_MAX_DEPTH) => Ok(head),
+            _ => {
                 let value = crate::jsonl::parse_value(bytes)?;
                 let mut head = EntryHead::from_value(&value).into_owned();
                 head.falsy = is_js_falsy(&value);
@@ -135,6 +138,43 @@ impl<'a> EntryHead<'a> {
     pub fn is_header(&self) -> bool {
         self.kind() == "session"
     }
+}
+
+/// Lines that may nest deeper than this take the full parse, which decides with
+/// serde_json's own limit (128). Below it, no real session line comes close.
+const FAST_PATH_MAX_DEPTH: usize = 100;
+
+/// Whether JSON `bytes` may nest arrays and objects deeper than `limit`: first a
+/// count of opening brackets anywhere (memchr, no parsing), and only when there
+/// are that many, a scan that skips strings.
+fn may_nest_deeper_than(bytes: &[u8], limit: usize) -> bool {
+    if memchr::memchr2_iter(b'[', b'{', bytes).nth(limit).is_none() {
+        return false;
+    }
+    let (mut depth, mut in_string, mut escaped) = (0usize, false, false);
+    for &b in bytes {
+        if in_string {
+            match b {
+                _ if escaped => escaped = false,
+                b'\\' => escaped = true,
+                b'"' => in_string = false,
+                _ => {}
+            }
+            continue;
+        }
+        match b {
+            b'"' => in_string = true,
+            b'[' | b'{' => {
+                depth += 1;
+                if depth > limit {
+                    return true;
+                }
+            }
+            b']' | b'}' => depth = depth.saturating_sub(1),
+            _ => {}
+        }
+    }
+    false
 }
 
 /// JavaScript truthiness of a parsed JSON value.
@@ -291,6 +331,35 @@ mod tests {
         assert_eq!(h.kind, None);
         assert_eq!(h.parent, ParentRef::Other);
         assert_eq!(h.label, None);
+    }
+
+    /// Found by engine/tests/bounded.rs: the fast path skipped a payload nested a
+    /// million levels deep (serde_json's `IgnoredAny` has no depth limit), so the
+    /// line became an entry whose value `parse_value` then refused.
+    #[test]
+    fn deep_nesting_is_judged_like_the_full_parse() {
+        for depth in [1, 99, 100, 101, 126, 127, 128, 129, 1000, 100_000] {
+            let line = format!(
+                r#"{{"type":"message","id":"a","message":{{"role":"user","content":{}{}}}}}"#,
+                "[".repeat(depth),
+                "]".repeat(depth)
+            );
+            let full = crate::jsonl::parse_value(line.as_bytes()).is_ok();
+            assert_eq!(
+                EntryHead::parse(line.as_bytes()).is_ok(),
+                full,
+                "depth {depth}"
+            );
+        }
+        // Brackets inside strings do not nest.
+        let line = format!(
+            r#"{{"type":"message","id":"a","x":"{}"}}"#,
+            "[{".repeat(500)
+        );
+        assert_eq!(
+            EntryHead::parse(line.as_bytes()).unwrap().id.as_deref(),
+            Some("a")
+        );
     }
 
     #[test]
