@@ -66,6 +66,24 @@ pub(crate) fn text_of(content: &Value) -> String {
         .join("\n\n")
 }
 
+/// The text of a `system` message: its content, or else its `sections` (Pi 1.6 records the
+/// system prompt as named sections), in order, separated by blank lines.
+pub(crate) fn system_text(message: &Value) -> String {
+    let text = text_of(message.get("content").unwrap_or(&Value::Null));
+    if !text.is_empty() {
+        return text;
+    }
+    match message.get("sections") {
+        Some(Value::Object(sections)) => sections
+            .values()
+            .filter_map(Value::as_str)
+            .filter(|s| !s.is_empty())
+            .collect::<Vec<_>>()
+            .join("\n\n"),
+        _ => String::new(),
+    }
+}
+
 /// A string field of an object, or `""`.
 pub(crate) fn str_field<'a>(value: &'a Value, key: &str) -> &'a str {
     value.get(key).and_then(Value::as_str).unwrap_or("")
@@ -135,6 +153,13 @@ mod tests {
         assert!(matches!(got[4], Block::Other(_)));
         assert!(matches!(got[5], Block::Other(Value::Null)));
         assert_eq!(text_of(&json!("plain")), "plain");
+    }
+
+    #[test]
+    fn system_text_falls_back_to_sections() {
+        let m = json!({"role": "system", "content": "", "sections": {"preamble": "a", "tools": "b", "n": 1}});
+        assert_eq!(system_text(&m), "a\n\nb");
+        assert_eq!(system_text(&json!({"role": "system", "content": "c"})), "c");
     }
 
     #[test]

@@ -359,6 +359,7 @@ fn entry_title(value: &Value) -> String {
                 )
             }
             "bashExecution" => "Bash (user)".into(),
+            "system" => "System prompt".into(),
             "compactionSummary" => "Compaction summary".into(),
             "branchSummary" => "Branch summary".into(),
             "custom" => format!("Custom · {}", content::str_field(message, "customType")),
@@ -461,6 +462,12 @@ fn render_message(message: &Value, out: &mut String) {
         }
         "compactionSummary" | "branchSummary" => {
             text_block(content::str_field(message, "summary"), "summary", out);
+        }
+        "system" => {
+            // Long and the same in every session: folded, like thinking.
+            out.push_str("<details class=\"system\"><summary>show</summary>\n");
+            text_block(&content::system_text(message), "text", out);
+            out.push_str("</details>\n");
         }
         role => {
             render_content(content_value, out);

@@ -140,6 +140,14 @@ fn render_message(message: &Value, label: &str, out: &mut String) {
             );
             fenced(content::str_field(message, "output"), "", out);
         }
+        "system" => {
+            // The system prompt is long and mostly boilerplate: named, not pasted.
+            let _ = writeln!(
+                out,
+                "*System prompt: {} characters.*\n",
+                content::system_text(message).chars().count()
+            );
+        }
         "compactionSummary" | "branchSummary" => {
             let _ = writeln!(out, "## Summary{label}\n");
             quote(content::str_field(message, "summary"), out);
