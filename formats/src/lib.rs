@@ -17,6 +17,7 @@ pub mod id;
 pub mod jsonl;
 pub mod message;
 pub mod migrate;
+pub mod scan;
 pub mod time;
 
 pub use head::{EntryHead, ParentRef};
