@@ -1490,3 +1490,32 @@ async fn fork_and_id_prefix_open_existing_sessions() {
     assert_eq!(String::from_utf8_lossy(&out.stdout), "by id\n");
     assert_eq!(read_jsonl(&copy).len(), before.len() + 2);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn rpc_bash_streams_and_abort_bash_cancels() {
+    let sc = Scenario::new(json!({"turns": []}), None).await;
+    let mut rpc = Rpc::start(&sc, &["--model", "fakeoai/fake-model"]);
+    let marker = sc.cwd.join("survived");
+    rpc.send_line(&format!(
+        r#"{{"id":"b1","type":"bash","command":"echo first; (sleep 2; touch {}) & sleep 30; echo never"}}"#,
+        marker.display()
+    ));
+    rpc.wait("first output", |r| {
+        r.iter()
+            .any(|v| v["type"] == "bash_execution_update" && v["id"] == "b1")
+    });
+    let started = Instant::now();
+    rpc.send_line(r#"{"id":"x","type":"abort_bash"}"#);
+    let r = rpc.response("b1");
+    assert!(started.elapsed() < Duration::from_secs(10));
+    assert_eq!(r["data"]["cancelled"], true);
+    assert_eq!(r["data"]["output"], "first\n");
+    assert_eq!(rpc.response("x")["success"], true);
+    let (_r, code) = rpc.close();
+    assert_eq!(code, Some(0));
+    // Nothing but a bash run: like Pi, no conversation yet, so no file.
+    assert!(sc.session_files().is_empty());
+    // The whole process group died: the background job never ran its `touch`.
+    std::thread::sleep(Duration::from_millis(2500));
+    assert!(!marker.exists(), "background process outlived abort_bash");
+}

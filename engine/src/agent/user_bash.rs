@@ -32,6 +32,8 @@ impl AgentSession {
             .stdout(Stdio::piped())
             .stderr(Stdio::null())
             .kill_on_drop(true)
+            // Its own process group, so cancelling kills what the command started too.
+            .process_group(0)
             .spawn()
             .map_err(|e| AgentError::Other(format!("cannot run bash: {e}")))?;
         let mut stdout = child
@@ -52,6 +54,12 @@ impl AgentSession {
                 },
                 _ = cancel.cancelled() => {
                     cancelled = true;
+                    if let Some(pid) = child.id().and_then(|p| i32::try_from(p).ok()) {
+                        // SAFETY: kill(2) on the process group we created; no memory involved.
+                        unsafe {
+                            libc::kill(-pid, libc::SIGKILL);
+                        }
+                    }
                     let _ = child.start_kill();
                     break;
                 }
