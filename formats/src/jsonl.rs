@@ -155,17 +155,68 @@ impl std::error::Error for LineError {}
 ///
 /// Invalid UTF-8 is decoded lossily first, as Node's UTF-8 decoder does before
 /// the JSON parser ever sees the text.
+///
+/// A number too large for an f64 (`1e400`) is `Infinity` to `JSON.parse`, which
+/// `JSON.stringify` writes as `null`; serde_json refuses it. Such a line is read
+/// with those numbers as `null`, so it is not lost (the fast head parser, which
+/// skips payload numbers, accepts it too; fuzz/fuzz_targets/jsonl_line.rs).
 pub fn parse_value(bytes: &[u8]) -> Result<Value, String> {
-    match serde_json::from_slice::<Value>(bytes) {
-        Ok(v) => Ok(v),
-        Err(e) => match std::str::from_utf8(bytes) {
-            Ok(_) => Err(e.to_string()),
-            Err(_) => {
-                let text = String::from_utf8_lossy(bytes);
-                serde_json::from_str::<Value>(&text).map_err(|e| e.to_string())
+    let e = match serde_json::from_slice::<Value>(bytes) {
+        Ok(v) => return Ok(v),
+        Err(e) => e,
+    };
+    let lossy;
+    let (text, e) = match std::str::from_utf8(bytes) {
+        Ok(_) => (bytes, e),
+        Err(_) => {
+            lossy = String::from_utf8_lossy(bytes).into_owned();
+            match serde_json::from_str::<Value>(&lossy) {
+                Ok(v) => return Ok(v),
+                Err(e) => (lossy.as_bytes(), e),
             }
-        },
+        }
+    };
+    if e.to_string().starts_with("number out of range") {
+        if let Ok(v) = serde_json::from_slice::<Value>(&infinite_numbers_as_null(text)) {
+            return Ok(v);
+        }
     }
+    Err(e.to_string())
+}
+
+/// Replaces every number token outside strings that overflows an f64 with `null`.
+fn infinite_numbers_as_null(bytes: &[u8]) -> Vec<u8> {
+    let mut out = Vec::with_capacity(bytes.len());
+    let (mut i, mut in_string, mut escaped) = (0, false, false);
+    while i < bytes.len() {
+        let b = bytes[i];
+        if in_string {
+            match b {
+                _ if escaped => escaped = false,
+                b'\\' => escaped = true,
+                b'"' => in_string = false,
+                _ => {}
+            }
+        } else if b == b'"' {
+            in_string = true;
+        } else if b == b'-' || b.is_ascii_digit() {
+            let end = bytes[i..]
+                .iter()
+                .position(|c| !matches!(c, b'0'..=b'9' | b'-' | b'+' | b'.' | b'e' | b'E'))
+                .map_or(bytes.len(), |n| i + n);
+            let token = &bytes[i..end];
+            let infinite = std::str::from_utf8(token)
+                .ok()
+                .and_then(|t| t.parse::<f64>().ok())
+                .is_some_and(f64::is_infinite);
+            out.extend_from_slice(if infinite { b"null" } else { token });
+            i = end;
+            continue;
+        }
+        out.push(b);
+        i += 1;
+    }
+    out
 }
 
 /// Classifies a failed line: the unterminated last line is torn, anything else malformed.
@@ -219,6 +270,22 @@ mod tests {
     fn crlf_line_parses() {
         assert!(parse_value(b"{\"a\":1}\r").is_ok());
         assert!(parse_value("\u{feff}{}".as_bytes()).is_err());
+    }
+
+    /// Found by fuzz/fuzz_targets/jsonl_line.rs: the head parser accepted a line
+    /// with `17645000E01004` in its payload, the full parse refused it, so the
+    /// entry was indexed but its value read as nothing.
+    #[test]
+    fn numbers_beyond_f64_read_as_null_like_json_stringify() {
+        let v =
+            parse_value(br#"{"a":17645000E01004,"b":-1e400,"c":"1e400","d":[1e999,2]}"#).unwrap();
+        assert_eq!(v["a"], Value::Null);
+        assert_eq!(v["b"], Value::Null);
+        assert_eq!(v["c"], "1e400");
+        assert_eq!(v["d"], serde_json::json!([null, 2]));
+        let head = crate::head::EntryHead::parse(br#"{"type":"message","id":"x","n":1e999}"#);
+        assert_eq!(head.unwrap().id.as_deref(), Some("x"));
+        assert!(parse_value(br#"{"a":1e999,}"#).is_err());
     }
 
     #[test]
