@@ -75,14 +75,18 @@ impl Tmux {
 
     /// Waits until the screen contains `text`; the screen is in the panic message otherwise.
     fn wait_for(&self, text: &str) -> String {
+        self.wait_until(|screen| screen.contains(text), text)
+    }
+
+    fn wait_until(&self, done: impl Fn(&str) -> bool, what: &str) -> String {
         let deadline = Instant::now() + Duration::from_secs(20);
         loop {
             let screen = self.capture();
-            if screen.contains(text) {
+            if done(&screen) {
                 return screen;
             }
             if Instant::now() > deadline {
-                panic!("timed out waiting for {text:?}; screen:\n{screen}");
+                panic!("timed out waiting for {what:?}; screen:\n{screen}");
             }
             std::thread::sleep(Duration::from_millis(100));
         }
@@ -161,11 +165,19 @@ async fn interactive_session_against_fake_llm() {
     tmux.keys(&["Enter"]);
     tmux.wait_for("Session tree");
     tmux.keys(&["Escape"]);
+    // A key right behind escape would arrive as alt+key: wait for the tree to close.
+    tmux.wait_until(
+        |screen| !screen.contains("Session tree"),
+        "the tree to close",
+    );
 
     // A second prompt, then ctrl+d on the empty editor quits cleanly.
     tmux.keys(&["Next", "Enter"]);
     let screen = tmux.wait_for("Second answer.");
     eprintln!("{screen}");
+    tmux.keys(&["/export out.html", "Enter"]);
+    tmux.wait_for("Session exported to");
+    assert!(cwd.join("out.html").is_file());
     tmux.keys(&["C-d"]);
     tmux.wait_for("EXITED-0");
     assert!(tmux.alive());

@@ -222,6 +222,26 @@ impl AgentDriver for AgentSessionDriver {
         Ok(())
     }
 
+    fn clone_session(&mut self) -> anyhow::Result<()> {
+        let Some(env) = &self.env else {
+            anyhow::bail!("no session setup available")
+        };
+        if self.agent.is_streaming() {
+            anyhow::bail!("wait for the current response to finish");
+        }
+        let header = pi_formats::header::NewHeader::new(
+            pi_formats::id::session_id(),
+            pi_formats::time::now_iso(),
+            env.cwd.clone(),
+            self.agent.session_file().map(|p| p.display().to_string()),
+        );
+        let lines = self.agent.with_session(|s| s.fork_from_lines(&header));
+        let (session, persist) = env.create_from_lines(lines)?;
+        self.agent.replace_session(session, persist);
+        self.agent.restore_from_session();
+        Ok(())
+    }
+
     fn new_session(&mut self) -> anyhow::Result<()> {
         let Some(env) = &self.env else {
             anyhow::bail!("no session setup available")

@@ -195,6 +195,10 @@ pub struct App {
     pub cwd: PathBuf,
     /// ctrl+c pressed on an empty editor: the next one quits.
     pub ctrl_c_armed: bool,
+    /// escape pressed while idle with an empty editor: the next one opens /tree (Pi's
+    /// doubleEscapeAction). Any other key disarms it; there is no time window, which keeps
+    /// `update` free of clocks.
+    pub escape_armed: bool,
     /// Spinner frame, advanced by ticks while working.
     pub tick: u64,
     /// Last assistant text, for /copy.
@@ -234,6 +238,7 @@ impl App {
             files: Vec::new(),
             cwd,
             ctrl_c_armed: false,
+            escape_armed: false,
             tick: 0,
             last_assistant: None,
         }
@@ -999,6 +1004,9 @@ fn on_key(app: &mut App, k: KeyEvent, out: &mut Vec<Effect>) {
     if !m("app.clear") {
         app.ctrl_c_armed = false;
     }
+    if !m("app.interrupt") {
+        app.escape_armed = false;
+    }
     // The completion popup takes navigation keys first.
     if app.completion.is_some() {
         if m("tui.select.up") || m("tui.select.down") {
@@ -1042,6 +1050,11 @@ fn on_key(app: &mut App, k: KeyEvent, out: &mut Vec<Effect>) {
                 std::mem::take(&mut app.follow_up),
             );
             app.restore_queue_to_editor(s, f);
+        } else if app.editor.is_empty() {
+            if app.escape_armed {
+                out.push(Effect::OpenTree);
+            }
+            app.escape_armed = !app.escape_armed;
         }
         return;
     }

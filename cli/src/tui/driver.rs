@@ -337,6 +337,12 @@ pub trait AgentDriver {
         anyhow::bail!("new sessions are not supported by this agent")
     }
 
+    /// `/clone`: continues in a copy of the current branch (a new session whose parent is
+    /// this one).
+    fn clone_session(&mut self) -> anyhow::Result<()> {
+        anyhow::bail!("cloning sessions is not supported by this agent")
+    }
+
     /// `/name`: sets the session's display name.
     fn set_session_name(&mut self, _name: &str) -> anyhow::Result<()> {
         anyhow::bail!("naming sessions is not supported by this agent")

@@ -492,18 +492,50 @@ fn apply_effect(
             Ok(()) => after_switch(app, driver, "New session started".to_string()),
             Err(e) => app.notice(format!("Could not start a new session: {e}")),
         },
-        Effect::RenameSession { .. }
-        | Effect::Fork
-        | Effect::Clone
-        | Effect::Export(_)
-        | Effect::Import(_)
-        | Effect::Reload => {
+        Effect::Clone => match driver.clone_session() {
+            Ok(()) => after_switch(
+                app,
+                driver,
+                "Cloned the session; now working in the copy".to_string(),
+            ),
+            Err(e) => app.notice(format!("Could not clone: {e}")),
+        },
+        Effect::Export(path) => match export_session(driver, &opts.cwd, path.as_deref()) {
+            Ok(p) => app.notice(format!("Session exported to: {}", p.display())),
+            Err(e) => app.transcript.push(transcript::Item::Error(format!(
+                "Failed to export session: {e}"
+            ))),
+        },
+        Effect::RenameSession { .. } | Effect::Fork | Effect::Import(_) | Effect::Reload => {
             // These need the agent runtime's session operations; until the adapter lands
             // they say so instead of silently doing nothing.
             app.notice(format!("Not available in this build yet: {effect:?}"));
         }
     }
     Ok(false)
+}
+
+/// `/export [file]`: HTML by default, the raw session for `.jsonl`, Markdown for `.md`.
+fn export_session(
+    driver: &dyn AgentDriver,
+    cwd: &std::path::Path,
+    path: Option<&str>,
+) -> anyhow::Result<PathBuf> {
+    let Some(session) = driver.session() else {
+        anyhow::bail!("no session")
+    };
+    let id = session.session_id().unwrap_or_else(|| "session".into());
+    let path = cwd.join(
+        path.map(str::to_string)
+            .unwrap_or_else(|| format!("pi-session-{id}.html")),
+    );
+    let bytes = match path.extension().and_then(|e| e.to_str()) {
+        Some("jsonl") => session.to_jsonl(),
+        Some("md") => pi_engine::export::markdown::render(&session).into_bytes(),
+        _ => pi_engine::export::html::render(&session).into_bytes(),
+    };
+    std::fs::write(&path, bytes)?;
+    Ok(path)
 }
 
 /// Refreshes what depends on the session after /resume or /new.

@@ -719,3 +719,27 @@ fn snapshot_loaded_session_messages() {
     assert_eq!(a.last_assistant.as_deref(), Some("Two files."));
     insta::assert_snapshot!(screen(&a, 60, 40));
 }
+
+#[test]
+fn double_escape_opens_the_tree_when_idle() {
+    let mut a = app();
+    assert!(update(&mut a, key(KeyCode::Esc)).is_empty());
+    assert_eq!(update(&mut a, key(KeyCode::Esc)), vec![Effect::OpenTree]);
+    // Another key in between disarms it.
+    update(&mut a, key(KeyCode::Esc));
+    update(&mut a, key(KeyCode::Left));
+    assert!(update(&mut a, key(KeyCode::Esc)).is_empty());
+}
+
+#[test]
+fn export_and_clone_commands() {
+    let mut a = app();
+    typed(&mut a, "/export out.md");
+    assert_eq!(
+        update(&mut a, key(KeyCode::Enter)),
+        vec![Effect::Export(Some("out.md".into()))]
+    );
+    typed(&mut a, "/clone");
+    update(&mut a, key(KeyCode::Esc));
+    assert_eq!(update(&mut a, key(KeyCode::Enter)), vec![Effect::Clone]);
+}
