@@ -175,6 +175,16 @@ async fn interactive_session_against_fake_llm() {
     tmux.keys(&["Next", "Enter"]);
     let screen = tmux.wait_for("Second answer.");
     eprintln!("{screen}");
+    // /tree: pick the "Next" prompt (one up from the leaf), leave the branch without a
+    // summary; its text comes back to the editor.
+    tmux.keys(&["/tree", "Enter"]);
+    tmux.wait_for("Session tree");
+    tmux.keys(&["Up"]);
+    tmux.keys(&["Enter"]);
+    tmux.wait_for("Summarize the branch you are leaving?");
+    tmux.keys(&["Enter"]);
+    tmux.wait_for("Moved to");
+    tmux.keys(&["C-c"]);
     tmux.keys(&["/export out.html", "Enter"]);
     tmux.wait_for("Session exported to");
     assert!(cwd.join("out.html").is_file());

@@ -140,12 +140,49 @@ impl AgentDriver for AgentSessionDriver {
 
     fn navigate_tree(
         &mut self,
-        _target: Option<&str>,
-        _summary: &BranchSummary,
+        target: Option<&str>,
+        summary: &BranchSummary,
     ) -> anyhow::Result<()> {
-        // AgentSession has no way to move the leaf of its session yet (it needs the
-        // session's persistence, which it keeps private).
-        anyhow::bail!("the agent runtime cannot switch branches yet")
+        // AgentSession cannot move its leaf yet, so reopen the session file and branch the
+        // fresh copy: in Pi the leaf is in-memory state, and the next append records it as
+        // the parent, which is what happens here too.
+        let Some(env) = &self.env else {
+            anyhow::bail!("no session setup available")
+        };
+        if self.agent.is_streaming() {
+            anyhow::bail!("wait for the current response to finish");
+        }
+        if !matches!(summary, BranchSummary::None) {
+            anyhow::bail!("branch summaries are not available yet; choose \"No summary\"");
+        }
+        let Some(file) = self.agent.session_file().filter(|f| f.is_file()) else {
+            anyhow::bail!("the session has not been written yet (send a prompt first)");
+        };
+        if let Some(id) = target {
+            if self.agent.with_session(|s| s.find(id).is_none()) {
+                anyhow::bail!("no entry {id}");
+            }
+        }
+        // The writer holds an exclusive flock on the file; drop it before reopening.
+        let placeholder = pi_engine::session::Session::create(&pi_formats::header::NewHeader::new(
+            pi_formats::id::session_id(),
+            pi_formats::time::now_iso(),
+            env.cwd.clone(),
+            None,
+        ));
+        self.agent
+            .replace_session(placeholder, pi_engine::agent::Persistence::default());
+        let (mut session, persist) = env.open_file(&file)?;
+        let moved = match target {
+            Some(id) => session.branch(id).map_err(anyhow::Error::from),
+            None => {
+                session.reset_leaf();
+                Ok(())
+            }
+        };
+        self.agent.replace_session(session, persist);
+        self.agent.restore_from_session();
+        moved
     }
 
     fn compact(&mut self, instructions: Option<&str>) {
