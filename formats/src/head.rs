@@ -177,6 +177,34 @@ mod tests {
         assert_eq!(h.label, None);
     }
 
+    /// Found by engine/tests/bounded.rs: a payload nested a million levels deep must not
+    /// become an entry whose value `parse_value` then refuses.
+    #[test]
+    fn deep_nesting_is_judged_like_the_full_parse() {
+        for depth in [1, 99, 100, 101, 124, 125, 126, 127, 128, 129, 1000, 100_000] {
+            let line = format!(
+                r#"{{"type":"message","id":"a","message":{{"role":"user","content":{}{}}}}}"#,
+                "[".repeat(depth),
+                "]".repeat(depth)
+            );
+            let full = crate::jsonl::parse_value(line.as_bytes()).is_ok();
+            assert_eq!(
+                EntryHead::parse(line.as_bytes()).is_ok(),
+                full,
+                "depth {depth}"
+            );
+        }
+        // Brackets inside strings do not nest.
+        let line = format!(
+            r#"{{"type":"message","id":"a","x":"{}"}}"#,
+            "[{".repeat(500)
+        );
+        assert_eq!(
+            EntryHead::parse(line.as_bytes()).unwrap().id.as_deref(),
+            Some("a")
+        );
+    }
+
     #[test]
     fn missing_parent_is_distinguished_from_null() {
         let h = EntryHead::parse(br#"{"type":"message"}"#).unwrap();

@@ -12,7 +12,12 @@
 //! both on purpose: invalid UTF-8 inside a string is accepted (Node decodes it to
 //! U+FFFD before parsing) and so are lone surrogate escapes (`"\ud800"`, a valid
 //! JavaScript string). Numbers beyond the range of a double are accepted too
-//! (`JSON.parse` reads them as ±Infinity). Nesting has no depth limit.
+//! (`JSON.parse` reads them as ±Infinity).
+//!
+//! One limit is ours: arrays and objects nested more than [`MAX_DEPTH`] levels
+//! are refused, because the payload parser (serde_json) refuses them, and a line
+//! indexed as an entry must be readable later. `JSON.parse` has no such limit;
+//! no session line written by Pi comes near it.
 
 use crate::head::{EntryHead, ParentRef};
 use std::borrow::Cow;
@@ -48,6 +53,7 @@ pub fn scan(line: &[u8]) -> Result<Scanned<'_>, ScanError> {
         b: line,
         i: 0,
         stack: Vec::new(),
+        outer_depth: 0,
     };
     s.ws();
     let first = s.peek().ok_or(s.err("empty line"))?;
@@ -63,11 +69,16 @@ pub fn scan(line: &[u8]) -> Result<Scanned<'_>, ScanError> {
     Ok(Scanned::Object(head))
 }
 
+/// Deepest nesting accepted (serde_json's recursion limit, top-level value included).
+pub const MAX_DEPTH: usize = 127;
+
 struct Scanner<'a> {
     b: &'a [u8],
     i: usize,
     /// Open containers below the one being read: `true` for objects.
     stack: Vec<bool>,
+    /// Containers open outside `stack` (the top-level object, `message`).
+    outer_depth: usize,
 }
 
 /// Which top-level field a string value belongs to.
@@ -244,6 +255,14 @@ impl<'a> Scanner<'a> {
         }
     }
 
+    fn open_container(&mut self, is_object: bool) -> Result<(), ScanError> {
+        if self.outer_depth + self.stack.len() >= MAX_DEPTH {
+            return Err(self.err("nested deeper than 127 levels"));
+        }
+        self.stack.push(is_object);
+        Ok(())
+    }
+
     /// Skips any value, nested containers included, without recursion.
     fn skip_value(&mut self) -> Result<(), ScanError> {
         let base = self.stack.len();
@@ -254,12 +273,13 @@ impl<'a> Scanner<'a> {
             if expect_value {
                 match self.peek() {
                     Some(b'{') => {
+                        self.open_container(true)?;
                         self.i += 1;
                         self.ws();
                         if self.peek() == Some(b'}') {
                             self.i += 1;
+                            self.stack.pop();
                         } else {
-                            self.stack.push(true);
                             self.string()?;
                             self.ws();
                             self.expect(b':', "expected ':'")?;
@@ -267,12 +287,13 @@ impl<'a> Scanner<'a> {
                         }
                     }
                     Some(b'[') => {
+                        self.open_container(false)?;
                         self.i += 1;
                         self.ws();
                         if self.peek() == Some(b']') {
                             self.i += 1;
+                            self.stack.pop();
                         } else {
-                            self.stack.push(false);
                             continue;
                         }
                     }
@@ -367,6 +388,7 @@ impl<'a> Scanner<'a> {
     fn object_head(&mut self) -> Result<EntryHead<'a>, ScanError> {
         let mut head = EntryHead::default();
         self.expect(b'{', "expected an object")?;
+        self.outer_depth = 1;
         self.ws();
         if self.peek() == Some(b'}') {
             self.i += 1;
@@ -465,10 +487,17 @@ impl<'a> Scanner<'a> {
     fn message_role(&mut self) -> Result<Option<Cow<'a, str>>, ScanError> {
         let mut role = None;
         self.expect(b'{', "expected an object")?;
+        self.outer_depth = 2;
+        let result = self.message_fields(&mut role);
+        self.outer_depth = 1;
+        result.map(|()| role)
+    }
+
+    fn message_fields(&mut self, role: &mut Option<Cow<'a, str>>) -> Result<(), ScanError> {
         self.ws();
         if self.peek() == Some(b'}') {
             self.i += 1;
-            return Ok(role);
+            return Ok(());
         }
         loop {
             self.ws();
@@ -484,10 +513,10 @@ impl<'a> Scanner<'a> {
             if is_role {
                 if self.peek() == Some(b'"') {
                     let s = self.string()?;
-                    role = Some(self.text(s));
+                    *role = Some(self.text(s));
                 } else {
                     self.skip_value()?;
-                    role = None;
+                    *role = None;
                 }
             } else {
                 self.skip_value()?;
@@ -497,7 +526,7 @@ impl<'a> Scanner<'a> {
                 Some(b',') => self.i += 1,
                 Some(b'}') => {
                     self.i += 1;
-                    return Ok(role);
+                    return Ok(());
                 }
                 None => return Err(self.err("unexpected end of line")),
                 _ => return Err(self.err("expected ',' or '}'")),
