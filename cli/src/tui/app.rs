@@ -404,6 +404,17 @@ impl App {
                 _ => {}
             }
         }
+        // Up arrow recalls this session's prompts, as in Pi.
+        let prompts: Vec<String> = self
+            .transcript
+            .items()
+            .iter()
+            .filter_map(|i| match i {
+                Item::User(t) if !t.trim().is_empty() => Some(t.clone()),
+                _ => None,
+            })
+            .collect();
+        self.editor.set_history(prompts);
         self.scroll = 0;
     }
 

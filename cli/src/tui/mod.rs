@@ -509,7 +509,13 @@ fn apply_effect(
         Effect::RenameSession { .. } | Effect::Fork | Effect::Import(_) | Effect::Reload => {
             // These need the agent runtime's session operations; until the adapter lands
             // they say so instead of silently doing nothing.
-            app.notice(format!("Not available in this build yet: {effect:?}"));
+            let what = match effect {
+                Effect::RenameSession { .. } => "Renaming other sessions",
+                Effect::Fork => "/fork",
+                Effect::Import(_) => "/import",
+                _ => "/reload",
+            };
+            app.notice(format!("{what} is not available in this build yet"));
         }
     }
     Ok(false)

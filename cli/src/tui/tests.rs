@@ -717,6 +717,13 @@ fn snapshot_loaded_session_messages() {
     );
     assert_eq!(a.footer.totals.input, 250);
     assert_eq!(a.last_assistant.as_deref(), Some("Two files."));
+    update(&mut a, key(KeyCode::Up));
+    assert_eq!(
+        a.editor.text(),
+        "List the files",
+        "history holds the session's prompts"
+    );
+    update(&mut a, ctrl('c'));
     insta::assert_snapshot!(screen(&a, 60, 40));
 }
 
