@@ -116,7 +116,7 @@ impl SummaryState {
         match value.get("name") {
             None | Some(Value::Null) => self.name = None,
             Some(Value::String(name)) => {
-                let name = js_trim(name);
+                let name = pi_formats::jsonl::js_trim(name);
                 self.name = (!name.is_empty()).then(|| name.to_string());
             }
             // `entry.name?.trim()` throws on other types.
@@ -220,26 +220,6 @@ pub fn sort_summaries(list: &mut [SessionSummary]) {
             .cmp(&a.modified_ms)
             .then_with(|| b.location.cmp(&a.location))
     });
-}
-
-/// JavaScript's `String.prototype.trim`.
-fn js_trim(s: &str) -> &str {
-    s.trim_matches(|c| {
-        matches!(
-            c,
-            '\u{0009}'..='\u{000d}'
-                | ' '
-                | '\u{00a0}'
-                | '\u{1680}'
-                | '\u{2000}'..='\u{200a}'
-                | '\u{2028}'
-                | '\u{2029}'
-                | '\u{202f}'
-                | '\u{205f}'
-                | '\u{3000}'
-                | '\u{feff}'
-        )
-    })
 }
 
 /// What `Array.prototype.join` makes of a value.

@@ -17,7 +17,7 @@ use tokio::process::Command;
 use tokio_util::sync::CancellationToken;
 
 use super::fs_util::errno_name_and_text;
-use super::js::number_to_string;
+use crate::js::number_to_string;
 use super::output::OutputAccumulator;
 use super::output::OutputSnapshot;
 use super::truncate::format_size;

@@ -14,7 +14,7 @@ use similar::ChangeTag;
 use similar::TextDiff;
 use unicode_normalization::UnicodeNormalization;
 
-use super::js::is_js_whitespace;
+use pi_formats::jsonl::is_js_whitespace;
 use super::truncate::utf16_len;
 use super::ToolError;
 

@@ -21,7 +21,6 @@ mod find;
 mod fs_util;
 mod grep;
 mod image;
-mod js;
 mod ls;
 mod mutation_queue;
 mod output;

@@ -14,7 +14,7 @@ use super::fs_util::node_fd_error;
 use super::fs_util::node_path_error;
 use super::image::detect_image_mime_type;
 use super::image::IMAGE_SNIFF_BYTES;
-use super::js::number_to_string;
+use crate::js::number_to_string;
 use super::paths::resolve_read_path;
 use super::truncate::format_size;
 use super::truncate::truncate_head;

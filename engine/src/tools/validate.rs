@@ -19,7 +19,7 @@
 use serde_json::Map;
 use serde_json::Value;
 
-use super::js;
+use crate::js;
 use super::ToolError;
 
 fn schema_types(schema: &Value) -> Vec<&str> {
@@ -158,7 +158,7 @@ fn try_number(value: &Value) -> Option<f64> {
 fn try_string(value: &Value) -> Option<String> {
     match value {
         Value::Bool(b) => Some(b.to_string()),
-        Value::Number(n) => Some(js::json_number_to_string(n)),
+        Value::Number(n) => Some(js::json_number(n)),
         Value::Null => Some("null".to_string()),
         Value::String(text) => Some(text.clone()),
         Value::Array(_) | Value::Object(_) => None,
