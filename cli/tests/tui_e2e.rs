@@ -192,6 +192,22 @@ async fn interactive_session_against_fake_llm() {
     tmux.wait_for("EXITED-0");
     assert!(tmux.alive());
 
+    drop(tmux);
+
+    // `--resume` opens the picker; enter resumes the session.
+    let command = format!(
+        "env PI_CODING_AGENT_DIR={} {} --session-dir {} --model fakeoai/fake-model --resume; echo EXITED-$?; sleep 30",
+        shell_quote(&agent),
+        shell_quote(Path::new(&bin)),
+        shell_quote(&sessions)
+    );
+    let tmux = Tmux::start(&format!("{name}-r"), &cwd, &command);
+    tmux.wait_for("Resume session");
+    tmux.keys(&["Enter"]);
+    tmux.wait_for("Second answer.");
+    tmux.keys(&["C-d"]);
+    tmux.wait_for("EXITED-0");
+
     let files: Vec<_> = std::fs::read_dir(&sessions)
         .expect("sessions")
         .flatten()

@@ -343,7 +343,8 @@ fn ui_settings(agent_dir: &Path, cwd: &Path, opts: &mut TuiOptions) {
 }
 
 /// Interactive mode from the command line: the same session setup as `-p` (new session,
-/// `-c`, `--session`, `--fork`, model and tools flags), then [`super::run`].
+/// `-c`, `--session`, `--fork`, model and tools flags), then [`super::run`]. `--resume`
+/// opens the session picker first (escape keeps the new session).
 pub fn run_with_args(args: crate::RunArgs) -> anyhow::Result<i32> {
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
@@ -357,6 +358,7 @@ pub fn run_with_args(args: crate::RunArgs) -> anyhow::Result<i32> {
     let cwd = std::path::PathBuf::from(&env.cwd);
     let mut opts = TuiOptions::new(cwd.clone());
     opts.agent_dir = env.agent_dir.clone();
+    opts.open_resume = args.resume;
     ui_settings(&env.agent_dir, &cwd, &mut opts);
     // Project resources need the project's trust, which the modes decide; until the
     // interactive trust prompt exists only global skills, templates and context load here.

@@ -79,6 +79,8 @@ pub struct TuiOptions {
     pub model: Option<ModelInfo>,
     /// Thinking blocks expanded (Pi's `hideThinkingBlock`, inverted; shown by default).
     pub show_thinking: bool,
+    /// `--resume`: start with the session picker open.
+    pub open_resume: bool,
 }
 
 impl TuiOptions {
@@ -103,6 +105,7 @@ impl TuiOptions {
             external_editor: None,
             model: None,
             show_thinking: true,
+            open_resume: false,
         }
     }
 }
@@ -262,6 +265,16 @@ pub fn run(mut opts: TuiOptions) -> anyhow::Result<i32> {
     let _guard = TerminalGuard;
     let (tx, rx) = mpsc::channel::<Msg>();
     spawn_file_index(opts.cwd.clone(), tx.clone());
+    if opts.open_resume {
+        apply_effect(
+            &mut app,
+            driver.as_mut(),
+            &opts,
+            &mut terminal,
+            &tx,
+            Effect::OpenResume,
+        )?;
+    }
 
     loop {
         terminal.draw(|f| render::draw(&app, f))?;
