@@ -173,17 +173,42 @@ fn flat(text: &str) -> String {
     text.split_whitespace().collect::<Vec<_>>().join(" ")
 }
 
+/// Cuts to `max` terminal columns (wide characters count two), ending in `…` when cut.
 fn cut(text: &str, max: usize) -> String {
-    if text.chars().count() <= max {
+    use unicode_width::UnicodeWidthChar;
+    if unicode_width::UnicodeWidthStr::width(text) <= max {
         return text.to_string();
     }
-    let mut s: String = text.chars().take(max.saturating_sub(1)).collect();
-    s.push('…');
-    s
+    let mut out = String::new();
+    let mut used = 0;
+    for c in text.chars() {
+        let w = c.width().unwrap_or(0);
+        if used + w + 1 > max {
+            break;
+        }
+        used += w;
+        out.push(c);
+    }
+    out.push('…');
+    out
 }
 
 fn terminal_width() -> usize {
     crossterm::terminal::size()
         .map(|(w, _)| w as usize)
         .unwrap_or(100)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn cuts_by_terminal_columns() {
+        assert_eq!(cut("short", 10), "short");
+        assert_eq!(cut("abcdefghij", 5), "abcd…");
+        // Each CJK character takes two columns.
+        assert_eq!(cut("漢字漢字漢字", 7), "漢字漢…");
+        assert_eq!(human_time(1_767_225_630_000), "2026-01-01 00:00");
+    }
 }
