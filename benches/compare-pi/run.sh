@@ -31,9 +31,12 @@ fi
 command -v rg >/dev/null || apt-get install -y ripgrep || { echo "ripgrep is needed" >&2; exit 1; }
 command -v gnuplot >/dev/null || apt-get install -y gnuplot-nox || echo "no gnuplot: ASCII chart only"
 
-# 2. Our release binaries.
+# 2. Our release binaries, in one cargo call: separate calls unify features differently and
+#    rebuild half the dependency tree. SKIP_BUILD=1 uses what is there.
 export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-$REPO/target}"
-(cd "$REPO" && cargo build --release -p pi-cli --bin pi && cargo build --release -p pi-benches --bin gen-corpus --bin history-bench)
+if [ -z "${SKIP_BUILD:-}" ]; then
+  (cd "$REPO" && cargo build --release -p pi-cli --bin pi -p pi-benches --bin gen-corpus --bin history-bench)
+fi
 
 # 3. Corpora (reproducible: same arguments, same bytes). Regenerated when missing.
 CORPORA=""
