@@ -57,7 +57,16 @@ pub fn run(args: ListArgs, store_args: &StoreArgs) -> anyhow::Result<i32> {
     let stdout = std::io::stdout();
     let terminal = stdout.is_terminal();
     let mut out = std::io::BufWriter::new(stdout.lock());
-    let written = write_list(&args, &sessions, terminal, &mut out).and_then(|()| {
+    // Terminal tables show short ids; they must stay usable as arguments, so each is as long
+    // as the longest prefix needed to tell the listed ids from every id in the store (time-
+    // ordered UUIDv7 ids often share their first 8 characters).
+    let id_len = if terminal && !args.json && !args.jsonl {
+        let all = store.session_ids().unwrap_or_default();
+        unique_prefix_len(&sessions, &all)
+    } else {
+        usize::MAX
+    };
+    let written = write_list(&args, &sessions, id_len, &mut out).and_then(|()| {
         if sessions.is_empty() && terminal && !args.json && !args.jsonl {
             writeln!(out, "no sessions in {}", store.describe())?;
         }
@@ -74,7 +83,7 @@ pub fn run(args: ListArgs, store_args: &StoreArgs) -> anyhow::Result<i32> {
 fn write_list(
     args: &ListArgs,
     sessions: &[SessionSummary],
-    terminal: bool,
+    id_len: usize,
     out: &mut impl Write,
 ) -> std::io::Result<()> {
     if args.json {
@@ -88,7 +97,7 @@ fn write_list(
         }
         Ok(())
     } else {
-        write_table(sessions, terminal, out)
+        write_table(sessions, id_len, out)
     }
 }
 
@@ -108,15 +117,15 @@ fn to_json(s: &SessionSummary) -> serde_json::Value {
     })
 }
 
-/// A table for people. On a terminal ids are shortened to 8 characters (any unique prefix
-/// works as an argument) and the text is cut to the terminal width; piped output keeps the
-/// whole id and text, tab-separated, so scripts can use it.
+/// A table for people. On a terminal (`id_len` < MAX) ids are shortened to unique prefixes
+/// and the text is cut to the terminal width; piped output keeps the whole id and text,
+/// tab-separated, so scripts can use it.
 fn write_table(
     sessions: &[SessionSummary],
-    terminal: bool,
+    id_len: usize,
     out: &mut impl Write,
 ) -> std::io::Result<()> {
-    if !terminal {
+    if id_len == usize::MAX {
         for s in sessions {
             writeln!(
                 out,
@@ -133,16 +142,16 @@ fn write_table(
     let width = terminal_width().max(60);
     writeln!(
         out,
-        "{:<8}  {:<16}  {:>5}  {:>6}  SESSION",
+        "{:<id_len$}  {:<16}  {:>5}  {:>6}  SESSION",
         "ID", "MODIFIED", "MSGS", "ENTRIES"
     )?;
     for s in sessions {
-        let id: String = s.id.as_str().chars().take(8).collect();
+        let id: String = s.id.as_str().chars().take(id_len).collect();
         let text = flat(&describe(s));
-        let room = width.saturating_sub(8 + 2 + 16 + 2 + 5 + 2 + 6 + 2);
+        let room = width.saturating_sub(id_len + 2 + 16 + 2 + 5 + 2 + 6 + 2);
         writeln!(
             out,
-            "{id:<8}  {:<16}  {:>5}  {:>6}  {}",
+            "{id:<id_len$}  {:<16}  {:>5}  {:>6}  {}",
             human_time(s.modified_ms),
             s.message_count,
             s.entry_count,
@@ -193,9 +202,36 @@ fn cut(text: &str, max: usize) -> String {
     out
 }
 
+/// The shortest prefix length (at least 8 characters) that tells each listed id apart from
+/// every other id in `all`.
+fn unique_prefix_len(listed: &[SessionSummary], all: &[pi_storage::SessionId]) -> usize {
+    let mut sorted: Vec<&str> = all.iter().map(|i| i.as_str()).collect();
+    sorted.sort_unstable();
+    let common = |a: &str, b: &str| a.chars().zip(b.chars()).take_while(|(x, y)| x == y).count();
+    let mut len = 8;
+    for s in listed {
+        let id = s.id.as_str();
+        let at = sorted.partition_point(|other| *other < id);
+        let neighbours = [at.checked_sub(1), Some(at), Some(at + 1)];
+        for other in neighbours
+            .into_iter()
+            .flatten()
+            .filter_map(|i| sorted.get(i))
+        {
+            if *other != id {
+                len = len.max((common(id, other) + 1).min(id.chars().count()));
+            }
+        }
+    }
+    len
+}
+
+/// `COLUMNS` when set (what the user asked for), else the terminal's width.
 fn terminal_width() -> usize {
-    crossterm::terminal::size()
-        .map(|(w, _)| w as usize)
+    std::env::var("COLUMNS")
+        .ok()
+        .and_then(|c| c.parse().ok())
+        .or_else(|| crossterm::terminal::size().ok().map(|(w, _)| w as usize))
         .unwrap_or(100)
 }
 
@@ -210,5 +246,28 @@ mod tests {
         // Each CJK character takes two columns.
         assert_eq!(cut("漢字漢字漢字", 7), "漢字漢…");
         assert_eq!(human_time(1_767_225_630_000), "2026-01-01 00:00");
+    }
+
+    #[test]
+    fn short_ids_stay_unique_in_the_store() {
+        let summary = |id: &str| SessionSummary {
+            id: id.into(),
+            location: String::new(),
+            cwd: String::new(),
+            name: None,
+            parent_session: None,
+            created_ms: None,
+            modified_ms: 0,
+            entry_count: 0,
+            message_count: 0,
+            first_message: None,
+        };
+        let all: Vec<pi_storage::SessionId> = ["01a22cb8-12e9", "01a22cb8-1bf9", "ffff0000-0000"]
+            .into_iter()
+            .map(Into::into)
+            .collect();
+        // The second id is not listed but still counts.
+        assert_eq!(unique_prefix_len(&[summary("01a22cb8-12e9")], &all), 11);
+        assert_eq!(unique_prefix_len(&[summary("ffff0000-0000")], &all), 8);
     }
 }
