@@ -158,3 +158,33 @@ fn stats_add_up_the_usage_of_the_files() {
     assert!(text.starts_with("Sessions 16"), "{text}");
     assert!(text.contains("By Day"), "{text}");
 }
+
+#[test]
+fn the_group_store_flags_choose_what_is_searched() {
+    let (tmp, dir) = agent_dir();
+    let agent = tmp.path().join("agent-elsewhere");
+    // A flat directory given by --session-dir: its own index, in the agent dir.
+    let out = pi(&agent)
+        .args(["sessions", "search", "--json", "user-bash", "--session-dir"])
+        .arg(&dir)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(!out.stdout.is_empty());
+    let indexes: Vec<_> = fs::read_dir(&agent)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .filter(|n| n.starts_with("history-") && n.ends_with(".sqlite"))
+        .collect();
+    assert_eq!(indexes.len(), 1, "{indexes:?}");
+    // The default store of that agent dir is empty.
+    let out = pi(&agent)
+        .args(["sessions", "search", "user-bash"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+}

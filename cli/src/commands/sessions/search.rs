@@ -7,7 +7,9 @@ use std::io::{IsTerminal, Write};
 use anyhow::{anyhow, bail, Context as _};
 use clap::Args;
 use pi_storage::history::{HistoryIndex, HistorySource, SearchHit, SearchQuery};
-use pi_storage::{resolve_store_spec, StoreOptions, StoreSpec};
+use pi_storage::{StoreOptions, StoreSpec};
+
+use super::store::StoreArgs;
 
 #[derive(Debug, Args)]
 pub struct SearchArgs {
@@ -40,16 +42,6 @@ pub struct SearchArgs {
     pub json: bool,
 }
 
-/// The store `pi sessions` works on, from env `PI_SESSION_STORE` and
-/// `PI_CODING_AGENT_SESSION_DIR` (the group-wide `--session-store` flag replaces this when
-/// it lands in `store.rs`).
-pub fn default_store() -> anyhow::Result<(StoreSpec, StoreOptions)> {
-    let options = StoreOptions::from_env(None, None);
-    let env_store = std::env::var(pi_storage::spec::ENV_SESSION_STORE).ok();
-    let spec = resolve_store_spec(None, env_store.as_deref(), None).map_err(|e| anyhow!("{e}"))?;
-    Ok((spec, options))
-}
-
 /// Opens the history index of a store, brought up to date (incrementally).
 pub fn open_index(spec: &StoreSpec, options: &StoreOptions) -> anyhow::Result<HistoryIndex> {
     let source = HistorySource::open(spec, options).map_err(|e| anyhow!("{e}"))?;
@@ -64,7 +56,7 @@ pub fn open_index(spec: &StoreSpec, options: &StoreOptions) -> anyhow::Result<Hi
     Ok(index)
 }
 
-pub fn run(args: SearchArgs) -> anyhow::Result<i32> {
+pub fn run(args: SearchArgs, store: &StoreArgs) -> anyhow::Result<i32> {
     let tty = std::io::stdout().is_terminal() && !args.json;
     let mut query = SearchQuery::new(&args.query.join(" "));
     query.cwd = args.cwd.clone();
@@ -85,8 +77,8 @@ pub fn run(args: SearchArgs) -> anyhow::Result<i32> {
     if tty {
         query.highlight = ("\x1b[1;33m".into(), "\x1b[0m".into());
     }
-    let (spec, options) = default_store()?;
-    let index = open_index(&spec, &options)?;
+    let store = store.resolve()?;
+    let index = open_index(&store.spec, &store.options)?;
     let hits = index.search(&query).map_err(|e| anyhow!("{e}"))?;
     let stdout = std::io::stdout();
     let mut out = std::io::BufWriter::new(stdout.lock());

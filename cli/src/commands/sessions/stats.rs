@@ -7,7 +7,8 @@ use anyhow::anyhow;
 use clap::{Args, ValueEnum};
 use pi_storage::history::{GroupBy, Stats, StatsQuery, StatsRow};
 
-use super::search::{default_store, open_index, parse_time};
+use super::search::{open_index, parse_time};
+use super::store::StoreArgs;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum By {
@@ -38,7 +39,7 @@ pub struct StatsArgs {
     pub json: bool,
 }
 
-pub fn run(args: StatsArgs) -> anyhow::Result<i32> {
+pub fn run(args: StatsArgs, store: &StoreArgs) -> anyhow::Result<i32> {
     let query = StatsQuery {
         group: args.by.map(|b| match b {
             By::Day => GroupBy::Day,
@@ -60,8 +61,8 @@ pub fn run(args: StatsArgs) -> anyhow::Result<i32> {
             .transpose()?,
         cwd: args.cwd.clone(),
     };
-    let (spec, options) = default_store()?;
-    let index = open_index(&spec, &options)?;
+    let store = store.resolve()?;
+    let index = open_index(&store.spec, &store.options)?;
     let stats = index.stats(&query).map_err(|e| anyhow!("{e}"))?;
     let stdout = std::io::stdout();
     let tty = stdout.is_terminal();
