@@ -51,10 +51,9 @@ pub fn run(args: RunArgs) -> anyhow::Result<i32> {
         None => {
             if args.list_models.is_some() {
                 Mode::Text
-            } else if args.resume {
-                bail!("--resume needs the interactive mode, which is not available yet; use --session FILE or -c with -p, --mode json or --mode rpc")
             } else {
-                bail!("interactive mode is not available yet; use -p, --mode json or --mode rpc (see `pi --help`)")
+                // No mode flag: the interactive TUI (it handles --resume itself).
+                return crate::tui::agent::run_with_args(args);
             }
         }
     };
