@@ -155,6 +155,8 @@ pub struct Stats {
 /// search, and bare `OR`/`NOT`/`AND` stay operators.
 pub fn fts_query(text: &str) -> String {
     let mut terms: Vec<String> = Vec::new();
+    // FTS5's query parser ends a string at NUL ("unterminated string").
+    let text = text.replace('\0', " ");
     let mut chars = text.chars().peekable();
     let quote = |s: &str| format!("\"{}\"", s.replace('"', "\"\""));
     while let Some(&c) = chars.peek() {
@@ -176,7 +178,16 @@ pub fn fts_query(text: &str) -> String {
                 chars.next();
             }
             match word.as_str() {
-                "OR" | "NOT" | "AND" if !terms.is_empty() => terms.push(word),
+                // An operator needs a term before it (not another operator).
+                "OR" | "NOT" | "AND"
+                    if !matches!(
+                        terms.last().map(String::as_str),
+                        None | Some("OR" | "NOT" | "AND")
+                    ) =>
+                {
+                    terms.push(word)
+                }
+                "OR" | "NOT" | "AND" if !terms.is_empty() => {}
                 _ => match word.strip_suffix('*') {
                     Some(stem) if !stem.is_empty() && !stem.contains('*') => {
                         terms.push(format!("{}*", quote(stem)))
@@ -433,5 +444,8 @@ mod tests {
         assert_eq!(fts_query("OR"), r#""OR""#);
         assert_eq!(fts_query(r#"say "hi"#), r#""say" "hi""#);
         assert_eq!(fts_query("  "), "");
+        assert_eq!(fts_query("a OR OR b"), r#""a" OR "b""#);
+        assert_eq!(fts_query("a NOT AND b"), r#""a" NOT "b""#);
+        assert_eq!(fts_query("* ** x*y"), r#""*" "**" "x*y""#);
     }
 }

@@ -470,3 +470,33 @@ fn common_words_rank_a_recent_window_and_filters_still_reach_older_hits() {
     bash.role = Some("bash".into());
     assert_eq!(entry_ids(&index, &bash), ["s1/old"]);
 }
+
+#[test]
+fn odd_queries_answer_without_errors() {
+    let f = fixture();
+    let index = f.index();
+    for q in [
+        "\"",
+        "*",
+        "OR",
+        "a OR OR b",
+        "NOT",
+        "x NOT",
+        "(",
+        ")",
+        "^",
+        "-",
+        ":",
+        "NEAR(a b)",
+        "\"unclosed phrase",
+        "col:okapi",
+        "''",
+        "\u{0}",
+        "🦀",
+        "a\"b",
+    ] {
+        index
+            .search(&SearchQuery::new(q))
+            .unwrap_or_else(|e| panic!("{q:?}: {e}"));
+    }
+}
