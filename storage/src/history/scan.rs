@@ -259,9 +259,16 @@ fn list_files(layout: &JsonlLayout) -> StoreResult<Vec<(PathBuf, String)>> {
         }
     };
     let mut files = Vec::new();
+    let per_cwd = matches!(layout, JsonlLayout::PerCwd { .. });
     for dir in dirs {
         let name = dir.display().to_string();
-        for path in read_dir(&dir)? {
+        let paths = match read_dir(&dir) {
+            Ok(paths) => paths,
+            // Like Pi's listAll: one unreadable cwd directory hides its sessions, not all.
+            Err(_) if per_cwd => continue,
+            Err(e) => return Err(e),
+        };
+        for path in paths {
             if path.extension().is_some_and(|e| e == "jsonl") {
                 files.push((path, name.clone()));
             }

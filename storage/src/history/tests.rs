@@ -500,3 +500,29 @@ fn odd_queries_answer_without_errors() {
             .unwrap_or_else(|e| panic!("{q:?}: {e}"));
     }
 }
+
+#[cfg(unix)]
+#[test]
+fn an_unreadable_cwd_directory_hides_only_its_sessions() {
+    use std::os::unix::fs::PermissionsExt;
+    let tmp = tempfile::tempdir().unwrap();
+    let root = tmp.path().join("sessions");
+    write_session(&root.join("--a--"), "a_s1.jsonl", HEADER, &lines());
+    let locked = root.join("--b--");
+    write_session(
+        &locked,
+        "b_s2.jsonl",
+        &HEADER.replace("\"s1\"", "\"s2\""),
+        &lines(),
+    );
+    fs::set_permissions(&locked, fs::Permissions::from_mode(0o000)).unwrap();
+    // Root ignores permissions: then the directory is readable and both are found.
+    let readable = fs::read_dir(&locked).is_ok();
+    let store = JsonlStore::open(JsonlLayout::PerCwd { root }, FsyncPolicy::Never);
+    let mut index = HistoryIndex::open(&tmp.path().join("h.sqlite"), &store.describe()).unwrap();
+    let result = index.refresh_jsonl(&store);
+    fs::set_permissions(&locked, fs::Permissions::from_mode(0o755)).unwrap();
+    result.unwrap();
+    let found = index.search(&SearchQuery::new("okapi")).unwrap().len();
+    assert_eq!(found, if readable { 2 } else { 1 });
+}
