@@ -205,6 +205,17 @@ mod tests {
         );
     }
 
+    /// Found by fuzz/fuzz_targets/jsonl_line.rs: a field with both an escape and an
+    /// invalid UTF-8 byte kept its escape undecoded (`\\n` instead of a newline).
+    #[test]
+    fn escapes_are_decoded_next_to_invalid_utf8() {
+        let line = b"{\"type\":\"message\",\"id\":\"a\",\"timestamp\":\"x\\ny\xff\"}";
+        let head = EntryHead::parse(line).unwrap();
+        assert_eq!(head.timestamp.as_deref(), Some("x\ny\u{fffd}"));
+        let value = crate::jsonl::parse_value(line).unwrap();
+        assert_eq!(head.timestamp, EntryHead::from_value(&value).timestamp);
+    }
+
     #[test]
     fn missing_parent_is_distinguished_from_null() {
         let h = EntryHead::parse(br#"{"type":"message"}"#).unwrap();

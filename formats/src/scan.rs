@@ -380,7 +380,12 @@ impl<'a> Scanner<'a> {
         let quoted = &self.b[start - 1..end + 1];
         match serde_json::from_slice::<String>(quoted) {
             Ok(s) => Cow::Owned(s),
-            Err(_) => Cow::Owned(String::from_utf8_lossy(raw).into_owned()),
+            // Invalid bytes: replace them first, as Node's decoder does before JSON.parse,
+            // then decode the escapes (fuzz/fuzz_targets/jsonl_line.rs found `\n` kept raw).
+            Err(_) => match serde_json::from_str::<String>(&String::from_utf8_lossy(quoted)) {
+                Ok(s) => Cow::Owned(s),
+                Err(_) => Cow::Owned(String::from_utf8_lossy(raw).into_owned()),
+            },
         }
     }
 
