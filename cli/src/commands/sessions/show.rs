@@ -35,6 +35,9 @@ pub fn run(args: ShowArgs) -> anyhow::Result<i32> {
     Ok(0)
 }
 
+/// Branch levels shown as indentation; deeper branches are drawn at this indent.
+const MAX_INDENT: usize = 40;
+
 /// Writes the header lines and the tree.
 pub fn render(session: &Session, width: usize, out: &mut impl Write) -> std::io::Result<()> {
     let header = session.header().unwrap_or(Value::Null);
@@ -111,9 +114,17 @@ pub fn render(session: &Session, width: usize, out: &mut impl Write) -> std::io:
             stack.push((children[0], prefix.clone(), ""));
             continue;
         }
+        // Past MAX_INDENT branch levels the prefix stops growing: every line would
+        // otherwise carry an indent as deep as the tree, and a tree branching at every
+        // level of 100,000 would print gigabytes (the lines stay, the staircase ends).
+        let capped = prefix.chars().count() >= 3 * MAX_INDENT;
         for (n, &child) in children.iter().enumerate().rev() {
             let last = n + 1 == children.len();
-            let child_prefix = format!("{prefix}{}", if last { "   " } else { "│  " });
+            let child_prefix = match (capped, last) {
+                (true, _) => prefix.clone(),
+                (false, true) => format!("{prefix}   "),
+                (false, false) => format!("{prefix}│  "),
+            };
             stack.push((child, child_prefix, if last { "└─ " } else { "├─ " }));
         }
     }
