@@ -171,7 +171,9 @@ async fn timeout_after_shell_exit_names_background_writers() {
     let dir = tempfile::tempdir().unwrap();
     let ctx = context(dir.path());
     // The shell exits at once; its background loop keeps the pipe busy past the deadline.
-    let command = "(while true; do echo tick; sleep 0.05; done) & exit 0";
+    // It writes without pausing: a pause longer than the 100 ms exit grace (easily
+    // reached on a loaded machine) would end the read before the timeout.
+    let command = "(while true; do echo tick; done) & exit 0";
     let err = run(&ctx, json!({"command": command, "timeout": 0.6}))
         .await
         .unwrap_err();
