@@ -37,7 +37,7 @@ fn header(version: u32) -> String {
 /// One message entry; `parent` `None` is a root. User and assistant alternate.
 fn message(out: &mut Vec<u8>, id: u64, parent: Option<u64>, ts: &str, text: &str) {
     let parent = parent.map_or("null".to_string(), |p| format!("\"{p:08x}\""));
-    if id % 2 == 0 {
+    if id.is_multiple_of(2) {
         writeln!(
             out,
             r#"{{"type":"message","id":"{id:08x}","parentId":{parent},"timestamp":"{ts}","message":{{"role":"user","content":[{{"type":"text","text":"{text}"}}],"timestamp":1767225600000}}}}"#
@@ -312,7 +312,7 @@ fn a_200_000_entry_v1_session_migrates() {
     let mut bytes = br#"{"type":"session","id":"0192f000-0000-7000-8000-00000000b0dd","timestamp":"2026-01-01T00:00:00.000Z","cwd":"/tmp"}"#.to_vec();
     bytes.push(b'\n');
     for i in 0..n {
-        let role = if i % 2 == 0 { "user" } else { "assistant" };
+        let role = if i.is_multiple_of(2) { "user" } else { "assistant" };
         writeln!(
             bytes,
             r#"{{"type":"message","timestamp":"{TS}","message":{{"role":"{role}","content":"m","timestamp":1}}}}"#
