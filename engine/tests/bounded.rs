@@ -308,7 +308,7 @@ fn tool_arguments_nested_a_million_levels_deep() {
 #[test]
 fn a_200_000_entry_v1_session_migrates() {
     let start = Instant::now();
-    let n = 200_000;
+    let n: usize = 200_000;
     let mut bytes = br#"{"type":"session","id":"0192f000-0000-7000-8000-00000000b0dd","timestamp":"2026-01-01T00:00:00.000Z","cwd":"/tmp"}"#.to_vec();
     bytes.push(b'\n');
     for i in 0..n {
