@@ -63,11 +63,11 @@ impl<'a> Report<'a> {
             .map(|e| id_value(session, branch.entries[e.pos]))
             .collect();
         let llm_messages = context::convert_to_llm(projection.messages());
-        let branch_values = path.values();
+        let branch_values = compaction_span(session, &branch);
         let token_estimates = json!({
             "perMessage": projection.messages().map(compaction::estimate_tokens).collect::<Vec<_>>(),
             "estimateContextTokens": compaction::estimate_context_tokens(projection.messages()),
-            "lastAssistantUsage": compaction::last_assistant_usage(&branch_values),
+            "lastAssistantUsage": last_assistant_usage(session, &branch, &branch_values),
         });
 
         let mut warnings: Vec<String> = Vec::new();
@@ -128,7 +128,7 @@ impl<'a> Report<'a> {
             return self;
         }
         let branch = self.session.branch_path();
-        let values = SessionPath::new(self.session, &branch.entries).values();
+        let values = compaction_span(self.session, &branch);
         let plans = compaction_plans(&branch, &values, keep_recent_tokens);
         if let Some((_, slot)) = self.fields.iter_mut().find(|(k, _)| *k == "compaction") {
             *slot = plans;
@@ -158,6 +158,43 @@ impl<'a> Report<'a> {
 /// Writes the report of a session as one JSON object.
 pub fn write_report(session: &Session, out: &mut impl Write) -> anyhow::Result<()> {
     Report::build(session).write(out)
+}
+
+/// The part of the branch compaction preparation depends on, parsed: from the latest
+/// compaction's kept entry (or the compaction itself) to the leaf. Everything before
+/// it can neither be summarized again nor change the projected context, so a long,
+/// often-compacted session is not parsed whole just to plan the next compaction.
+fn compaction_span(session: &Session, branch: &PathWalk) -> Vec<Value> {
+    let path = &branch.entries;
+    let kinds = |i: usize| &session.entry(path[i]).kind;
+    let start = (0..path.len())
+        .rev()
+        .find(|&i| *kinds(i) == pi_engine::session::Kind::Compaction)
+        .map_or(0, |c| {
+            let compaction = session.entry_value(path[c]);
+            let first_kept = compaction.get("firstKeptEntryId").and_then(Value::as_str);
+            (0..c)
+                .find(|&i| {
+                    first_kept.is_some() && session.entry(path[i]).id.as_deref() == first_kept
+                })
+                .unwrap_or(c)
+        });
+    SessionPath::new(session, &path[start..]).values()
+}
+
+/// Pi's `getLastAssistantUsage(getBranch())`: the span is searched first; only when it
+/// holds no usable assistant message is the rest of the branch read.
+fn last_assistant_usage(session: &Session, branch: &PathWalk, span: &[Value]) -> Value {
+    if let Some(usage) = compaction::last_assistant_usage(span) {
+        return usage.clone();
+    }
+    if span.len() == branch.entries.len() {
+        return Value::Null;
+    }
+    let all = SessionPath::new(session, &branch.entries).values();
+    compaction::last_assistant_usage(&all)
+        .cloned()
+        .unwrap_or(Value::Null)
 }
 
 /// Pi's `prepareCompaction` on the branch with default settings and each extra
