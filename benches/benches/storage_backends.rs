@@ -8,8 +8,8 @@ use std::time::Duration;
 
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion};
 use pi_storage::{
-    EntryId, FsyncPolicy, JsonlLayout, JsonlStore, ListScope, RedbStore, SessionHeader,
-    SessionId, SessionStore, SqliteStore, StoredEntry,
+    EntryId, FsyncPolicy, JsonlLayout, JsonlStore, ListScope, RedbStore, SessionHeader, SessionId,
+    SessionStore, SqliteStore, StoredEntry,
 };
 
 const BACKENDS: [&str; 3] = ["jsonl", "redb", "sqlite"];
@@ -86,7 +86,9 @@ fn deep_tree() -> (Vec<StoredEntry>, EntryId) {
 
 fn durable_append(c: &mut Criterion) {
     let mut group = c.benchmark_group("storage/durable_append");
-    group.sample_size(20).measurement_time(Duration::from_secs(4));
+    group
+        .sample_size(20)
+        .measurement_time(Duration::from_secs(4));
     for backend in BACKENDS {
         let dir = tempfile::tempdir().unwrap();
         let store = open(backend, dir.path(), FsyncPolicy::EveryEntry);
@@ -101,14 +103,20 @@ fn durable_append(c: &mut Criterion) {
 
 fn load(c: &mut Criterion) {
     let mut group = c.benchmark_group("storage/load");
-    group.sample_size(10).measurement_time(Duration::from_secs(5));
+    group
+        .sample_size(10)
+        .measurement_time(Duration::from_secs(5));
     for n in [10_000usize, 100_000] {
         let entries = chain(n);
         for backend in BACKENDS {
             let dir = tempfile::tempdir().unwrap();
             let store = open(backend, dir.path(), FsyncPolicy::Never);
             let id = SessionId::new(format!("load-{n}"));
-            drop(store.create_session(&header(id.as_str()), &entries).unwrap());
+            drop(
+                store
+                    .create_session(&header(id.as_str()), &entries)
+                    .unwrap(),
+            );
             group.bench_function(BenchmarkId::new(backend, n), |b| {
                 b.iter(|| assert_eq!(store.read_session(&id).unwrap().entries.len(), n))
             });
@@ -119,7 +127,9 @@ fn load(c: &mut Criterion) {
 
 fn path_to_root(c: &mut Criterion) {
     let mut group = c.benchmark_group("storage/path_to_root_depth_10k");
-    group.sample_size(10).measurement_time(Duration::from_secs(4));
+    group
+        .sample_size(10)
+        .measurement_time(Duration::from_secs(4));
     let (entries, leaf) = deep_tree();
     for backend in BACKENDS {
         let dir = tempfile::tempdir().unwrap();
@@ -136,7 +146,9 @@ fn path_to_root(c: &mut Criterion) {
 /// A short path in a big session: where an index pays off (JSONL must read the whole file).
 fn short_path_in_big_session(c: &mut Criterion) {
     let mut group = c.benchmark_group("storage/path_to_root_depth_100_of_100k");
-    group.sample_size(10).measurement_time(Duration::from_secs(4));
+    group
+        .sample_size(10)
+        .measurement_time(Duration::from_secs(4));
     let entries = chain(100_000);
     let leaf = EntryId::new(format!("{:08x}", 99));
     for backend in BACKENDS {
@@ -153,7 +165,9 @@ fn short_path_in_big_session(c: &mut Criterion) {
 
 fn list_1000(c: &mut Criterion) {
     let mut group = c.benchmark_group("storage/list_1000_sessions");
-    group.sample_size(10).measurement_time(Duration::from_secs(4));
+    group
+        .sample_size(10)
+        .measurement_time(Duration::from_secs(4));
     let entries = chain(20);
     for backend in BACKENDS {
         let dir = tempfile::tempdir().unwrap();

@@ -1,8 +1,8 @@
 //! The `pi` command line: argument parsing and dispatch to the modes and `pi sessions …`.
 
 pub mod commands;
-pub mod tui;
 pub mod modes;
+pub mod tui;
 
 use clap::{Parser, Subcommand};
 

@@ -3,12 +3,12 @@
 //!
 //! Data flows one way: `pi-formats` (bytes) → `pi-storage` (stores) → here → the CLI.
 
+pub mod agent;
 pub mod compaction;
 pub mod config;
 pub mod context;
 pub mod export;
 pub mod js;
-pub mod session;
 pub mod llm;
-pub mod agent;
+pub mod session;
 pub mod tools;

@@ -136,7 +136,15 @@ mod tests {
         let keys: Vec<_> = entries[3].as_object().unwrap().keys().cloned().collect();
         assert_eq!(
             keys,
-            ["type", "timestamp", "summary", "tokensBefore", "id", "parentId", "firstKeptEntryId"]
+            [
+                "type",
+                "timestamp",
+                "summary",
+                "tokensBefore",
+                "id",
+                "parentId",
+                "firstKeptEntryId"
+            ]
         );
     }
 

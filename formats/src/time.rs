@@ -18,9 +18,8 @@ pub fn now_millis() -> i64 {
 pub fn iso_from_millis(ms: i64) -> String {
     let t = OffsetDateTime::from_unix_timestamp_nanos(ms as i128 * 1_000_000)
         .unwrap_or(OffsetDateTime::UNIX_EPOCH);
-    let fmt = format_description!(
-        "[year]-[month]-[day]T[hour]:[minute]:[second].[subsecond digits:3]Z"
-    );
+    let fmt =
+        format_description!("[year]-[month]-[day]T[hour]:[minute]:[second].[subsecond digits:3]Z");
     t.format(fmt).unwrap_or_default()
 }
 
@@ -58,6 +57,9 @@ mod tests {
         assert_eq!(iso_from_millis(ms as i64), "2026-11-30T13:49:43.281Z");
         assert_eq!(parse_millis("garbage"), None);
         assert_eq!(parse_millis("1970-01-02"), Some(86_400_000.0));
-        assert_eq!(file_stamp("2026-11-30T13:49:43.281Z"), "2026-11-30T13-49-43-281Z");
+        assert_eq!(
+            file_stamp("2026-11-30T13:49:43.281Z"),
+            "2026-11-30T13-49-43-281Z"
+        );
     }
 }

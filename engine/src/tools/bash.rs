@@ -17,7 +17,6 @@ use tokio::process::Command;
 use tokio_util::sync::CancellationToken;
 
 use super::fs_util::errno_name_and_text;
-use crate::js::number_to_string;
 use super::output::OutputAccumulator;
 use super::output::OutputSnapshot;
 use super::truncate::format_size;
@@ -29,6 +28,7 @@ use super::ToolContext;
 use super::ToolError;
 use super::ToolOutput;
 use super::ToolUpdateFn;
+use crate::js::number_to_string;
 
 const MAX_TIMEOUT_MS: f64 = 2_147_483_647.0;
 /// How often streamed output is reported (Pi's `BASH_UPDATE_THROTTLE_MS`).

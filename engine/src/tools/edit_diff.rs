@@ -14,9 +14,9 @@ use similar::ChangeTag;
 use similar::TextDiff;
 use unicode_normalization::UnicodeNormalization;
 
-use pi_formats::jsonl::is_js_whitespace;
 use super::truncate::utf16_len;
 use super::ToolError;
+use pi_formats::jsonl::is_js_whitespace;
 
 /// One requested replacement.
 #[derive(Clone, Debug, PartialEq, Eq)]

@@ -14,7 +14,6 @@ use super::fs_util::node_fd_error;
 use super::fs_util::node_path_error;
 use super::image::detect_image_mime_type;
 use super::image::IMAGE_SNIFF_BYTES;
-use crate::js::number_to_string;
 use super::paths::resolve_read_path;
 use super::truncate::format_size;
 use super::truncate::truncate_head;
@@ -29,6 +28,7 @@ use super::ToolContext;
 use super::ToolError;
 use super::ToolOutput;
 use super::ToolUpdateFn;
+use crate::js::number_to_string;
 
 /// Largest base64 payload Pi sends inline (headroom below Anthropic's 5 MB limit).
 const MAX_IMAGE_BASE64_BYTES: usize = 4_718_592;

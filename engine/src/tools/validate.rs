@@ -19,8 +19,8 @@
 use serde_json::Map;
 use serde_json::Value;
 
-use crate::js;
 use super::ToolError;
+use crate::js;
 
 fn schema_types(schema: &Value) -> Vec<&str> {
     match schema.get("type") {

@@ -2,17 +2,17 @@
 //!
 //! Each subcommand lives in its own file with its clap `…Args` struct and a `run` fn.
 
+pub mod export;
+pub mod import;
 pub mod inspect;
+pub mod list;
+pub mod migrate;
 pub mod search;
 pub mod show;
 pub mod stats;
+pub mod store;
 pub mod upgrade;
 pub mod verify;
-pub mod export;
-pub mod import;
-pub mod list;
-pub mod migrate;
-pub mod store;
 
 use clap::{Args, Subcommand};
 
