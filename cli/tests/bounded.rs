@@ -26,7 +26,11 @@ fn header() -> String {
 
 fn message(out: &mut Vec<u8>, id: u64, parent: Option<u64>, ts: &str, text: &str) {
     let parent = parent.map_or("null".to_string(), |p| format!("\"{p:08x}\""));
-    let role = if id.is_multiple_of(2) { "user" } else { "assistant" };
+    let role = if id.is_multiple_of(2) {
+        "user"
+    } else {
+        "assistant"
+    };
     writeln!(
         out,
         r#"{{"type":"message","id":"{id:08x}","parentId":{parent},"timestamp":"{ts}","message":{{"role":"{role}","content":[{{"type":"text","text":"{text}"}}],"timestamp":1767225600000}}}}"#

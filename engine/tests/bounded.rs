@@ -312,7 +312,11 @@ fn a_200_000_entry_v1_session_migrates() {
     let mut bytes = br#"{"type":"session","id":"0192f000-0000-7000-8000-00000000b0dd","timestamp":"2026-01-01T00:00:00.000Z","cwd":"/tmp"}"#.to_vec();
     bytes.push(b'\n');
     for i in 0..n {
-        let role = if i.is_multiple_of(2) { "user" } else { "assistant" };
+        let role = if i.is_multiple_of(2) {
+            "user"
+        } else {
+            "assistant"
+        };
         writeln!(
             bytes,
             r#"{{"type":"message","timestamp":"{TS}","message":{{"role":"{role}","content":"m","timestamp":1}}}}"#
