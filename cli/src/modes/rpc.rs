@@ -394,7 +394,9 @@ impl Rpc {
                     Some(p) => PathBuf::from(p),
                     None => PathBuf::from(format!("pi-session-{}.html", a.session_id())),
                 };
-                std::fs::write(&path, export_html(&a.messages()))
+                // The same whole-tree, script-free page as `pi sessions export --format html`.
+                let html = a.with_session(pi_engine::export::html::render);
+                std::fs::write(&path, html)
                     .map_err(|e| format!("cannot write {}: {e}", path.display()))?;
                 Ok(Some(json!({"path": path.display().to_string()})))
             }
@@ -656,48 +658,4 @@ fn tree_json(s: &Session) -> Value {
     Value::Array(tree.roots.iter().filter_map(|r| built.remove(r)).collect())
 }
 
-fn escape(s: &str) -> String {
-    s.replace('&', "&amp;")
-        .replace('<', "&lt;")
-        .replace('>', "&gt;")
-        .replace('"', "&quot;")
-}
 
-/// A self-contained HTML page of the conversation (a plain rendering; Pi's themed exporter
-/// is a TUI concern).
-fn export_html(messages: &[Value]) -> String {
-    let mut body = String::new();
-    for m in messages {
-        let role = m["role"].as_str().unwrap_or("");
-        let text = match role {
-            "bashExecution" => format!(
-                "$ {}\n{}",
-                m["command"].as_str().unwrap_or(""),
-                m["output"].as_str().unwrap_or("")
-            ),
-            "compactionSummary" | "branchSummary" => {
-                m["summary"].as_str().unwrap_or("").to_string()
-            }
-            _ => {
-                let mut t = pi_engine::context::transcript::content_text(&m["content"], "\n");
-                for b in m["content"].as_array().into_iter().flatten() {
-                    if b["type"] == "toolCall" {
-                        t.push_str(&format!(
-                            "\n→ {}({})",
-                            b["name"].as_str().unwrap_or(""),
-                            b["arguments"]
-                        ));
-                    }
-                }
-                t
-            }
-        };
-        body.push_str(&format!(
-            "<div class=\"msg {role}\"><div class=\"role\">{role}</div><pre>{}</pre></div>\n",
-            escape(&text)
-        ));
-    }
-    format!(
-        "<!DOCTYPE html>\n<html><head><meta charset=\"utf-8\"><title>pi session</title>\n<style>body{{font-family:sans-serif;max-width:60em;margin:auto}}.role{{font-weight:bold}}pre{{white-space:pre-wrap}}</style></head><body>\n{body}</body></html>\n"
-    )
-}
