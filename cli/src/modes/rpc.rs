@@ -657,5 +657,3 @@ fn tree_json(s: &Session) -> Value {
     }
     Value::Array(tree.roots.iter().filter_map(|r| built.remove(r)).collect())
 }
-
-
