@@ -40,7 +40,11 @@ fn header(id: &str) -> SessionHeader {
 
 /// A message entry of roughly the size Pi writes for a short turn (~450 bytes).
 fn entry(i: usize, parent: Option<&str>) -> StoredEntry {
-    let role = if i.is_multiple_of(2) { "user" } else { "assistant" };
+    let role = if i.is_multiple_of(2) {
+        "user"
+    } else {
+        "assistant"
+    };
     let parent = parent.map_or("null".to_string(), |p| format!("\"{p}\""));
     StoredEntry::from_line(
         format!(
