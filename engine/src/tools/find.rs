@@ -20,7 +20,7 @@ use serde_json::Map;
 use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
-use super::paths::resolve_to_cwd;
+use super::paths::search_root;
 use super::truncate::format_size;
 use super::truncate::truncate_head;
 use super::truncate::DEFAULT_MAX_BYTES;
@@ -223,12 +223,7 @@ impl Tool for FindTool {
         if cancel.is_cancelled() {
             return Err(ToolError::aborted());
         }
-        let path_arg = args
-            .get("path")
-            .and_then(Value::as_str)
-            .filter(|p| !p.is_empty())
-            .unwrap_or(".");
-        let search_path: PathBuf = resolve_to_cwd(path_arg, &ctx.cwd);
+        let search_path: PathBuf = search_root(&args, &ctx.cwd);
         let pattern = args
             .get("pattern")
             .and_then(Value::as_str)

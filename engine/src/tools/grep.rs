@@ -27,7 +27,7 @@ use serde_json::Map;
 use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
-use super::paths::resolve_to_cwd;
+use super::paths::search_root;
 use super::truncate::format_size;
 use super::truncate::truncate_head;
 use super::truncate::truncate_line;
@@ -392,12 +392,7 @@ impl Tool for GrepTool {
         if cancel.is_cancelled() {
             return Err(ToolError::aborted());
         }
-        let path_arg = args
-            .get("path")
-            .and_then(Value::as_str)
-            .filter(|p| !p.is_empty())
-            .unwrap_or(".");
-        let search_path = resolve_to_cwd(path_arg, &ctx.cwd);
+        let search_path = search_root(&args, &ctx.cwd);
         let Ok(metadata) = tokio::fs::metadata(&search_path).await else {
             return Err(ToolError::new(format!(
                 "Path not found: {}",

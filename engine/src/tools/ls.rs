@@ -10,7 +10,7 @@ use tokio_util::sync::CancellationToken;
 use unicode_normalization::UnicodeNormalization;
 
 use super::fs_util::node_path_error;
-use super::paths::resolve_to_cwd;
+use super::paths::search_root;
 use super::truncate::format_size;
 use super::truncate::truncate_head;
 use super::truncate::DEFAULT_MAX_BYTES;
@@ -110,12 +110,7 @@ impl Tool for LsTool {
         if cancel.is_cancelled() {
             return Err(ToolError::aborted());
         }
-        let path_arg = args
-            .get("path")
-            .and_then(Value::as_str)
-            .filter(|p| !p.is_empty())
-            .unwrap_or(".");
-        let dir = resolve_to_cwd(path_arg, &ctx.cwd);
+        let dir = search_root(&args, &ctx.cwd);
         // A limit of 0 would list nothing and report "(empty directory)", so it means 1.
         let limit = args
             .get("limit")

@@ -91,6 +91,17 @@ pub(crate) fn normalize_lexically(path: &Path) -> PathBuf {
 }
 
 /// Resolves a model-supplied path against `cwd` (Pi's `resolveToCwd`).
+/// The directory a search tool works in: its optional `path` argument (missing or
+/// empty means `.`) resolved against the working directory.
+pub(crate) fn search_root(args: &serde_json::Value, cwd: &Path) -> PathBuf {
+    let path = args
+        .get("path")
+        .and_then(serde_json::Value::as_str)
+        .filter(|p| !p.is_empty())
+        .unwrap_or(".");
+    resolve_to_cwd(path, cwd)
+}
+
 pub(crate) fn resolve_to_cwd(path: &str, cwd: &Path) -> PathBuf {
     let expanded = expand_path(path);
     let expanded = Path::new(&expanded);
