@@ -469,6 +469,7 @@ pub fn build_agent(args: &RunArgs, env: &Env, sink: EventSink) -> anyhow::Result
             system_prompt: args.system_prompt.clone(),
             append_system_prompt: args.append_system_prompt.clone(),
             system_message: Some(system_message(env, &tools)),
+            reloaded: false,
         },
         retry,
         compaction: env.settings.compaction,
@@ -541,7 +542,10 @@ pub fn build_agent(args: &RunArgs, env: &Env, sink: EventSink) -> anyhow::Result
 
 /// The session's system message, as `engine::config` builds it (context files, skills,
 /// SYSTEM.md / APPEND_SYSTEM.md, `--system-prompt`, `--append-system-prompt`).
-fn system_message(env: &Env, tools: &[Arc<dyn pi_engine::tools::Tool>]) -> serde_json::Value {
+pub(crate) fn system_message(
+    env: &Env,
+    tools: &[Arc<dyn pi_engine::tools::Tool>],
+) -> serde_json::Value {
     let cwd = Path::new(&env.cwd);
     let resources = &env.resources;
     pi_engine::config::build_system_message(&pi_engine::config::SystemPromptInput {

@@ -25,6 +25,11 @@ pub struct PromptOptions {
     /// files, skills, SYSTEM.md…). When set it is used as is (with a fresh timestamp) and the
     /// two fields above are ignored: config already applied them.
     pub system_message: Option<Value>,
+    /// Set by [`super::AgentSession::set_system_message`] (`/reload`): from then on a branch
+    /// that already has a system message gets a patch of the sections that differ. Before
+    /// any reload the first system message of a branch stands, so resuming a session that
+    /// another build wrote does not rewrite its prompt.
+    pub reloaded: bool,
 }
 
 /// The sections of the system prompt, in Pi's order.
@@ -117,4 +122,59 @@ pub fn system_message(
         );
     }
     Value::Object(m)
+}
+
+impl super::AgentSession {
+    /// The active tools (what the system message declares).
+    pub fn tools(&self) -> Vec<Arc<dyn Tool>> {
+        super::lock(&self.shared.state).opts.tools.clone()
+    }
+
+    /// Replaces the prebuilt system message, for Pi's `/reload` after context files, skills
+    /// or prompt templates changed on disk. The session writes it before the next user
+    /// message of a branch, as it does for the first one.
+    pub fn set_system_message(&self, message: Value) {
+        let mut st = super::lock(&self.shared.state);
+        st.opts.prompt.system_message = Some(message);
+        st.opts.prompt.reloaded = true;
+    }
+}
+
+/// A system message patching the sections of `current` (the prompt the model has, replayed
+/// from the transcript) into those of `full`; `None` when they are the same.
+pub fn sections_patch(current: &Value, full: &Value) -> Option<Value> {
+    let empty = Map::new();
+    let sections = |v: &Value| v.get("sections").and_then(Value::as_object).cloned();
+    let previous = sections(current).unwrap_or_else(|| empty.clone());
+    let wanted = sections(full).unwrap_or(empty);
+    let patch = crate::config::diff_system_sections(&previous, &wanted)?;
+    let mut m = Map::new();
+    m.insert("role".into(), "system".into());
+    m.insert("content".into(), "".into());
+    m.insert("sections".into(), Value::Object(patch));
+    m.insert(
+        "timestamp".into(),
+        full.get("timestamp").cloned().unwrap_or(Value::Null),
+    );
+    Some(Value::Object(m))
+}
+
+#[cfg(test)]
+mod patch_tests {
+    use super::*;
+
+    #[test]
+    fn sections_patch_carries_only_what_changed() {
+        let current = json!({"role": "system", "content": "",
+            "sections": {"preamble": "p", "context": "old", "gone": "x"}});
+        let full = json!({"role": "system", "content": "", "timestamp": 7,
+            "sections": {"preamble": "p", "context": "new"}});
+        let patch = sections_patch(&current, &full);
+        assert_eq!(
+            patch,
+            Some(json!({"role": "system", "content": "", "timestamp": 7,
+                "sections": {"context": "new", "gone": null}}))
+        );
+        assert_eq!(sections_patch(&full, &full), None);
+    }
 }

@@ -241,28 +241,33 @@ impl AgentSession {
         Ok(())
     }
 
-    /// The system message to write before the next user message, when the branch's
-    /// context has none yet (a new session, or a branch that starts before it).
+    /// The system message to write before the next user message: the whole prompt when the
+    /// branch's context has none yet (a new session, or a branch that starts before it);
+    /// after `/reload` picked up new context files or skills, a patch of the sections that
+    /// differ from the branch's prompt (as Pi diffs before a request); else nothing.
     fn pending_system_message(&self) -> Option<Value> {
         let st = lock(&self.shared.state);
-        let has_system = {
+        let current = {
             let s = &st.session;
             let branch = s.branch_path();
             let path = SessionPath::new(s, &branch.entries);
-            context::project(&path)
+            let projected = context::project(&path);
+            let has_system = projected
                 .messages()
-                .any(|m| m.get("role").and_then(Value::as_str) == Some("system"))
+                .any(|m| m.get("role").and_then(Value::as_str) == Some("system"));
+            if has_system && !st.opts.prompt.reloaded {
+                return None;
+            }
+            has_system
+                .then(|| context::transcript::current_system_message(projected.messages()))
+                .flatten()
         };
-        if has_system {
-            return None;
-        }
         let cwd = st.opts.cwd.display().to_string();
-        Some(prompt::system_message(
-            &st.opts.tools,
-            &cwd,
-            &st.opts.prompt,
-            now_millis(),
-        ))
+        let full = prompt::system_message(&st.opts.tools, &cwd, &st.opts.prompt, now_millis());
+        match current {
+            None => Some(full),
+            Some(current) => prompt::sections_patch(&current, &full),
+        }
     }
 
     /// Emits `message_start`/`message_end` for a message and persists it. Returns the entry id.
