@@ -6,8 +6,10 @@
 //! here only forwards each value into a channel, which the UI drains once per frame, so
 //! the agent never waits on drawing.
 
-use super::driver::{AgentDriver, AgentEvent, BranchSummary, ModelInfo, ThinkingLevel};
+use super::driver::{AgentDriver, AgentEvent, BranchSummary, ModelInfo, Reloaded, ThinkingLevel};
+use super::session_ops;
 use super::TuiOptions;
+use anyhow::{anyhow, bail};
 use pi_engine::agent::{AgentSession, EventSink};
 use serde_json::Value;
 use std::path::Path;
@@ -18,6 +20,8 @@ pub struct AgentSessionDriver {
     agent: AgentSession,
     /// How sessions are opened and created (the modes' setup), for /resume and /new.
     env: Option<crate::modes::Env>,
+    /// The command line, for /reload (`--models`, `--system-prompt`, trust flags).
+    args: crate::RunArgs,
     /// Skills and prompt templates that typed input expands to.
     resources: pi_engine::config::Resources,
     runtime: tokio::runtime::Handle,
@@ -51,6 +55,7 @@ impl AgentSessionDriver {
         AgentSessionDriver {
             agent,
             env: None,
+            args: crate::RunArgs::default(),
             resources: pi_engine::config::Resources::default(),
             runtime,
             events,
@@ -67,6 +72,18 @@ impl AgentSessionDriver {
     /// Enables /resume and /new, which open and create sessions as the modes do.
     pub fn with_env(mut self, env: crate::modes::Env) -> Self {
         self.env = Some(env);
+        self
+    }
+
+    /// The session setup, for tests that check what /reload loaded.
+    #[cfg(test)]
+    pub(crate) fn env(&self) -> Option<&crate::modes::Env> {
+        self.env.as_ref()
+    }
+
+    /// The command line the session was set up with, which /reload applies again.
+    pub fn with_args(mut self, args: crate::RunArgs) -> Self {
+        self.args = args;
         self
     }
 
@@ -299,46 +316,233 @@ impl AgentDriver for AgentSessionDriver {
         })?;
         Ok(())
     }
+
+    fn fork(&mut self, entry_id: &str) -> anyhow::Result<String> {
+        let Some(env) = &self.env else {
+            bail!("no session setup available")
+        };
+        if self.agent.is_streaming() {
+            bail!("wait for the current response to finish");
+        }
+        let (parent, text) = self.agent.with_session(|s| {
+            let idx = s
+                .find(entry_id)
+                .filter(|&i| s.entry(i).is_message_with_role("user"))
+                .ok_or_else(|| anyhow!("Invalid entry ID for forking"))?;
+            let value = s.entry_value(idx);
+            let parent = value
+                .get("parentId")
+                .and_then(Value::as_str)
+                .map(str::to_string);
+            let text = session_ops::user_text(value.pointer("/message/content"));
+            Ok::<_, anyhow::Error>((parent, text))
+        })?;
+        let file = self.agent.session_file();
+        let parent_session = if env.no_session {
+            None
+        } else {
+            file.as_ref().map(|p| p.display().to_string())
+        };
+        match parent {
+            // The first message: a new, empty session that names this one as its parent.
+            None => {
+                let (session, persist) = env.new_session(parent_session)?;
+                self.agent.replace_session(session, persist);
+                self.agent.start_new()?;
+            }
+            Some(leaf) => {
+                if !env.no_session && file.as_ref().is_some_and(|f| !f.is_file()) {
+                    bail!("This session has not been saved yet. Send a message before cloning or forking it.");
+                }
+                let header = pi_formats::header::NewHeader::new(
+                    pi_formats::id::session_id(),
+                    pi_formats::time::now_iso(),
+                    env.cwd.clone(),
+                    parent_session,
+                );
+                let lines = self
+                    .agent
+                    .with_session(|s| s.branched_lines(&leaf, &header))?;
+                let (session, persist) = env.create_from_lines(lines)?;
+                self.agent.replace_session(session, persist);
+                self.agent.restore_from_session();
+            }
+        }
+        Ok(text)
+    }
+
+    fn import_session(&mut self, path: &str) -> anyhow::Result<String> {
+        let Some(env) = &self.env else {
+            bail!("no session setup available")
+        };
+        if self.agent.is_streaming() {
+            bail!("wait for the current response to finish");
+        }
+        let home = pi_engine::config::home_dir();
+        let source =
+            Path::new(&env.cwd).join(pi_engine::config::expand_tilde(path, home.as_deref()));
+        if !source.exists() {
+            bail!("Session file not found: {}", source.display());
+        }
+        let imported = session_ops::check_import_file(&source)?;
+        // Pi asks what to do when the session's directory is gone; we refuse before copying.
+        if let Some(cwd) = imported
+            .header()
+            .and_then(|h| h.get("cwd").and_then(Value::as_str).map(str::to_string))
+        {
+            if !cwd.is_empty() && !Path::new(&cwd).is_dir() {
+                bail!(
+                    "{}: the session's working directory {cwd} does not exist",
+                    source.display()
+                );
+            }
+        }
+        let id = imported
+            .session_id()
+            .ok_or_else(|| anyhow!("{}: the session header has no id", source.display()))?;
+        let (session, persist, location) = match &env.spec {
+            pi_storage::StoreSpec::Jsonl(_) => {
+                let dir = self
+                    .agent
+                    .session_file()
+                    .and_then(|f| f.parent().map(Path::to_path_buf))
+                    .ok_or_else(|| anyhow!("the current session has no directory"))?;
+                let flat = pi_storage::JsonlStore::open(
+                    pi_storage::JsonlLayout::Flat { dir: dir.clone() },
+                    Default::default(),
+                );
+                let sid = pi_storage::SessionId::new(id.clone());
+                // Two files with one id would leave appends going to whichever is found first.
+                if let Ok(existing) = flat.session_path(&sid) {
+                    let same = existing.canonicalize().ok() == source.canonicalize().ok();
+                    if !same {
+                        bail!(
+                            "session {id} is already stored as {}; resume it with /resume",
+                            existing.display()
+                        );
+                    }
+                }
+                let dest = session_ops::copy_into_dir(&source, &dir)?;
+                let (session, persist) = env.open_file(&dest)?;
+                (session, persist, dest.display().to_string())
+            }
+            _ => {
+                let store = pi_storage::open_store(&env.spec, &env.store_options)
+                    .map_err(|e| anyhow!("{e}"))?;
+                let outcome = pi_storage::transfer::import_jsonl(store.as_ref(), &source)
+                    .map_err(|e| anyhow!("{e}"))?;
+                drop(store);
+                let (session, persist) = env.open_ref(outcome.id.as_str())?;
+                (session, persist, outcome.id.as_str().to_string())
+            }
+        };
+        self.agent.replace_session(session, persist);
+        self.agent.restore_from_session();
+        Ok(location)
+    }
+
+    fn reload(&mut self) -> anyhow::Result<Reloaded> {
+        let Some(env) = self.env.as_mut() else {
+            bail!("no session setup available")
+        };
+        if self.agent.is_streaming() {
+            bail!("Wait for the current response to finish before reloading.");
+        }
+        let cwd = std::path::PathBuf::from(&env.cwd);
+        let settings = crate::modes::Settings::load(&env.agent_dir, &cwd, &self.args)?;
+        env.resources = settings.resources(&env.agent_dir, &cwd, &self.args);
+        env.settings = settings;
+        self.resources = env.resources.clone();
+        // The next prompt patches the sections that changed into the session.
+        let tools = self.agent.tools();
+        self.agent
+            .set_system_message(crate::modes::system_message(env, &tools));
+        Ok(read_ui(env, &self.args))
+    }
 }
 
-/// Reads the UI keys of settings.json (global, then the project's `.pi/settings.json` on
-/// top), which the modes' `Settings` does not carry.
-fn ui_settings(agent_dir: &Path, cwd: &Path, opts: &mut TuiOptions) {
-    let read = |p: &Path| -> Option<Value> {
-        serde_json::from_str(&std::fs::read_to_string(p).ok()?).ok()
+/// What the UI takes from the settings and resources: header rows, slash commands, view
+/// settings and the ctrl+p scope. Project settings and project resources are in `env`
+/// only when the project is trusted (`modes::Settings` decides).
+pub fn read_ui(env: &crate::modes::Env, args: &crate::RunArgs) -> Reloaded {
+    let cfg = &env.settings.config;
+    let res = &env.resources;
+    let home = std::env::var("HOME").unwrap_or_default();
+    let short = |p: &Path| {
+        let text = p.display().to_string();
+        match text.strip_prefix(&home) {
+            Some(rest) if !home.is_empty() => format!("~{rest}"),
+            _ => text,
+        }
     };
-    for v in [
-        read(&agent_dir.join("settings.json")),
-        read(&cwd.join(".pi").join("settings.json")),
-    ]
-    .into_iter()
-    .flatten()
-    {
-        if let Some(b) = v.get("quietStartup").and_then(Value::as_bool) {
-            opts.quiet_startup = b;
-        }
-        if let Some(t) = v.get("theme").and_then(Value::as_str) {
-            opts.theme = t.to_string();
-        }
-        if let Some(b) = v
-            .pointer("/branchSummary/skipPrompt")
-            .and_then(Value::as_bool)
-        {
-            opts.skip_branch_prompt = b;
-        }
-        if let Some(b) = v.get("hideThinkingBlock").and_then(Value::as_bool) {
-            opts.show_thinking = !b;
-        }
-        if let Some(e) = v.get("externalEditor").and_then(Value::as_str) {
-            opts.external_editor = Some(e.to_string());
-        }
-        if let Some(list) = v.get("enabledModels").and_then(Value::as_array) {
-            opts.scoped_models = list
-                .iter()
-                .filter_map(Value::as_str)
-                .map(str::to_string)
-                .collect();
-        }
+    let mut loaded: Vec<(String, String)> = res
+        .context_files
+        .iter()
+        .map(|f| (short(&f.path), "context".to_string()))
+        .collect();
+    loaded.extend(
+        res.skills
+            .iter()
+            .map(|s| (format!("/skill:{}", s.name), "skill".to_string())),
+    );
+    loaded.extend(
+        res.prompt_templates
+            .iter()
+            .map(|t| (format!("/{}", t.name), "template".to_string())),
+    );
+    let mut commands: Vec<super::app::Command> = res
+        .skills
+        .iter()
+        .map(|s| super::app::Command {
+            name: format!("skill:{}", s.name),
+            description: s.description.clone(),
+        })
+        .collect();
+    commands.extend(res.prompt_templates.iter().map(|t| super::app::Command {
+        name: t.name.clone(),
+        description: t.description.clone(),
+    }));
+    let mut warnings: Vec<String> = cfg.errors().iter().map(|e| e.to_string()).collect();
+    warnings.extend(
+        res.diagnostics
+            .iter()
+            .map(|d| format!("{}: {}", d.path.display(), d.message)),
+    );
+    // `--models` wins over `enabledModels`, as in Pi.
+    let patterns: Vec<String> = match &args.models {
+        Some(list) => list
+            .split(',')
+            .map(|s| s.trim().to_string())
+            .filter(|s| !s.is_empty())
+            .collect(),
+        None => cfg.enabled_models().unwrap_or_default(),
+    };
+    let (scoped, scope_warnings) =
+        pi_engine::config::resolve_model_scope(&patterns, &env.registry.models);
+    warnings.extend(scope_warnings);
+    Reloaded {
+        loaded,
+        commands,
+        quiet_startup: cfg.quiet_startup().is_some(),
+        theme: cfg.theme().unwrap_or("dark").to_string(),
+        show_thinking: !cfg.hide_thinking_block(),
+        skip_branch_prompt: cfg.branch_summary().skip_prompt,
+        external_editor: cfg
+            .get("externalEditor")
+            .and_then(Value::as_str)
+            .filter(|e| !e.trim().is_empty())
+            .map(str::to_string),
+        scoped_models: scoped
+            .iter()
+            .map(|s| {
+                (
+                    format!("{}/{}", s.model.provider, s.model.id),
+                    s.thinking_level
+                        .and_then(|l| ThinkingLevel::parse(l.as_str())),
+                )
+            })
+            .collect(),
+        warnings,
     }
 }
 
@@ -359,54 +563,29 @@ pub fn run_with_args(args: crate::RunArgs) -> anyhow::Result<i32> {
     let mut opts = TuiOptions::new(cwd.clone());
     opts.agent_dir = env.agent_dir.clone();
     opts.open_resume = args.resume;
-    ui_settings(&env.agent_dir, &cwd, &mut opts);
-    // Project resources need the project's trust, which the modes decide; until the
-    // interactive trust prompt exists only global skills, templates and context load here.
-    let resources = pi_engine::config::Resources::load(&pi_engine::config::ResourceOptions::new(
-        &env.agent_dir,
-        &cwd,
-        false,
-    ));
-    let res = &resources;
-    let home = std::env::var("HOME").unwrap_or_default();
-    let short = |p: &Path| {
-        let text = p.display().to_string();
-        match text.strip_prefix(&home) {
-            Some(rest) if !home.is_empty() => format!("~{rest}"),
-            _ => text,
-        }
-    };
-    opts.loaded.extend(
-        res.context_files
-            .iter()
-            .map(|f| (short(&f.path), "context".to_string())),
-    );
-    opts.loaded.extend(
-        res.skills
-            .iter()
-            .map(|s| (format!("/skill:{}", s.name), "skill".to_string())),
-    );
-    opts.loaded.extend(
-        res.prompt_templates
-            .iter()
-            .map(|t| (format!("/{}", t.name), "template".to_string())),
-    );
-    opts.commands
-        .extend(res.skills.iter().map(|s| super::app::Command {
-            name: format!("skill:{}", s.name),
-            description: s.description.clone(),
-        }));
-    opts.commands
-        .extend(res.prompt_templates.iter().map(|t| super::app::Command {
-            name: t.name.clone(),
-            description: t.description.clone(),
-        }));
+    let ui = read_ui(&env, &args);
+    opts.quiet_startup = ui.quiet_startup;
+    opts.theme = ui.theme;
+    opts.skip_branch_prompt = ui.skip_branch_prompt;
+    opts.show_thinking = ui.show_thinking;
+    opts.external_editor = ui.external_editor;
+    opts.scoped_models = ui.scoped_models.iter().map(|(k, _)| k.clone()).collect();
+    opts.scoped_thinking = ui
+        .scoped_models
+        .iter()
+        .filter_map(|(k, l)| l.map(|l| (k.clone(), l)))
+        .collect();
+    opts.loaded = ui.loaded;
+    opts.commands = ui.commands;
+    // Settings and resource problems were printed by `Env::new` before the screen switched.
+    let resources = env.resources.clone();
     opts.thinking =
         ThinkingLevel::parse(agent.thinking_level().as_str()).unwrap_or(ThinkingLevel::Off);
     opts.model = agent.model().map(|m| ModelInfo::from_engine(&m));
     opts.store = pi_storage::open_store(&env.spec, &env.store_options).ok();
     let driver = AgentSessionDriver::new(agent, runtime.handle().clone(), errors, events)
         .with_env(env)
+        .with_args(args)
         .with_resources(resources);
     opts.driver = Some(Box::new(driver));
     let code = super::run(opts);

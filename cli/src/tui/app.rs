@@ -5,8 +5,8 @@
 //! for the driver loop in `mod.rs`. Tests feed messages and inspect the state and effects.
 
 use super::dialogs::{
-    fuzzy_score, BranchPrompt, Dialog, ModelPicker, ResumeMode, ResumePicker, ResumeSort,
-    ScopedModels, SessionRow, Setting, SettingsDialog, BRANCH_OPTIONS,
+    fuzzy_score, BranchPrompt, Confirm, Dialog, ForkPicker, ForkRow, ModelPicker, ResumeMode,
+    ResumePicker, ResumeSort, ScopedModels, SessionRow, Setting, SettingsDialog, BRANCH_OPTIONS,
 };
 use super::driver::{AgentEvent, BranchSummary, ModelInfo, ThinkingLevel, Usage};
 use super::editor::Editor;
@@ -69,13 +69,22 @@ pub enum Effect {
     /// Open /resume (the loop lists sessions and calls `open_resume`).
     OpenResume,
     Resume(String),
+    /// ctrl+r in /resume: name a session (any session, not only the current one).
     RenameSession {
+        id: String,
         location: String,
         name: String,
     },
-    DeleteSession(String),
+    /// ctrl+d in /resume, once confirmed.
+    DeleteSession {
+        id: String,
+        location: String,
+    },
     NewSession,
-    Fork,
+    /// Open the /fork message picker (the loop reads the session and calls `open_fork`).
+    OpenFork,
+    /// Fork from before this user message (its entry id).
+    Fork(String),
     Clone,
     SetSessionName(String),
     Copy(String),
@@ -187,6 +196,9 @@ pub struct App {
     pub models: Vec<ModelInfo>,
     /// Models ctrl+p cycles through (empty: all models).
     pub scoped: Vec<String>,
+    /// Thinking levels that `--models` patterns such as `sonnet:high` attach to a scoped
+    /// model; cycling to that model applies the level.
+    pub scoped_thinking: std::collections::HashMap<String, ThinkingLevel>,
     pub model: Option<ModelInfo>,
     pub thinking: ThinkingLevel,
     /// Extra slash commands: skills (`skill:name`) and prompt templates.
@@ -232,6 +244,7 @@ impl App {
             follow_up: Vec::new(),
             models: Vec::new(),
             scoped: Vec::new(),
+            scoped_thinking: std::collections::HashMap::new(),
             model: None,
             thinking: ThinkingLevel::Off,
             commands: Vec::new(),
@@ -249,6 +262,20 @@ impl App {
         if self.settings.quiet_startup {
             return;
         }
+        let rows = self.header_rows(loaded);
+        self.transcript.push(Item::Header(rows));
+    }
+
+    /// After /reload: the header at the top shows the resources loaded now (and the
+    /// shortcuts of the reloaded keymap); a quiet start-up stays without one.
+    pub fn refresh_header(&mut self, loaded: &[(String, String)]) {
+        let rows = self.header_rows(loaded);
+        if let Some(Item::Header(old)) = self.transcript.get_mut(0) {
+            *old = rows;
+        }
+    }
+
+    fn header_rows(&self, loaded: &[(String, String)]) -> Vec<(String, String)> {
         let k = |a: &str| self.keys.hint(a);
         let mut rows = vec![
             (k("app.interrupt"), "to interrupt".to_string()),
@@ -265,7 +292,7 @@ impl App {
             ("@".to_string(), "to reference files".to_string()),
         ];
         rows.extend(loaded.iter().cloned());
-        self.transcript.push(Item::Header(rows));
+        rows
     }
 
     /// Rebuilds the transcript from a session's context messages (Pi message JSON), for
@@ -430,6 +457,37 @@ impl App {
         self.dialog = Some(Dialog::Resume(ResumePicker::new(rows, now_ms)));
     }
 
+    /// The /fork picker over the session's user messages; a notice when there are none.
+    pub fn open_fork(&mut self, rows: Vec<ForkRow>) {
+        if rows.is_empty() {
+            self.notice("No messages to fork from");
+            return;
+        }
+        self.dialog = Some(Dialog::Fork(ForkPicker::new(rows)));
+    }
+
+    /// A rename from /resume was written: show the new name in the open picker.
+    pub fn resume_renamed(&mut self, id: &str, name: &str) {
+        if let Some(Dialog::Resume(r)) = self.dialog.as_mut() {
+            if let Some(row) = r.sessions.iter_mut().find(|s| s.id == id) {
+                row.name = Some(name.to_string());
+            }
+        }
+        if let Some(Dialog::Resume(r)) = self.dialog.as_ref() {
+            if r.current.as_deref() == Some(id) {
+                self.footer.session_name = Some(name.to_string());
+            }
+        }
+    }
+
+    /// A delete from /resume succeeded: drop the row from the open picker.
+    pub fn resume_deleted(&mut self, id: &str) {
+        if let Some(Dialog::Resume(r)) = self.dialog.as_mut() {
+            r.sessions.retain(|s| s.id != id);
+            r.clamp();
+        }
+    }
+
     pub fn open_model_picker(&mut self) {
         let current = self.model.as_ref().map(ModelInfo::key);
         let selected = self
@@ -515,6 +573,7 @@ impl App {
     }
 
     fn cycle_model(&mut self, forward: bool, out: &mut Vec<Effect>) {
+        let scoped = !self.scoped.is_empty();
         let list = self.scoped_models();
         if list.len() < 2 {
             self.notice(if list.is_empty() {
@@ -534,7 +593,20 @@ impl App {
             Some(i) => (i + n - 1) % n,
             None => 0,
         };
-        self.set_model(list[next].clone(), out);
+        let model = list[next].clone();
+        let level = scoped
+            .then(|| self.scoped_thinking.get(&model.key()).copied())
+            .flatten();
+        self.set_model(model.clone(), out);
+        // A `:level` on the scoped pattern wins, clamped to what the model can do.
+        if let Some(level) = level {
+            self.thinking = if model.reasoning {
+                level
+            } else {
+                ThinkingLevel::Off
+            };
+            out.push(Effect::SetThinking(self.thinking));
+        }
     }
 
     fn restore_queue_to_editor(&mut self, steering: Vec<String>, follow_up: Vec<String>) {
@@ -790,7 +862,7 @@ impl App {
                 self.notice(info);
             }
             "tree" => out.push(Effect::OpenTree),
-            "fork" => out.push(Effect::Fork),
+            "fork" => out.push(Effect::OpenFork),
             "clone" => out.push(Effect::Clone),
             "compact" => {
                 self.compacting = true;
@@ -801,9 +873,19 @@ impl App {
                 None => self.notice("No assistant message to copy"),
             },
             "export" => out.push(Effect::Export(arg)),
-            "import" => match arg {
-                Some(f) => out.push(Effect::Import(f)),
-                None => self.notice("Usage: /import <file.jsonl>"),
+            "import" => match path_argument(args) {
+                Some(f) => {
+                    self.dialog = Some(Dialog::Confirm(Confirm {
+                        title: "Import session".into(),
+                        message: format!("Replace current session with {f}?"),
+                        yes: Box::new(Effect::Import(f)),
+                        cancelled: "Import cancelled".into(),
+                        selected: 0,
+                    }))
+                }
+                None => self
+                    .transcript
+                    .push(Item::Error("Usage: /import <path.jsonl>".into())),
             },
             "reload" => out.push(Effect::Reload),
             "hotkeys" => self.dialog = Some(Dialog::Hotkeys),
@@ -942,6 +1024,23 @@ impl App {
     }
 }
 
+/// The first argument of a path command, as Pi reads it: up to the first whitespace, or
+/// the text inside matching quotes; `None` when empty or the quote is not closed.
+fn path_argument(args: &str) -> Option<String> {
+    let args = args.trim_start();
+    let first = args.chars().next()?;
+    if first == '"' || first == '\'' {
+        let rest = &args[1..];
+        return rest.find(first).map(|end| rest[..end].to_string());
+    }
+    Some(
+        args.split(char::is_whitespace)
+            .next()
+            .unwrap_or(args)
+            .to_string(),
+    )
+}
+
 /// The update function.
 pub fn update(app: &mut App, msg: Msg) -> Vec<Effect> {
     let mut out = Vec::new();
@@ -988,6 +1087,7 @@ fn dialog_query(d: &mut Dialog) -> Option<&mut String> {
         },
         Dialog::BranchPrompt(b) => b.focus.as_mut(),
         Dialog::Tree(t) => t.label_edit.as_mut(),
+        Dialog::Fork(_) | Dialog::Confirm(_) => None,
         _ => None,
     }
 }
@@ -1094,6 +1194,10 @@ fn on_key(app: &mut App, k: KeyEvent, out: &mut Vec<Effect>) {
     }
     if m("app.model.select") {
         app.open_model_picker();
+        return;
+    }
+    if m("app.session.fork") {
+        out.push(Effect::OpenFork);
         return;
     }
     if m("app.model.cycleBackward") {
@@ -1312,6 +1416,36 @@ fn on_dialog_key(app: &mut App, k: KeyEvent, out: &mut Vec<Effect>) {
         Dialog::Resume(r) => resume_key(app, r, &k, out),
         Dialog::Tree(t) => tree_key(app, t, &k, out),
         Dialog::BranchPrompt(b) => branch_key(app, b, &k, out),
+        Dialog::Fork(mut f) => {
+            if m("tui.select.cancel") {
+                None
+            } else if m("tui.select.confirm") {
+                if let Some(row) = f.rows.get(f.selected) {
+                    out.push(Effect::Fork(row.id.clone()));
+                }
+                None
+            } else {
+                let len = f.rows.len();
+                list_move(&mut f.selected, len, &keys, &k);
+                Some(Dialog::Fork(f))
+            }
+        }
+        Dialog::Confirm(mut c) => {
+            if m("tui.select.confirm") {
+                if c.selected == 0 {
+                    out.push(*c.yes);
+                } else {
+                    app.notice(c.cancelled);
+                }
+                None
+            } else if m("tui.select.cancel") {
+                app.notice(c.cancelled);
+                None
+            } else {
+                list_move(&mut c.selected, 2, &keys, &k);
+                Some(Dialog::Confirm(c))
+            }
+        }
     };
     app.dialog = next;
 }
@@ -1366,15 +1500,17 @@ fn resume_key(
     k: &KeyEvent,
     out: &mut Vec<Effect>,
 ) -> Option<Dialog> {
-    let keys = &app.keys;
+    let keys = app.keys.clone();
     let m = |a: &str| keys.matches(a, k);
     match r.mode.clone() {
         ResumeMode::ConfirmDelete => {
+            // The row goes once the loop reports the file gone (`resume_deleted`).
             if k.code == KeyCode::Char('y') || m("tui.select.confirm") {
-                if let Some(row) = r.selected_row().cloned() {
-                    out.push(Effect::DeleteSession(row.location.clone()));
-                    r.sessions.retain(|s| s.location != row.location);
-                    r.clamp();
+                if let Some(row) = r.selected_row() {
+                    out.push(Effect::DeleteSession {
+                        id: row.id.clone(),
+                        location: row.location.clone(),
+                    });
                 }
             }
             r.mode = ResumeMode::Browse;
@@ -1384,14 +1520,18 @@ fn resume_key(
             if m("tui.select.cancel") {
                 r.mode = ResumeMode::Browse;
             } else if m("tui.select.confirm") {
-                if let Some(row) = r.selected_row().cloned() {
-                    let name = name.trim().to_string();
-                    if let Some(s) = r.sessions.iter_mut().find(|s| s.location == row.location) {
-                        s.name = (!name.is_empty()).then(|| name.clone());
-                    }
+                // Pi ignores an empty name and stays in the rename field.
+                let trimmed = name.trim().to_string();
+                if trimmed.is_empty() {
+                    r.mode = ResumeMode::Rename(name);
+                    return Some(Dialog::Resume(r));
+                }
+                // The row shows the name once the loop has written it (`resume_renamed`).
+                if let Some(row) = r.selected_row() {
                     out.push(Effect::RenameSession {
-                        location: row.location,
-                        name,
+                        id: row.id.clone(),
+                        location: row.location.clone(),
+                        name: trimmed,
                     });
                 }
                 r.mode = ResumeMode::Browse;
@@ -1429,12 +1569,18 @@ fn resume_key(
                     r.mode = ResumeMode::Rename(row.name.clone().unwrap_or_default());
                 }
             } else if m("app.session.delete") {
-                if r.selected_row().is_some() {
-                    r.mode = ResumeMode::ConfirmDelete;
+                match r.selected_row() {
+                    Some(row) if r.current.as_deref() == Some(row.id.as_str()) => {
+                        app.transcript.push(Item::Error(
+                            "Cannot delete the currently active session".into(),
+                        ));
+                    }
+                    Some(_) => r.mode = ResumeMode::ConfirmDelete,
+                    None => {}
                 }
             } else {
                 let len = r.filtered().len();
-                if !list_move(&mut r.selected, len, keys, k) && edit_text(&mut r.query, k) {
+                if !list_move(&mut r.selected, len, &keys, k) && edit_text(&mut r.query, k) {
                     r.selected = 0;
                 }
             }

@@ -1,5 +1,6 @@
-//! Dialog states: the model picker, scoped models, settings, the /resume picker, the
-//! three-way branch-summary prompt and the hotkeys list. Plain data; keys are handled in
+//! Dialog states: the model picker, scoped models, settings, the /resume picker, the /fork
+//! message picker, the three-way branch-summary prompt, yes/no confirmations and the hotkeys
+//! list. Plain data; keys are handled in
 //! `app.rs`, drawing in `render.rs`.
 
 use super::driver::ModelInfo;
@@ -131,6 +132,8 @@ pub struct ResumePicker {
     pub mode: ResumeMode,
     /// Milliseconds "now", for relative ages; fixed in tests.
     pub now_ms: i64,
+    /// The session being worked in (its id), which cannot be deleted.
+    pub current: Option<String>,
 }
 
 impl ResumePicker {
@@ -144,6 +147,7 @@ impl ResumePicker {
             named_only: false,
             mode: ResumeMode::Browse,
             now_ms,
+            current: None,
         }
     }
 
@@ -196,6 +200,42 @@ pub struct BranchPrompt {
 
 pub const BRANCH_OPTIONS: [&str; 3] = ["No summary", "Summarize", "Summarize with custom prompt"];
 
+/// One user message /fork can start from.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ForkRow {
+    /// The message's entry id.
+    pub id: String,
+    pub text: String,
+}
+
+/// /fork: pick a user message; the new session holds everything before it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ForkPicker {
+    /// Every user message with text, in file order (Pi's `getUserMessagesForForking`).
+    pub rows: Vec<ForkRow>,
+    pub selected: usize,
+}
+
+impl ForkPicker {
+    /// Starts on the last message, as Pi does.
+    pub fn new(rows: Vec<ForkRow>) -> ForkPicker {
+        let selected = rows.len().saturating_sub(1);
+        ForkPicker { rows, selected }
+    }
+}
+
+/// A yes/no question; `yes` is carried out on confirm.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Confirm {
+    pub title: String,
+    pub message: String,
+    pub yes: Box<super::app::Effect>,
+    /// Shown when the answer is no.
+    pub cancelled: String,
+    /// 0: Yes, 1: No.
+    pub selected: usize,
+}
+
 #[derive(Debug, Clone, PartialEq)]
 pub enum Dialog {
     ModelPicker(ModelPicker),
@@ -204,6 +244,8 @@ pub enum Dialog {
     Tree(Box<TreeNav>),
     Resume(ResumePicker),
     BranchPrompt(BranchPrompt),
+    Fork(ForkPicker),
+    Confirm(Confirm),
     Hotkeys,
 }
 

@@ -352,6 +352,42 @@ pub trait AgentDriver {
     fn set_label(&mut self, _id: &str, _label: Option<&str>) -> anyhow::Result<()> {
         anyhow::bail!("labels are not supported by this agent")
     }
+
+    /// `/fork`: continues in a new session holding the path up to the parent of the user
+    /// message `entry_id` (Pi's `createBranchedSession`; an empty session when that message
+    /// was the first). Returns the message's text, which goes back into the editor.
+    fn fork(&mut self, _entry_id: &str) -> anyhow::Result<String> {
+        anyhow::bail!("forking is not supported by this agent")
+    }
+
+    /// `/import FILE`: copies a session file into the current session directory (or store)
+    /// and switches to it. Returns where the imported session now lives.
+    fn import_session(&mut self, _path: &str) -> anyhow::Result<String> {
+        anyhow::bail!("importing sessions is not supported by this agent")
+    }
+
+    /// `/reload`: reads settings, context files, skills and prompt templates again.
+    fn reload(&mut self) -> anyhow::Result<Reloaded> {
+        anyhow::bail!("reloading is not supported by this agent")
+    }
+}
+
+/// What `/reload` (and start-up) read from disk for the UI.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Reloaded {
+    /// Header rows for context files, skills and templates: (name, kind).
+    pub loaded: Vec<(String, String)>,
+    /// Skill and template slash commands.
+    pub commands: Vec<super::app::Command>,
+    pub quiet_startup: bool,
+    pub theme: String,
+    pub show_thinking: bool,
+    pub skip_branch_prompt: bool,
+    pub external_editor: Option<String>,
+    /// Models for ctrl+p as `provider/id`, with a thinking level where the pattern gave one.
+    pub scoped_models: Vec<(String, Option<ThinkingLevel>)>,
+    /// Problems found while loading, one line each.
+    pub warnings: Vec<String>,
 }
 
 /// A scripted agent for tests and for running the UI before a runtime exists: every prompt

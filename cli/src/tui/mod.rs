@@ -32,6 +32,7 @@ pub mod editor;
 pub mod keys;
 pub mod markdown;
 pub mod render;
+pub mod session_ops;
 pub mod theme;
 pub mod transcript;
 pub mod tree;
@@ -71,8 +72,10 @@ pub struct TuiOptions {
     pub skip_branch_prompt: bool,
     pub theme: String,
     pub thinking: ThinkingLevel,
-    /// Models for ctrl+p (settings' `enabledModels`, as `provider/id`).
+    /// Models for ctrl+p (`--models`, else settings' `enabledModels`, as `provider/id`).
     pub scoped_models: Vec<String>,
+    /// Thinking levels given with scoped models (`--models sonnet:high`).
+    pub scoped_thinking: std::collections::HashMap<String, ThinkingLevel>,
     /// settings' `externalEditor`, before $VISUAL and $EDITOR.
     pub external_editor: Option<String>,
     /// The current model (defaults to the driver's first model).
@@ -102,6 +105,7 @@ impl TuiOptions {
             theme: "dark".into(),
             thinking: ThinkingLevel::Off,
             scoped_models: Vec::new(),
+            scoped_thinking: std::collections::HashMap::new(),
             external_editor: None,
             model: None,
             show_thinking: true,
@@ -176,6 +180,7 @@ pub fn initial_app(opts: &TuiOptions, driver: &dyn AgentDriver) -> App {
     app.settings.external_editor = opts.external_editor.clone();
     app.models = driver.models();
     app.scoped = opts.scoped_models.clone();
+    app.scoped_thinking = opts.scoped_thinking.clone();
     app.model = opts.model.clone().or_else(|| app.models.first().cloned());
     app.thinking = opts.thinking;
     app.commands = opts.commands.clone();
@@ -389,23 +394,20 @@ fn apply_effect(
             Some(s) => app.open_tree(tree::TreeNav::from_session(&s)),
             None => app.notice("No session yet"),
         },
-        Effect::OpenResume => match &opts.store {
-            Some(store) => match store.list_sessions(&pi_storage::summary::ListScope::All) {
-                Ok(list) => app.open_resume(
-                    list.iter().map(dialogs::SessionRow::from_summary).collect(),
-                    now_ms(),
-                ),
-                Err(e) => app.notice(format!("Could not list sessions: {e}")),
-            },
-            None => app.notice("No session store configured"),
-        },
-        Effect::DeleteSession(id) => {
-            if let Some(store) = &opts.store {
-                if let Err(e) = store.delete_session(&pi_storage::SessionId::new(id)) {
-                    app.notice(format!("Delete failed: {e}"));
-                }
-            }
+        Effect::OpenResume => {
+            session_ops::open_resume(app, driver, opts.store.as_deref(), now_ms())
         }
+        Effect::DeleteSession { id, .. } => session_ops::delete(app, opts.store.as_deref(), &id),
+        Effect::RenameSession { id, name, .. } => {
+            session_ops::rename(app, driver, opts.store.as_deref(), &id, &name)
+        }
+        Effect::OpenFork => match driver.session() {
+            Some(s) => app.open_fork(session_ops::fork_rows(&s)),
+            None => app.notice("No messages to fork from"),
+        },
+        Effect::Fork(id) => session_ops::fork(app, driver, &id),
+        Effect::Import(path) => session_ops::import(app, driver, &path),
+        Effect::Reload => session_ops::reload(app, driver, &opts.agent_dir),
         Effect::RunBash { command, excluded } => {
             let tx = tx.clone();
             let cwd = opts.cwd.clone();
@@ -483,8 +485,8 @@ fn apply_effect(
             }
         }
         Effect::SaveScopedModels(list) => {
-            if let Err(e) = save_setting(&opts.agent_dir, "enabledModels", serde_json::json!(list))
-            {
+            let value = serde_json::json!(list);
+            if let Err(e) = save_setting(&opts.agent_dir, "enabledModels", value) {
                 app.notice(format!("Could not save enabledModels: {e}"));
             }
         }
@@ -519,17 +521,6 @@ fn apply_effect(
                 "Failed to export session: {e}"
             ))),
         },
-        Effect::RenameSession { .. } | Effect::Fork | Effect::Import(_) | Effect::Reload => {
-            // These need the agent runtime's session operations; until the adapter lands
-            // they say so instead of silently doing nothing.
-            let what = match effect {
-                Effect::RenameSession { .. } => "Renaming other sessions",
-                Effect::Fork => "/fork",
-                Effect::Import(_) => "/import",
-                _ => "/reload",
-            };
-            app.notice(format!("{what} is not available in this build yet"));
-        }
     }
     Ok(false)
 }
@@ -557,45 +548,24 @@ fn export_session(
     Ok(path)
 }
 
-/// Refreshes what depends on the session after /resume or /new.
+/// Refreshes what depends on the session after /resume, /new or /clone.
 fn after_switch(app: &mut App, driver: &mut dyn AgentDriver, notice: String) {
-    app.load_messages(&driver.messages());
-    app.footer.session_name = driver.session().and_then(|s| s.session_name());
-    app.steering.clear();
-    app.follow_up.clear();
+    session_ops::after_switch(app, driver);
     app.notice(notice);
 }
 
-/// Writes one key into `<agent-dir>/settings.json` (dotted keys nest), keeping the rest.
-fn save_setting(
+/// Writes one key (dotted keys nest) into the global settings.json through
+/// `engine::config`, which re-reads the file, keeps every other key and replaces it
+/// atomically.
+pub fn save_setting(
     agent_dir: &std::path::Path,
     key: &str,
     value: serde_json::Value,
 ) -> anyhow::Result<()> {
-    let path = agent_dir.join("settings.json");
-    let mut root: serde_json::Value = match std::fs::read_to_string(&path) {
-        Ok(t) => serde_json::from_str(&t)?,
-        Err(_) => serde_json::json!({}),
-    };
-    let mut cur = &mut root;
-    let parts: Vec<&str> = key.split('.').collect();
-    for (i, part) in parts.iter().enumerate() {
-        let Some(obj) = cur.as_object_mut() else {
-            anyhow::bail!("settings.json: {key} is not inside an object")
-        };
-        if i + 1 == parts.len() {
-            obj.insert(part.to_string(), value);
-            break;
-        }
-        cur = obj
-            .entry(part.to_string())
-            .or_insert_with(|| serde_json::json!({}));
-    }
-    std::fs::create_dir_all(agent_dir)?;
-    let tmp = path.with_extension("json.tmp");
-    std::fs::write(&tmp, serde_json::to_string_pretty(&root)?)?;
-    std::fs::rename(tmp, path)?;
-    Ok(())
+    let path: Vec<&str> = key.split('.').collect();
+    pi_engine::config::Settings::load_global(agent_dir)
+        .set_global(&path, Some(value))
+        .map_err(|e| anyhow::anyhow!("{e}"))
 }
 
 fn base64_encode(bytes: &[u8]) -> String {

@@ -1,7 +1,9 @@
 //! Drawing: pure functions from `&App` into a ratatui frame.
 
 use super::app::{App, CompletionKind};
-use super::dialogs::{Dialog, ResumeMode, ResumePicker, ResumeSort, BRANCH_OPTIONS, HOTKEYS};
+use super::dialogs::{
+    Dialog, ForkPicker, ResumeMode, ResumePicker, ResumeSort, BRANCH_OPTIONS, HOTKEYS,
+};
 use super::markdown::line_width;
 use super::theme::Theme;
 use super::tree::{NodeKind, TreeNav};
@@ -46,6 +48,8 @@ fn bottom_height(app: &App, area: Rect) -> u16 {
         }
         Some(Dialog::Settings(s)) => (s.items.len() as u16 + 4).min(max),
         Some(Dialog::BranchPrompt(_)) => 8.min(max),
+        Some(Dialog::Fork(_)) => 16.min(max),
+        Some(Dialog::Confirm(_)) => 6.min(max),
         None => {
             let popup = app
                 .completion
@@ -430,6 +434,20 @@ fn draw_dialog(app: &App, d: &Dialog, area: Rect, buf: &mut Buffer) {
                 .collect();
             paint_lines(lines, inner, buf);
         }
+        Dialog::Fork(f) => draw_fork(app, f, area, buf),
+        Dialog::Confirm(c) => {
+            let block = dialog_block(theme, &c.title);
+            let inner = block.inner(area);
+            block.render(area, buf);
+            let mut lines = vec![Line::raw(c.message.as_str()), Line::default()];
+            lines.extend(
+                ["Yes", "No"]
+                    .iter()
+                    .enumerate()
+                    .map(|(i, o)| select_line(theme, i == c.selected, vec![Span::raw(*o)])),
+            );
+            paint_lines(lines, inner, buf);
+        }
         Dialog::Resume(r) => draw_resume(app, r, area, buf),
         Dialog::Tree(t) => draw_tree(app, t, area, buf),
         Dialog::BranchPrompt(b) => {
@@ -478,6 +496,52 @@ fn age(now_ms: i64, then_ms: i64) -> String {
         3600..=86_399 => format!("{}h", s / 3600),
         _ => format!("{}d", s / 86_400),
     }
+}
+
+/// /fork: each user message on one line, then "Message i of n", as Pi's selector shows them.
+fn draw_fork(app: &App, f: &ForkPicker, area: Rect, buf: &mut Buffer) {
+    let theme = &app.theme;
+    let block = dialog_block(theme, "Fork from Message");
+    let inner = block.inner(area);
+    block.render(area, buf);
+    let mut lines = vec![
+        Line::styled(
+            "Select a user message to copy the active path up to that point into a new session",
+            theme.fg(theme.dim),
+        ),
+        Line::default(),
+    ];
+    let n = f.rows.len();
+    // Three lines per message; one line at the bottom for the position when scrolled.
+    let fits = (usize::from(inner.height).saturating_sub(3) / 3).max(1);
+    let start = window_start(f.selected, n, fits);
+    let width = usize::from(inner.width).saturating_sub(2);
+    for (i, row) in f.rows.iter().enumerate().skip(start).take(fits) {
+        let text = row.text.replace('\n', " ");
+        let selected = i == f.selected;
+        let style = if selected {
+            theme.bold(theme.accent)
+        } else {
+            Style::default()
+        };
+        lines.push(select_line(
+            theme,
+            selected,
+            vec![Span::styled(truncate(text.trim(), width), style)],
+        ));
+        lines.push(Line::styled(
+            format!("  Message {} of {n}", i + 1),
+            theme.fg(theme.dim),
+        ));
+        lines.push(Line::default());
+    }
+    if start > 0 || start + fits < n {
+        lines.push(Line::styled(
+            format!("  ({}/{n})", f.selected + 1),
+            theme.fg(theme.dim),
+        ));
+    }
+    paint_lines(lines, inner, buf);
 }
 
 fn draw_resume(app: &App, r: &ResumePicker, area: Rect, buf: &mut Buffer) {

@@ -541,18 +541,27 @@ fn resume_rename_delete_and_select() {
     let mut a = app();
     a.open_resume(resume_rows(), 1_000_000_000);
     update(&mut a, ctrl('r'));
-    for _ in 0..10 {
+    for _ in 0..30 {
         update(&mut a, key(KeyCode::Backspace));
     }
+    // An empty name is ignored and the field stays open, as in Pi.
+    assert!(update(&mut a, key(KeyCode::Enter)).is_empty());
     typed(&mut a, "login");
     let out = update(&mut a, key(KeyCode::Enter));
     assert_eq!(
         out,
         vec![Effect::RenameSession {
+            id: "s1".into(),
             location: "/home/u/.pi/agent/sessions/--work--/s1.jsonl".into(),
             name: "login".into()
         }]
     );
+    // The row changes once the loop reports the write.
+    a.resume_renamed("s1", "login");
+    match &a.dialog {
+        Some(Dialog::Resume(r)) => assert_eq!(r.sessions[0].name.as_deref(), Some("login")),
+        other => panic!("resume picker closed: {other:?}"),
+    }
     update(&mut a, ctrl('d'));
     // Any key but y/enter cancels.
     assert!(update(&mut a, key(KeyCode::Char('n'))).is_empty());
@@ -560,16 +569,136 @@ fn resume_rename_delete_and_select() {
     let out = update(&mut a, key(KeyCode::Char('y')));
     assert_eq!(
         out,
-        vec![Effect::DeleteSession(
-            "/home/u/.pi/agent/sessions/--work--/s1.jsonl".into()
-        )]
+        vec![Effect::DeleteSession {
+            id: "s1".into(),
+            location: "/home/u/.pi/agent/sessions/--work--/s1.jsonl".into()
+        }]
     );
+    a.resume_deleted("s1");
     let out = update(&mut a, key(KeyCode::Enter));
     assert_eq!(
         out,
         vec![Effect::Resume(
             "/home/u/.pi/agent/sessions/--work--/s2.jsonl".into()
         )]
+    );
+}
+
+#[test]
+fn resume_refuses_to_delete_the_current_session() {
+    let mut a = app();
+    a.open_resume(resume_rows(), 1_000_000_000);
+    if let Some(Dialog::Resume(r)) = a.dialog.as_mut() {
+        r.current = Some("s1".into());
+    }
+    assert!(update(&mut a, ctrl('d')).is_empty());
+    match &a.dialog {
+        Some(Dialog::Resume(r)) => assert_eq!(r.mode, super::dialogs::ResumeMode::Browse),
+        other => panic!("resume picker closed: {other:?}"),
+    }
+    assert!(matches!(
+        a.transcript.items().last(),
+        Some(Item::Error(e)) if e == "Cannot delete the currently active session"
+    ));
+}
+
+#[test]
+fn snapshot_fork_picker_and_import_confirm() {
+    let mut a = app();
+    let rows = super::session_ops::fork_rows(&sample_session());
+    assert_eq!(
+        rows.iter().map(|r| r.id.as_str()).collect::<Vec<_>>(),
+        ["a1", "b2"]
+    );
+    a.open_fork(rows);
+    insta::assert_snapshot!("fork_picker", screen(&a, 80, 20));
+    update(&mut a, key(KeyCode::Up));
+    insta::assert_snapshot!("fork_picker_first", screen(&a, 80, 20));
+    assert_eq!(
+        update(&mut a, key(KeyCode::Enter)),
+        vec![Effect::Fork("a1".into())]
+    );
+    // No user messages: a notice instead of an empty picker.
+    a.open_fork(Vec::new());
+    assert!(a.dialog.is_none());
+    assert!(matches!(
+        a.transcript.items().last(),
+        Some(Item::Notice(n)) if n == "No messages to fork from"
+    ));
+
+    typed(&mut a, "/import \"my session.jsonl\" extra");
+    update(&mut a, key(KeyCode::Esc));
+    assert!(update(&mut a, key(KeyCode::Enter)).is_empty());
+    insta::assert_snapshot!("import_confirm", screen(&a, 80, 12));
+    // Down to "No": cancelled, nothing imported.
+    update(&mut a, key(KeyCode::Down));
+    assert!(update(&mut a, key(KeyCode::Enter)).is_empty());
+    assert!(matches!(
+        a.transcript.items().last(),
+        Some(Item::Notice(n)) if n == "Import cancelled"
+    ));
+    typed(&mut a, "/import");
+    update(&mut a, key(KeyCode::Esc));
+    assert!(update(&mut a, key(KeyCode::Enter)).is_empty());
+    assert!(matches!(
+        a.transcript.items().last(),
+        Some(Item::Error(e)) if e == "Usage: /import <path.jsonl>"
+    ));
+}
+
+#[test]
+fn scoped_cycling_applies_the_pattern_thinking_level() {
+    let mut a = app();
+    a.scoped = vec![
+        "anthropic/claude-sonnet-4-5".into(),
+        "openai/gpt-5".into(),
+        "anthropic/claude-haiku-4-5".into(),
+    ];
+    a.scoped_thinking
+        .insert("openai/gpt-5".into(), ThinkingLevel::High);
+    a.scoped_thinking
+        .insert("anthropic/claude-haiku-4-5".into(), ThinkingLevel::High);
+    let out = update(&mut a, ctrl('p'));
+    assert_eq!(
+        out,
+        vec![
+            Effect::SetModel(models()[2].clone()),
+            Effect::SetThinking(ThinkingLevel::High)
+        ]
+    );
+    // haiku has no reasoning: the level clamps to off.
+    let out = update(&mut a, ctrl('p'));
+    assert_eq!(
+        out,
+        vec![
+            Effect::SetModel(models()[1].clone()),
+            Effect::SetThinking(ThinkingLevel::Off)
+        ]
+    );
+    // shift+ctrl+p goes back; sonnet has no level of its own, so none is set.
+    let back = Msg::Key(KeyEvent::new(
+        KeyCode::Char('p'),
+        KeyModifiers::CONTROL | KeyModifiers::SHIFT,
+    ));
+    assert_eq!(
+        update(&mut a, back.clone()),
+        vec![
+            Effect::SetModel(models()[2].clone()),
+            Effect::SetThinking(ThinkingLevel::High)
+        ]
+    );
+    update(&mut a, back.clone());
+    assert_eq!(
+        update(&mut a, back),
+        vec![
+            Effect::SetModel(models()[1].clone()),
+            Effect::SetThinking(ThinkingLevel::Off)
+        ]
+    );
+    update(&mut a, ctrl('p'));
+    assert_eq!(
+        a.model.as_ref().map(|m| m.key()).as_deref(),
+        Some("anthropic/claude-sonnet-4-5")
     );
 }
 
@@ -749,4 +878,512 @@ fn export_and_clone_commands() {
     typed(&mut a, "/clone");
     update(&mut a, key(KeyCode::Esc));
     assert_eq!(update(&mut a, key(KeyCode::Enter)), vec![Effect::Clone]);
+}
+
+// ---------------------------------------------------------------------------------------
+// Session effects against real files: /fork, /import, /reload, rename and delete in
+// /resume. A real `AgentSessionDriver` over a JSONL store in a temp dir, no model calls.
+
+mod on_disk {
+    use super::super::agent::{channel_sink, AgentSessionDriver};
+    use super::super::dialogs::Dialog;
+    use super::super::driver::AgentDriver;
+    use super::super::session_ops;
+    use super::super::transcript::Item;
+    use super::{key, typed, update, App, Effect, KeyCode};
+    use crate::modes::{build_agent, Env, Settings};
+    use crate::RunArgs;
+    use serde_json::Value;
+    use std::path::{Path, PathBuf};
+
+    pub(super) struct Project {
+        _tmp: tempfile::TempDir,
+        pub agent: PathBuf,
+        pub cwd: PathBuf,
+        pub sessions: PathBuf,
+    }
+
+    pub(super) fn project() -> Project {
+        let tmp = match tempfile::tempdir() {
+            Ok(t) => t,
+            Err(e) => panic!("tempdir: {e}"),
+        };
+        let root = tmp.path().to_path_buf();
+        let p = Project {
+            agent: root.join("agent"),
+            cwd: root.join("proj"),
+            sessions: root.join("sessions"),
+            _tmp: tmp,
+        };
+        for d in [&p.agent, &p.cwd, &p.sessions] {
+            must(std::fs::create_dir_all(d));
+        }
+        p
+    }
+
+    pub(super) fn must<T, E: std::fmt::Display>(r: Result<T, E>) -> T {
+        match r {
+            Ok(v) => v,
+            Err(e) => panic!("{e}"),
+        }
+    }
+
+    fn env_for(p: &Project, args: &RunArgs) -> Env {
+        let settings = must(Settings::load(&p.agent, &p.cwd, args));
+        let resources = settings.resources(&p.agent, &p.cwd, args);
+        Env {
+            resources,
+            agent_dir: p.agent.clone(),
+            cwd: p.cwd.display().to_string(),
+            settings,
+            registry: pi_engine::llm::ModelRegistry::builtin(),
+            spec: pi_storage::StoreSpec::Jsonl(Some(p.sessions.clone())),
+            store_options: pi_storage::StoreOptions {
+                agent_dir: p.agent.clone(),
+                session_dir: Some(p.sessions.clone()),
+                fsync: pi_storage::store::FsyncPolicy::Never,
+            },
+            no_session: false,
+        }
+    }
+
+    /// The driver the binary builds, over `args` (`--session FILE` to open a file).
+    pub(super) fn driver(
+        p: &Project,
+        args: RunArgs,
+    ) -> (AgentSessionDriver, tokio::runtime::Runtime) {
+        let rt = must(
+            tokio::runtime::Builder::new_multi_thread()
+                .worker_threads(1)
+                .enable_all()
+                .build(),
+        );
+        let env = env_for(p, &args);
+        let (sink, errors, events) = channel_sink();
+        let agent = {
+            let _guard = rt.enter();
+            must(build_agent(&args, &env, sink))
+        };
+        let resources = env.resources.clone();
+        let d = AgentSessionDriver::new(agent, rt.handle().clone(), errors, events)
+            .with_env(env)
+            .with_args(args)
+            .with_resources(resources);
+        (d, rt)
+    }
+
+    /// A session in `p.sessions`: two prompts with answers, a label on the first answer.
+    pub(super) fn write_session(p: &Project, id: &str, name: &str) -> PathBuf {
+        let cwd = p.cwd.display().to_string();
+        let header = serde_json::json!({"type":"session","version":3,"id":id,
+            "timestamp":"2026-01-01T00:00:00.000Z","cwd":cwd});
+        let msg = |eid: &str, parent: Option<&str>, role: &str, text: &str| {
+            let content = if role == "user" {
+                Value::from(text)
+            } else {
+                serde_json::json!([{"type":"text","text":text}])
+            };
+            serde_json::json!({"type":"message","id":eid,"parentId":parent,
+                "timestamp":"2026-01-01T00:00:01.000Z",
+                "message":{"role":role,"content":content,"timestamp":1}})
+            .to_string()
+        };
+        let lines = [
+            header.to_string(),
+            msg("u1", None, "user", "first question"),
+            msg("a1", Some("u1"), "assistant", "first answer"),
+            r#"{"type":"label","id":"l1","parentId":"a1","timestamp":"2026-01-01T00:00:02.000Z","targetId":"a1","label":"keep"}"#.to_string(),
+            msg("u2", Some("l1"), "user", "second question"),
+            msg("a2", Some("u2"), "assistant", "second answer"),
+        ];
+        let path = p.sessions.join(name);
+        must(std::fs::write(&path, lines.join("\n") + "\n"));
+        path
+    }
+
+    pub(super) fn open_args(path: &Path) -> RunArgs {
+        RunArgs {
+            session: Some(path.display().to_string()),
+            ..RunArgs::default()
+        }
+    }
+
+    pub(super) fn lines_of(path: &Path) -> Vec<Value> {
+        must(std::fs::read_to_string(path))
+            .lines()
+            .map(|l| must(serde_json::from_str::<Value>(l)))
+            .collect()
+    }
+
+    fn app_for(d: &AgentSessionDriver) -> App {
+        let mut a = App::new(PathBuf::from("/p"));
+        a.load_messages(&d.messages());
+        a
+    }
+
+    fn last_error(a: &App) -> Option<String> {
+        a.transcript.items().iter().rev().find_map(|i| match i {
+            Item::Error(e) => Some(e.clone()),
+            _ => None,
+        })
+    }
+
+    #[test]
+    fn fork_picks_a_user_message_and_branches_into_a_new_file() {
+        let p = project();
+        let original = write_session(&p, "sess-a", "a.jsonl");
+        let before = must(std::fs::read(&original));
+        let (mut d, _rt) = driver(&p, open_args(&original));
+        let mut a = app_for(&d);
+
+        typed(&mut a, "/fork");
+        update(&mut a, key(KeyCode::Esc)); // close the completion popup
+        let out = update(&mut a, key(KeyCode::Enter));
+        assert_eq!(out, vec![Effect::OpenFork]);
+        let rows = session_ops::fork_rows(&must(d.session().ok_or("no session")));
+        assert_eq!(
+            rows.iter()
+                .map(|r| (r.id.as_str(), r.text.as_str()))
+                .collect::<Vec<_>>(),
+            [("u1", "first question"), ("u2", "second question")]
+        );
+        a.open_fork(rows);
+        // Starts on the last message; enter forks from it.
+        let out = update(&mut a, key(KeyCode::Enter));
+        assert_eq!(out, vec![Effect::Fork("u2".into())]);
+        assert!(a.dialog.is_none());
+        session_ops::fork(&mut a, &mut d, "u2");
+
+        assert_eq!(a.editor.text(), "second question");
+        assert_eq!(last_error(&a), None);
+        let new_file = must(
+            d.session()
+                .and_then(|s| s.path().map(Path::to_path_buf))
+                .ok_or("no file"),
+        );
+        assert_ne!(new_file, original);
+        assert_eq!(new_file.parent(), Some(p.sessions.as_path()));
+        let lines = lines_of(&new_file);
+        assert_eq!(lines[0]["type"], "session");
+        assert_eq!(lines[0]["parentSession"], original.display().to_string());
+        assert_ne!(lines[0]["id"], "sess-a");
+        // The path up to the message's parent: u1, a1, then the label re-created at the end.
+        let kinds: Vec<(String, String)> = lines[1..]
+            .iter()
+            .map(|l| {
+                (
+                    l["type"].as_str().unwrap_or("").to_string(),
+                    l["id"].as_str().unwrap_or("").to_string(),
+                )
+            })
+            .collect();
+        assert_eq!(kinds[0], ("message".into(), "u1".into()));
+        assert_eq!(kinds[1], ("message".into(), "a1".into()));
+        assert_eq!(kinds[2].0, "label");
+        assert_eq!(lines[3]["targetId"], "a1");
+        assert_eq!(lines[3]["parentId"], "a1");
+        assert_eq!(lines.len(), 4);
+        // The transcript shows the forked context, and the source file is untouched.
+        assert!(a
+            .transcript
+            .items()
+            .iter()
+            .any(|i| matches!(i, Item::User(t) if t == "first question")));
+        assert!(!a
+            .transcript
+            .items()
+            .iter()
+            .any(|i| matches!(i, Item::User(t) if t == "second question")));
+        assert_eq!(must(std::fs::read(&original)), before);
+    }
+
+    #[test]
+    fn fork_from_the_first_message_starts_an_empty_child_session() {
+        let p = project();
+        let original = write_session(&p, "sess-a", "a.jsonl");
+        let (mut d, _rt) = driver(&p, open_args(&original));
+        let mut a = app_for(&d);
+        session_ops::fork(&mut a, &mut d, "u1");
+        assert_eq!(a.editor.text(), "first question");
+        let s = must(d.session().ok_or("no session"));
+        let header = must(s.header().ok_or("no header"));
+        assert_eq!(header["parentSession"], original.display().to_string());
+        assert!(!s.entries().iter().any(|e| e.is_message_with_role("user")));
+        assert!(!a
+            .transcript
+            .items()
+            .iter()
+            .any(|i| matches!(i, Item::User(_))));
+        // Not a user message: refused, nothing switched.
+        let before = d.session().and_then(|s| s.session_id());
+        session_ops::fork(&mut a, &mut d, "a1");
+        assert_eq!(
+            last_error(&a).as_deref(),
+            Some("Fork failed: Invalid entry ID for forking")
+        );
+        assert_eq!(d.session().and_then(|s| s.session_id()), before);
+    }
+
+    #[test]
+    fn import_copies_into_the_session_dir_and_switches() {
+        let p = project();
+        let current = write_session(&p, "sess-cur", "cur.jsonl");
+        let outside = p.cwd.join("exported.jsonl");
+        let src = write_session(&p, "sess-imp", "tmp.jsonl");
+        must(std::fs::rename(&src, &outside));
+        let (mut d, _rt) = driver(&p, open_args(&current));
+        let mut a = app_for(&d);
+
+        typed(&mut a, "/import exported.jsonl");
+        update(&mut a, key(KeyCode::Esc));
+        assert!(update(&mut a, key(KeyCode::Enter)).is_empty());
+        match &a.dialog {
+            Some(Dialog::Confirm(c)) => {
+                assert_eq!(c.message, "Replace current session with exported.jsonl?")
+            }
+            other => panic!("no confirmation: {other:?}"),
+        }
+        let out = update(&mut a, key(KeyCode::Enter));
+        assert_eq!(out, vec![Effect::Import("exported.jsonl".into())]);
+        session_ops::import(&mut a, &mut d, "exported.jsonl");
+        assert_eq!(last_error(&a), None);
+
+        let copied = p.sessions.join("exported.jsonl");
+        assert_eq!(must(std::fs::read(&copied)), must(std::fs::read(&outside)));
+        assert_eq!(
+            d.session().and_then(|s| s.session_id()).as_deref(),
+            Some("sess-imp")
+        );
+        assert_eq!(
+            d.session().and_then(|s| s.path().map(Path::to_path_buf)),
+            Some(copied.clone())
+        );
+        assert!(a
+            .transcript
+            .items()
+            .iter()
+            .any(|i| matches!(i, Item::User(t) if t == "second question")));
+        // The imported session is the one written to now.
+        must(d.set_session_name("imported"));
+        let last = lines_of(&copied).pop().unwrap_or_default();
+        assert_eq!(last["type"], "session_info");
+        assert_eq!(last["name"], "imported");
+    }
+
+    #[test]
+    fn import_names_a_taken_file_with_a_suffix_and_refuses_bad_files() {
+        let p = project();
+        let current = write_session(&p, "sess-cur", "cur.jsonl");
+        let (mut d, _rt) = driver(&p, open_args(&current));
+        let mut a = app_for(&d);
+        // Same file name as a stored session, another id: copied as cur-1.jsonl.
+        let other_dir = p.cwd.join("elsewhere");
+        must(std::fs::create_dir_all(&other_dir));
+        let src = write_session(&p, "sess-other", "x.jsonl");
+        let outside = other_dir.join("cur.jsonl");
+        must(std::fs::rename(&src, &outside));
+        session_ops::import(&mut a, &mut d, &outside.display().to_string());
+        assert_eq!(last_error(&a), None);
+        assert!(p.sessions.join("cur-1.jsonl").is_file());
+        assert_eq!(
+            d.session().and_then(|s| s.session_id()).as_deref(),
+            Some("sess-other")
+        );
+
+        // A malformed line: one line naming the file and the line; nothing copied.
+        let bad = p.cwd.join("bad.jsonl");
+        must(std::fs::write(
+            &bad,
+            "{\"type\":\"session\",\"version\":3,\"id\":\"b\",\"timestamp\":\"2026-01-01T00:00:00.000Z\",\"cwd\":\"/\"}\n{oops\n",
+        ));
+        session_ops::import(&mut a, &mut d, "bad.jsonl");
+        let e = last_error(&a).unwrap_or_default();
+        assert!(e.starts_with("Failed to import session: "), "{e}");
+        assert!(
+            e.contains(&bad.display().to_string()) && e.contains("line 2"),
+            "{e}"
+        );
+        assert!(!e.contains('\n'), "{e}");
+        assert!(!p.sessions.join("bad.jsonl").exists());
+        // A missing file.
+        session_ops::import(&mut a, &mut d, "nope.jsonl");
+        let e = last_error(&a).unwrap_or_default();
+        assert!(
+            e.contains("Session file not found") && e.contains("nope.jsonl"),
+            "{e}"
+        );
+        assert_eq!(
+            d.session().and_then(|s| s.session_id()).as_deref(),
+            Some("sess-other")
+        );
+    }
+
+    #[test]
+    fn rename_in_resume_writes_session_info_to_any_session() {
+        let p = project();
+        let current = write_session(&p, "sess-cur", "cur.jsonl");
+        let other = write_session(&p, "sess-other", "other.jsonl");
+        let (mut d, _rt) = driver(&p, open_args(&current));
+        let store = must(pi_storage::open_store(
+            &pi_storage::StoreSpec::Jsonl(Some(p.sessions.clone())),
+            &pi_storage::StoreOptions::new(&p.agent),
+        ));
+        let mut a = app_for(&d);
+        session_ops::open_resume(&mut a, &d, Some(store.as_ref()), 0);
+        match &a.dialog {
+            Some(Dialog::Resume(r)) => {
+                assert_eq!(r.current.as_deref(), Some("sess-cur"));
+                assert_eq!(r.sessions.len(), 2);
+            }
+            other => panic!("no picker: {other:?}"),
+        }
+        // Another session: through the store, parented on its last entry.
+        session_ops::rename(
+            &mut a,
+            &mut d,
+            Some(store.as_ref()),
+            "sess-other",
+            "Other work",
+        );
+        assert_eq!(last_error(&a), None);
+        let lines = lines_of(&other);
+        let last = &lines[lines.len() - 1];
+        assert_eq!(last["type"], "session_info");
+        assert_eq!(last["name"], "Other work");
+        assert_eq!(last["parentId"], "a2");
+        match &a.dialog {
+            Some(Dialog::Resume(r)) => assert_eq!(
+                r.sessions
+                    .iter()
+                    .find(|s| s.id == "sess-other")
+                    .and_then(|s| s.name.as_deref()),
+                Some("Other work")
+            ),
+            other => panic!("picker closed: {other:?}"),
+        }
+        // The current session: through the agent, which holds its lock.
+        session_ops::rename(&mut a, &mut d, Some(store.as_ref()), "sess-cur", "Mine");
+        assert_eq!(last_error(&a), None);
+        let last = lines_of(&current).pop().unwrap_or_default();
+        assert_eq!(
+            (last["type"].as_str(), last["name"].as_str()),
+            (Some("session_info"), Some("Mine"))
+        );
+        assert_eq!(a.footer.session_name.as_deref(), Some("Mine"));
+        // A session another writer holds is refused, and its file is unchanged.
+        let held = pi_storage::JsonlStore::open(
+            pi_storage::JsonlLayout::Flat {
+                dir: p.sessions.clone(),
+            },
+            Default::default(),
+        );
+        let writer = must(pi_storage::store::SessionStore::open_writer(
+            &held,
+            &pi_storage::SessionId::new("sess-other"),
+        ));
+        let before = must(std::fs::read(&other));
+        session_ops::rename(&mut a, &mut d, Some(store.as_ref()), "sess-other", "Again");
+        assert!(last_error(&a).is_some_and(|e| e.starts_with("Could not rename the session")));
+        assert_eq!(must(std::fs::read(&other)), before);
+        drop(writer);
+    }
+
+    #[test]
+    fn delete_in_resume_removes_the_file() {
+        let p = project();
+        let current = write_session(&p, "sess-cur", "cur.jsonl");
+        let other = write_session(&p, "sess-other", "other.jsonl");
+        let (d, _rt) = driver(&p, open_args(&current));
+        let store = must(pi_storage::open_store(
+            &pi_storage::StoreSpec::Jsonl(Some(p.sessions.clone())),
+            &pi_storage::StoreOptions::new(&p.agent),
+        ));
+        let mut a = app_for(&d);
+        session_ops::open_resume(&mut a, &d, Some(store.as_ref()), 0);
+        session_ops::delete(&mut a, Some(store.as_ref()), "sess-other");
+        assert_eq!(last_error(&a), None);
+        assert!(!other.exists());
+        assert!(current.exists());
+        match &a.dialog {
+            Some(Dialog::Resume(r)) => {
+                assert_eq!(
+                    r.sessions.iter().map(|s| s.id.as_str()).collect::<Vec<_>>(),
+                    ["sess-cur"]
+                )
+            }
+            other => panic!("picker closed: {other:?}"),
+        }
+    }
+
+    #[test]
+    fn reload_reads_settings_resources_and_patches_the_prompt() {
+        let p = project();
+        let current = write_session(&p, "sess-cur", "cur.jsonl");
+        let (mut d, _rt) = driver(&p, open_args(&current));
+        let mut a = App::new(p.cwd.clone());
+        a.push_header(&[]);
+        // Written after start-up: a global context file, a skill, a template, settings,
+        // keybindings.
+        must(std::fs::write(
+            p.agent.join("AGENTS.md"),
+            "Always answer in haiku.\n",
+        ));
+        let skill = p.agent.join("skills").join("lint");
+        must(std::fs::create_dir_all(&skill));
+        must(std::fs::write(
+            skill.join("SKILL.md"),
+            "---\nname: lint\ndescription: Run the linters\n---\nRun cargo clippy.\n",
+        ));
+        must(std::fs::create_dir_all(p.agent.join("prompts")));
+        must(std::fs::write(
+            p.agent.join("prompts").join("review.md"),
+            "---\ndescription: Review the diff\n---\nReview $ARGUMENTS\n",
+        ));
+        must(std::fs::write(
+            p.agent.join("settings.json"),
+            r#"{"theme":"light","hideThinkingBlock":true,"enabledModels":["openai/gpt-5:high","anthropic/claude-sonnet-4-5"]}"#,
+        ));
+        must(std::fs::write(
+            p.agent.join("keybindings.json"),
+            r#"{"app.model.cycleForward":"ctrl+y"}"#,
+        ));
+
+        session_ops::reload(&mut a, &mut d, &p.agent);
+        assert_eq!(last_error(&a), None);
+        assert!(matches!(
+            a.transcript.items().last(),
+            Some(Item::Notice(n)) if n.starts_with("Reloaded keybindings")
+        ));
+        assert_eq!(a.settings.theme, "light");
+        assert!(!a.flags.show_thinking);
+        assert_eq!(a.scoped, ["openai/gpt-5", "anthropic/claude-sonnet-4-5"]);
+        assert_eq!(
+            a.scoped_thinking.get("openai/gpt-5"),
+            Some(&super::ThinkingLevel::High)
+        );
+        let names: Vec<&str> = a.commands.iter().map(|c| c.name.as_str()).collect();
+        assert_eq!(names, ["skill:lint", "review"]);
+        assert_eq!(a.keys.hint("app.model.cycleForward"), "ctrl+y");
+        match a.transcript.items().first() {
+            Some(Item::Header(rows)) => {
+                assert!(rows
+                    .iter()
+                    .any(|(n, k)| n.ends_with("AGENTS.md") && k == "context"));
+                assert!(rows.iter().any(|(n, k)| n == "/skill:lint" && k == "skill"));
+                assert!(rows.iter().any(|(n, k)| n == "/review" && k == "template"));
+                assert!(rows.iter().any(|(n, _)| n == "ctrl+y"));
+            }
+            other => panic!("no header: {other:?}"),
+        }
+        // The agent's prompt is rebuilt from the reloaded resources (the next prompt writes
+        // the changed sections; the tmux test checks that in the session file).
+        let env = must(d.env().ok_or("no env"));
+        assert!(env
+            .resources
+            .context_files
+            .iter()
+            .any(|f| f.path.ends_with("AGENTS.md")));
+        let message = crate::modes::system_message(env, &[]).to_string();
+        assert!(message.contains("Always answer in haiku."), "{message}");
+    }
 }

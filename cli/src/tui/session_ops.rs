@@ -1,0 +1,289 @@
+//! The session effects of the interactive mode: /fork, /import, /reload, and renaming and
+//! deleting sessions from /resume.
+//!
+//! The driver loop in `mod.rs` calls these with the app, the agent and the store; they need
+//! no terminal, so tests run them against real session files. The file-level helpers
+//! (checking and copying an import, naming a session that is not open) live here too, used
+//! by the agent adapter in `agent.rs`.
+
+use super::app::App;
+use super::dialogs::{ForkRow, SessionRow};
+use super::driver::{AgentDriver, Reloaded};
+use super::keys::Keymap;
+use super::theme::Theme;
+use super::transcript::Item;
+use anyhow::{anyhow, bail, Context as _};
+use pi_engine::session::Session;
+use pi_formats::entry::NewEntry;
+use pi_storage::store::SessionStore;
+use pi_storage::{SessionId, StoredEntry};
+use serde_json::Value;
+use std::path::{Path, PathBuf};
+
+/// Pi's `getUserMessagesForForking`: every user message entry of the file that has text,
+/// in file order (all branches, not only the current one).
+pub fn fork_rows(session: &Session) -> Vec<ForkRow> {
+    let mut rows = Vec::new();
+    for i in 0..session.entry_count() {
+        let idx = i as pi_engine::session::EntryIdx;
+        let record = session.entry(idx);
+        if !record.is_message_with_role("user") {
+            continue;
+        }
+        let Some(id) = record.id.as_deref() else {
+            continue;
+        };
+        let value = session.entry_value(idx);
+        let text = user_text(value.pointer("/message/content"));
+        if !text.is_empty() {
+            rows.push(ForkRow {
+                id: id.to_string(),
+                text,
+            });
+        }
+    }
+    rows
+}
+
+/// The text of a user message's content: the string, or its text parts joined.
+pub fn user_text(content: Option<&Value>) -> String {
+    match content {
+        Some(c) => pi_engine::context::transcript::content_text(c, ""),
+        None => String::new(),
+    }
+}
+
+/// `/fork` chosen in the picker: switch to the forked session and put the message back
+/// into the editor.
+pub fn fork(app: &mut App, driver: &mut dyn AgentDriver, entry_id: &str) {
+    match driver.fork(entry_id) {
+        Ok(text) => {
+            after_switch(app, driver);
+            app.editor.set_text(&text);
+            app.notice("Forked to new session");
+        }
+        Err(e) => app
+            .transcript
+            .push(Item::Error(format!("Fork failed: {e}"))),
+    }
+}
+
+/// `/import FILE`, once confirmed.
+pub fn import(app: &mut App, driver: &mut dyn AgentDriver, path: &str) {
+    if app.working {
+        app.transcript.push(Item::Error(
+            "Wait for the current response to finish before importing.".into(),
+        ));
+        return;
+    }
+    match driver.import_session(path) {
+        Ok(_) => {
+            after_switch(app, driver);
+            app.notice(format!("Session imported from: {path}"));
+        }
+        Err(e) => app
+            .transcript
+            .push(Item::Error(format!("Failed to import session: {e:#}"))),
+    }
+}
+
+/// `/reload`: settings, keybindings, themes, context files, skills and prompt templates.
+pub fn reload(app: &mut App, driver: &mut dyn AgentDriver, agent_dir: &Path) {
+    if app.working {
+        app.notice("Wait for the current response to finish before reloading.");
+        return;
+    }
+    if app.compacting {
+        app.notice("Wait for compaction to finish before reloading.");
+        return;
+    }
+    match driver.reload() {
+        Ok(r) => apply_reloaded(app, agent_dir, r),
+        Err(e) => app
+            .transcript
+            .push(Item::Error(format!("Reload failed: {e:#}"))),
+    }
+}
+
+/// Puts freshly read settings and resources into the UI state.
+pub fn apply_reloaded(app: &mut App, agent_dir: &Path, r: Reloaded) {
+    let (keys, mut warnings) = Keymap::load(agent_dir);
+    app.keys = keys;
+    let (theme, warning) = Theme::load(&r.theme, agent_dir);
+    app.theme = theme;
+    app.transcript.theme_changed();
+    warnings.extend(warning);
+    warnings.extend(r.warnings);
+    app.settings.quiet_startup = r.quiet_startup;
+    app.settings.theme = r.theme;
+    app.settings.skip_branch_prompt = r.skip_branch_prompt;
+    app.settings.external_editor = r.external_editor;
+    app.flags.show_thinking = r.show_thinking;
+    app.scoped = r.scoped_models.iter().map(|(k, _)| k.clone()).collect();
+    app.scoped_thinking = r
+        .scoped_models
+        .iter()
+        .filter_map(|(k, l)| l.map(|l| (k.clone(), l)))
+        .collect();
+    app.commands = r.commands;
+    app.refresh_header(&r.loaded);
+    for w in warnings {
+        app.notice(format!("Warning: {w}"));
+    }
+    app.notice("Reloaded keybindings, extensions, skills, prompts, themes, and context files");
+}
+
+/// ctrl+r in /resume. The current session is named through the agent (it holds the write
+/// lock); any other session gets a `session_info` entry through the store, under its lock.
+pub fn rename(
+    app: &mut App,
+    driver: &mut dyn AgentDriver,
+    store: Option<&dyn SessionStore>,
+    id: &str,
+    name: &str,
+) {
+    let current = driver.session().and_then(|s| s.session_id());
+    let result = if current.as_deref() == Some(id) {
+        driver.set_session_name(name)
+    } else {
+        match store {
+            Some(store) => rename_in_store(store, &SessionId::new(id), name),
+            None => Err(anyhow!("no session store configured")),
+        }
+    };
+    match result {
+        Ok(()) => app.resume_renamed(id, name),
+        Err(e) => app
+            .transcript
+            .push(Item::Error(format!("Could not rename the session: {e:#}"))),
+    }
+}
+
+/// Appends a `session_info` entry naming a session that is not open here, as Pi's
+/// `SessionManager.open(file).appendSessionInfo(name)`: the entry's parent is the file's
+/// last entry. The writer is taken first, so a session another process is writing is
+/// refused rather than forked at a stale leaf.
+pub fn rename_in_store(store: &dyn SessionStore, id: &SessionId, name: &str) -> anyhow::Result<()> {
+    let mut writer = store.open_writer(id).map_err(|e| anyhow!("{e}"))?;
+    let data = store.read_session(id).map_err(|e| anyhow!("{e}"))?;
+    let session =
+        Session::from_bytes(data.to_jsonl(), Path::new(id.as_str())).map_err(|e| anyhow!("{e}"))?;
+    let prepared = session.prepare(&NewEntry::session_info(name));
+    writer
+        .append(&[StoredEntry::from_line(prepared.line.into_bytes())])
+        .map_err(|e| anyhow!("{e}"))?;
+    Ok(())
+}
+
+/// ctrl+d in /resume, confirmed. The picker refuses the current session before this.
+pub fn delete(app: &mut App, store: Option<&dyn SessionStore>, id: &str) {
+    let Some(store) = store else {
+        app.transcript
+            .push(Item::Error("No session store configured".into()));
+        return;
+    };
+    match store.delete_session(&SessionId::new(id)) {
+        Ok(()) => app.resume_deleted(id),
+        Err(e) => app
+            .transcript
+            .push(Item::Error(format!("Could not delete the session: {e}"))),
+    }
+}
+
+/// Opens /resume: every session in the store, the current one marked so it cannot be
+/// deleted.
+pub fn open_resume(
+    app: &mut App,
+    driver: &dyn AgentDriver,
+    store: Option<&dyn SessionStore>,
+    now_ms: i64,
+) {
+    let Some(store) = store else {
+        app.notice("No session store configured");
+        return;
+    };
+    match store.list_sessions(&pi_storage::summary::ListScope::All) {
+        Ok(list) => {
+            app.open_resume(list.iter().map(SessionRow::from_summary).collect(), now_ms);
+            if let Some(super::dialogs::Dialog::Resume(r)) = app.dialog.as_mut() {
+                r.current = driver.session().and_then(|s| s.session_id());
+            }
+        }
+        Err(e) => app.notice(format!("Could not list sessions: {e}")),
+    }
+}
+
+/// Refreshes what depends on the session after a switch (/resume, /new, /fork, /import).
+pub fn after_switch(app: &mut App, driver: &dyn AgentDriver) {
+    app.load_messages(&driver.messages());
+    app.footer.session_name = driver.session().and_then(|s| s.session_name());
+    app.steering.clear();
+    app.follow_up.clear();
+}
+
+/// Checks that `path` is a session file we can import: readable, a session header with an
+/// id first, and no line that does not parse. The error is one line naming the file and,
+/// where there is one, the line.
+pub fn check_import_file(path: &Path) -> anyhow::Result<Session> {
+    let bytes = std::fs::read(path).with_context(|| format!("cannot read {}", path.display()))?;
+    let session = Session::from_bytes(bytes, path).map_err(|e| anyhow!("{e}"))?;
+    let report = session.load_report();
+    if let Some(bad) = report.skipped_lines.first() {
+        bail!("{}: {bad}", path.display());
+    }
+    if report.was_empty {
+        bail!("{}: the file is empty", path.display());
+    }
+    Ok(session)
+}
+
+/// Pi's import into a JSONL session directory: the file is copied under its own name, with
+/// `-1`, `-2`, … before the extension when that name is taken; a file already in `dir` is
+/// used where it is. Returns the session's path in `dir`.
+pub fn copy_into_dir(source: &Path, dir: &Path) -> anyhow::Result<PathBuf> {
+    let name = source
+        .file_name()
+        .ok_or_else(|| anyhow!("{}: not a file name", source.display()))?;
+    std::fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
+    let mut dest = dir.join(name);
+    let same = |a: &Path, b: &Path| match (a.canonicalize(), b.canonicalize()) {
+        (Ok(a), Ok(b)) => a == b,
+        _ => false,
+    };
+    if same(&dest, source) {
+        return Ok(dest);
+    }
+    let stem = Path::new(name)
+        .file_stem()
+        .map(|s| s.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    let ext = Path::new(name)
+        .extension()
+        .map(|e| format!(".{}", e.to_string_lossy()))
+        .unwrap_or_default();
+    let mut n = 1;
+    loop {
+        // `create_new` is the exclusive copy: two imports never write one file.
+        match std::fs::OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .open(&dest)
+        {
+            Ok(mut out) => {
+                let mut input = std::fs::File::open(source)
+                    .with_context(|| format!("cannot read {}", source.display()))?;
+                let copied = std::io::copy(&mut input, &mut out).and_then(|_| out.sync_all());
+                if let Err(e) = copied {
+                    let _ = std::fs::remove_file(&dest);
+                    return Err(e).with_context(|| format!("cannot write {}", dest.display()));
+                }
+                return Ok(dest);
+            }
+            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {
+                dest = dir.join(format!("{stem}-{n}{ext}"));
+                n += 1;
+            }
+            Err(e) => return Err(e).with_context(|| format!("cannot write {}", dest.display())),
+        }
+    }
+}
