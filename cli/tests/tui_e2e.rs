@@ -219,3 +219,165 @@ async fn interactive_session_against_fake_llm() {
         "{text}"
     );
 }
+
+fn session_files(dir: &Path) -> Vec<PathBuf> {
+    let mut files: Vec<PathBuf> = std::fs::read_dir(dir)
+        .expect("sessions")
+        .flatten()
+        .map(|e| e.path())
+        .filter(|p| p.extension().is_some_and(|e| e == "jsonl"))
+        .collect();
+    files.sort();
+    files
+}
+
+fn jsonl(path: &Path) -> Vec<serde_json::Value> {
+    std::fs::read_to_string(path)
+        .expect("session file")
+        .lines()
+        .map(|l| serde_json::from_str(l).expect("json line"))
+        .collect()
+}
+
+/// /fork, renaming another session from /resume, /reload, and `--name` / `--fork` at start.
+#[tokio::test(flavor = "multi_thread")]
+async fn fork_rename_and_reload_against_fake_llm() {
+    if !enabled() {
+        eprintln!("skipped: set PI_TUI_E2E=1 (needs tmux and the interactive mode wired to `pi`)");
+        return;
+    }
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let agent: PathBuf = tmp.path().join("agent");
+    let cwd = tmp.path().join("cwd");
+    let sessions = tmp.path().join("sessions");
+    for d in [&agent, &cwd, &sessions] {
+        std::fs::create_dir_all(d).expect("mkdir");
+    }
+    let script: Script = serde_json::from_value(json!({"turns": [
+        {"text": "First answer."},
+        {"text": "Second answer."},
+        {"text": "After reload."}
+    ]}))
+    .expect("script");
+    let fake = FakeLlm::start(script).await.expect("fake llm");
+    let models = std::fs::read_to_string(format!("{FIXTURES}/tricky/agent/models.json"))
+        .expect("models.json")
+        .replace("127.0.0.1:18765", &format!("127.0.0.1:{}", fake.port()));
+    std::fs::write(agent.join("models.json"), models).expect("write models");
+    let bin =
+        std::env::var("PI_TUI_E2E_BIN").unwrap_or_else(|_| env!("CARGO_BIN_EXE_pi").to_string());
+    let pi = |extra: &str| {
+        format!(
+            "env PI_CODING_AGENT_DIR={} {} --session-dir {} --model fakeoai/fake-model {extra}; echo EXITED-$?; sleep 30",
+            shell_quote(&agent),
+            shell_quote(Path::new(&bin)),
+            shell_quote(&sessions)
+        )
+    };
+    let name = format!("pi-tui-e2e-fork-{}", std::process::id());
+    let tmux = Tmux::start(&name, &cwd, &pi("--name 'e2e session'"));
+    // `--name` reaches the footer.
+    tmux.wait_for("e2e session");
+    tmux.keys(&["Alpha question", "Enter"]);
+    tmux.wait_for("First answer.");
+    tmux.keys(&["Beta question", "Enter"]);
+    tmux.wait_for("Second answer.");
+    let original = session_files(&sessions);
+    assert_eq!(original.len(), 1);
+    let original = original[0].clone();
+
+    // /fork: the picker starts on the last prompt; enter forks before it.
+    tmux.keys(&["/fork"]);
+    tmux.wait_for("Create a new fork");
+    tmux.keys(&["Enter"]);
+    let screen = tmux.wait_for("Message 2 of 2");
+    assert!(
+        screen.contains("Fork from Message") && screen.contains("Alpha question"),
+        "{screen}"
+    );
+    tmux.keys(&["Enter"]);
+    let screen = tmux.wait_for("Forked to new session");
+    // The forked-from prompt is back in the editor, and its answer left the transcript.
+    assert!(screen.contains("Beta question"), "{screen}");
+    assert!(!screen.contains("Second answer."), "{screen}");
+    let files = session_files(&sessions);
+    assert_eq!(files.len(), 2, "{files:?}");
+    let fork = files
+        .iter()
+        .find(|f| **f != original)
+        .expect("fork")
+        .clone();
+    let lines = jsonl(&fork);
+    assert_eq!(lines[0]["parentSession"], original.display().to_string());
+    let text = std::fs::read_to_string(&fork).expect("fork");
+    assert!(text.contains("Alpha question") && text.contains("First answer."));
+    assert!(!text.contains("Beta question"), "{text}");
+    tmux.keys(&["C-c"]);
+    tmux.wait_until(|s| !s.contains("Beta question"), "the editor to clear");
+
+    // /resume: rename the original (not the current session) with ctrl+r.
+    tmux.keys(&["/resume"]);
+    tmux.wait_for("Resume a different session");
+    tmux.keys(&["Enter"]);
+    tmux.wait_for("Resume session");
+    tmux.keys(&["Alpha"]);
+    tmux.wait_for("Search: Alpha");
+    // Both sessions start with "Alpha question". The list is ordered by last activity, and
+    // the fork's newest entry is the copied "First answer.", older than the original's
+    // "Second answer.": the original is the first row, selected.
+    tmux.keys(&["C-r"]);
+    tmux.wait_for("New name:");
+    for _ in 0..20 {
+        tmux.keys(&["BSpace"]);
+    }
+    tmux.keys(&["Renamed original", "Enter"]);
+    let screen = tmux.wait_for("Renamed original");
+    assert!(!screen.contains("New name:"), "{screen}");
+    let last = jsonl(&original).pop().expect("line");
+    assert_eq!(last["type"], "session_info");
+    assert_eq!(last["name"], "Renamed original");
+    assert_eq!(
+        jsonl(&fork)
+            .iter()
+            .filter(|l| l["name"] == "Renamed original")
+            .count(),
+        0
+    );
+    tmux.keys(&["Escape"]);
+    tmux.wait_until(|s| !s.contains("Resume session"), "the picker to close");
+
+    // /reload picks up a context file written while running; the next prompt patches it in.
+    std::fs::write(agent.join("AGENTS.md"), "Reply like a pirate.\n").expect("AGENTS.md");
+    tmux.keys(&["/reload"]);
+    tmux.wait_for("Reload keybindings");
+    tmux.keys(&["Enter"]);
+    tmux.wait_for("Reloaded keybindings");
+    tmux.keys(&["Gamma question", "Enter"]);
+    tmux.wait_for("After reload.");
+    let patched = jsonl(&fork).into_iter().any(|l| {
+        l["message"]["role"] == "system"
+            && l["message"]["sections"]
+                .to_string()
+                .contains("Reply like a pirate.")
+    });
+    assert!(
+        patched,
+        "{}",
+        std::fs::read_to_string(&fork).unwrap_or_default()
+    );
+    tmux.keys(&["C-d"]);
+    tmux.wait_for("EXITED-0");
+    drop(tmux);
+
+    // `--fork FILE` in the interactive mode: the copy opens with the conversation shown.
+    let tmux = Tmux::start(
+        &format!("{name}-f"),
+        &cwd,
+        &pi(&format!("--fork {}", shell_quote(&original))),
+    );
+    let screen = tmux.wait_for("Second answer.");
+    assert!(screen.contains("Beta question"), "{screen}");
+    tmux.keys(&["C-d"]);
+    tmux.wait_for("EXITED-0");
+    assert_eq!(session_files(&sessions).len(), 3);
+}

@@ -1386,4 +1386,94 @@ mod on_disk {
         let message = crate::modes::system_message(env, &[]).to_string();
         assert!(message.contains("Always answer in haiku."), "{message}");
     }
+
+    #[test]
+    fn header_lists_project_resources_only_when_trusted() {
+        let p = project();
+        let pi_dir = p.cwd.join(".pi");
+        must(std::fs::create_dir_all(pi_dir.join("prompts")));
+        must(std::fs::write(
+            pi_dir.join("prompts").join("deploy.md"),
+            "---\ndescription: Deploy it\n---\nDeploy.\n",
+        ));
+        must(std::fs::create_dir_all(pi_dir.join("skills").join("ship")));
+        must(std::fs::write(
+            pi_dir.join("skills").join("ship").join("SKILL.md"),
+            "---\nname: ship\ndescription: Ship it\n---\nShip.\n",
+        ));
+        // AGENTS.md files are not trust-gated (Pi loads them from the cwd and its
+        // ancestors either way); the project's .pi resources are.
+        must(std::fs::write(p.cwd.join("AGENTS.md"), "Project rules.\n"));
+        must(std::fs::write(p.agent.join("AGENTS.md"), "Global rules.\n"));
+        let rows = |args: RunArgs| {
+            let (d, _rt) = driver(&p, args.clone());
+            let env = must(d.env().ok_or("no env"));
+            super::super::agent::read_ui(env, &args).loaded
+        };
+        // Unknown project, no prompt possible here: untrusted, only global resources.
+        let untrusted = rows(RunArgs::default());
+        assert!(
+            untrusted
+                .iter()
+                .any(|(n, _)| n.ends_with("agent/AGENTS.md")),
+            "{untrusted:?}"
+        );
+        assert!(
+            !untrusted.iter().any(|(n, _)| n == "/deploy"),
+            "{untrusted:?}"
+        );
+        assert!(
+            !untrusted.iter().any(|(n, _)| n == "/skill:ship"),
+            "{untrusted:?}"
+        );
+        // --approve trusts it: the project template and context file appear.
+        let trusted = rows(RunArgs {
+            approve: true,
+            ..RunArgs::default()
+        });
+        assert!(
+            trusted
+                .iter()
+                .any(|(n, k)| n == "/deploy" && k == "template"),
+            "{trusted:?}"
+        );
+        assert!(
+            trusted
+                .iter()
+                .any(|(n, k)| n == "/skill:ship" && k == "skill"),
+            "{trusted:?}"
+        );
+    }
+
+    #[test]
+    fn settings_writes_keep_other_keys() {
+        let p = project();
+        let path = p.agent.join("settings.json");
+        must(std::fs::write(
+            &path,
+            r#"{"defaultModel":"gpt-5","branchSummary":{"reserveTokens":100}}"#,
+        ));
+        must(super::super::save_setting(
+            &p.agent,
+            "branchSummary.skipPrompt",
+            true.into(),
+        ));
+        must(super::super::save_setting(
+            &p.agent,
+            "theme",
+            "light".into(),
+        ));
+        let v: Value = must(serde_json::from_str(&must(std::fs::read_to_string(&path))));
+        assert_eq!(
+            v,
+            serde_json::json!({"defaultModel":"gpt-5",
+                "branchSummary":{"reserveTokens":100,"skipPrompt":true},"theme":"light"})
+        );
+        // No temp file is left behind.
+        let names: Vec<String> = must(std::fs::read_dir(&p.agent))
+            .filter_map(Result::ok)
+            .map(|e| e.file_name().to_string_lossy().into_owned())
+            .collect();
+        assert_eq!(names, ["settings.json"]);
+    }
 }
