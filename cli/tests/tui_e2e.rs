@@ -239,7 +239,8 @@ fn jsonl(path: &Path) -> Vec<serde_json::Value> {
         .collect()
 }
 
-/// /fork, renaming another session from /resume, /reload, and `--name` / `--fork` at start.
+/// /fork, renaming another session from /resume, /reload, /import, and `--name` / `--fork`
+/// at start.
 #[tokio::test(flavor = "multi_thread")]
 async fn fork_rename_and_reload_against_fake_llm() {
     if !enabled() {
@@ -365,6 +366,34 @@ async fn fork_rename_and_reload_against_fake_llm() {
         "{}",
         std::fs::read_to_string(&fork).unwrap_or_default()
     );
+
+    // /import: a broken file is refused with its name and line; a good one is copied into
+    // the session dir and opened.
+    let header = json!({"type": "session", "version": 3, "id": "imported-session",
+        "timestamp": "2026-01-01T00:00:00.000Z", "cwd": cwd.display().to_string()});
+    std::fs::write(cwd.join("bad.jsonl"), format!("{header}\n{{oops\n")).expect("bad");
+    let user = json!({"type": "message", "id": "i1", "parentId": null,
+        "timestamp": "2026-01-01T00:00:01.000Z",
+        "message": {"role": "user", "content": "Imported prompt", "timestamp": 1}});
+    std::fs::write(cwd.join("good.jsonl"), format!("{header}\n{user}\n")).expect("good");
+    tmux.keys(&["/import bad.jsonl"]);
+    tmux.keys(&["Enter"]);
+    tmux.wait_for("Replace current session with bad.jsonl?");
+    tmux.keys(&["Enter"]);
+    let screen = tmux.wait_for("Failed to import session");
+    assert!(screen.contains("bad.jsonl: line 2"), "{screen}");
+    tmux.keys(&["/import good.jsonl"]);
+    tmux.keys(&["Enter"]);
+    tmux.wait_for("Replace current session with good.jsonl?");
+    tmux.keys(&["Enter"]);
+    let screen = tmux.wait_for("Session imported from: good.jsonl");
+    assert!(screen.contains("Imported prompt"), "{screen}");
+    assert!(!screen.contains("Gamma question"), "{screen}");
+    assert_eq!(
+        std::fs::read(sessions.join("good.jsonl")).expect("imported copy"),
+        std::fs::read(cwd.join("good.jsonl")).expect("source")
+    );
+    assert!(!sessions.join("bad.jsonl").exists());
     tmux.keys(&["C-d"]);
     tmux.wait_for("EXITED-0");
     drop(tmux);
@@ -379,5 +408,6 @@ async fn fork_rename_and_reload_against_fake_llm() {
     assert!(screen.contains("Beta question"), "{screen}");
     tmux.keys(&["C-d"]);
     tmux.wait_for("EXITED-0");
-    assert_eq!(session_files(&sessions).len(), 3);
+    // original, its /fork, the import, and the --fork copy
+    assert_eq!(session_files(&sessions).len(), 4);
 }
