@@ -928,7 +928,7 @@ mod on_disk {
         }
     }
 
-    fn env_for(p: &Project, args: &RunArgs) -> Env {
+    fn env_with_store(p: &Project, args: &RunArgs, spec: pi_storage::StoreSpec) -> Env {
         let settings = must(Settings::load(&p.agent, &p.cwd, args));
         let resources = settings.resources(&p.agent, &p.cwd, args);
         Env {
@@ -937,7 +937,7 @@ mod on_disk {
             cwd: p.cwd.display().to_string(),
             settings,
             registry: pi_engine::llm::ModelRegistry::builtin(),
-            spec: pi_storage::StoreSpec::Jsonl(Some(p.sessions.clone())),
+            spec,
             store_options: pi_storage::StoreOptions {
                 agent_dir: p.agent.clone(),
                 session_dir: Some(p.sessions.clone()),
@@ -952,13 +952,25 @@ mod on_disk {
         p: &Project,
         args: RunArgs,
     ) -> (AgentSessionDriver, tokio::runtime::Runtime) {
+        driver_with(
+            p,
+            args,
+            pi_storage::StoreSpec::Jsonl(Some(p.sessions.clone())),
+        )
+    }
+
+    fn driver_with(
+        p: &Project,
+        args: RunArgs,
+        spec: pi_storage::StoreSpec,
+    ) -> (AgentSessionDriver, tokio::runtime::Runtime) {
         let rt = must(
             tokio::runtime::Builder::new_multi_thread()
                 .worker_threads(1)
                 .enable_all()
                 .build(),
         );
-        let env = env_for(p, &args);
+        let env = env_with_store(p, &args, spec);
         let (sink, errors, events) = channel_sink();
         let agent = {
             let _guard = rt.enter();
@@ -1475,5 +1487,42 @@ mod on_disk {
             .map(|e| e.file_name().to_string_lossy().into_owned())
             .collect();
         assert_eq!(names, ["settings.json"]);
+    }
+
+    #[test]
+    fn import_into_a_database_store_switches_to_the_stored_session() {
+        let p = project();
+        let db = p.sessions.join("sessions.sqlite");
+        let spec = pi_storage::StoreSpec::Sqlite(db.clone());
+        let (mut d, _rt) = driver_with(&p, RunArgs::default(), spec.clone());
+        let src = write_session(&p, "sess-db", "x.jsonl");
+        let outside = p.cwd.join("export.jsonl");
+        must(std::fs::rename(&src, &outside));
+        let mut a = App::new(p.cwd.clone());
+        session_ops::import(&mut a, &mut d, "export.jsonl");
+        assert_eq!(last_error(&a), None);
+        assert_eq!(
+            d.session().and_then(|s| s.session_id()).as_deref(),
+            Some("sess-db")
+        );
+        assert!(a
+            .transcript
+            .items()
+            .iter()
+            .any(|i| matches!(i, Item::User(t) if t == "second question")));
+        // Appends go to the store's copy.
+        must(d.set_session_name("in the db"));
+        let store = must(pi_storage::open_store(
+            &spec,
+            &pi_storage::StoreOptions::new(&p.agent),
+        ));
+        let data = must(store.read_session(&pi_storage::SessionId::new("sess-db")));
+        let last: Value = must(serde_json::from_slice(
+            data.entries.last().map(|e| e.line()).unwrap_or_default(),
+        ));
+        assert_eq!(last["type"], "session_info");
+        assert_eq!(last["name"], "in the db");
+        // Nothing was copied next to the database.
+        assert!(!p.sessions.join("export.jsonl").exists());
     }
 }
