@@ -34,6 +34,16 @@ impl Settings {
     /// Trust (print, json and rpc never prompt: `--approve`/`--no-approve` or the
     /// `defaultProjectTrust` setting decide), then the merged settings.
     pub fn load(agent_dir: &Path, cwd: &Path, args: &RunArgs) -> anyhow::Result<Settings> {
+        let settings = Settings::load_quiet(agent_dir, cwd, args)?;
+        for problem in settings.config.errors() {
+            eprintln!("Warning: {problem}");
+        }
+        Ok(settings)
+    }
+
+    /// [`Settings::load`] without printing the problems (`config.errors()` has them), for
+    /// the interactive mode's /reload, where stderr would write over the screen.
+    pub fn load_quiet(agent_dir: &Path, cwd: &Path, args: &RunArgs) -> anyhow::Result<Settings> {
         let global = config::Settings::load_global(agent_dir);
         let override_ = if args.approve {
             Some(true)
@@ -55,9 +65,6 @@ impl Settings {
         .map_err(|e| anyhow::anyhow!("{e}"))?;
         let trusted = matches!(decision, TrustDecision::Trusted);
         let cfg = config::Settings::load(agent_dir, cwd, trusted);
-        for problem in cfg.errors() {
-            eprintln!("Warning: {problem}");
-        }
         let compaction = cfg
             .compaction(None)
             .map_err(|e| anyhow::anyhow!("settings.json: {e}"))?;

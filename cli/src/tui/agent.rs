@@ -449,7 +449,7 @@ impl AgentDriver for AgentSessionDriver {
             bail!("Wait for the current response to finish before reloading.");
         }
         let cwd = std::path::PathBuf::from(&env.cwd);
-        let settings = crate::modes::Settings::load(&env.agent_dir, &cwd, &self.args)?;
+        let settings = crate::modes::Settings::load_quiet(&env.agent_dir, &cwd, &self.args)?;
         env.resources = settings.resources(&env.agent_dir, &cwd, &self.args);
         env.settings = settings;
         self.resources = env.resources.clone();

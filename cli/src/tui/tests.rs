@@ -1525,4 +1525,31 @@ mod on_disk {
         // Nothing was copied next to the database.
         assert!(!p.sessions.join("export.jsonl").exists());
     }
+
+    #[test]
+    fn reload_reports_a_broken_settings_file_in_the_transcript() {
+        let p = project();
+        let current = write_session(&p, "sess-cur", "cur.jsonl");
+        let (mut d, _rt) = driver(&p, open_args(&current));
+        let mut a = App::new(p.cwd.clone());
+        must(std::fs::write(p.agent.join("settings.json"), "{oops"));
+        session_ops::reload(&mut a, &mut d, &p.agent);
+        assert_eq!(last_error(&a), None);
+        let notices: Vec<&str> = a
+            .transcript
+            .items()
+            .iter()
+            .filter_map(|i| match i {
+                Item::Notice(n) => Some(n.as_str()),
+                _ => None,
+            })
+            .collect();
+        assert!(
+            notices
+                .iter()
+                .any(|n| n.starts_with("Warning: ") && n.contains("settings.json")),
+            "{notices:?}"
+        );
+        assert!(notices.last().is_some_and(|n| n.starts_with("Reloaded")));
+    }
 }
