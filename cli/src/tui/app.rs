@@ -480,6 +480,15 @@ impl App {
         }
     }
 
+    /// A rename or delete from /resume failed: say so in the open picker (the transcript
+    /// is mostly hidden behind it), else in the transcript.
+    pub fn resume_error(&mut self, text: String) {
+        match self.dialog.as_mut() {
+            Some(Dialog::Resume(r)) => r.error = Some(text),
+            _ => self.transcript.push(Item::Error(text)),
+        }
+    }
+
     /// A delete from /resume succeeded: drop the row from the open picker.
     pub fn resume_deleted(&mut self, id: &str) {
         if let Some(Dialog::Resume(r)) = self.dialog.as_mut() {
@@ -1087,7 +1096,6 @@ fn dialog_query(d: &mut Dialog) -> Option<&mut String> {
         },
         Dialog::BranchPrompt(b) => b.focus.as_mut(),
         Dialog::Tree(t) => t.label_edit.as_mut(),
-        Dialog::Fork(_) | Dialog::Confirm(_) => None,
         _ => None,
     }
 }
@@ -1542,6 +1550,8 @@ fn resume_key(
             Some(Dialog::Resume(r))
         }
         ResumeMode::Browse => {
+            // An error stays up until the next key.
+            r.error = None;
             if m("tui.select.cancel") {
                 return None;
             }
@@ -1571,9 +1581,8 @@ fn resume_key(
             } else if m("app.session.delete") {
                 match r.selected_row() {
                     Some(row) if r.current.as_deref() == Some(row.id.as_str()) => {
-                        app.transcript.push(Item::Error(
-                            "Cannot delete the currently active session".into(),
-                        ));
+                        r.error = Some("Cannot delete the currently active session".into());
+                        return Some(Dialog::Resume(r));
                     }
                     Some(_) => r.mode = ResumeMode::ConfirmDelete,
                     None => {}

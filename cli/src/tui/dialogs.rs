@@ -134,6 +134,8 @@ pub struct ResumePicker {
     pub now_ms: i64,
     /// The session being worked in (its id), which cannot be deleted.
     pub current: Option<String>,
+    /// The last action's error, shown until the next key.
+    pub error: Option<String>,
 }
 
 impl ResumePicker {
@@ -148,6 +150,7 @@ impl ResumePicker {
             mode: ResumeMode::Browse,
             now_ms,
             current: None,
+            error: None,
         }
     }
 

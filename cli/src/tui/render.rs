@@ -572,10 +572,13 @@ fn draw_resume(app: &App, r: &ResumePicker, area: Rect, buf: &mut Buffer) {
             "Delete this session? (y/enter to confirm, any other key cancels)",
             theme.bold(theme.error),
         )),
-        ResumeMode::Browse => lines.push(Line::styled(
-            "ctrl+p path · ctrl+s sort · ctrl+n named · ctrl+r rename · ctrl+d delete",
-            theme.fg(theme.dim),
-        )),
+        ResumeMode::Browse => match &r.error {
+            Some(e) => lines.push(Line::styled(e.as_str(), theme.fg(theme.error))),
+            None => lines.push(Line::styled(
+                "ctrl+p path · ctrl+s sort · ctrl+n named · ctrl+r rename · ctrl+d delete",
+                theme.fg(theme.dim),
+            )),
+        },
     }
     let h = usize::from(inner.height.saturating_sub(2));
     let start = window_start(r.selected, list.len(), h);

@@ -153,9 +153,7 @@ pub fn rename(
     };
     match result {
         Ok(()) => app.resume_renamed(id, name),
-        Err(e) => app
-            .transcript
-            .push(Item::Error(format!("Could not rename the session: {e:#}"))),
+        Err(e) => app.resume_error(format!("Could not rename the session: {e:#}")),
     }
 }
 
@@ -184,9 +182,7 @@ pub fn delete(app: &mut App, store: Option<&dyn SessionStore>, id: &str) {
     };
     match store.delete_session(&SessionId::new(id)) {
         Ok(()) => app.resume_deleted(id),
-        Err(e) => app
-            .transcript
-            .push(Item::Error(format!("Could not delete the session: {e}"))),
+        Err(e) => app.resume_error(format!("Could not delete the session: {e}")),
     }
 }
 

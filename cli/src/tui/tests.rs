@@ -596,10 +596,10 @@ fn resume_refuses_to_delete_the_current_session() {
         Some(Dialog::Resume(r)) => assert_eq!(r.mode, super::dialogs::ResumeMode::Browse),
         other => panic!("resume picker closed: {other:?}"),
     }
-    assert!(matches!(
-        a.transcript.items().last(),
-        Some(Item::Error(e)) if e == "Cannot delete the currently active session"
-    ));
+    // Shown in the picker, where the transcript is hidden, until the next key.
+    assert!(screen(&a, 80, 14).contains("Cannot delete the currently active session"));
+    update(&mut a, key(KeyCode::Down));
+    assert!(!screen(&a, 80, 14).contains("Cannot delete"));
 }
 
 #[test]
@@ -1295,7 +1295,16 @@ mod on_disk {
         ));
         let before = must(std::fs::read(&other));
         session_ops::rename(&mut a, &mut d, Some(store.as_ref()), "sess-other", "Again");
-        assert!(last_error(&a).is_some_and(|e| e.starts_with("Could not rename the session")));
+        match &a.dialog {
+            Some(Dialog::Resume(r)) => assert!(
+                r.error
+                    .as_deref()
+                    .is_some_and(|e| e.starts_with("Could not rename the session")),
+                "{:?}",
+                r.error
+            ),
+            other => panic!("picker closed: {other:?}"),
+        }
         assert_eq!(must(std::fs::read(&other)), before);
         drop(writer);
     }
