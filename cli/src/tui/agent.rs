@@ -524,6 +524,7 @@ pub fn read_ui(env: &crate::modes::Env, args: &crate::RunArgs) -> Reloaded {
         loaded,
         commands,
         quiet_startup: cfg.quiet_startup().is_some(),
+        double_escape: cfg.double_escape_action().to_string(),
         theme: cfg.theme().unwrap_or("dark").to_string(),
         show_thinking: !cfg.hide_thinking_block(),
         skip_branch_prompt: cfg.branch_summary().skip_prompt,
@@ -565,6 +566,7 @@ pub fn run_with_args(args: crate::RunArgs) -> anyhow::Result<i32> {
     opts.open_resume = args.resume;
     let ui = read_ui(&env, &args);
     opts.quiet_startup = ui.quiet_startup;
+    opts.double_escape = ui.double_escape;
     opts.theme = ui.theme;
     opts.skip_branch_prompt = ui.skip_branch_prompt;
     opts.show_thinking = ui.show_thinking;

@@ -161,6 +161,9 @@ pub struct Completion {
 #[derive(Debug, Clone, PartialEq)]
 pub struct UiSettings {
     pub quiet_startup: bool,
+    /// `doubleEscapeAction`: what escape twice on an empty, idle editor opens: `tree`
+    /// (default), `fork`, or `none`.
+    pub double_escape: String,
     pub skip_branch_prompt: bool,
     pub theme: String,
     pub external_editor: Option<String>,
@@ -170,6 +173,7 @@ impl Default for UiSettings {
     fn default() -> Self {
         UiSettings {
             quiet_startup: false,
+            double_escape: "tree".into(),
             skip_branch_prompt: false,
             theme: "dark".into(),
             external_editor: None,
@@ -1171,7 +1175,11 @@ fn on_key(app: &mut App, k: KeyEvent, out: &mut Vec<Effect>) {
             app.restore_queue_to_editor(s, f);
         } else if app.editor.is_empty() {
             if app.escape_armed {
-                out.push(Effect::OpenTree);
+                match app.settings.double_escape.as_str() {
+                    "none" => {}
+                    "fork" => out.push(Effect::OpenFork),
+                    _ => out.push(Effect::OpenTree),
+                }
             }
             app.escape_armed = !app.escape_armed;
         }

@@ -380,6 +380,8 @@ pub struct Reloaded {
     /// Skill and template slash commands.
     pub commands: Vec<super::app::Command>,
     pub quiet_startup: bool,
+    /// `doubleEscapeAction`.
+    pub double_escape: String,
     pub theme: String,
     pub show_thinking: bool,
     pub skip_branch_prompt: bool,

@@ -69,6 +69,8 @@ pub struct TuiOptions {
     /// Slash commands beyond the built-ins (`skill:name`, prompt templates).
     pub commands: Vec<app::Command>,
     pub quiet_startup: bool,
+    /// `doubleEscapeAction`: `tree`, `fork` or `none`.
+    pub double_escape: String,
     pub skip_branch_prompt: bool,
     pub theme: String,
     pub thinking: ThinkingLevel,
@@ -101,6 +103,7 @@ impl TuiOptions {
             loaded: Vec::new(),
             commands: Vec::new(),
             quiet_startup: false,
+            double_escape: "tree".into(),
             skip_branch_prompt: false,
             theme: "dark".into(),
             thinking: ThinkingLevel::Off,
@@ -174,6 +177,7 @@ pub fn initial_app(opts: &TuiOptions, driver: &dyn AgentDriver) -> App {
     app.theme = theme;
     warnings.extend(warning);
     app.settings.quiet_startup = opts.quiet_startup;
+    app.settings.double_escape = opts.double_escape.clone();
     app.flags.show_thinking = opts.show_thinking;
     app.settings.skip_branch_prompt = opts.skip_branch_prompt;
     app.settings.theme = opts.theme.clone();

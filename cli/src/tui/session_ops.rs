@@ -115,6 +115,7 @@ pub fn apply_reloaded(app: &mut App, agent_dir: &Path, r: Reloaded) {
     warnings.extend(warning);
     warnings.extend(r.warnings);
     app.settings.quiet_startup = r.quiet_startup;
+    app.settings.double_escape = r.double_escape;
     app.settings.theme = r.theme;
     app.settings.skip_branch_prompt = r.skip_branch_prompt;
     app.settings.external_editor = r.external_editor;

@@ -868,6 +868,17 @@ fn double_escape_opens_the_tree_when_idle() {
 }
 
 #[test]
+fn double_escape_follows_the_double_escape_action_setting() {
+    let mut a = app();
+    a.settings.double_escape = "fork".into();
+    update(&mut a, key(KeyCode::Esc));
+    assert_eq!(update(&mut a, key(KeyCode::Esc)), vec![Effect::OpenFork]);
+    a.settings.double_escape = "none".into();
+    update(&mut a, key(KeyCode::Esc));
+    assert!(update(&mut a, key(KeyCode::Esc)).is_empty());
+}
+
+#[test]
 fn export_and_clone_commands() {
     let mut a = app();
     typed(&mut a, "/export out.md");
