@@ -504,16 +504,18 @@ fn draw_fork(app: &App, f: &ForkPicker, area: Rect, buf: &mut Buffer) {
     let block = dialog_block(theme, "Fork from Message");
     let inner = block.inner(area);
     block.render(area, buf);
-    let mut lines = vec![
-        Line::styled(
-            "Select a user message to copy the active path up to that point into a new session",
-            theme.fg(theme.dim),
-        ),
-        Line::default(),
-    ];
+    let mut lines: Vec<Line<'_>> = wrap_words(
+        "Select a user message to copy the active path up to that point into a new session",
+        usize::from(inner.width),
+    )
+    .into_iter()
+    .map(|l| Line::styled(l, theme.fg(theme.dim)))
+    .collect();
+    lines.push(Line::default());
+    let head = lines.len();
     let n = f.rows.len();
     // Three lines per message; one line at the bottom for the position when scrolled.
-    let fits = (usize::from(inner.height).saturating_sub(3) / 3).max(1);
+    let fits = (usize::from(inner.height).saturating_sub(head + 1) / 3).max(1);
     let start = window_start(f.selected, n, fits);
     let width = usize::from(inner.width).saturating_sub(2);
     for (i, row) in f.rows.iter().enumerate().skip(start).take(fits) {
@@ -542,6 +544,27 @@ fn draw_fork(app: &App, f: &ForkPicker, area: Rect, buf: &mut Buffer) {
         ));
     }
     paint_lines(lines, inner, buf);
+}
+
+/// Breaks `text` at spaces into lines of at most `width` characters (a longer word gets a
+/// line of its own and is cut when drawn).
+fn wrap_words(text: &str, width: usize) -> Vec<String> {
+    let mut lines: Vec<String> = Vec::new();
+    let mut cur = String::new();
+    for word in text.split_whitespace() {
+        let wanted = cur.chars().count() + usize::from(!cur.is_empty()) + word.chars().count();
+        if !cur.is_empty() && wanted > width {
+            lines.push(std::mem::take(&mut cur));
+        }
+        if !cur.is_empty() {
+            cur.push(' ');
+        }
+        cur.push_str(word);
+    }
+    if !cur.is_empty() {
+        lines.push(cur);
+    }
+    lines
 }
 
 fn draw_resume(app: &App, r: &ResumePicker, area: Rect, buf: &mut Buffer) {

@@ -647,6 +647,33 @@ fn snapshot_fork_picker_and_import_confirm() {
 }
 
 #[test]
+fn fork_picker_scrolls_long_lists() {
+    let mut a = app();
+    let rows = (1..=12)
+        .map(|i| super::dialogs::ForkRow {
+            id: format!("m{i}"),
+            text: format!("prompt number {i}\nsecond line"),
+        })
+        .collect();
+    a.open_fork(rows);
+    let s = screen(&a, 80, 20);
+    assert!(
+        s.contains("Message 12 of 12") && s.contains("(12/12)"),
+        "{s}"
+    );
+    assert!(s.contains("prompt number 12 second line"), "{s}");
+    assert!(!s.contains("Message 1 of 12"), "{s}");
+    for _ in 0..11 {
+        update(&mut a, key(KeyCode::Up));
+    }
+    let s = screen(&a, 80, 20);
+    assert!(s.contains("Message 1 of 12") && s.contains("(1/12)"), "{s}");
+    // Escape closes without forking.
+    assert!(update(&mut a, key(KeyCode::Esc)).is_empty());
+    assert!(a.dialog.is_none());
+}
+
+#[test]
 fn scoped_cycling_applies_the_pattern_thinking_level() {
     let mut a = app();
     a.scoped = vec![
