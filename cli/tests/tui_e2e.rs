@@ -410,4 +410,13 @@ async fn fork_rename_and_reload_against_fake_llm() {
     tmux.wait_for("EXITED-0");
     // original, its /fork, the import, and the --fork copy
     assert_eq!(session_files(&sessions).len(), 4);
+    drop(tmux);
+
+    // `-r`, then escape: nothing chosen, so pi ends as Pi does, and writes nothing.
+    let tmux = Tmux::start(&format!("{name}-r"), &cwd, &pi("-r"));
+    tmux.wait_for("Resume session");
+    tmux.keys(&["Escape"]);
+    let screen = tmux.wait_for("EXITED-0");
+    assert!(screen.contains("No session selected"), "{screen}");
+    assert_eq!(session_files(&sessions).len(), 4);
 }

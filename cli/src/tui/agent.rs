@@ -549,7 +549,7 @@ pub fn read_ui(env: &crate::modes::Env, args: &crate::RunArgs) -> Reloaded {
 
 /// Interactive mode from the command line: the same session setup as `-p` (new session,
 /// `-c`, `--session`, `--fork`, model and tools flags), then [`super::run`]. `--resume`
-/// opens the session picker first (escape keeps the new session).
+/// opens the session picker first (escape quits with "No session selected", as in Pi).
 pub fn run_with_args(args: crate::RunArgs) -> anyhow::Result<i32> {
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()

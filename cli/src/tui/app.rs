@@ -219,6 +219,10 @@ pub struct App {
     pub tick: u64,
     /// Last assistant text, for /copy.
     pub last_assistant: Option<String>,
+    /// The /resume picker was opened by `--resume`: cancelling it quits, as in Pi.
+    pub resume_at_start: bool,
+    /// Printed on the main screen after the UI closes.
+    pub exit_message: Option<String>,
 }
 
 impl App {
@@ -258,6 +262,8 @@ impl App {
             escape_armed: false,
             tick: 0,
             last_assistant: None,
+            resume_at_start: false,
+            exit_message: None,
         }
     }
 
@@ -1561,11 +1567,16 @@ fn resume_key(
             // An error stays up until the next key.
             r.error = None;
             if m("tui.select.cancel") {
+                if std::mem::take(&mut app.resume_at_start) {
+                    app.exit_message = Some("No session selected".into());
+                    out.push(Effect::Quit);
+                }
                 return None;
             }
             if m("tui.select.confirm") {
                 return match r.selected_row() {
                     Some(row) => {
+                        app.resume_at_start = false;
                         out.push(Effect::Resume(row.location.clone()));
                         None
                     }

@@ -245,12 +245,20 @@ fn setup_terminal() -> anyhow::Result<Terminal<CrosstermBackend<io::Stdout>>> {
     Ok(Terminal::new(CrosstermBackend::new(io::stdout()))?)
 }
 
-/// Restores the terminal when dropped, so `?` and early returns cannot leave it raw.
-struct TerminalGuard;
+/// Restores the terminal when dropped, so `?` and early returns cannot leave it raw; then
+/// prints the exit message, if any, on the main screen.
+struct TerminalGuard {
+    exit_message: Option<String>,
+}
 
 impl Drop for TerminalGuard {
     fn drop(&mut self) {
+        // Only once: leaving the alternate screen again would move the cursor back over
+        // the message (the terminal restores the cursor it saved on entry).
         restore_terminal();
+        if let Some(text) = &self.exit_message {
+            println!("{text}");
+        }
     }
 }
 
@@ -271,7 +279,7 @@ pub fn run(mut opts: TuiOptions) -> anyhow::Result<i32> {
     }));
 
     let mut terminal = setup_terminal()?;
-    let _guard = TerminalGuard;
+    let mut guard = TerminalGuard { exit_message: None };
     let (tx, rx) = mpsc::channel::<Msg>();
     spawn_file_index(opts.cwd.clone(), tx.clone());
     if opts.open_resume {
@@ -283,6 +291,8 @@ pub fn run(mut opts: TuiOptions) -> anyhow::Result<i32> {
             &tx,
             Effect::OpenResume,
         )?;
+        // As `pi -r`: leaving the picker without a choice ends the program.
+        app.resume_at_start = matches!(app.dialog, Some(dialogs::Dialog::Resume(_)));
     }
 
     loop {
@@ -315,6 +325,7 @@ pub fn run(mut opts: TuiOptions) -> anyhow::Result<i32> {
         }
         for effect in effects {
             if apply_effect(&mut app, driver.as_mut(), &opts, &mut terminal, &tx, effect)? {
+                guard.exit_message = app.exit_message.take();
                 return Ok(0);
             }
         }

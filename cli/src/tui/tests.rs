@@ -585,6 +585,26 @@ fn resume_rename_delete_and_select() {
 }
 
 #[test]
+fn cancelling_the_resume_picker_of_dash_r_quits() {
+    let mut a = app();
+    a.open_resume(resume_rows(), 1_000_000_000);
+    a.resume_at_start = true;
+    assert_eq!(update(&mut a, key(KeyCode::Esc)), vec![Effect::Quit]);
+    assert_eq!(a.exit_message.as_deref(), Some("No session selected"));
+    // A later /resume is an ordinary picker: escape just closes it.
+    a.exit_message = None;
+    a.open_resume(resume_rows(), 1_000_000_000);
+    assert!(update(&mut a, key(KeyCode::Esc)).is_empty());
+    assert!(a.dialog.is_none());
+    // Choosing a session at start-up clears the flag too.
+    a.open_resume(resume_rows(), 1_000_000_000);
+    a.resume_at_start = true;
+    update(&mut a, key(KeyCode::Enter));
+    assert!(!a.resume_at_start);
+    assert_eq!(a.exit_message, None);
+}
+
+#[test]
 fn resume_refuses_to_delete_the_current_session() {
     let mut a = app();
     a.open_resume(resume_rows(), 1_000_000_000);
