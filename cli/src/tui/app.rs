@@ -719,6 +719,15 @@ impl App {
             });
             return;
         }
+        if self.summarizing_branch {
+            // The new prompt would land on the branch being left. Pi queues it until the
+            // navigation is done; here it stays in the editor.
+            let hint = self.keys.hint("app.interrupt");
+            self.notice(format!(
+                "Wait for the branch summary to finish ({hint} to cancel)"
+            ));
+            return;
+        }
         let text = self.editor.take();
         self.scroll = 0;
         if self.working {

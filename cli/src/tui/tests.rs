@@ -463,6 +463,11 @@ fn tree_user_message_goes_to_editor_after_three_way_prompt() {
     // While the branch is summarized: the status line, and escape aborts.
     assert!(a.summarizing_branch);
     insta::assert_snapshot!("summarizing_branch", screen(&a, 60, 8));
+    // A prompt now would land on the branch being left: it stays in the editor.
+    typed(&mut a, "later");
+    assert!(update(&mut a, key(KeyCode::Enter)).is_empty());
+    assert_eq!(a.editor.text(), "later");
+    a.editor.take();
     assert_eq!(update(&mut a, key(KeyCode::Esc)), vec![Effect::Abort]);
     // An aborted summary goes back to the tree.
     let out = update(&mut a, Msg::Agent(AgentEvent::TreeNavigationAborted));
