@@ -78,6 +78,10 @@ impl Setup {
 }
 
 fn setup(fake: &FakeLlm, dir: &Path) -> Setup {
+    setup_with_delay(fake, dir, 10)
+}
+
+fn setup_with_delay(fake: &FakeLlm, dir: &Path, base_delay_ms: u64) -> Setup {
     let reg = registry(&fake.base_url());
     let model = reg.find("fakeoai", "fake-model").cloned();
     let events = Arc::new(Mutex::new(Vec::new()));
@@ -101,7 +105,7 @@ fn setup(fake: &FakeLlm, dir: &Path) -> Setup {
         tools: select_builtin_tools(&ToolSelection::default()).expect("tools"),
         prompt: PromptOptions::default(),
         retry: RetrySettings {
-            base_delay_ms: 10,
+            base_delay_ms,
             ..Default::default()
         },
         compaction: CompactionSettings::default(),
@@ -618,4 +622,169 @@ async fn aborting_the_summary_leaves_the_session_as_it_was() {
         s.agent.with_session(|x| x.leaf_id().map(str::to_string)),
         leaf
     );
+}
+
+/// The scenario of `fixtures/realpi-branch-nav` (recorded with real Pi 1.6.0), replayed:
+/// navigating to Q2 with a summary and custom instructions, through a transient 503.
+#[tokio::test]
+async fn replaying_pi_s_recorded_navigation_gives_the_same_structure() {
+    let pi_session = branch_nav_fixture("session.jsonl");
+    let pi_requests = branch_nav_fixture("requests.jsonl");
+    let pi_rpc = branch_nav_fixture("rpc.jsonl");
+    let pi_summary_text = "## Goal\nRead the notes (summary from the fake server).";
+
+    let dir = tempfile::tempdir().unwrap();
+    let overloaded = Turn {
+        http_error: Some(HttpError {
+            status: 503,
+            body: Some(json!({"error": {"message": "fake overloaded"}})),
+        }),
+        ..Default::default()
+    };
+    let mut turns = vec![
+        Turn::text("A1: first answer."),
+        Turn {
+            text: Some("Reading.".into()),
+            tool_calls: vec![ToolCallSpec {
+                name: "read".into(),
+                arguments: json!({"path": "notes.md"}),
+                id: None,
+            }],
+            ..Default::default()
+        },
+        Turn::text("A2: second answer."),
+    ];
+    turns.extend([overloaded, Turn::text(pi_summary_text)]);
+    turns.push(Turn::text("A3: after the summary."));
+    let fake = FakeLlm::start(Script::turns(turns)).await.unwrap();
+    let s = setup_with_delay(&fake, dir.path(), 50);
+    s.agent.prompt("Q1 first question", vec![]).await.unwrap();
+    s.agent.prompt("Q2 second question", vec![]).await.unwrap();
+    let q2 = s.entry_id("user", "Q2 second question");
+    let out = s
+        .agent
+        .navigate_tree(
+            &q2,
+            NavigateOptions {
+                summarize: true,
+                custom_instructions: Some("the notes file".into()),
+                ..Default::default()
+            },
+        )
+        .await
+        .unwrap();
+    assert_eq!(out.editor_text.as_deref(), Some("Q2 second question"));
+    s.agent.prompt("Q3 again", vec![]).await.unwrap();
+    let ours = s.file_entries();
+
+    // The tree from the first user message on: kinds and parents (as positions) agree.
+    let shape = |entries: &[Value]| -> Vec<String> {
+        let start = entries
+            .iter()
+            .position(|e| e["message"]["role"] == "user")
+            .expect("a user message");
+        let tail = &entries[start..];
+        tail.iter()
+            .map(|e| {
+                let kind = match e["message"]["role"].as_str() {
+                    Some(role) => role.to_string(),
+                    None => e["type"].as_str().unwrap_or("?").to_string(),
+                };
+                let parent = tail
+                    .iter()
+                    .position(|p| p["id"] == e["parentId"])
+                    .map_or("-".to_string(), |i| i.to_string());
+                format!("{kind}<-{parent}")
+            })
+            .collect()
+    };
+    assert_eq!(shape(&ours), shape(&pi_session));
+
+    // The branch_summary entry: same keys, details, file lists; the same text after the
+    // (differently worded) preamble.
+    let bs_of = |entries: &[Value]| -> Value {
+        entries
+            .iter()
+            .find(|e| e["type"] == "branch_summary")
+            .cloned()
+            .expect("branch_summary")
+    };
+    let (ours_bs, pi_bs) = (bs_of(&ours), bs_of(&pi_session));
+    let keys = |v: &Value| -> Vec<String> { v.as_object().unwrap().keys().cloned().collect() };
+    assert_eq!(keys(&ours_bs), keys(&pi_bs));
+    assert_eq!(ours_bs["details"], pi_bs["details"]);
+    assert_eq!(ours_bs["fromHook"], pi_bs["fromHook"]);
+    let after_preamble = |bs: &Value| -> String {
+        let text = bs["summary"].as_str().unwrap();
+        text[text.find(pi_summary_text).expect("model text in summary")..].to_string()
+    };
+    assert_eq!(after_preamble(&ours_bs), after_preamble(&pi_bs));
+
+    // The summary request: the same serialized conversation and the same focus line.
+    let pi_summary_request = pi_requests
+        .iter()
+        .rev()
+        .find(|r| r["kind"] == "summary")
+        .expect("Pi's summary request")["body"]
+        .clone();
+    let requests = fake.requests();
+    let ours_summary_request = &requests[requests.len() - 2].body;
+    let conversation = |body: &Value| -> String {
+        let text = user_text(body);
+        let end = text.find("</conversation>").expect("conversation block");
+        text[..end].to_string()
+    };
+    assert_eq!(
+        conversation(ours_summary_request),
+        conversation(&pi_summary_request)
+    );
+    assert!(user_text(ours_summary_request).ends_with("\n\nAdditional focus: the notes file"));
+    assert!(user_text(&pi_summary_request).ends_with("\n\nAdditional focus: the notes file"));
+    for key in ["max_completion_tokens", "reasoning_effort", "tools"] {
+        assert_eq!(
+            ours_summary_request[key], pi_summary_request[key],
+            "{key} of the summary request"
+        );
+    }
+
+    // The retry events: same sequence and fields (the error text is each server's own).
+    let strip = |mut e: Value| {
+        if let Some(m) = e.as_object_mut() {
+            if let Some(msg) = m.get_mut("errorMessage") {
+                assert!(msg.as_str().unwrap_or("").contains("overloaded"), "{msg}");
+                *msg = Value::Null;
+            }
+        }
+        e
+    };
+    let pi_retry: Vec<Value> = pi_rpc
+        .iter()
+        .filter_map(|r| r.get("rec"))
+        .filter(|e| {
+            e["type"]
+                .as_str()
+                .is_some_and(|t| t.starts_with("summarization_retry"))
+        })
+        .cloned()
+        .map(strip)
+        .collect();
+    let ours_retry: Vec<Value> = s
+        .events
+        .lock()
+        .unwrap()
+        .iter()
+        .filter(|e| {
+            e["type"]
+                .as_str()
+                .is_some_and(|t| t.starts_with("summarization_retry"))
+        })
+        .cloned()
+        .map(strip)
+        .collect();
+    assert_eq!(pi_retry.len(), 3);
+    assert_eq!(ours_retry, pi_retry);
+}
+
+fn branch_nav_fixture(name: &str) -> Vec<Value> {
+    pi_fixture_lines(&format!("../realpi-branch-nav/{name}"))
 }
