@@ -19,6 +19,9 @@ use crate::compaction::{
     BranchSummaryOutcome, FileLists, SummaryOptions, NO_CONTENT_SUMMARY,
 };
 
+/// Pi's refusal while a compaction or another navigation runs.
+const BUSY: &str = "Wait for the current compaction or tree navigation to finish before navigating the session tree.";
+
 /// How to navigate.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct NavigateOptions {
@@ -78,10 +81,7 @@ impl AgentSession {
             ));
         }
         if self.is_compacting() {
-            return Err(AgentError::Other(
-                "Wait for the current compaction or tree navigation to finish before navigating the session tree."
-                    .into(),
-            ));
+            return Err(AgentError::Other(BUSY.into()));
         }
         let (target, entries) = {
             let st = lock(&self.shared.state);
@@ -105,10 +105,7 @@ impl AgentSession {
         {
             let mut slot = lock(&self.shared.branch_summary);
             if slot.is_some() {
-                return Err(AgentError::Other(
-                    "Wait for the current compaction or tree navigation to finish before navigating the session tree."
-                        .into(),
-                ));
+                return Err(AgentError::Other(BUSY.into()));
             }
             *slot = Some(token.clone());
         }
