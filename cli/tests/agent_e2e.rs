@@ -1519,3 +1519,83 @@ async fn rpc_bash_streams_and_abort_bash_cancels() {
     std::thread::sleep(Duration::from_millis(2500));
     assert!(!marker.exists(), "background process outlived abort_bash");
 }
+
+/// A transient provider error during a manual compaction is retried, and RPC clients see
+/// Pi's `summarization_retry_*` events (attempt, budget, delay, error; then the source).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn rpc_compaction_retries_transient_summary_errors_with_events() {
+    let long = |tag: &str| {
+        format!(
+            "{tag} {}",
+            "words to make the turn long enough. ".repeat(20)
+        )
+    };
+    let overloaded = json!({"http_error": {"status": 503,
+        "body": {"error": {"message": "fake overloaded"}}}});
+    let sc = Scenario::new(
+        json!({"turns": [
+            {"text": long("A1")},
+            {"text": long("A2")},
+            overloaded,
+            {"text": "## Goal\nCompacted after a retry."},
+            {"text": "## Goal\nTurn prefix, if the cut split a turn."},
+        ]}),
+        Some(json!({"compaction": {"keepRecentTokens": 60}, "retry": {"baseDelayMs": 10}})),
+    )
+    .await;
+    let mut rpc = Rpc::start(&sc, &["--model", "fakeoai/fake-model"]);
+    for (i, q) in ["Q1", "Q2"].iter().enumerate() {
+        let line = json!({"id": format!("p{i}"), "type": "prompt", "message": long(q)});
+        rpc.send_line(&line.to_string());
+        rpc.wait("settled", |r| {
+            r.iter().filter(|v| v["type"] == "agent_settled").count() > i
+        });
+    }
+    rpc.send_line(r#"{"id":"c1","type":"compact"}"#);
+    let response = rpc.response("c1");
+    assert_eq!(response["success"], true, "{response}");
+    let retry: Vec<Value> = rpc
+        .records
+        .iter()
+        .filter(|v| {
+            v["type"]
+                .as_str()
+                .is_some_and(|t| t.starts_with("summarization_retry"))
+        })
+        .cloned()
+        .collect();
+    assert_eq!(retry.len(), 3, "{retry:#?}");
+    assert_eq!(retry[0]["type"], "summarization_retry_scheduled");
+    assert_eq!(retry[0]["attempt"], 1);
+    assert_eq!(retry[0]["maxAttempts"], 3);
+    assert_eq!(retry[0]["delayMs"], 10);
+    assert!(
+        retry[0]["errorMessage"]
+            .as_str()
+            .is_some_and(|m| m.contains("overloaded")),
+        "{}",
+        retry[0]
+    );
+    assert_eq!(
+        retry[1],
+        json!({"type": "summarization_retry_attempt_start", "source": "compaction", "reason": "manual"})
+    );
+    assert_eq!(retry[2], json!({"type": "summarization_retry_finished"}));
+    // The events come between compaction_start and compaction_end.
+    let position = |pred: &dyn Fn(&Value) -> bool| rpc.records.iter().position(pred);
+    let start = position(&|v| v["type"] == "compaction_start").expect("compaction_start");
+    let end = position(&|v| v["type"] == "compaction_end").expect("compaction_end");
+    let scheduled = position(&|v| v["type"] == "summarization_retry_scheduled").expect("scheduled");
+    assert!(start < scheduled && scheduled < end);
+    let (_records, code) = rpc.close();
+    assert_eq!(code, Some(0));
+    let entries = read_jsonl(&sc.session_files()[0]);
+    let compaction = entries
+        .iter()
+        .find(|e| e["type"] == "compaction")
+        .expect("compaction entry");
+    assert!(compaction["summary"]
+        .as_str()
+        .unwrap_or("")
+        .contains("Compacted after a retry."));
+}

@@ -128,7 +128,10 @@ async fn interactive_session_against_fake_llm() {
     .expect("write skill");
     let script: Script = serde_json::from_value(json!({"turns": [
         {"text": "Hello from the **fake** model."},
-        {"text": "Second answer."}
+        {"text": "Second answer."},
+        // The branch summary request (our summarization prompt is not the wording the
+        // fake server routes to `summaries`, so it takes the next turn).
+        {"text": "## Goal\nSummary of the Next branch."}
     ]}))
     .expect("script");
     let fake = FakeLlm::start(script).await.expect("fake llm");
@@ -175,15 +178,23 @@ async fn interactive_session_against_fake_llm() {
     tmux.keys(&["Next", "Enter"]);
     let screen = tmux.wait_for("Second answer.");
     eprintln!("{screen}");
-    // /tree: pick the "Next" prompt (one up from the leaf), leave the branch without a
-    // summary; its text comes back to the editor.
+    // /tree: pick the "Next" prompt (one up from the leaf) and leave its branch with a
+    // summary; the transcript is rebuilt from the new position, showing the summary, and
+    // the prompt's text comes back to the editor.
     tmux.keys(&["/tree", "Enter"]);
     tmux.wait_for("Session tree");
     tmux.keys(&["Up"]);
     tmux.keys(&["Enter"]);
     tmux.wait_for("Summarize the branch you are leaving?");
+    tmux.keys(&["Down"]);
     tmux.keys(&["Enter"]);
-    tmux.wait_for("Moved to");
+    let screen = tmux.wait_for("Navigated to selected point");
+    assert!(screen.contains("[branch]"), "{screen}");
+    assert!(!screen.contains("Second answer."), "{screen}");
+    // Expanded, the summary itself shows.
+    tmux.keys(&["C-o"]);
+    tmux.wait_for("Summary of the Next branch.");
+    tmux.keys(&["C-o"]);
     tmux.keys(&["C-c"]);
     tmux.keys(&["/export out.html", "Enter"]);
     tmux.wait_for("Session exported to");
@@ -204,7 +215,8 @@ async fn interactive_session_against_fake_llm() {
     let tmux = Tmux::start(&format!("{name}-r"), &cwd, &command);
     tmux.wait_for("Resume session");
     tmux.keys(&["Enter"]);
-    tmux.wait_for("Second answer.");
+    // The file's last entry, the branch summary, is the leaf again.
+    tmux.wait_for("[branch]");
     tmux.keys(&["C-d"]);
     tmux.wait_for("EXITED-0");
 
@@ -218,6 +230,39 @@ async fn interactive_session_against_fake_llm() {
         text.contains("Say hello") && text.contains("Second answer."),
         "{text}"
     );
+    // The branch_summary entry: on the first answer, from the abandoned answer.
+    let entries: Vec<serde_json::Value> = text
+        .lines()
+        .map(|l| serde_json::from_str(l).expect("json line"))
+        .collect();
+    let id_of = |needle: &str| {
+        entries
+            .iter()
+            .find(|e| e["type"] == "message" && e["message"].to_string().contains(needle))
+            .and_then(|e| e["id"].as_str())
+            .unwrap_or_else(|| panic!("no message with {needle}"))
+            .to_string()
+    };
+    let summaries: Vec<&serde_json::Value> = entries
+        .iter()
+        .filter(|e| e["type"] == "branch_summary")
+        .collect();
+    assert_eq!(summaries.len(), 1, "{text}");
+    let bs = summaries[0];
+    assert_eq!(
+        bs["parentId"].as_str(),
+        Some(id_of("Hello from the").as_str())
+    );
+    assert_eq!(
+        bs["fromId"].as_str(),
+        Some(id_of("Second answer.").as_str())
+    );
+    assert!(bs["summary"]
+        .as_str()
+        .unwrap_or("")
+        .contains("Summary of the Next branch."));
+    assert_eq!(bs["details"], json!({"readFiles": [], "modifiedFiles": []}));
+    assert_eq!(bs["fromHook"], false);
 }
 
 fn session_files(dir: &Path) -> Vec<PathBuf> {

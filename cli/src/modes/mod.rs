@@ -473,6 +473,7 @@ pub fn build_agent(args: &RunArgs, env: &Env, sink: EventSink) -> anyhow::Result
         },
         retry,
         compaction: env.settings.compaction,
+        branch_summary: env.settings.config.branch_summary(),
         api_key: args.api_key.clone(),
         api_key_resolver: Some(api_key_resolver(env)),
         shell: pi_engine::agent::ShellOptions {

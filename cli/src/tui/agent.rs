@@ -10,11 +10,16 @@ use super::driver::{AgentDriver, AgentEvent, BranchSummary, ModelInfo, Reloaded,
 use super::session_ops;
 use super::TuiOptions;
 use anyhow::{anyhow, bail};
-use pi_engine::agent::{AgentSession, EventSink};
+use pi_engine::agent::{AgentSession, EventSink, NavigateOptions};
 use serde_json::Value;
 use std::path::Path;
 use std::sync::mpsc;
 use std::sync::{Arc, Mutex};
+
+/// Results of a tree navigation, sent by its task through the errors channel.
+const NAV_DONE: &str = "tui_tree_navigated";
+const NAV_ABORTED: &str = "tui_tree_navigation_aborted";
+const NAV_FAILED: &str = "tui_tree_navigation_failed";
 
 pub struct AgentSessionDriver {
     agent: AgentSession,
@@ -26,7 +31,8 @@ pub struct AgentSessionDriver {
     resources: pi_engine::config::Resources,
     runtime: tokio::runtime::Handle,
     events: mpsc::Receiver<Value>,
-    /// For errors of spawned calls (a prompt that could not start, a failed compaction).
+    /// For errors and results of spawned calls (a prompt that could not start, a failed
+    /// compaction, a finished tree navigation).
     errors: mpsc::Sender<Value>,
 }
 
@@ -145,61 +151,63 @@ impl AgentDriver for AgentSessionDriver {
     fn poll_events(&mut self) -> Vec<AgentEvent> {
         let mut out = Vec::new();
         while let Ok(v) = self.events.try_recv() {
-            if v.get("type").and_then(Value::as_str) == Some("tui_error") {
-                let msg = v.get("message").and_then(Value::as_str).unwrap_or("error");
-                out.push(AgentEvent::Error(msg.to_string()));
-                continue;
+            let message = || {
+                v.get("message")
+                    .and_then(Value::as_str)
+                    .unwrap_or("error")
+                    .to_string()
+            };
+            match v.get("type").and_then(Value::as_str) {
+                Some("tui_error") => out.push(AgentEvent::Error(message())),
+                Some(NAV_DONE) => out.push(AgentEvent::TreeNavigated {
+                    messages: self.agent.messages(),
+                    editor_text: v
+                        .get("editorText")
+                        .and_then(Value::as_str)
+                        .map(str::to_string),
+                }),
+                Some(NAV_ABORTED) => out.push(AgentEvent::TreeNavigationAborted),
+                Some(NAV_FAILED) => out.push(AgentEvent::TreeNavigationFailed(message())),
+                _ => out.extend(AgentEvent::from_pi_json(&v)),
             }
-            out.extend(AgentEvent::from_pi_json(&v));
         }
         out
     }
 
-    fn navigate_tree(
-        &mut self,
-        target: Option<&str>,
-        summary: &BranchSummary,
-    ) -> anyhow::Result<()> {
-        // AgentSession cannot move its leaf yet, so reopen the session file and branch the
-        // fresh copy: in Pi the leaf is in-memory state, and the next append records it as
-        // the parent, which is what happens here too.
-        let Some(env) = &self.env else {
-            anyhow::bail!("no session setup available")
+    fn navigate_tree(&mut self, entry: &str, summary: &BranchSummary) -> anyhow::Result<()> {
+        let options = match summary {
+            BranchSummary::None => NavigateOptions::default(),
+            BranchSummary::Summarize => NavigateOptions {
+                summarize: true,
+                ..Default::default()
+            },
+            BranchSummary::SummarizeWithFocus(focus) => NavigateOptions {
+                summarize: true,
+                custom_instructions: Some(focus.clone()).filter(|f| !f.trim().is_empty()),
+                ..Default::default()
+            },
         };
-        if self.agent.is_streaming() {
-            anyhow::bail!("wait for the current response to finish");
-        }
-        if !matches!(summary, BranchSummary::None) {
-            anyhow::bail!("branch summaries are not available yet; choose \"No summary\"");
-        }
-        let Some(file) = self.agent.session_file().filter(|f| f.is_file()) else {
-            anyhow::bail!("the session has not been written yet (send a prompt first)");
-        };
-        if let Some(id) = target {
-            if self.agent.with_session(|s| s.find(id).is_none()) {
-                anyhow::bail!("no entry {id}");
+        let agent = self.agent.clone();
+        let results = self.errors.clone();
+        let entry = entry.to_string();
+        self.runtime.spawn(async move {
+            // Pi stops a running response once the user commits to navigating.
+            if agent.is_streaming() {
+                agent.abort();
+                while agent.is_streaming() {
+                    tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+                }
             }
-        }
-        // The writer holds an exclusive flock on the file; drop it before reopening.
-        let placeholder = pi_engine::session::Session::create(&pi_formats::header::NewHeader::new(
-            pi_formats::id::session_id(),
-            pi_formats::time::now_iso(),
-            env.cwd.clone(),
-            None,
-        ));
-        self.agent
-            .replace_session(placeholder, pi_engine::agent::Persistence::default());
-        let (mut session, persist) = env.open_file(&file)?;
-        let moved = match target {
-            Some(id) => session.branch(id).map_err(anyhow::Error::from),
-            None => {
-                session.reset_leaf();
-                Ok(())
-            }
-        };
-        self.agent.replace_session(session, persist);
-        self.agent.restore_from_session();
-        moved
+            let event = match agent.navigate_tree(&entry, options).await {
+                Ok(out) if out.aborted || out.cancelled => {
+                    serde_json::json!({"type": NAV_ABORTED})
+                }
+                Ok(out) => serde_json::json!({"type": NAV_DONE, "editorText": out.editor_text}),
+                Err(e) => serde_json::json!({"type": NAV_FAILED, "message": e.to_string()}),
+            };
+            let _ = results.send(event);
+        });
+        Ok(())
     }
 
     fn compact(&mut self, instructions: Option<&str>) {

@@ -48,8 +48,9 @@ pub enum Effect {
     Compact(Option<String>),
     SetModel(ModelInfo),
     SetThinking(ThinkingLevel),
+    /// Navigate to the entry picked in /tree, summarizing the branch left as asked.
     NavigateTree {
-        target: Option<String>,
+        entry: String,
         summary: BranchSummary,
     },
     SetLabel {
@@ -195,6 +196,8 @@ pub struct App {
     pub scroll: u64,
     pub working: bool,
     pub compacting: bool,
+    /// A tree navigation is summarizing the branch it leaves (escape aborts it).
+    pub summarizing_branch: bool,
     pub steering: Vec<String>,
     pub follow_up: Vec<String>,
     pub models: Vec<ModelInfo>,
@@ -248,6 +251,7 @@ impl App {
             scroll: 0,
             working: false,
             compacting: false,
+            summarizing_branch: false,
             steering: Vec::new(),
             follow_up: Vec::new(),
             models: Vec::new(),
@@ -414,13 +418,17 @@ impl App {
                         *done = true;
                     }
                 }
-                Some("compactionSummary") | Some("branchSummary") => {
+                Some(role @ ("compactionSummary" | "branchSummary")) => {
                     let summary = m
                         .get("summary")
                         .and_then(Value::as_str)
                         .unwrap_or("")
                         .to_string();
-                    self.transcript.push(Item::Compaction(summary));
+                    self.transcript.push(if role == "branchSummary" {
+                        Item::BranchSummary(summary)
+                    } else {
+                        Item::Compaction(summary)
+                    });
                 }
                 Some("bashExecution") => self.transcript.push(Item::Bash {
                     command: m
@@ -802,6 +810,15 @@ impl App {
             });
             return;
         }
+        if self.summarizing_branch {
+            // The new prompt would land on the branch being left. Pi queues it until the
+            // navigation is done; here it stays in the editor.
+            let hint = self.keys.hint("app.interrupt");
+            self.notice(format!(
+                "Wait for the branch summary to finish ({hint} to cancel)"
+            ));
+            return;
+        }
         let text = self.editor.take();
         self.scroll = 0;
         if self.working {
@@ -1026,6 +1043,28 @@ impl App {
                     (None, None) => {}
                 }
             }
+            AgentEvent::TreeNavigated {
+                messages,
+                editor_text,
+            } => {
+                self.summarizing_branch = false;
+                self.load_messages(&messages);
+                if let Some(text) = editor_text {
+                    if self.editor.text().trim().is_empty() {
+                        self.editor.set_text(&text);
+                    }
+                }
+                self.notice("Navigated to selected point");
+            }
+            AgentEvent::TreeNavigationAborted => {
+                self.summarizing_branch = false;
+                self.notice("Branch summarization cancelled");
+            }
+            AgentEvent::TreeNavigationFailed(e) => {
+                self.summarizing_branch = false;
+                self.transcript
+                    .push(Item::Error(format!("Navigation failed: {e}")));
+            }
             AgentEvent::Notice(t) => self.notice(t),
             AgentEvent::Error(e) => self.transcript.push(Item::Error(e)),
         }
@@ -1076,7 +1115,13 @@ pub fn update(app: &mut App, msg: Msg) -> Vec<Effect> {
                 app.update_completion();
             }
         },
-        Msg::Agent(ev) => app.on_agent(ev),
+        Msg::Agent(ev) => {
+            // Pi goes back to the tree when a branch summary is aborted.
+            if ev == AgentEvent::TreeNavigationAborted {
+                out.push(Effect::OpenTree);
+            }
+            app.on_agent(ev)
+        }
         Msg::FilesIndexed(files) => app.files = files,
         Msg::BashDone {
             command,
@@ -1179,6 +1224,8 @@ fn on_key(app: &mut App, k: KeyEvent, out: &mut Vec<Effect>) {
                 std::mem::take(&mut app.follow_up),
             );
             app.restore_queue_to_editor(s, f);
+        } else if app.summarizing_branch {
+            out.push(Effect::Abort);
         } else if app.editor.is_empty() {
             if app.escape_armed {
                 match app.settings.double_escape.as_str() {
@@ -1656,14 +1703,14 @@ fn tree_key(
             }
             return None;
         }
+        let Some(entry) = t.selected_node().map(|n| n.id.clone()) else {
+            return Some(Dialog::Tree(t));
+        };
         if app.settings.skip_branch_prompt {
             out.push(Effect::NavigateTree {
-                target,
+                entry,
                 summary: BranchSummary::None,
             });
-            if let Some(text) = editor_text {
-                app.editor.set_text(&text);
-            }
             return None;
         }
         return Some(Dialog::BranchPrompt(BranchPrompt {
@@ -1729,12 +1776,12 @@ fn branch_key(
             return Some(Dialog::BranchPrompt(b));
         }
         if m("tui.select.confirm") {
-            out.push(Effect::NavigateTree {
-                target: b.target.clone(),
-                summary: BranchSummary::SummarizeWithFocus(focus),
-            });
-            if let Some(t) = b.editor_text {
-                app.editor.set_text(&t);
+            if let Some(entry) = b.nav.selected_node().map(|n| n.id.clone()) {
+                app.summarizing_branch = true;
+                out.push(Effect::NavigateTree {
+                    entry,
+                    summary: BranchSummary::SummarizeWithFocus(focus),
+                });
             }
             return None;
         }
@@ -1754,12 +1801,9 @@ fn branch_key(
                 return Some(Dialog::BranchPrompt(b));
             }
         };
-        out.push(Effect::NavigateTree {
-            target: b.target.clone(),
-            summary,
-        });
-        if let Some(t) = b.editor_text {
-            app.editor.set_text(&t);
+        if let Some(entry) = b.nav.selected_node().map(|n| n.id.clone()) {
+            app.summarizing_branch = summary != BranchSummary::None;
+            out.push(Effect::NavigateTree { entry, summary });
         }
         return None;
     }

@@ -148,6 +148,16 @@ pub enum AgentEvent {
         summary: Option<String>,
         error: Option<String>,
     },
+    /// A tree navigation finished: the context messages from the new position (to rebuild
+    /// the transcript) and, for a re-edited user message, its text for the editor.
+    TreeNavigated {
+        messages: Vec<Value>,
+        editor_text: Option<String>,
+    },
+    /// The branch summary of a tree navigation was aborted; nothing changed.
+    TreeNavigationAborted,
+    /// A tree navigation failed; nothing changed.
+    TreeNavigationFailed(String),
     /// Something for the user that is not part of the conversation.
     Notice(String),
     Error(String),
@@ -185,6 +195,17 @@ impl AgentEvent {
             "auto_retry_start" => AgentEvent::Notice(format!(
                 "Retrying (attempt {})...",
                 v.get("attempt").and_then(Value::as_u64).unwrap_or(1)
+            )),
+            // Pi shows the error and a retry countdown; the retried attempt and the end of
+            // the loop change nothing on this screen.
+            "summarization_retry_scheduled" => AgentEvent::Notice(format!(
+                "{} (retrying summary {}/{} in {}s)",
+                v.get("errorMessage")
+                    .and_then(Value::as_str)
+                    .unwrap_or("Summarization failed"),
+                u64_at(v, "attempt"),
+                u64_at(v, "maxAttempts"),
+                u64_at(v, "delayMs").div_ceil(1000)
             )),
             "turn_start" => AgentEvent::TurnStart,
             "turn_end" => AgentEvent::TurnEnd,
@@ -302,13 +323,12 @@ pub trait AgentDriver {
     fn abort(&mut self);
     /// Events since the last call, oldest first.
     fn poll_events(&mut self) -> Vec<AgentEvent>;
-    /// Moves the session leaf to `target` (already resolved with Pi's /tree rules), after
-    /// summarizing the abandoned branch as asked.
-    fn navigate_tree(
-        &mut self,
-        target: Option<&str>,
-        summary: &BranchSummary,
-    ) -> anyhow::Result<()>;
+    /// Navigates to the entry the user picked in /tree (Pi's `navigateTree`: a user message
+    /// puts the leaf on its parent), after summarizing the abandoned branch as asked. The
+    /// result arrives as [`AgentEvent::TreeNavigated`], [`AgentEvent::TreeNavigationAborted`]
+    /// or [`AgentEvent::TreeNavigationFailed`]; `Err` means it could not start.
+    /// [`AgentDriver::abort`] aborts a summary in progress.
+    fn navigate_tree(&mut self, entry: &str, summary: &BranchSummary) -> anyhow::Result<()>;
     /// Compacts the context now, with optional instructions for the summary.
     fn compact(&mut self, instructions: Option<&str>);
     fn set_model(&mut self, model: &ModelInfo);
@@ -461,21 +481,24 @@ impl AgentDriver for FakeDriver {
     fn poll_events(&mut self) -> Vec<AgentEvent> {
         std::mem::take(&mut self.pending)
     }
-    fn navigate_tree(
-        &mut self,
-        target: Option<&str>,
-        summary: &BranchSummary,
-    ) -> anyhow::Result<()> {
-        self.calls.push(format!(
-            "navigate:{}:{summary:?}",
-            target.unwrap_or("<root>")
-        ));
+    fn navigate_tree(&mut self, entry: &str, summary: &BranchSummary) -> anyhow::Result<()> {
+        self.calls.push(format!("navigate:{entry}:{summary:?}"));
+        let mut editor_text = None;
         if let Some(session) = self.session.as_mut() {
-            match target {
+            let Some(idx) = session.find(entry) else {
+                anyhow::bail!("Entry {entry} not found")
+            };
+            let nav = pi_engine::compaction::navigation_target(&session.entry_value(idx));
+            match nav.new_leaf_id.as_deref() {
                 Some(id) => session.branch(id)?,
                 None => session.reset_leaf(),
             }
+            editor_text = nav.editor_text;
         }
+        self.pending.push(AgentEvent::TreeNavigated {
+            messages: Vec::new(),
+            editor_text,
+        });
         Ok(())
     }
     fn compact(&mut self, instructions: Option<&str>) {

@@ -143,7 +143,7 @@ impl AgentDriver for OfflineDriver {
     fn poll_events(&mut self) -> Vec<AgentEvent> {
         std::mem::take(&mut self.pending)
     }
-    fn navigate_tree(&mut self, _: Option<&str>, _: &BranchSummary) -> anyhow::Result<()> {
+    fn navigate_tree(&mut self, _: &str, _: &BranchSummary) -> anyhow::Result<()> {
         anyhow::bail!("no session")
     }
     fn compact(&mut self, _: Option<&str>) {
@@ -320,7 +320,7 @@ pub fn run(mut opts: TuiOptions) -> anyhow::Result<i32> {
         while let Ok(msg) = rx.try_recv() {
             effects.extend(app::update(&mut app, msg));
         }
-        if app.working || app.compacting {
+        if app.working || app.compacting || app.summarizing_branch {
             app.tick += 1;
         }
         for effect in effects {
@@ -394,15 +394,13 @@ fn apply_effect(
         Effect::Compact(i) => driver.compact(i.as_deref()),
         Effect::SetModel(m) => driver.set_model(&m),
         Effect::SetThinking(l) => driver.set_thinking(l),
-        Effect::NavigateTree { target, summary } => {
-            if let Err(e) = driver.navigate_tree(target.as_deref(), &summary) {
-                app.transcript
-                    .push(transcript::Item::Error(format!("Navigation failed: {e}")));
-            } else {
-                app.notice(format!(
-                    "Moved to {}",
-                    target.as_deref().unwrap_or("the start of the session")
-                ));
+        Effect::NavigateTree { entry, summary } => {
+            // The outcome arrives as an agent event (a summary takes a model call).
+            if let Err(e) = driver.navigate_tree(&entry, &summary) {
+                app::update(
+                    app,
+                    Msg::Agent(AgentEvent::TreeNavigationFailed(e.to_string())),
+                );
             }
         }
         Effect::OpenTree => match driver.session() {

@@ -63,7 +63,7 @@ fn bottom_height(app: &App, area: Rect) -> u16 {
 
 fn areas(app: &App, area: Rect) -> Areas {
     let queued = (app.steering.len() + app.follow_up.len()) as u16;
-    let status = queued + u16::from(app.working || app.compacting);
+    let status = queued + u16::from(app.working || app.compacting || app.summarizing_branch);
     let [transcript, status, bottom, footer] = Layout::vertical([
         Constraint::Min(1),
         Constraint::Length(status),
@@ -108,14 +108,16 @@ fn draw_status(app: &App, area: Rect, buf: &mut Buffer) {
             Span::styled(first_line(s), theme.fg(theme.muted)),
         ]));
     }
-    if app.working || app.compacting {
+    if app.working || app.compacting || app.summarizing_branch {
         let spin = SPINNER[(app.tick % SPINNER.len() as u64) as usize];
-        let what = if app.compacting {
-            "Compacting context..."
+        let (what, verb) = if app.summarizing_branch {
+            ("Summarizing branch...", "cancel")
+        } else if app.compacting {
+            ("Compacting context...", "interrupt")
         } else {
-            "Working..."
+            ("Working...", "interrupt")
         };
-        let hint = format!(" ({} to interrupt)", app.keys.hint("app.interrupt"));
+        let hint = format!(" ({} to {verb})", app.keys.hint("app.interrupt"));
         lines.push(Line::from(vec![
             Span::styled(format!("{spin} {what}"), theme.fg(theme.accent)),
             Span::styled(hint, theme.fg(theme.dim)),

@@ -455,12 +455,45 @@ fn tree_user_message_goes_to_editor_after_three_way_prompt() {
     assert_eq!(
         out,
         vec![Effect::NavigateTree {
-            target: Some("b1".into()),
+            entry: "b2".into(),
             summary: BranchSummary::SummarizeWithFocus("the API".into())
         }]
     );
-    assert_eq!(a.editor.text(), "try again");
     assert!(a.dialog.is_none());
+    // While the branch is summarized: the status line, and escape aborts.
+    assert!(a.summarizing_branch);
+    insta::assert_snapshot!("summarizing_branch", screen(&a, 60, 8));
+    // A prompt now would land on the branch being left: it stays in the editor.
+    typed(&mut a, "later");
+    assert!(update(&mut a, key(KeyCode::Enter)).is_empty());
+    assert_eq!(a.editor.text(), "later");
+    a.editor.take();
+    assert_eq!(update(&mut a, key(KeyCode::Esc)), vec![Effect::Abort]);
+    // An aborted summary goes back to the tree.
+    let out = update(&mut a, Msg::Agent(AgentEvent::TreeNavigationAborted));
+    assert_eq!(out, vec![Effect::OpenTree]);
+    assert!(!a.summarizing_branch);
+    // Done: the transcript is rebuilt from the new position (with the summary), and the
+    // re-edited message's text comes back to the editor.
+    a.summarizing_branch = true;
+    update(
+        &mut a,
+        Msg::Agent(AgentEvent::TreeNavigated {
+            messages: vec![
+                serde_json::json!({"role": "user", "content": "fix the bug", "timestamp": 1}),
+                serde_json::json!({"role": "assistant", "content": [{"type": "text", "text": "Another approach."}], "timestamp": 2}),
+                serde_json::json!({"role": "branchSummary", "summary": "The user explored another branch.\n\n## Goal\nFix it", "fromId": "b3", "timestamp": 3}),
+            ],
+            editor_text: Some("try again".into()),
+        }),
+    );
+    assert!(!a.summarizing_branch);
+    assert_eq!(a.editor.text(), "try again");
+    insta::assert_snapshot!("after_branch_summary", screen(&a, 60, 16));
+    a.flags.tools_expanded = true;
+    let expanded = screen(&a, 60, 20);
+    assert!(expanded.contains("Branch Summary"), "{expanded}");
+    assert!(expanded.contains("Fix it"), "{expanded}");
 }
 
 #[test]
@@ -479,7 +512,7 @@ fn tree_skip_prompt_and_same_leaf() {
     assert_eq!(
         out,
         vec![Effect::NavigateTree {
-            target: Some("a4".into()),
+            entry: "a4".into(),
             summary: BranchSummary::None
         }]
     );
@@ -785,9 +818,14 @@ fn fake_driver_round_trip() {
         })
     );
     assert_eq!(a.footer.totals.input, 10);
-    assert!(driver
-        .navigate_tree(Some("a4"), &BranchSummary::None)
-        .is_ok());
+    assert!(driver.navigate_tree("a4", &BranchSummary::None).is_ok());
+    assert_eq!(
+        driver.poll_events(),
+        vec![AgentEvent::TreeNavigated {
+            messages: vec![],
+            editor_text: None
+        }]
+    );
     assert_eq!(
         driver
             .session
@@ -1619,4 +1657,46 @@ mod on_disk {
         );
         assert!(notices.last().is_some_and(|n| n.starts_with("Reloaded")));
     }
+}
+
+#[test]
+fn summarization_retries_show_as_notices() {
+    let ev = AgentEvent::from_pi_json(&serde_json::json!({
+        "type": "summarization_retry_scheduled", "attempt": 1, "maxAttempts": 3,
+        "delayMs": 2000, "errorMessage": "503 overloaded"}));
+    assert_eq!(
+        ev,
+        Some(AgentEvent::Notice(
+            "503 overloaded (retrying summary 1/3 in 2s)".into()
+        ))
+    );
+    for kind in [
+        "summarization_retry_attempt_start",
+        "summarization_retry_finished",
+    ] {
+        assert_eq!(
+            AgentEvent::from_pi_json(&serde_json::json!({"type": kind, "source": "branchSummary"})),
+            None
+        );
+    }
+    // The fake driver resolves a user message like Pi: leaf on its parent, text back.
+    let mut driver = FakeDriver {
+        session: Some(sample_session()),
+        ..Default::default()
+    };
+    driver
+        .navigate_tree("b2", &BranchSummary::Summarize)
+        .expect("navigate");
+    assert_eq!(
+        driver.session.as_ref().and_then(|s| s.leaf_id()),
+        Some("b1")
+    );
+    assert_eq!(
+        driver.poll_events(),
+        vec![AgentEvent::TreeNavigated {
+            messages: vec![],
+            editor_text: Some("try again".into())
+        }]
+    );
+    assert!(driver.navigate_tree("zz", &BranchSummary::None).is_err());
 }

@@ -42,6 +42,8 @@ pub enum Item {
         excluded: bool,
     },
     Compaction(String),
+    /// A `branch_summary` on the path: the branch left in /tree, summarized.
+    BranchSummary(String),
 }
 
 /// What changes how items look, besides the width.
@@ -350,6 +352,21 @@ pub fn item_lines(item: &Item, width: u16, flags: ViewFlags, theme: &Theme) -> V
                 body.into_iter().take(3).collect()
             };
             out.extend(indent(preview, " "));
+        }
+        Item::BranchSummary(summary) => {
+            // Pi's look: a label, then the summary only when expanded.
+            out.push(Line::styled(" [branch]", theme.bold(theme.accent)));
+            if flags.tools_expanded {
+                let mut body = vec![Line::styled("Branch Summary", theme.bold(theme.text))];
+                body.push(Line::default());
+                body.extend(plain_lines(summary, theme.fg(theme.muted)));
+                out.extend(indent(markdown::wrap_all(&body, inner), " "));
+            } else {
+                out.push(Line::styled(
+                    " Branch summary (ctrl+o to expand)",
+                    theme.fg(theme.muted),
+                ));
+            }
         }
     }
     out

@@ -15,6 +15,7 @@
 //! Events are Pi's JSON objects, handed to an [`EventSink`]; the CLI modes print them.
 
 pub mod events;
+mod navigate;
 pub mod prompt;
 mod retry;
 mod run;
@@ -32,13 +33,14 @@ use pi_storage::store::SessionStore;
 use serde_json::{json, Value};
 use tokio_util::sync::CancellationToken;
 
-use crate::compaction::{CompactionSettings, RetrySettings};
+use crate::compaction::{BranchSummarySettings, CompactionSettings, RetrySettings};
 use crate::context::{self, SessionPath};
 use crate::llm::{Model, ModelRegistry};
 use crate::session::Session;
 use crate::tools::Tool;
 
 pub use events::{event, null_sink, EventSink};
+pub use navigate::{NavigateOptions, NavigateOutcome};
 pub use prompt::PromptOptions;
 pub use retry::is_retryable_error;
 
@@ -106,6 +108,8 @@ pub struct AgentOptions {
     pub retry: RetrySettings,
     /// `compaction` settings.
     pub compaction: CompactionSettings,
+    /// `branchSummary` settings (the token reserve of branch summaries).
+    pub branch_summary: BranchSummarySettings,
     /// `--api-key`: overrides the provider's key.
     pub api_key: Option<String>,
     /// Finds a provider's key (auth.json, environment) before models.json is consulted.
@@ -186,6 +190,9 @@ struct Shared {
     retry_wait: Mutex<Option<CancellationToken>>,
     /// Cancels a manual compaction.
     compaction: Mutex<Option<CancellationToken>>,
+    /// Set while a tree navigation runs (it may be summarizing the branch it leaves);
+    /// cancelled by `abort_branch_summary`.
+    branch_summary: Mutex<Option<CancellationToken>>,
 }
 
 /// Locks a mutex, carrying on if a panicking holder poisoned it: the state is only ever
@@ -242,6 +249,7 @@ impl AgentSession {
                 run: Mutex::new(None),
                 retry_wait: Mutex::new(None),
                 compaction: Mutex::new(None),
+                branch_summary: Mutex::new(None),
             }),
         }
     }
@@ -315,9 +323,11 @@ impl AgentSession {
         lock(&self.shared.run).is_some()
     }
 
-    /// Whether a compaction is in progress.
+    /// Whether a compaction or a tree navigation (with its branch summary) is in progress,
+    /// as Pi's `isCompacting` counts both.
     pub fn is_compacting(&self) -> bool {
-        lock(&self.shared.state).is_compacting
+        let compacting = lock(&self.shared.state).is_compacting;
+        compacting || lock(&self.shared.branch_summary).is_some()
     }
 
     /// Steering / follow-up delivery modes.
@@ -432,6 +442,7 @@ impl AgentSession {
         if let Some(t) = lock(&self.shared.compaction).as_ref() {
             t.cancel();
         }
+        self.abort_branch_summary();
     }
 
     /// Cancels a retry that is waiting for its backoff.

@@ -12,7 +12,7 @@ use tokio_util::sync::CancellationToken;
 
 use super::events::message_update;
 use super::retry::{delay_ms, is_retryable_error};
-use super::summarizer::LlmSummarizer;
+use super::summarizer::{self, RetryEvents};
 use super::{append_locked, lock, prompt, AgentError, AgentSession, RunOutcome};
 use crate::compaction::{self, SummaryOptions};
 use crate::context::{self, SessionPath};
@@ -711,20 +711,17 @@ impl AgentSession {
             let branch = s.branch_path();
             let values = SessionPath::new(s, &branch.entries).values();
             let prep = compaction::prepare_compaction(&values, &st.opts.compaction);
-            let model = st.opts.model.clone();
-            let api_key = model
-                .as_ref()
-                .and_then(|m| st.opts.api_key_for(&m.provider));
-            let reasoning = model
-                .as_ref()
-                .filter(|m| m.reasoning && st.opts.thinking != ThinkingLevel::Off)
-                .map(|_| st.opts.thinking.as_str().to_string());
-            let summarizer = model.map(|model| LlmSummarizer {
-                model,
-                api_key,
-                registry: st.opts.registry.clone(),
-                cancel: token.clone(),
-            });
+            let mut source = Map::new();
+            source.insert("source".into(), "compaction".into());
+            source.insert("reason".into(), reason.as_str().into());
+            let events = RetryEvents {
+                sink: self.shared.sink.clone(),
+                source,
+            };
+            let (summarizer, reasoning) = match summarizer::for_state(&st, token, events) {
+                Some((s, r)) => (Some(s), r),
+                None => (None, None),
+            };
             let options = SummaryOptions {
                 custom_instructions,
                 reasoning,

@@ -1,10 +1,13 @@
-//! The compaction [`Summarizer`] over the session's provider.
+//! The compaction and branch-summary [`Summarizer`] over the session's provider.
 
 use std::future::Future;
 use std::time::Duration;
 
 use pi_formats::message::{ContentBlock, StopReason as MsgStop, ThinkingLevel};
+use serde_json::{json, Map, Value};
 use tokio_util::sync::CancellationToken;
+
+use super::events::EventSink;
 
 use crate::compaction::{StopReason, SummarizeError, Summarizer, SummaryRequest, SummaryResponse};
 use crate::llm::{self, transform::user_text, Context, Model, ModelRegistry, StreamOptions};
@@ -15,6 +18,22 @@ pub(crate) struct LlmSummarizer {
     pub api_key: Option<String>,
     pub registry: ModelRegistry,
     pub cancel: CancellationToken,
+    /// Where the `summarization_retry_*` events go.
+    pub events: RetryEvents,
+}
+
+/// Pi's `summarization_retry_*` events for one kind of summary.
+pub(crate) struct RetryEvents {
+    pub sink: EventSink,
+    /// What `summarization_retry_attempt_start` says is being summarized:
+    /// `{"source": "compaction", "reason": …}` or `{"source": "branchSummary"}`.
+    pub source: Map<String, Value>,
+}
+
+impl RetryEvents {
+    fn emit(&self, event: Value) {
+        (self.sink)(event);
+    }
 }
 
 impl Summarizer for LlmSummarizer {
@@ -74,6 +93,38 @@ impl Summarizer for LlmSummarizer {
             .is_some_and(super::retry::is_retryable_error)
     }
 
+    fn is_cancelled(&self) -> bool {
+        self.cancel.is_cancelled()
+    }
+
+    fn on_retry_scheduled(
+        &self,
+        attempt: u32,
+        max_attempts: u32,
+        delay: Duration,
+        error_message: &str,
+    ) {
+        self.events.emit(json!({
+            "type": "summarization_retry_scheduled",
+            "attempt": attempt,
+            "maxAttempts": max_attempts,
+            "delayMs": delay.as_millis() as u64,
+            "errorMessage": error_message,
+        }));
+    }
+
+    fn on_retry_attempt_start(&self) {
+        let mut event = Map::new();
+        event.insert("type".into(), "summarization_retry_attempt_start".into());
+        event.extend(self.events.source.clone());
+        self.events.emit(Value::Object(event));
+    }
+
+    fn on_retry_finished(&self) {
+        self.events
+            .emit(json!({"type": "summarization_retry_finished"}));
+    }
+
     fn backoff(&self, delay: Duration) -> impl Future<Output = ()> + Send {
         let cancel = self.cancel.clone();
         async move {
@@ -83,4 +134,27 @@ impl Summarizer for LlmSummarizer {
             }
         }
     }
+}
+
+/// The summarizer for the session's current model (`None` without one), and the
+/// reasoning level summaries use: the session's, when the model reasons and it is not off.
+pub(crate) fn for_state(
+    st: &super::State,
+    cancel: &CancellationToken,
+    events: RetryEvents,
+) -> Option<(LlmSummarizer, Option<String>)> {
+    let model = st.opts.model.clone()?;
+    let api_key = st.opts.api_key_for(&model.provider);
+    let reasoning = (model.reasoning && st.opts.thinking != ThinkingLevel::Off)
+        .then(|| st.opts.thinking.as_str().to_string());
+    Some((
+        LlmSummarizer {
+            model,
+            api_key,
+            registry: st.opts.registry.clone(),
+            cancel: cancel.clone(),
+            events,
+        },
+        reasoning,
+    ))
 }

@@ -43,6 +43,7 @@ fn agent(fake: &FakeLlm, cwd: &std::path::Path) -> (AgentSession, Arc<Mutex<Vec<
         prompt: PromptOptions::default(),
         retry,
         compaction: CompactionSettings::default(),
+        branch_summary: Default::default(),
         api_key: None,
         api_key_resolver: None,
         shell: ShellOptions::default(),

@@ -75,6 +75,30 @@ pub trait Summarizer {
     /// Waits before a retry. Separate so tests need no timer and a caller can
     /// cancel by dropping the future.
     fn backoff(&self, delay: Duration) -> impl Future<Output = ()> + Send;
+
+    /// Whether the caller gave up (an abort). Checked after a backoff: an abort
+    /// while waiting ends the retries with an aborted response.
+    fn is_cancelled(&self) -> bool {
+        false
+    }
+
+    /// A retry of a transient error is scheduled: `attempt` of `max_attempts`, after
+    /// `delay`. (Pi's `onRetryScheduled`; the agent turns these into events.)
+    fn on_retry_scheduled(
+        &self,
+        _attempt: u32,
+        _max_attempts: u32,
+        _delay: Duration,
+        _error_message: &str,
+    ) {
+    }
+
+    /// The backoff is over and the retried request starts.
+    fn on_retry_attempt_start(&self) {}
+
+    /// The retry loop ended (success, final error, or abort), after at least one retry
+    /// was scheduled.
+    fn on_retry_finished(&self) {}
 }
 
 /// Retry settings (`retry` in settings.json).
@@ -136,7 +160,8 @@ pub enum SummarizeError {
 
 /// One request with Pi's retry policy: success, an abort, a non-retryable error
 /// or an exhausted budget ends the loop; transient errors are retried after
-/// an exponentially growing delay.
+/// an exponentially growing delay. The summarizer hears of each scheduled retry,
+/// each retried attempt and the end of a loop that retried (Pi's callbacks).
 pub async fn summarize_with_retry<S: Summarizer>(
     summarizer: &S,
     request: &SummaryRequest,
@@ -145,15 +170,43 @@ pub async fn summarize_with_retry<S: Summarizer>(
     let max_attempts = if retry.enabled { retry.max_retries } else { 0 };
     let mut attempt = 0;
     loop {
-        let response = summarizer.summarize(request).await?;
+        let response = match summarizer.summarize(request).await {
+            Ok(r) => r,
+            Err(e) => {
+                if attempt > 0 {
+                    summarizer.on_retry_finished();
+                }
+                return Err(e);
+            }
+        };
         if response.stop_reason != StopReason::Error
             || attempt >= max_attempts
             || !summarizer.is_retryable(&response)
         {
+            if attempt > 0 {
+                summarizer.on_retry_finished();
+            }
             return Ok(response);
         }
         attempt += 1;
-        summarizer.backoff(retry.delay(attempt)).await;
+        let delay = retry.delay(attempt);
+        let message = response
+            .error_message
+            .as_deref()
+            .filter(|m| !m.is_empty())
+            .unwrap_or("Unknown error");
+        summarizer.on_retry_scheduled(attempt, max_attempts, delay, message);
+        summarizer.backoff(delay).await;
+        if summarizer.is_cancelled() {
+            // An abort while waiting: the same outcome as an aborted stream.
+            summarizer.on_retry_finished();
+            return Ok(SummaryResponse {
+                stop_reason: StopReason::Aborted,
+                error_message: None,
+                ..response
+            });
+        }
+        summarizer.on_retry_attempt_start();
     }
 }
 

@@ -11,6 +11,11 @@ struct Scripted {
     answers: Mutex<VecDeque<SummaryResponse>>,
     requests: Mutex<Vec<SummaryRequest>>,
     delays: Mutex<Vec<Duration>>,
+    /// Retry callbacks heard, in order.
+    heard: Mutex<Vec<String>>,
+    /// Cancel during the next backoff.
+    cancel_in_backoff: std::sync::atomic::AtomicBool,
+    cancelled: std::sync::atomic::AtomicBool,
 }
 
 impl Scripted {
@@ -41,7 +46,26 @@ impl Summarizer for Scripted {
             .is_some_and(|m| m.contains("overloaded"))
     }
     async fn backoff(&self, delay: Duration) {
+        use std::sync::atomic::Ordering;
         self.delays.lock().unwrap().push(delay);
+        if self.cancel_in_backoff.load(Ordering::SeqCst) {
+            self.cancelled.store(true, Ordering::SeqCst);
+        }
+    }
+    fn is_cancelled(&self) -> bool {
+        self.cancelled.load(std::sync::atomic::Ordering::SeqCst)
+    }
+    fn on_retry_scheduled(&self, attempt: u32, max: u32, delay: Duration, message: &str) {
+        self.heard.lock().unwrap().push(format!(
+            "scheduled {attempt}/{max} {}ms {message}",
+            delay.as_millis()
+        ));
+    }
+    fn on_retry_attempt_start(&self) {
+        self.heard.lock().unwrap().push("attempt".into());
+    }
+    fn on_retry_finished(&self) {
+        self.heard.lock().unwrap().push("finished".into());
     }
 }
 
@@ -218,6 +242,66 @@ fn transient_errors_are_retried_with_backoff() {
     ))
     .unwrap();
     assert_eq!(model.requests().len(), 4);
+}
+
+#[test]
+fn retry_callbacks_follow_pis_order() {
+    let req = SummaryRequest {
+        system_prompt: "s".into(),
+        prompt: "p".into(),
+        max_tokens: None,
+        reasoning: None,
+    };
+    let heard = |m: &Scripted| m.heard.lock().unwrap().clone();
+    // Success after two retries: each retry is scheduled and started; one `finished`.
+    let model = Scripted::new([
+        failed(StopReason::Error, "overloaded"),
+        failed(StopReason::Error, "overloaded"),
+        ok("S"),
+    ]);
+    run(summarize_with_retry(
+        &model,
+        &req,
+        &RetrySettings::default(),
+    ))
+    .unwrap();
+    assert_eq!(
+        heard(&model),
+        [
+            "scheduled 1/3 2000ms overloaded",
+            "attempt",
+            "scheduled 2/3 4000ms overloaded",
+            "attempt",
+            "finished"
+        ]
+    );
+    // No retry: no callbacks at all.
+    let model = Scripted::new([ok("S")]);
+    run(summarize_with_retry(
+        &model,
+        &req,
+        &RetrySettings::default(),
+    ))
+    .unwrap();
+    assert!(heard(&model).is_empty());
+    // An abort during the backoff ends the loop with an aborted answer.
+    let model = Scripted::new([failed(StopReason::Error, "overloaded"), ok("never")]);
+    model
+        .cancel_in_backoff
+        .store(true, std::sync::atomic::Ordering::SeqCst);
+    let r = run(summarize_with_retry(
+        &model,
+        &req,
+        &RetrySettings::default(),
+    ))
+    .unwrap();
+    assert_eq!(r.stop_reason, StopReason::Aborted);
+    assert_eq!(r.error_message, None);
+    assert_eq!(model.requests().len(), 1);
+    assert_eq!(
+        heard(&model),
+        ["scheduled 1/3 2000ms overloaded", "finished"]
+    );
 }
 
 #[test]

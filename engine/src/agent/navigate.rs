@@ -1,0 +1,279 @@
+//! Tree navigation (Pi's `AgentSession.navigateTree`): moving the session leaf to another
+//! entry, optionally summarizing the branch being left.
+//!
+//! The leaf is in-memory state, as in Pi: a plain navigation writes nothing, and the next
+//! appended entry records the new position as its parent. With a summary, a
+//! `branch_summary` entry is appended at the new position (its `fromId` is the leaf that
+//! was left), so the summary becomes part of the context from there on.
+
+use serde_json::{Map, Value};
+use tokio_util::sync::CancellationToken;
+
+use pi_formats::entry::NewEntry;
+use pi_storage::record::StoredEntry;
+
+use super::summarizer::{self, RetryEvents};
+use super::{append_locked, lock, AgentError, AgentSession, Persistence, State};
+use crate::compaction::{
+    collect_entries_for_branch_summary, generate_branch_summary, navigation_target,
+    BranchSummaryOutcome, FileLists, SummaryOptions, NO_CONTENT_SUMMARY,
+};
+
+/// Pi's refusal while a compaction or another navigation runs.
+const BUSY: &str = "Wait for the current compaction or tree navigation to finish before navigating the session tree.";
+
+/// How to navigate.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct NavigateOptions {
+    /// Summarize the branch being left.
+    pub summarize: bool,
+    /// Extra focus for the summary.
+    pub custom_instructions: Option<String>,
+    /// The custom instructions replace the default summary prompt instead of adding to it.
+    pub replace_instructions: bool,
+    /// A label for the summary entry (or, without a summary, for the target).
+    pub label: Option<String>,
+}
+
+/// What a navigation did.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct NavigateOutcome {
+    /// Nothing changed (the summary was aborted).
+    pub cancelled: bool,
+    /// The branch summary was aborted (`cancelled` is set too).
+    pub aborted: bool,
+    /// Text for the editor: the target was the user's own message, to edit and resend.
+    pub editor_text: Option<String>,
+    /// The `branch_summary` entry that was appended.
+    pub summary_entry: Option<Value>,
+}
+
+/// Frees the navigation slot when the navigation ends, however it ends. Only the
+/// navigation that filled the slot holds one of these.
+struct Running<'a> {
+    agent: &'a AgentSession,
+}
+
+impl Drop for Running<'_> {
+    fn drop(&mut self) {
+        *lock(&self.agent.shared.branch_summary) = None;
+    }
+}
+
+impl AgentSession {
+    /// Pi's `navigateTree`: moves the leaf to `target_id` (a user or custom message puts
+    /// the leaf on its parent and hands its text back for the editor), after summarizing
+    /// the branch being left when asked. Selecting the current leaf does nothing.
+    ///
+    /// [`AgentSession::abort_branch_summary`] (or [`AgentSession::abort`]) cancels a
+    /// summary in progress; the outcome is then `cancelled` and `aborted`, and the session
+    /// is unchanged. Summary requests retry transient provider errors, emitting
+    /// `summarization_retry_*` events with `source: "branchSummary"`.
+    pub async fn navigate_tree(
+        &self,
+        target_id: &str,
+        options: NavigateOptions,
+    ) -> Result<NavigateOutcome, AgentError> {
+        if self.is_streaming() {
+            return Err(AgentError::Other(
+                "Wait for the current response to finish before navigating the session tree."
+                    .into(),
+            ));
+        }
+        if self.is_compacting() {
+            return Err(AgentError::Other(BUSY.into()));
+        }
+        let (target, entries) = {
+            let st = lock(&self.shared.state);
+            let s = &st.session;
+            let old_leaf = s.leaf_id().map(str::to_string);
+            if old_leaf.as_deref() == Some(target_id) {
+                return Ok(NavigateOutcome::default());
+            }
+            if options.summarize && st.opts.model.is_none() {
+                return Err(AgentError::Other(
+                    "No model available for summarization".into(),
+                ));
+            }
+            let Some(idx) = s.find(target_id) else {
+                return Err(AgentError::Other(format!("Entry {target_id} not found")));
+            };
+            let collected = collect_entries_for_branch_summary(s, old_leaf.as_deref(), target_id);
+            (s.entry_value(idx), collected.entries)
+        };
+        let token = CancellationToken::new();
+        {
+            let mut slot = lock(&self.shared.branch_summary);
+            if slot.is_some() {
+                return Err(AgentError::Other(BUSY.into()));
+            }
+            *slot = Some(token.clone());
+        }
+        let _running = Running { agent: self };
+
+        let summary = if options.summarize && !entries.is_empty() {
+            match self.summarize_branch(&entries, &options, &token).await? {
+                Some(summary) => Some(summary),
+                None => {
+                    return Ok(NavigateOutcome {
+                        cancelled: true,
+                        aborted: true,
+                        ..Default::default()
+                    })
+                }
+            }
+        } else {
+            None
+        };
+
+        let nav = navigation_target(&target);
+        let mut st = lock(&self.shared.state);
+        let summary_entry = match summary {
+            Some((text, details, usage)) => {
+                let id =
+                    branch_with_summary(&mut st, nav.new_leaf_id.as_deref(), text, details, usage)?;
+                let value = st.session.find(&id).map(|i| st.session.entry_value(i));
+                if let Some(label) = options.label.as_ref().filter(|l| !l.is_empty()) {
+                    append_locked(
+                        &mut st,
+                        &NewEntry::Label {
+                            target_id: id.clone(),
+                            label: Some(label.clone()),
+                        },
+                    )?;
+                }
+                value
+            }
+            None => {
+                match nav.new_leaf_id.as_deref() {
+                    Some(id) => st
+                        .session
+                        .branch(id)
+                        .map_err(|e| AgentError::Other(e.to_string()))?,
+                    None => st.session.reset_leaf(),
+                }
+                if let Some(label) = options.label.as_ref().filter(|l| !l.is_empty()) {
+                    append_locked(
+                        &mut st,
+                        &NewEntry::Label {
+                            target_id: target_id.to_string(),
+                            label: Some(label.clone()),
+                        },
+                    )?;
+                }
+                None
+            }
+        };
+        Ok(NavigateOutcome {
+            cancelled: false,
+            aborted: false,
+            editor_text: nav.editor_text,
+            summary_entry,
+        })
+    }
+
+    /// Cancels a branch summary in progress.
+    pub fn abort_branch_summary(&self) {
+        if let Some(t) = lock(&self.shared.branch_summary).as_ref() {
+            t.cancel();
+        }
+    }
+
+    /// Whether a tree navigation (and its branch summary) is in progress.
+    pub fn is_navigating(&self) -> bool {
+        lock(&self.shared.branch_summary).is_some()
+    }
+
+    /// The summary text, details and usage for a `branch_summary` entry; `None` when
+    /// the summary was aborted.
+    async fn summarize_branch(
+        &self,
+        entries: &[Value],
+        options: &NavigateOptions,
+        token: &CancellationToken,
+    ) -> Result<Option<(String, Value, Option<Value>)>, AgentError> {
+        let (summarizer, summary_options, window, settings) = {
+            let st = lock(&self.shared.state);
+            let mut source = Map::new();
+            source.insert("source".into(), "branchSummary".into());
+            let events = RetryEvents {
+                sink: self.shared.sink.clone(),
+                source,
+            };
+            let Some((summarizer, reasoning)) = summarizer::for_state(&st, token, events) else {
+                return Err(AgentError::Other(
+                    "No model available for summarization".into(),
+                ));
+            };
+            let window = summarizer.model.context_window;
+            let summary_options = SummaryOptions {
+                custom_instructions: options.custom_instructions.clone(),
+                reasoning,
+                retry: st.opts.retry,
+            };
+            (summarizer, summary_options, window, st.opts.branch_summary)
+        };
+        let outcome = generate_branch_summary(
+            entries,
+            &summarizer,
+            Some(window),
+            &settings,
+            &summary_options,
+            options.replace_instructions,
+        )
+        .await;
+        let to_value = |lists: &FileLists| {
+            serde_json::to_value(lists).map_err(|e| AgentError::Other(e.to_string()))
+        };
+        match outcome {
+            Ok(BranchSummaryOutcome::Aborted) => Ok(None),
+            Ok(BranchSummaryOutcome::NothingToSummarize) => Ok(Some((
+                NO_CONTENT_SUMMARY.to_string(),
+                to_value(&FileLists::default())?,
+                None,
+            ))),
+            Ok(BranchSummaryOutcome::Summary {
+                summary,
+                details,
+                usage,
+            }) => Ok(Some((summary, to_value(&details)?, usage))),
+            // A cancelled request can come back as an error of the dropped stream.
+            Err(_) if token.is_cancelled() => Ok(None),
+            Err(e) => Err(AgentError::Other(e.to_string())),
+        }
+    }
+}
+
+/// Pi's `branchWithSummary` through the session writer: the leaf moves to `from` and the
+/// `branch_summary` entry is appended there (`fromHook: false`, as navigation writes it).
+fn branch_with_summary(
+    st: &mut State,
+    from: Option<&str>,
+    summary: String,
+    details: Value,
+    usage: Option<Value>,
+) -> Result<String, AgentError> {
+    let State {
+        session, persist, ..
+    } = st;
+    let Persistence { store, lazy, .. } = persist;
+    session
+        .branch_with_summary_with(
+            from,
+            summary,
+            Some(details),
+            Some(false),
+            usage,
+            |p| match (store.as_deref(), lazy.as_mut()) {
+                (Some(store), Some(lazy)) => lazy.append(
+                    store,
+                    &[StoredEntry::from_line(p.line.clone().into_bytes())],
+                ),
+                _ => Ok(()),
+            },
+        )
+        .map_err(|e| AgentError::Persist(format!("{e:#}")))
+}
+
+#[cfg(test)]
+mod tests;
