@@ -6,7 +6,7 @@ use anyhow::Context as _;
 use clap::Args;
 use pi_engine::compaction::{self, CompactionSettings};
 use pi_engine::context::{self, SessionPath};
-use pi_engine::session::{EntryIdx, PathWalk, Session, Tree};
+use pi_engine::session::{EntryIdx, HeadCache, PathWalk, Session, Tree};
 use serde_json::{json, Map, Value};
 use std::io::Write;
 use std::path::PathBuf;
@@ -28,7 +28,8 @@ pub struct InspectArgs {
 }
 
 pub fn run(args: InspectArgs) -> anyhow::Result<i32> {
-    let mut session = Session::open(&args.file)?;
+    // Through the head cache in the agent dir (never beside or inside FILE).
+    let (mut session, _) = Session::open_cached(&args.file, Some(&HeadCache::from_env()))?;
     if let Some(leaf) = &args.leaf {
         session
             .branch(leaf)
