@@ -1,9 +1,10 @@
 //! In-process timings of the history index for `benches/compare-pi`, where a `pi`
 //! subcommand would add process start-up to what is measured.
 //!
-//! * `history-bench list AGENT_DIR [--no-index]`: lists every session (from the refreshed
-//!   index, or with `--no-index` straight from the files as `JsonlStore` does); prints the
-//!   count and milliseconds.
+//! * `history-bench list AGENT_DIR [--no-index]`: lists every session as `pi sessions list`
+//!   does (from the index with its summary rows refreshed, no text indexed; or with
+//!   `--no-index` straight from the files as `JsonlStore` does); prints the count and
+//!   milliseconds.
 //! * `history-bench append AGENT_DIR FILE N`: N times, appends one entry to FILE and refreshes
 //!   the index; prints the median refresh time.
 //! * `history-bench open FILE [N]`: in-process medians of N runs (default 7) of opening one
@@ -44,7 +45,7 @@ fn run() -> Result<(), Box<dyn std::error::Error>> {
         }
         Some("list") => {
             let t = Instant::now();
-            let (index, _) = source.open_index(&index_path)?;
+            let (index, _) = source.open_index_for_listing(&index_path)?;
             let list = index.sessions(&ListScope::All, source.layout())?;
             println!("{} {:.2}", list.len(), t.elapsed().as_secs_f64() * 1e3);
         }

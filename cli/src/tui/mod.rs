@@ -390,13 +390,15 @@ fn apply_effect(
             None => app.notice("No session yet"),
         },
         Effect::OpenResume => match &opts.store {
-            Some(store) => match store.list_sessions(&pi_storage::summary::ListScope::All) {
-                Ok(list) => app.open_resume(
-                    list.iter().map(dialogs::SessionRow::from_summary).collect(),
-                    now_ms(),
-                ),
-                Err(e) => app.notice(format!("Could not list sessions: {e}")),
-            },
+            Some(store) => {
+                match crate::commands::sessions::list::list_all_for_resume(store.as_ref()) {
+                    Ok(list) => app.open_resume(
+                        list.iter().map(dialogs::SessionRow::from_summary).collect(),
+                        now_ms(),
+                    ),
+                    Err(e) => app.notice(format!("Could not list sessions: {e}")),
+                }
+            }
             None => app.notice("No session store configured"),
         },
         Effect::DeleteSession(id) => {

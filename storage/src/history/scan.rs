@@ -25,6 +25,15 @@ const HEAD_BYTES: usize = 4096;
 /// Read size for session files; lines longer than this grow the buffer.
 const CHUNK: u64 = 8 << 20;
 
+/// What a JSONL refresh brings up to date.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Parts {
+    /// The summary columns only (listing).
+    Summaries,
+    /// Summaries, full-text rows and statistics.
+    All,
+}
+
 /// What a refresh did.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
 pub struct RefreshReport {
@@ -61,6 +70,7 @@ struct Known {
     size: i64,
     mtime_ns: i64,
     offset: i64,
+    text_offset: i64,
     head: Vec<u8>,
     boundary: Option<i64>,
     cursor: Option<String>,
@@ -70,7 +80,7 @@ struct Known {
 
 fn read_known(conn: &Connection, key: &str) -> rusqlite::Result<Option<Known>> {
     conn.query_row(
-        "SELECT sid, size, mtime_ns, offset, head, boundary, cursor, state, header
+        "SELECT sid, size, mtime_ns, offset, head, boundary, cursor, state, header, text_offset
          FROM sessions WHERE key = ?1",
         [key],
         |r| {
@@ -85,6 +95,7 @@ fn read_known(conn: &Connection, key: &str) -> rusqlite::Result<Option<Known>> {
                 // A state we cannot read only costs a re-index of the session.
                 state: serde_json::from_str(&r.get::<_, String>(7)?).unwrap_or_default(),
                 header: r.get(8)?,
+                text_offset: r.get(9)?,
             })
         },
     )
@@ -99,6 +110,10 @@ struct Feeder<'c> {
     header: Option<SessionHeader>,
     cursor: Option<String>,
     lines: u64,
+    /// Fold lines into the summary.
+    summary: bool,
+    /// Put lines into the text rows and statistics.
+    text: bool,
 }
 
 impl Feeder<'_> {
@@ -119,8 +134,13 @@ impl Feeder<'_> {
             }
             return Ok(());
         }
-        self.state.summary.observe(line);
-        self.entry(line)
+        if self.summary {
+            self.state.summary.observe(line);
+        }
+        if self.text {
+            self.entry(line)?;
+        }
+        Ok(())
     }
 
     fn entry(&mut self, line: &[u8]) -> rusqlite::Result<()> {
@@ -286,23 +306,27 @@ fn db_err(index: &HistoryIndex, action: &'static str) -> impl Fn(rusqlite::Error
 pub(super) fn refresh_jsonl(
     index: &mut HistoryIndex,
     store: &JsonlStore,
+    parts: Parts,
 ) -> StoreResult<RefreshReport> {
     let files = list_files(store.layout())?;
     let mut report = RefreshReport::default();
-    let known: HashMap<String, (i64, i64, i64)> = {
+    // (sid, size, mtime, whether the text rows lag behind the summary)
+    let known: HashMap<String, (i64, i64, i64, bool)> = {
         let err = db_err(index, "read history index");
         let mut stmt = index
             .conn
-            .prepare_cached("SELECT key, sid, size, mtime_ns FROM sessions")
+            .prepare_cached("SELECT key, sid, size, mtime_ns, text_offset < offset FROM sessions")
             .map_err(&err)?;
         let rows = stmt
-            .query_map([], |r| Ok((r.get(0)?, (r.get(1)?, r.get(2)?, r.get(3)?))))
+            .query_map([], |r| {
+                Ok((r.get(0)?, (r.get(1)?, r.get(2)?, r.get(3)?, r.get(4)?)))
+            })
             .and_then(|rows| rows.collect::<rusqlite::Result<_>>())
             .map_err(&err)?;
         rows
     };
     let on_disk: HashSet<String> = files.iter().map(|(p, _)| p.display().to_string()).collect();
-    for (key, (sid, _, _)) in &known {
+    for (key, (sid, _, _, _)) in &known {
         if !on_disk.contains(key) {
             remove(index, *sid)?;
             report.sessions_removed += 1;
@@ -317,12 +341,12 @@ pub(super) fn refresh_jsonl(
         let size = meta.len() as i64;
         let mtime_ns = mtime_ns(&meta);
         let key = path.display().to_string();
-        if let Some(&(_, s, m)) = known.get(&key) {
-            if s == size && m == mtime_ns {
+        if let Some(&(_, s, m, text_behind)) = known.get(&key) {
+            if s == size && m == mtime_ns && (parts == Parts::Summaries || !text_behind) {
                 continue;
             }
         }
-        index_file(index, path, &key, dir, size, mtime_ns, &mut report)?;
+        index_file(index, path, &key, dir, size, mtime_ns, parts, &mut report)?;
     }
     Ok(report)
 }
@@ -368,6 +392,7 @@ fn same_prefix(file: &mut File, known: &Known, size: i64, mtime_ns: i64) -> bool
     }
 }
 
+#[allow(clippy::too_many_arguments)]
 fn index_file(
     index: &mut HistoryIndex,
     path: &Path,
@@ -375,6 +400,7 @@ fn index_file(
     dir: &str,
     size: i64,
     mtime_ns: i64,
+    parts: Parts,
     report: &mut RefreshReport,
 ) -> StoreResult<()> {
     let location = index.location();
@@ -389,22 +415,30 @@ fn index_file(
         .transaction_with_behavior(TransactionBehavior::Immediate)
         .map_err(err)?;
     let known = read_known(&tx, key).map_err(err)?;
-    if known
-        .as_ref()
-        .is_some_and(|k| k.size == size && k.mtime_ns == mtime_ns)
-    {
+    let text = parts == Parts::All;
+    if known.as_ref().is_some_and(|k| {
+        k.size == size && k.mtime_ns == mtime_ns && (!text || k.text_offset >= k.offset)
+    }) {
         return tx.commit().map_err(err);
     }
     let path_display = path.display().to_string();
-    let (sid, offset, state, header, cursor, head) = match known {
+    let (sid, offset, text_offset, state, header, cursor, head) = match known {
         Some(k) if same_prefix(&mut file, &k, size, mtime_ns) => {
             let header = k.header.and_then(|h| SessionHeader::parse(h).ok());
-            (k.sid, k.offset, k.state, header, k.cursor, k.head)
+            (
+                k.sid,
+                k.offset,
+                k.text_offset,
+                k.state,
+                header,
+                k.cursor,
+                k.head,
+            )
         }
         Some(k) => {
             delete_rows(&tx, k.sid).map_err(err)?;
             report.sessions_reindexed += 1;
-            (k.sid, 0, RunState::default(), None, None, Vec::new())
+            (k.sid, 0, 0, RunState::default(), None, None, Vec::new())
         }
         None => {
             tx.execute(
@@ -416,6 +450,7 @@ fn index_file(
             (
                 tx.last_insert_rowid(),
                 0,
+                0,
                 RunState::default(),
                 None,
                 None,
@@ -424,24 +459,41 @@ fn index_file(
         }
     };
     report.sessions_updated += 1;
+    let catch_up = text && text_offset < offset;
     let mut feeder = Feeder {
         conn: &tx,
         sid,
         state,
-        header,
+        // Text rows from the start re-read the header line as the first pass did.
+        header: if catch_up && text_offset == 0 {
+            None
+        } else {
+            header
+        },
         cursor,
         lines: 0,
+        summary: false,
+        text: true,
     };
     let io = |e| StoreError::Io {
         action: "read",
         path: path.to_path_buf(),
         source: e,
     };
-    let (consumed, boundary) = feed_tail(&mut file, offset as u64, size as u64, &mut feeder)
-        .map_err(|e| match e {
-            TailError::Io(e) => io(e),
-            TailError::Db(e) => err(e),
-        })?;
+    let tail_err = |e| match e {
+        TailError::Io(e) => io(e),
+        TailError::Db(e) => err(e),
+    };
+    if catch_up {
+        // The text rows of what listings folded into the summary only; `offset` ends a
+        // complete line, so this feeds exactly those lines.
+        feed_tail(&mut file, text_offset as u64, offset as u64, &mut feeder).map_err(tail_err)?;
+    }
+    feeder.summary = true;
+    feeder.text = text;
+    let (consumed, boundary) =
+        feed_tail(&mut file, offset as u64, size as u64, &mut feeder).map_err(tail_err)?;
+    let text_offset = if text { consumed as i64 } else { text_offset };
     report.lines_read += feeder.lines;
     report.bytes_read += consumed - offset as u64;
     let mtime_ms = mtime_ns / 1_000_000;
@@ -457,9 +509,17 @@ fn index_file(
     };
     tx.execute(
         "UPDATE sessions SET size = ?2, mtime_ns = ?3, offset = ?4, head = ?5,
-             boundary = coalesce(?6, boundary)
+             boundary = coalesce(?6, boundary), text_offset = ?7
          WHERE sid = ?1",
-        params![sid, size, mtime_ns, consumed as i64, head, boundary],
+        params![
+            sid,
+            size,
+            mtime_ns,
+            consumed as i64,
+            head,
+            boundary,
+            text_offset
+        ],
     )
     .map_err(err)?;
     tx.commit().map_err(err)
@@ -490,7 +550,7 @@ fn feed_tail(
             .read_to_end(&mut buf)
             .map_err(TailError::Io)?;
         let mut start = 0;
-        while let Some(nl) = buf[start..].iter().position(|&b| b == b'\n') {
+        while let Some(nl) = memchr::memchr(b'\n', &buf[start..]) {
             feeder
                 .line(&buf[start..start + nl])
                 .map_err(TailError::Db)?;
@@ -634,6 +694,8 @@ fn index_session(
         header,
         cursor,
         lines: 0,
+        summary: true,
+        text: true,
     };
     for entry in &entries {
         feeder.lines += 1;
