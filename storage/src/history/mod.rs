@@ -122,6 +122,10 @@ pub struct HistoryIndex {
     source: String,
     /// Why the last open started from an empty index, if it did (missing, corrupt, …).
     rebuilt: Option<String>,
+    /// The JSONL watermarks as of the last refresh through this handle, kept while no other
+    /// connection commits (`PRAGMA data_version`), so a long-lived process refreshes
+    /// without reading every row again.
+    marks: Option<scan::Marks>,
 }
 
 impl HistoryIndex {
@@ -143,6 +147,7 @@ impl HistoryIndex {
                 path: path.to_path_buf(),
                 source: source.to_string(),
                 rebuilt: None,
+                marks: Default::default(),
             }),
             Ok(None) => Self::create(
                 path,
@@ -172,6 +177,7 @@ impl HistoryIndex {
             path: path.to_path_buf(),
             source: source.to_string(),
             rebuilt: why,
+            marks: Default::default(),
         })
     }
 

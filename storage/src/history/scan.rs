@@ -303,6 +303,28 @@ fn db_err(index: &HistoryIndex, action: &'static str) -> impl Fn(rusqlite::Error
     move |e| StoreError::db(action, index.clone(), e)
 }
 
+/// (sid, size, mtime_ns, whether the text rows lag behind the summary) per file key.
+type KnownMarks = HashMap<String, (i64, i64, i64, bool)>;
+
+/// The watermarks a refresh starts from, and the `data_version` they were read at.
+#[derive(Debug)]
+pub(super) struct Marks {
+    data_version: i64,
+    known: KnownMarks,
+}
+
+fn read_marks(conn: &Connection, key: Option<&str>) -> rusqlite::Result<KnownMarks> {
+    let sql = "SELECT key, sid, size, mtime_ns, text_offset < offset FROM sessions";
+    let map = |r: &rusqlite::Row<'_>| Ok((r.get(0)?, (r.get(1)?, r.get(2)?, r.get(3)?, r.get(4)?)));
+    match key {
+        None => conn.prepare_cached(sql)?.query_map([], map)?.collect(),
+        Some(key) => conn
+            .prepare_cached(&format!("{sql} WHERE key = ?1"))?
+            .query_map([key], map)?
+            .collect(),
+    }
+}
+
 pub(super) fn refresh_jsonl(
     index: &mut HistoryIndex,
     store: &JsonlStore,
@@ -310,27 +332,28 @@ pub(super) fn refresh_jsonl(
 ) -> StoreResult<RefreshReport> {
     let files = list_files(store.layout())?;
     let mut report = RefreshReport::default();
-    // (sid, size, mtime, whether the text rows lag behind the summary)
-    let known: HashMap<String, (i64, i64, i64, bool)> = {
-        let err = db_err(index, "read history index");
-        let mut stmt = index
-            .conn
-            .prepare_cached("SELECT key, sid, size, mtime_ns, text_offset < offset FROM sessions")
-            .map_err(&err)?;
-        let rows = stmt
-            .query_map([], |r| {
-                Ok((r.get(0)?, (r.get(1)?, r.get(2)?, r.get(3)?, r.get(4)?)))
-            })
-            .and_then(|rows| rows.collect::<rusqlite::Result<_>>())
-            .map_err(&err)?;
-        rows
+    let err = db_err(index, "read history index");
+    let data_version: i64 = index
+        .conn
+        .pragma_query_value(None, "data_version", |r| r.get(0))
+        .map_err(&err)?;
+    // Another connection committed since the last refresh through this handle (or there
+    // was none): read every watermark; else the ones kept from last time are current.
+    let cached = index.marks.take();
+    let mut known = match cached {
+        Some(m) if m.data_version == data_version => m.known,
+        _ => read_marks(&index.conn, None).map_err(&err)?,
     };
     let on_disk: HashSet<String> = files.iter().map(|(p, _)| p.display().to_string()).collect();
-    for (key, (sid, _, _, _)) in &known {
-        if !on_disk.contains(key) {
-            remove(index, *sid)?;
-            report.sessions_removed += 1;
-        }
+    let gone: Vec<(String, i64)> = known
+        .iter()
+        .filter(|(key, _)| !on_disk.contains(*key))
+        .map(|(key, &(sid, ..))| (key.clone(), sid))
+        .collect();
+    for (key, sid) in gone {
+        remove(index, sid)?;
+        known.remove(&key);
+        report.sessions_removed += 1;
     }
     for (path, dir) in &files {
         report.sessions_seen += 1;
@@ -347,7 +370,19 @@ pub(super) fn refresh_jsonl(
             }
         }
         index_file(index, path, &key, dir, size, mtime_ns, parts, &mut report)?;
+        match read_marks(&index.conn, Some(&key))
+            .map_err(&err)?
+            .remove(&key)
+        {
+            Some(mark) => known.insert(key, mark),
+            None => known.remove(&key),
+        };
     }
+    // Our own commits leave `data_version` as it was; kept for the next refresh.
+    index.marks = Some(Marks {
+        data_version,
+        known,
+    });
     Ok(report)
 }
 

@@ -656,3 +656,37 @@ fn summaries_first_list_like_the_store_and_text_catches_up() {
     assert_eq!(contents(&listed, &store), contents(&whole, &store));
     assert_eq!(from_index(&listed), from_files());
 }
+
+/// Watermarks kept in memory between refreshes are dropped as soon as another connection
+/// (another `pi` process) commits: no tail is indexed twice or missed.
+#[test]
+fn two_handles_refreshing_in_turn_index_each_tail_once() {
+    let f = fixture();
+    let mut a = f.index();
+    let mut b = HistoryIndex::open(&f.index_path, &f.store.describe()).unwrap();
+    b.refresh_jsonl(&f.store).unwrap();
+    let path = f.dir.join("a_s1.jsonl");
+    for (n, word) in ["narwhal", "walrus", "okapi", "quokka"].iter().enumerate() {
+        append_line(
+            &path,
+            &format!(
+                r#"{{"type":"message","id":"t{n}","parentId":null,"timestamp":"2026-01-0{}T00:00:00.000Z","message":{{"role":"user","content":"another {word}"}}}}"#,
+                n + 3
+            ),
+        );
+        // Alternate which handle sees the append first.
+        let (first, second) = if n % 2 == 0 {
+            (&mut a, &mut b)
+        } else {
+            (&mut b, &mut a)
+        };
+        assert_eq!(first.refresh_jsonl(&f.store).unwrap().sessions_updated, 1);
+        assert_eq!(second.refresh_jsonl(&f.store).unwrap().sessions_updated, 0);
+        assert_eq!(first.refresh_jsonl(&f.store).unwrap().sessions_updated, 0);
+    }
+    let mut fresh =
+        HistoryIndex::open(&f.dir.join("../fresh.sqlite"), &f.store.describe()).unwrap();
+    fresh.refresh_jsonl(&f.store).unwrap();
+    assert_eq!(contents(&a, &f.store), contents(&fresh, &f.store));
+    assert_eq!(entry_ids(&a, &SearchQuery::new("another")).len(), 4);
+}
