@@ -267,10 +267,10 @@ def write_md(results, started):
                "builds, so absolute numbers are noisy; ratios within one run are the figures to read.\n")
     out.append("Commands (`$A` = the agent dir, `$S` = `$A/sessions`):\n")
     out.append("* ours: `pi sessions search --json TERM`, `pi sessions inspect --json FILE`, `history-bench list $A` "
-               "(opens + refreshes the index and lists every session, what `pi sessions list` does with it; "
-               "`--no-index` lists with `JsonlStore::list_sessions`, reading every file), `history-bench append $A FILE 21`;\n"
-               "* Pi: `node pi_bench.mjs list|open FILE|search TERM` (`SessionManager.listAll()`, "
-               "`SessionManager.open(FILE).buildSessionContext()`, listAll + substring over `allMessagesText`);\n"
+               "(opens the index, refreshes its summary rows and lists every session, what `pi sessions list` does; "
+               "`--no-index` lists with `JsonlStore::list_sessions`, reading every file), `history-bench append $A FILE 21`, `history-bench open FILE 5` (in-process: mmap + newline scan, cold open, warm open through the head cache, warm + context); `inspect` without a cache runs with `PI_CODING_AGENT_DIR=/proc/no-such-agent-dir`;\n"
+               "* Pi: `node pi_bench.mjs list|open FILE|openin FILE 3|search TERM` (`SessionManager.listAll()`, "
+               "`SessionManager.open(FILE).buildSessionContext()`, in-process medians of `open` and `open` + `buildSessionContext`, listAll + substring over `allMessagesText`);\n"
                "* ripgrep: `rg -c -F TERM $S` (count per file: scans all bytes), and `rg -F TERM $S | head -20`.\n")
 
     def row(name, res, note=""):
