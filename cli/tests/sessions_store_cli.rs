@@ -702,3 +702,63 @@ fn redact_masks_planted_keys() {
     }
     assert_eq!(redacted.lines().count(), 3);
 }
+
+/// `pi sessions list` answers from the history index; its output equals the listing read
+/// straight from the files (forced here by making the index path unusable), before and
+/// after an append, for every fixture session Pi wrote.
+#[test]
+fn list_from_the_index_equals_list_from_the_files() {
+    let env = Env::new();
+    let sessions = env.path("agent/sessions/--work--");
+    fs::create_dir_all(&sessions).unwrap();
+    for item in fs::read_dir(repo().join("fixtures/realpi/sessions")).unwrap() {
+        let path = item.unwrap().path();
+        if path.extension().is_some_and(|e| e == "jsonl") {
+            fs::copy(&path, sessions.join(path.file_name().unwrap())).unwrap();
+        }
+    }
+    let from_files = |env: &Env, args: &[&str]| {
+        // A directory where the index file would be: the index cannot open, the store lists.
+        let index = env.path("agent/history.sqlite");
+        let moved = env.path("agent/history.sqlite.aside");
+        if index.exists() {
+            fs::rename(&index, &moved).unwrap();
+        }
+        fs::create_dir(&index).unwrap();
+        let out = env.ok(args);
+        fs::remove_dir(&index).unwrap();
+        if moved.exists() {
+            fs::rename(&moved, &index).unwrap();
+        }
+        out
+    };
+    for args in [
+        &["list", "--all", "--json"][..],
+        &["list", "--all", "--jsonl", "--limit", "5"][..],
+        &["list", "--cwd", "/work", "--json"][..],
+    ] {
+        let files = from_files(&env, args);
+        assert!(files.len() > 100, "{args:?}: {files}");
+        assert_eq!(env.ok(args), files, "{args:?}, first listing (index built)");
+        assert_eq!(env.ok(args), files, "{args:?}, warm listing");
+    }
+    assert!(env.path("agent/history.sqlite").is_file());
+
+    // A session grows: the next listing shows it, as the files say.
+    let grown = fs::read_dir(&sessions)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .find(|p| p.to_string_lossy().contains("print_plain"))
+        .unwrap();
+    let mut f = fs::OpenOptions::new().append(true).open(&grown).unwrap();
+    std::io::Write::write_all(
+        &mut f,
+        b"{\"type\":\"session_info\",\"id\":\"zz000001\",\"parentId\":null,\"timestamp\":\"2030-01-01T00:00:00.000Z\",\"name\":\"renamed by an append\"}\n",
+    )
+    .unwrap();
+    drop(f);
+    let args = ["list", "--all", "--json"];
+    let files = from_files(&env, &args);
+    assert!(files.contains("renamed by an append"));
+    assert_eq!(env.ok(&args), files);
+}

@@ -211,7 +211,8 @@ impl Env {
 
     /// Opens a session file for appending.
     pub fn open_file(&self, path: &Path) -> anyhow::Result<(Session, Persistence)> {
-        let session = Session::open(path).map_err(|e| anyhow!("{e}"))?;
+        let cache = pi_engine::session::HeadCache::in_agent_dir(&self.agent_dir);
+        let (session, _) = Session::open_cached(path, Some(&cache)).map_err(|e| anyhow!("{e}"))?;
         if self.no_session {
             return Ok((session, Persistence::default()));
         }

@@ -199,7 +199,7 @@ pub fn open_resume(
         app.notice("No session store configured");
         return;
     };
-    match store.list_sessions(&pi_storage::summary::ListScope::All) {
+    match crate::commands::sessions::list::list_all_for_resume(store) {
         Ok(list) => {
             app.open_resume(list.iter().map(SessionRow::from_summary).collect(), now_ms);
             if let Some(super::dialogs::Dialog::Resume(r)) = app.dialog.as_mut() {

@@ -6,6 +6,7 @@
 //! v1/v2 file is migrated in memory. Only the few fields the tree needs are read
 //! from each line; payloads stay as bytes until something asks for them.
 
+use super::text::Text;
 use super::{EntryRecord, Kind, Session};
 use pi_formats::head::EntryHead;
 use pi_formats::jsonl::{self, LineError};
@@ -41,52 +42,132 @@ pub struct LoadReport {
 }
 
 impl Session {
-    /// Opens a session file read-only. The file is never written.
+    /// Opens a session file read-only, scanning every line (no cache). The file is
+    /// never written. [`Session::open_cached`] does the same with a head cache.
     pub fn open(path: &Path) -> Result<Session, LoadError> {
-        let bytes = std::fs::read(path).map_err(|source| LoadError::Io {
-            path: path.to_path_buf(),
-            source,
-        })?;
-        let mut session = Session::from_bytes(bytes, path)?;
+        let (file, meta) = open_file(path)?;
+        let text = Text::from_file(&file, meta.len()).map_err(|source| io_error(path, source))?;
+        let mut session = Session::from_text(text, path)?;
         session.path = Some(path.to_path_buf());
         Ok(session)
     }
 
     /// Builds a session from a file's bytes; `path` only names the file in errors.
     pub fn from_bytes(bytes: Vec<u8>, path: &Path) -> Result<Session, LoadError> {
-        let mut report = LoadReport::default();
-        let mut session = Session::empty();
-        let mut header_seen = false;
-        let mut first_checked = false;
-        for chunk in scan_lines(&bytes) {
-            for (line, scanned) in chunk {
-                let record = match scanned {
-                    Scanned::Blank | Scanned::Falsy => continue,
-                    Scanned::Unreadable(reason) => {
-                        report.skipped_lines.push(jsonl::line_error(&line, reason));
-                        continue;
-                    }
-                    Scanned::Header { has_id } => {
-                        first_checked = true;
-                        if !has_id && !header_seen {
-                            return Err(not_a_session(path, &bytes, &line, &report));
-                        }
-                        // Later header lines (Pi's old duplicate-header bug) are not entries.
-                        if !header_seen {
-                            header_seen = true;
-                            session.header_span = Some((line.start, line.bytes.len()));
-                            session.header_line = line.number;
-                        }
-                        continue;
-                    }
-                    Scanned::Entry(record) => record,
-                };
-                if !first_checked {
-                    return Err(not_a_session(path, &bytes, &line, &report));
-                }
-                session.push_record(record);
-            }
+        Session::from_text(Text::owned(bytes), path)
+    }
+
+    /// The cold open: every line scanned and validated as `JSON.parse` would.
+    pub(super) fn from_text(text: Text, path: &Path) -> Result<Session, LoadError> {
+        let mut loader = Loader::fresh();
+        loader.scan(&text, 0, 0, path)?;
+        loader.finish(text, path)
+    }
+}
+
+/// The order-dependent part of loading (header rules, skipped lines), fed line by
+/// line in file order. A warm open resumes it from cached state to read a tail.
+pub(super) struct Loader {
+    pub(super) session: Session,
+    pub(super) report: LoadReport,
+    /// LFs scanned so far (the number of the last terminated line).
+    pub(super) newlines: u64,
+    header_seen: bool,
+    first_checked: bool,
+}
+
+impl Loader {
+    pub(super) fn fresh() -> Loader {
+        Loader {
+            session: Session::empty(),
+            report: LoadReport::default(),
+            newlines: 0,
+            header_seen: false,
+            first_checked: false,
         }
+    }
+
+    /// Continues after a prefix whose header has been seen (the cached state).
+    pub(super) fn resumed(session: Session, report: LoadReport) -> Loader {
+        Loader {
+            session,
+            report,
+            newlines: 0,
+            header_seen: true,
+            first_checked: true,
+        }
+    }
+
+    /// Scans `text.base()[from..]`, whose first line is line `lines_before + 1`.
+    pub(super) fn scan(
+        &mut self,
+        text: &Text,
+        from: usize,
+        lines_before: u64,
+        path: &Path,
+    ) -> Result<(), LoadError> {
+        let bytes = text.base();
+        let mut first_line = lines_before;
+        for chunk in scan_lines(text, from) {
+            let newlines = chunk.newlines;
+            for (mut line, scanned) in chunk.lines {
+                line.number += first_line;
+                self.feed(line, scanned, bytes, path)?;
+            }
+            first_line += newlines;
+        }
+        self.newlines = first_line;
+        Ok(())
+    }
+
+    fn feed(
+        &mut self,
+        line: jsonl::Line<'_>,
+        scanned: Scanned,
+        bytes: &[u8],
+        path: &Path,
+    ) -> Result<(), LoadError> {
+        let record = match scanned {
+            Scanned::Blank | Scanned::Falsy => return Ok(()),
+            Scanned::Unreadable(reason) => {
+                self.report
+                    .skipped_lines
+                    .push(jsonl::line_error(&line, reason));
+                return Ok(());
+            }
+            Scanned::Header { has_id } => {
+                self.first_checked = true;
+                if !has_id && !self.header_seen {
+                    return Err(not_a_session(path, bytes, &line, &self.report));
+                }
+                // Later header lines (Pi's old duplicate-header bug) are not entries.
+                if !self.header_seen {
+                    self.header_seen = true;
+                    self.session.header_span = Some((line.start, line.bytes.len()));
+                    self.session.header_line = line.number;
+                }
+                return Ok(());
+            }
+            Scanned::Entry(mut record) => {
+                record.line = line.number;
+                record
+            }
+        };
+        if !self.first_checked {
+            return Err(not_a_session(path, bytes, &line, &self.report));
+        }
+        self.session.push_record(record);
+        Ok(())
+    }
+
+    pub(super) fn finish(self, text: Text, path: &Path) -> Result<Session, LoadError> {
+        let Loader {
+            mut session,
+            mut report,
+            first_checked,
+            ..
+        } = self;
+        let bytes = text.base();
         if let Some(last) = bytes.last() {
             report.missing_final_newline = *last != b'\n';
         }
@@ -99,7 +180,7 @@ impl Session {
             }
             report.was_empty = true;
         }
-        session.text = bytes;
+        session.text = text;
         if let Some(header) = session.header() {
             let version = header::version_of(&header);
             if version < header::CURRENT_VERSION as f64 {
@@ -111,7 +192,22 @@ impl Session {
         session.rebuild_index();
         Ok(session)
     }
+}
 
+pub(super) fn open_file(path: &Path) -> Result<(std::fs::File, std::fs::Metadata), LoadError> {
+    let file = std::fs::File::open(path).map_err(|source| io_error(path, source))?;
+    let meta = file.metadata().map_err(|source| io_error(path, source))?;
+    Ok((file, meta))
+}
+
+pub(super) fn io_error(path: &Path, source: std::io::Error) -> LoadError {
+    LoadError::Io {
+        path: path.to_path_buf(),
+        source,
+    }
+}
+
+impl Session {
     /// Re-reads every parsed line as a value, migrates them like Pi, and
     /// re-lays the session over the migrated lines (the original bytes are untouched).
     fn migrated(self, path: &Path) -> Result<Session, LoadError> {
@@ -119,7 +215,7 @@ impl Session {
         let mut lines: Vec<u64> = Vec::with_capacity(self.entries.len() + 1);
         // Migration indexes (`firstKeptEntryIndex`) count parsed lines with the header at 0,
         // so every parsed line takes part, duplicate headers included.
-        for line in jsonl::lines(&self.text) {
+        for line in jsonl::lines(self.text.base()) {
             if line.is_blank() {
                 continue;
             }
@@ -160,7 +256,7 @@ impl Session {
                 reason: "no header after migration".into(),
             });
         }
-        session.text = text;
+        session.text = Text::owned(text);
         Ok(session)
     }
 }
@@ -196,62 +292,88 @@ fn scan_line(line: &jsonl::Line<'_>) -> Scanned {
     }
 }
 
-fn scan_chunk(
-    chunk_start: usize,
-    chunk: &[u8],
-    first_line: u64,
-) -> Vec<(jsonl::Line<'_>, Scanned)> {
-    jsonl::lines(chunk)
+/// The lines of one chunk, numbered from 1 within the chunk, and how many LFs it holds.
+struct ScannedChunk<'a> {
+    lines: Vec<(jsonl::Line<'a>, Scanned)>,
+    newlines: u64,
+}
+
+fn scan_chunk(chunk_start: usize, chunk: &[u8]) -> ScannedChunk<'_> {
+    let mut newlines = 0;
+    let lines = jsonl::lines(chunk)
         .map(|mut line| {
             line.start += chunk_start;
-            line.number += first_line;
+            newlines += u64::from(line.terminated);
             let scanned = scan_line(&line);
             (line, scanned)
         })
-        .collect()
+        .collect();
+    ScannedChunk { lines, newlines }
 }
 
 /// Files above this size are scanned on every core.
 const PARALLEL_SCAN_BYTES: usize = 4 << 20;
 
-/// Scans every line, in parallel chunks for large files. Chunks split at line
-/// boundaries and come back in file order with global line numbers; the cheap,
-/// order-dependent decisions (header rules, leaf, labels) stay sequential.
-fn scan_lines(bytes: &[u8]) -> Vec<Vec<(jsonl::Line<'_>, Scanned)>> {
-    let threads = std::thread::available_parallelism()
-        .map_or(1, |n| n.get())
-        .min(8);
-    if bytes.len() < PARALLEL_SCAN_BYTES || threads < 2 {
-        return vec![scan_chunk(0, bytes, 0)];
-    }
-    let mut bounds = vec![0usize];
-    for i in 1..threads {
-        let guess = (bytes.len() / threads * i).max(*bounds.last().unwrap());
-        let cut = memchr::memchr(b'\n', &bytes[guess..]).map_or(bytes.len(), |n| guess + n + 1);
+/// Work unit of the scan; each is released from the resident set once scanned.
+const CHUNK_BYTES: usize = 8 << 20;
+
+/// Scans every line from `from`, in chunks split at line boundaries, on every core
+/// for large files. Chunks come back in file order; line numbers are relative to
+/// each chunk (the caller adds the LFs before it), and the cheap, order-dependent
+/// decisions (header rules, leaf, labels) stay sequential. A mapped chunk's pages
+/// are released once scanned, so the resident set stays near the chunk size.
+fn scan_lines(text: &Text, from: usize) -> Vec<ScannedChunk<'_>> {
+    let bytes = text.base();
+    let mut bounds = vec![from];
+    while let Some(&last) = bounds.last() {
+        if last >= bytes.len() {
+            break;
+        }
+        let guess = last + CHUNK_BYTES;
+        let cut = if guess >= bytes.len() {
+            bytes.len()
+        } else {
+            memchr::memchr(b'\n', &bytes[guess..]).map_or(bytes.len(), |n| guess + n + 1)
+        };
         bounds.push(cut);
     }
-    bounds.push(bytes.len());
-    bounds.dedup();
-    // Line numbers of each chunk start after the newlines before it.
-    let mut first_lines = vec![0u64];
-    for w in bounds.windows(2).take(bounds.len().saturating_sub(2)) {
-        let newlines = memchr::memchr_iter(b'\n', &bytes[w[0]..w[1]]).count() as u64;
-        first_lines.push(first_lines.last().unwrap() + newlines);
+    if bounds.len() == 1 {
+        bounds.push(from);
     }
+    let ranges: Vec<(usize, usize)> = bounds.windows(2).map(|w| (w[0], w[1])).collect();
+    let scan = |&(start, end): &(usize, usize)| {
+        let chunk = scan_chunk(start, &bytes[start..end]);
+        text.release(start, end - start);
+        chunk
+    };
+    let threads = std::thread::available_parallelism()
+        .map_or(1, |n| n.get())
+        .min(8)
+        .min(ranges.len());
+    if bytes.len() - from < PARALLEL_SCAN_BYTES || threads < 2 {
+        return ranges.iter().map(scan).collect();
+    }
+    let next = std::sync::atomic::AtomicUsize::new(0);
+    let slots: Vec<std::sync::Mutex<Option<ScannedChunk<'_>>>> =
+        ranges.iter().map(|_| std::sync::Mutex::new(None)).collect();
     std::thread::scope(|scope| {
-        let handles: Vec<_> = bounds
-            .windows(2)
-            .zip(&first_lines)
-            .map(|(w, &first)| {
-                let (start, end) = (w[0], w[1]);
-                scope.spawn(move || scan_chunk(start, &bytes[start..end], first))
-            })
-            .collect();
-        handles
-            .into_iter()
-            .map(|h| h.join().expect("line scanner does not panic"))
-            .collect()
-    })
+        for _ in 0..threads {
+            scope.spawn(|| loop {
+                let i = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                let Some(range) = ranges.get(i) else { break };
+                let chunk = scan(range);
+                *slots[i].lock().expect("scanner does not panic") = Some(chunk);
+            });
+        }
+    });
+    slots
+        .into_iter()
+        .map(|slot| {
+            slot.into_inner()
+                .expect("scanner does not panic")
+                .expect("every chunk scanned")
+        })
+        .collect()
 }
 
 fn not_a_session(
@@ -307,7 +429,7 @@ mod tests {
     fn parallel_scan_equals_sequential() {
         let mut text = String::from("{\"type\":\"session\",\"version\":3,\"id\":\"s\"}\n");
         let mut n = 0;
-        while text.len() < PARALLEL_SCAN_BYTES * 2 {
+        while text.len() < CHUNK_BYTES * 2 + 1000 {
             n += 1;
             text.push_str(&format!(
                 "{{\"type\":\"message\",\"id\":\"{n:08x}\",\"parentId\":null,\"message\":{{\"role\":\"user\",\"content\":\"{}\"}}}}\n",
@@ -319,28 +441,29 @@ mod tests {
         }
         text.push_str("{\"type\":\"message\",\"id\":\"torn");
         let bytes = text.into_bytes();
-        let flatten =
-            |chunks: Vec<Vec<(jsonl::Line<'_>, Scanned)>>| -> Vec<(u64, usize, usize, String)> {
-                chunks
-                    .into_iter()
-                    .flatten()
-                    .map(|(l, s)| {
-                        let what = match s {
-                            Scanned::Blank => "blank".to_string(),
-                            Scanned::Falsy => "falsy".into(),
-                            Scanned::Unreadable(r) => format!("bad {r}"),
-                            Scanned::Header { has_id } => format!("header {has_id}"),
-                            Scanned::Entry(r) => format!("entry {:?} {}", r.id, r.line),
-                        };
-                        (l.number, l.start, l.bytes.len(), what)
-                    })
-                    .collect()
-            };
-        let parallel = scan_lines(&bytes);
-        assert!(
-            parallel.len() > 1 || std::thread::available_parallelism().map_or(1, |n| n.get()) < 2
-        );
-        assert_eq!(flatten(parallel), flatten(vec![scan_chunk(0, &bytes, 0)]));
+        let flatten = |chunks: Vec<ScannedChunk<'_>>| -> Vec<(u64, usize, usize, String)> {
+            let mut before = 0;
+            let mut out = Vec::new();
+            for chunk in chunks {
+                for (l, s) in chunk.lines {
+                    let what = match s {
+                        Scanned::Blank => "blank".to_string(),
+                        Scanned::Falsy => "falsy".into(),
+                        Scanned::Unreadable(r) => format!("bad {r}"),
+                        Scanned::Header { has_id } => format!("header {has_id}"),
+                        Scanned::Entry(r) => format!("entry {:?}", r.id),
+                    };
+                    out.push((l.number + before, l.start, l.bytes.len(), what));
+                }
+                before += chunk.newlines;
+            }
+            out
+        };
+        let text = Text::owned(bytes.clone());
+        let parallel = scan_lines(&text, 0);
+        assert!(parallel.len() > 1);
+        let whole = vec![scan_chunk(0, &bytes)];
+        assert_eq!(flatten(parallel), flatten(whole));
         let session = Session::from_bytes(bytes, Path::new("big.jsonl")).unwrap();
         assert_eq!(session.entries().len(), n);
         assert!(matches!(

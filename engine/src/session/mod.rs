@@ -8,11 +8,14 @@
 //! Indices into `entries` are the handles used everywhere ([`EntryIdx`]); ids
 //! are resolved through `by_id`, where, as in Pi, the last entry with an id wins.
 
+mod heads;
 mod load;
+mod text;
 mod tree;
 pub mod verify;
 mod write;
 
+pub use heads::{HeadCache, OpenedFrom};
 pub use load::{LoadError, LoadReport};
 pub use tree::{LeafChoice, PathWalk, Tree, TreeNode};
 pub use write::AppendError;
@@ -132,6 +135,50 @@ impl EntryRecord {
     }
 }
 
+/// Entry indices by id. The table holds only indices; ids are compared and
+/// re-hashed through `entries`, so the index costs no copy of any id.
+#[derive(Debug, Clone, Default)]
+struct IdIndex {
+    table: hashbrown::HashTable<EntryIdx>,
+    hasher: hashbrown::DefaultHashBuilder,
+}
+
+impl IdIndex {
+    fn hash(&self, id: &str) -> u64 {
+        std::hash::BuildHasher::hash_one(&self.hasher, id)
+    }
+
+    fn get(&self, entries: &[EntryRecord], id: &str) -> Option<EntryIdx> {
+        self.table
+            .find(self.hash(id), |&i| {
+                entries[i as usize].id.as_deref() == Some(id)
+            })
+            .copied()
+    }
+
+    /// Points `id` at `idx` (the last entry with an id wins).
+    fn insert(&mut self, entries: &[EntryRecord], id: &str, idx: EntryIdx) {
+        let hash = self.hash(id);
+        let eq = |&i: &EntryIdx| entries[i as usize].id.as_deref() == Some(id);
+        let rehash = |&i: &EntryIdx| {
+            std::hash::BuildHasher::hash_one(
+                &self.hasher,
+                entries[i as usize].id.as_deref().unwrap_or(""),
+            )
+        };
+        match self.table.entry(hash, eq, rehash) {
+            hashbrown::hash_table::Entry::Occupied(mut e) => *e.get_mut() = idx,
+            hashbrown::hash_table::Entry::Vacant(e) => {
+                e.insert(idx);
+            }
+        }
+    }
+
+    fn clear(&mut self) {
+        self.table.clear();
+    }
+}
+
 /// A label's current text and when it was set.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Label {
@@ -143,14 +190,15 @@ pub struct Label {
 #[derive(Debug, Clone)]
 pub struct Session {
     path: Option<PathBuf>,
-    /// The lines' bytes: the file as read (or as migrated), then appended lines.
-    text: Vec<u8>,
+    /// The lines' bytes: the file as read or mapped (or as migrated), then appended lines.
+    text: text::Text,
     header_span: Option<(usize, usize)>,
     header_line: u64,
     entries: Vec<EntryRecord>,
-    /// Last entry with each id (entries without a string id share the `None` key, as
-    /// `undefined` does in Pi's map).
-    by_id: HashMap<Option<Box<str>>, EntryIdx>,
+    /// Last entry with each id, keyed by the id in `entries` (not a copy of it).
+    by_id: IdIndex,
+    /// Last entry without a string id: they share one key, as `undefined` does in Pi's map.
+    without_id: Option<EntryIdx>,
     labels: HashMap<Box<str>, Label>,
     leaf: Option<EntryIdx>,
     report: LoadReport,
@@ -162,11 +210,12 @@ impl Session {
     fn empty() -> Session {
         Session {
             path: None,
-            text: Vec::new(),
+            text: text::Text::default(),
             header_span: None,
             header_line: 0,
             entries: Vec::new(),
-            by_id: HashMap::new(),
+            by_id: IdIndex::default(),
+            without_id: None,
             labels: HashMap::new(),
             leaf: None,
             report: LoadReport::default(),
@@ -181,7 +230,9 @@ impl Session {
     /// Pi's `_buildIndex`: ids (last wins), labels (last wins, falsy clears), leaf = last line.
     fn rebuild_index(&mut self) {
         self.by_id.clear();
+        self.without_id = None;
         self.labels.clear();
+        self.by_id.table.reserve(self.entries.len(), |_| 0);
         self.leaf = None;
         for idx in 0..self.entries.len() {
             self.index_entry(idx as EntryIdx);
@@ -190,7 +241,10 @@ impl Session {
 
     fn index_entry(&mut self, idx: EntryIdx) {
         let record = &self.entries[idx as usize];
-        self.by_id.insert(record.id.clone(), idx);
+        match &record.id {
+            Some(id) => self.by_id.insert(&self.entries, id, idx),
+            None => self.without_id = Some(idx),
+        }
         self.leaf = Some(idx);
         if record.kind == Kind::Label {
             if let Some(target) = record.target_id.clone() {
@@ -229,13 +283,13 @@ impl Session {
     /// The header as a value (None only for a session created empty).
     pub fn header(&self) -> Option<Value> {
         let (start, len) = self.header_span?;
-        jsonl::parse_value(&self.text[start..start + len]).ok()
+        jsonl::parse_value(self.text.slice(start, len)).ok()
     }
 
     /// The header line's bytes.
     pub fn header_line(&self) -> Option<&[u8]> {
         self.header_span
-            .map(|(start, len)| &self.text[start..start + len])
+            .map(|(start, len)| self.text.slice(start, len))
     }
 
     /// The session as JSONL: the header and every indexed entry line, each ending in LF.
@@ -276,7 +330,7 @@ impl Session {
     /// The exact bytes of an entry's line (no LF).
     pub fn entry_line(&self, idx: EntryIdx) -> &[u8] {
         let r = &self.entries[idx as usize];
-        &self.text[r.start..r.start + r.len]
+        self.text.slice(r.start, r.len)
     }
 
     /// Parses an entry's full line.
@@ -287,12 +341,12 @@ impl Session {
 
     /// Pi's `getEntryCount()`: the number of distinct ids.
     pub fn entry_count(&self) -> usize {
-        self.by_id.len()
+        self.by_id.table.len() + usize::from(self.without_id.is_some())
     }
 
     /// The entry holding `id` (the last one, if ids repeat).
     pub fn find(&self, id: &str) -> Option<EntryIdx> {
-        self.by_id.get(&Some(id.into())).copied()
+        self.by_id.get(&self.entries, id)
     }
 
     fn parent_of(&self, idx: EntryIdx) -> Option<EntryIdx> {

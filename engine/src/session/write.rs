@@ -36,8 +36,9 @@ impl Session {
         let line = header.to_line();
         session.header_span = Some((0, line.len()));
         session.header_line = 1;
-        session.text = line.into_bytes();
-        session.text.push(b'\n');
+        let mut text = line.into_bytes();
+        text.push(b'\n');
+        session.text = super::text::Text::owned(text);
         session
     }
 
@@ -58,9 +59,7 @@ impl Session {
 
     /// Indexes an entry whose line has been written; it becomes the leaf.
     pub fn commit(&mut self, prepared: &PreparedEntry) -> EntryIdx {
-        let start = self.text.len();
-        self.text.extend_from_slice(prepared.line.as_bytes());
-        self.text.push(b'\n');
+        let start = self.text.push_line(prepared.line.as_bytes());
         let head = EntryHead::parse(prepared.line.as_bytes())
             .expect("lines built by NewEntry are valid JSON");
         let line_no = self.entries.last().map_or(self.header_line, |r| r.line) + 1;

@@ -39,7 +39,7 @@ use crate::summary::{sort_summaries, ListScope, SessionSummary};
 
 /// Bumped whenever the tables or what goes into them change; an index of another version is
 /// rebuilt from the store.
-const SCHEMA_VERSION: i64 = 1;
+const SCHEMA_VERSION: i64 = 2;
 
 const SCHEMA: &str = "
 CREATE TABLE meta(key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -56,6 +56,9 @@ CREATE TABLE sessions(
     size INTEGER NOT NULL DEFAULT 0,
     mtime_ns INTEGER NOT NULL DEFAULT 0,
     offset INTEGER NOT NULL DEFAULT 0,
+    -- JSONL: how far the text rows (docs, fts, entries) are; <= offset, which is how far
+    -- the summary columns are. A listing advances only the summary.
+    text_offset INTEGER NOT NULL DEFAULT 0,
     head BLOB,
     boundary INTEGER,
     cursor TEXT,
@@ -119,6 +122,10 @@ pub struct HistoryIndex {
     source: String,
     /// Why the last open started from an empty index, if it did (missing, corrupt, …).
     rebuilt: Option<String>,
+    /// The JSONL watermarks as of the last refresh through this handle, kept while no other
+    /// connection commits (`PRAGMA data_version`), so a long-lived process refreshes
+    /// without reading every row again.
+    marks: Option<scan::Marks>,
 }
 
 impl HistoryIndex {
@@ -140,6 +147,7 @@ impl HistoryIndex {
                 path: path.to_path_buf(),
                 source: source.to_string(),
                 rebuilt: None,
+                marks: Default::default(),
             }),
             Ok(None) => Self::create(
                 path,
@@ -169,6 +177,7 @@ impl HistoryIndex {
             path: path.to_path_buf(),
             source: source.to_string(),
             rebuilt: why,
+            marks: Default::default(),
         })
     }
 
@@ -203,7 +212,16 @@ impl HistoryIndex {
 
     /// Brings the index up to date with a JSONL store; see the module docs.
     pub fn refresh_jsonl(&mut self, store: &JsonlStore) -> StoreResult<RefreshReport> {
-        self.retry_corrupt(|index| scan::refresh_jsonl(index, store))
+        self.retry_corrupt(|index| scan::refresh_jsonl(index, store, scan::Parts::All))
+    }
+
+    /// Brings only the session summaries (what [`HistoryIndex::sessions`] lists) up to date
+    /// with a JSONL store: each file's new lines are folded into its summary and nothing is
+    /// put into the full-text index or the statistics, so a first listing costs one read of
+    /// the files and no text indexing. A later [`HistoryIndex::refresh_jsonl`] indexes the
+    /// text those listings skipped.
+    pub fn refresh_jsonl_summaries(&mut self, store: &JsonlStore) -> StoreResult<RefreshReport> {
+        self.retry_corrupt(|index| scan::refresh_jsonl(index, store, scan::Parts::Summaries))
     }
 
     /// Brings the index up to date with any store through the [`SessionStore`] trait.
@@ -346,6 +364,21 @@ impl HistorySource {
     pub fn open_index(&self, path: &Path) -> StoreResult<(HistoryIndex, RefreshReport)> {
         let mut index = HistoryIndex::open(path, &self.store().describe())?;
         let report = self.refresh(&mut index)?;
+        Ok((index, report))
+    }
+
+    /// Opens this store's index at `path` with its session summaries up to date (for
+    /// listing; see [`HistoryIndex::refresh_jsonl_summaries`]). Database stores keep their
+    /// summaries themselves, so for them this is [`HistorySource::open_index`].
+    pub fn open_index_for_listing(
+        &self,
+        path: &Path,
+    ) -> StoreResult<(HistoryIndex, RefreshReport)> {
+        let mut index = HistoryIndex::open(path, &self.store().describe())?;
+        let report = match self {
+            HistorySource::Jsonl(s) => index.refresh_jsonl_summaries(s)?,
+            HistorySource::Store(s) => index.refresh_store(s.as_ref())?,
+        };
         Ok((index, report))
     }
 

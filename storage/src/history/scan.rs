@@ -25,6 +25,15 @@ const HEAD_BYTES: usize = 4096;
 /// Read size for session files; lines longer than this grow the buffer.
 const CHUNK: u64 = 8 << 20;
 
+/// What a JSONL refresh brings up to date.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Parts {
+    /// The summary columns only (listing).
+    Summaries,
+    /// Summaries, full-text rows and statistics.
+    All,
+}
+
 /// What a refresh did.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
 pub struct RefreshReport {
@@ -61,6 +70,7 @@ struct Known {
     size: i64,
     mtime_ns: i64,
     offset: i64,
+    text_offset: i64,
     head: Vec<u8>,
     boundary: Option<i64>,
     cursor: Option<String>,
@@ -70,7 +80,7 @@ struct Known {
 
 fn read_known(conn: &Connection, key: &str) -> rusqlite::Result<Option<Known>> {
     conn.query_row(
-        "SELECT sid, size, mtime_ns, offset, head, boundary, cursor, state, header
+        "SELECT sid, size, mtime_ns, offset, head, boundary, cursor, state, header, text_offset
          FROM sessions WHERE key = ?1",
         [key],
         |r| {
@@ -85,6 +95,7 @@ fn read_known(conn: &Connection, key: &str) -> rusqlite::Result<Option<Known>> {
                 // A state we cannot read only costs a re-index of the session.
                 state: serde_json::from_str(&r.get::<_, String>(7)?).unwrap_or_default(),
                 header: r.get(8)?,
+                text_offset: r.get(9)?,
             })
         },
     )
@@ -93,15 +104,25 @@ fn read_known(conn: &Connection, key: &str) -> rusqlite::Result<Option<Known>> {
 
 /// Folds a session's lines into its rows.
 struct Feeder<'c> {
-    conn: &'c Connection,
+    /// `None` while folding summaries on a worker thread (no rows are written there).
+    conn: Option<&'c Connection>,
     sid: i64,
     state: RunState,
     header: Option<SessionHeader>,
     cursor: Option<String>,
     lines: u64,
+    /// Fold lines into the summary.
+    summary: bool,
+    /// Put lines into the text rows and statistics.
+    text: bool,
 }
 
 impl Feeder<'_> {
+    fn conn(&self) -> &Connection {
+        self.conn
+            .expect("rows are written only by feeders with a connection")
+    }
+
     fn line(&mut self, line: &[u8]) -> rusqlite::Result<()> {
         self.lines += 1;
         if self.header.is_none() {
@@ -119,8 +140,13 @@ impl Feeder<'_> {
             }
             return Ok(());
         }
-        self.state.summary.observe(line);
-        self.entry(line)
+        if self.summary {
+            self.state.summary.observe(line);
+        }
+        if self.text {
+            self.entry(line)?;
+        }
+        Ok(())
     }
 
     fn entry(&mut self, line: &[u8]) -> rusqlite::Result<()> {
@@ -141,7 +167,7 @@ impl Feeder<'_> {
             self.state.model = model.clone();
         }
         for part in &x.parts {
-            self.conn
+            self.conn()
                 .prepare_cached(
                     "INSERT INTO docs(sid, entry_id, ts_ms, role, kind, provider, model,
                                       tool_name, is_error, text)
@@ -159,14 +185,14 @@ impl Feeder<'_> {
                     part.is_error,
                     part.text
                 ])?;
-            let rowid = self.conn.last_insert_rowid();
-            self.conn
+            let rowid = self.conn().last_insert_rowid();
+            self.conn()
                 .prepare_cached("INSERT INTO fts(rowid, text) VALUES (?1, ?2)")?
                 .execute(params![rowid, part.text])?;
         }
         if x.has_stats() {
             let u = x.usage.unwrap_or_default();
-            self.conn
+            self.conn()
                 .prepare_cached(
                     "INSERT INTO entries(sid, entry_id, ts_ms, role, provider, model, tool_calls,
                          tool_errors, errors, input, output, cache_read, cache_write, cost)
@@ -201,7 +227,7 @@ impl Feeder<'_> {
         });
         let cwd = self.header.as_ref().and_then(|h| h.cwd()).unwrap_or("");
         let state = serde_json::to_string(&self.state).unwrap_or_else(|_| "{}".into());
-        self.conn
+        self.conn()
             .prepare_cached(
                 "UPDATE sessions SET session_id = ?2, cwd = ?3, cwd_key = ?4, header = ?5,
                      cursor = ?6, state = ?7, listable = ?8, name = ?9, parent_session = ?10,
@@ -283,31 +309,59 @@ fn db_err(index: &HistoryIndex, action: &'static str) -> impl Fn(rusqlite::Error
     move |e| StoreError::db(action, index.clone(), e)
 }
 
+/// (sid, size, mtime_ns, whether the text rows lag behind the summary) per file key.
+type KnownMarks = HashMap<String, (i64, i64, i64, bool)>;
+
+/// The watermarks a refresh starts from, and the `data_version` they were read at.
+#[derive(Debug)]
+pub(super) struct Marks {
+    data_version: i64,
+    known: KnownMarks,
+}
+
+fn read_marks(conn: &Connection, key: Option<&str>) -> rusqlite::Result<KnownMarks> {
+    let sql = "SELECT key, sid, size, mtime_ns, text_offset < offset FROM sessions";
+    let map = |r: &rusqlite::Row<'_>| Ok((r.get(0)?, (r.get(1)?, r.get(2)?, r.get(3)?, r.get(4)?)));
+    match key {
+        None => conn.prepare_cached(sql)?.query_map([], map)?.collect(),
+        Some(key) => conn
+            .prepare_cached(&format!("{sql} WHERE key = ?1"))?
+            .query_map([key], map)?
+            .collect(),
+    }
+}
+
 pub(super) fn refresh_jsonl(
     index: &mut HistoryIndex,
     store: &JsonlStore,
+    parts: Parts,
 ) -> StoreResult<RefreshReport> {
     let files = list_files(store.layout())?;
     let mut report = RefreshReport::default();
-    let known: HashMap<String, (i64, i64, i64)> = {
-        let err = db_err(index, "read history index");
-        let mut stmt = index
-            .conn
-            .prepare_cached("SELECT key, sid, size, mtime_ns FROM sessions")
-            .map_err(&err)?;
-        let rows = stmt
-            .query_map([], |r| Ok((r.get(0)?, (r.get(1)?, r.get(2)?, r.get(3)?))))
-            .and_then(|rows| rows.collect::<rusqlite::Result<_>>())
-            .map_err(&err)?;
-        rows
+    let err = db_err(index, "read history index");
+    let data_version: i64 = index
+        .conn
+        .pragma_query_value(None, "data_version", |r| r.get(0))
+        .map_err(&err)?;
+    // Another connection committed since the last refresh through this handle (or there
+    // was none): read every watermark; else the ones kept from last time are current.
+    let cached = index.marks.take();
+    let mut known = match cached {
+        Some(m) if m.data_version == data_version => m.known,
+        _ => read_marks(&index.conn, None).map_err(&err)?,
     };
     let on_disk: HashSet<String> = files.iter().map(|(p, _)| p.display().to_string()).collect();
-    for (key, (sid, _, _)) in &known {
-        if !on_disk.contains(key) {
-            remove(index, *sid)?;
-            report.sessions_removed += 1;
-        }
+    let gone: Vec<(String, i64)> = known
+        .iter()
+        .filter(|(key, _)| !on_disk.contains(*key))
+        .map(|(key, &(sid, ..))| (key.clone(), sid))
+        .collect();
+    for (key, sid) in gone {
+        remove(index, sid)?;
+        known.remove(&key);
+        report.sessions_removed += 1;
     }
+    let mut todo: Vec<(&Path, String, &str, i64, i64)> = Vec::new();
     for (path, dir) in &files {
         report.sessions_seen += 1;
         // A file that vanished or cannot be read is not a session (as in Pi's listing).
@@ -317,14 +371,245 @@ pub(super) fn refresh_jsonl(
         let size = meta.len() as i64;
         let mtime_ns = mtime_ns(&meta);
         let key = path.display().to_string();
-        if let Some(&(_, s, m)) = known.get(&key) {
-            if s == size && m == mtime_ns {
+        if let Some(&(_, s, m, text_behind)) = known.get(&key) {
+            if s == size && m == mtime_ns && (parts == Parts::Summaries || !text_behind) {
                 continue;
             }
         }
-        index_file(index, path, &key, dir, size, mtime_ns, &mut report)?;
+        todo.push((path, key, dir, size, mtime_ns));
     }
+    // Summaries only: the files are read and folded on every core, and only the short
+    // row updates are serialized (text indexing is bound by SQLite, so it stays sequential).
+    let mut folded = if parts == Parts::Summaries && todo.len() > 1 {
+        fold_summaries(index, &todo).map_err(&err)?
+    } else {
+        Vec::new()
+    };
+    folded.resize_with(todo.len(), || None);
+    for ((path, key, dir, size, mtime_ns), fold) in todo.into_iter().zip(folded) {
+        let applied = match fold {
+            Some(fold) => apply_summary(index, &key, fold, &mut report)?,
+            None => false,
+        };
+        if !applied {
+            index_file(index, path, &key, dir, size, mtime_ns, parts, &mut report)?;
+        }
+        match read_marks(&index.conn, Some(&key))
+            .map_err(&err)?
+            .remove(&key)
+        {
+            Some(mark) => known.insert(key, mark),
+            None => known.remove(&key),
+        };
+    }
+    // Our own commits leave `data_version` as it was; kept for the next refresh.
+    index.marks = Some(Marks {
+        data_version,
+        known,
+    });
     Ok(report)
+}
+
+/// A file's summary folded off the database thread: what its row said when the fold
+/// started, and the row's new summary and watermark.
+struct Folded {
+    /// (sid, size, mtime_ns, offset) of the row the fold continued; `None` for a new file.
+    from: Option<(i64, i64, i64, i64)>,
+    /// The indexed prefix was not the file's any more: the fold started over at 0.
+    restarted: bool,
+    dir: String,
+    location: String,
+    size: i64,
+    mtime_ns: i64,
+    state: RunState,
+    header: Option<SessionHeader>,
+    cursor: Option<String>,
+    lines: u64,
+    consumed: u64,
+    boundary: Option<i64>,
+    head: Vec<u8>,
+}
+
+/// Reads and folds the summaries of `todo` on every core; `None` where a file could not
+/// be read (it is then handled like before, by [`index_file`]).
+fn fold_summaries(
+    index: &HistoryIndex,
+    todo: &[(&Path, String, &str, i64, i64)],
+) -> rusqlite::Result<Vec<Option<Folded>>> {
+    let mut knowns = Vec::with_capacity(todo.len());
+    for (_, key, ..) in todo {
+        knowns.push(std::sync::Mutex::new(read_known(&index.conn, key)?));
+    }
+    let threads = std::thread::available_parallelism()
+        .map_or(1, |n| n.get())
+        .min(4)
+        .min(todo.len());
+    let next = std::sync::atomic::AtomicUsize::new(0);
+    let slots: Vec<std::sync::Mutex<Option<Folded>>> =
+        todo.iter().map(|_| std::sync::Mutex::new(None)).collect();
+    std::thread::scope(|scope| {
+        for _ in 0..threads {
+            scope.spawn(|| loop {
+                let i = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                let Some(&(path, _, dir, size, mtime_ns)) = todo.get(i) else {
+                    break;
+                };
+                let known = knowns[i].lock().map(|mut k| k.take()).unwrap_or(None);
+                let fold = fold_one(path, dir, size, mtime_ns, known);
+                if let Ok(mut slot) = slots[i].lock() {
+                    *slot = fold;
+                }
+            });
+        }
+    });
+    Ok(slots
+        .into_iter()
+        .map(|s| s.into_inner().unwrap_or(None))
+        .collect())
+}
+
+fn fold_one(
+    path: &Path,
+    dir: &str,
+    size: i64,
+    mtime_ns: i64,
+    known: Option<Known>,
+) -> Option<Folded> {
+    let mut file = File::open(path).ok()?;
+    let (from, restarted, offset, state, header, cursor, head) = match known {
+        Some(k) if same_prefix(&mut file, &k, size, mtime_ns) => {
+            let header = k.header.and_then(|h| SessionHeader::parse(h).ok());
+            let from = Some((k.sid, k.size, k.mtime_ns, k.offset));
+            (from, false, k.offset, k.state, header, k.cursor, k.head)
+        }
+        Some(k) => (
+            Some((k.sid, k.size, k.mtime_ns, k.offset)),
+            true,
+            0,
+            RunState::default(),
+            None,
+            None,
+            Vec::new(),
+        ),
+        None => (None, false, 0, RunState::default(), None, None, Vec::new()),
+    };
+    let mut feeder = Feeder {
+        conn: None,
+        sid: from.map_or(0, |f| f.0),
+        state,
+        header,
+        cursor,
+        lines: 0,
+        summary: true,
+        text: false,
+    };
+    let (consumed, boundary) =
+        feed_tail(&mut file, offset as u64, size as u64, &mut feeder).ok()?;
+    let want_head = (consumed as usize).min(HEAD_BYTES);
+    let head = if head.len() < want_head {
+        let mut h = vec![0; want_head];
+        file.seek(SeekFrom::Start(0)).ok()?;
+        file.read_exact(&mut h).ok()?;
+        h
+    } else {
+        head
+    };
+    Some(Folded {
+        from,
+        restarted,
+        dir: dir.to_string(),
+        location: path.display().to_string(),
+        size,
+        mtime_ns,
+        state: feeder.state,
+        header: feeder.header,
+        cursor: feeder.cursor,
+        lines: feeder.lines,
+        consumed,
+        boundary,
+        head,
+    })
+}
+
+/// Writes a folded summary in one transaction, if the row is still the one the fold
+/// started from (else another process got there first: `false`, and the caller indexes
+/// the file the ordinary way).
+fn apply_summary(
+    index: &mut HistoryIndex,
+    key: &str,
+    fold: Folded,
+    report: &mut RefreshReport,
+) -> StoreResult<bool> {
+    let location = index.location();
+    let err = |e| StoreError::db("update history index", location.clone(), e);
+    let tx = index
+        .conn
+        .transaction_with_behavior(TransactionBehavior::Immediate)
+        .map_err(err)?;
+    let now = read_known(&tx, key)
+        .map_err(err)?
+        .map(|k| (k.sid, k.size, k.mtime_ns, k.offset));
+    if now != fold.from {
+        return Ok(false);
+    }
+    let sid = match fold.from {
+        Some((sid, ..)) => {
+            if fold.restarted {
+                delete_rows(&tx, sid).map_err(err)?;
+                report.sessions_reindexed += 1;
+            }
+            sid
+        }
+        None => {
+            tx.execute(
+                "INSERT INTO sessions(key, dir, location) VALUES (?1, ?2, ?3)",
+                params![key, fold.dir, fold.location],
+            )
+            .map_err(err)?;
+            report.sessions_reindexed += 1;
+            tx.last_insert_rowid()
+        }
+    };
+    report.sessions_updated += 1;
+    report.lines_read += fold.lines;
+    let start = match fold.from {
+        Some((_, _, _, offset)) if !fold.restarted => offset as u64,
+        _ => 0,
+    };
+    report.bytes_read += fold.consumed - start;
+    let feeder = Feeder {
+        conn: Some(&tx),
+        sid,
+        state: fold.state,
+        header: fold.header,
+        cursor: fold.cursor,
+        lines: fold.lines,
+        summary: true,
+        text: false,
+    };
+    feeder
+        .finish(&fold.location, fold.mtime_ns / 1_000_000)
+        .map_err(err)?;
+    // A restarted file's text rows are gone: its text starts over at 0 too.
+    tx.execute(
+        "UPDATE sessions SET size = ?2, mtime_ns = ?3, offset = ?4, head = ?5,
+             boundary = coalesce(?6, boundary),
+             text_offset = CASE WHEN ?7 THEN 0 ELSE text_offset END
+         WHERE sid = ?1",
+        params![
+            sid,
+            fold.size,
+            fold.mtime_ns,
+            fold.consumed as i64,
+            fold.head,
+            fold.boundary,
+            fold.restarted
+        ],
+    )
+    .map_err(err)?;
+    drop(feeder);
+    tx.commit().map_err(err)?;
+    Ok(true)
 }
 
 fn mtime_ns(meta: &fs::Metadata) -> i64 {
@@ -368,6 +653,7 @@ fn same_prefix(file: &mut File, known: &Known, size: i64, mtime_ns: i64) -> bool
     }
 }
 
+#[allow(clippy::too_many_arguments)]
 fn index_file(
     index: &mut HistoryIndex,
     path: &Path,
@@ -375,6 +661,7 @@ fn index_file(
     dir: &str,
     size: i64,
     mtime_ns: i64,
+    parts: Parts,
     report: &mut RefreshReport,
 ) -> StoreResult<()> {
     let location = index.location();
@@ -389,22 +676,30 @@ fn index_file(
         .transaction_with_behavior(TransactionBehavior::Immediate)
         .map_err(err)?;
     let known = read_known(&tx, key).map_err(err)?;
-    if known
-        .as_ref()
-        .is_some_and(|k| k.size == size && k.mtime_ns == mtime_ns)
-    {
+    let text = parts == Parts::All;
+    if known.as_ref().is_some_and(|k| {
+        k.size == size && k.mtime_ns == mtime_ns && (!text || k.text_offset >= k.offset)
+    }) {
         return tx.commit().map_err(err);
     }
     let path_display = path.display().to_string();
-    let (sid, offset, state, header, cursor, head) = match known {
+    let (sid, offset, text_offset, state, header, cursor, head) = match known {
         Some(k) if same_prefix(&mut file, &k, size, mtime_ns) => {
             let header = k.header.and_then(|h| SessionHeader::parse(h).ok());
-            (k.sid, k.offset, k.state, header, k.cursor, k.head)
+            (
+                k.sid,
+                k.offset,
+                k.text_offset,
+                k.state,
+                header,
+                k.cursor,
+                k.head,
+            )
         }
         Some(k) => {
             delete_rows(&tx, k.sid).map_err(err)?;
             report.sessions_reindexed += 1;
-            (k.sid, 0, RunState::default(), None, None, Vec::new())
+            (k.sid, 0, 0, RunState::default(), None, None, Vec::new())
         }
         None => {
             tx.execute(
@@ -416,6 +711,7 @@ fn index_file(
             (
                 tx.last_insert_rowid(),
                 0,
+                0,
                 RunState::default(),
                 None,
                 None,
@@ -424,24 +720,41 @@ fn index_file(
         }
     };
     report.sessions_updated += 1;
+    let catch_up = text && text_offset < offset;
     let mut feeder = Feeder {
-        conn: &tx,
+        conn: Some(&tx),
         sid,
         state,
-        header,
+        // Text rows from the start re-read the header line as the first pass did.
+        header: if catch_up && text_offset == 0 {
+            None
+        } else {
+            header
+        },
         cursor,
         lines: 0,
+        summary: false,
+        text: true,
     };
     let io = |e| StoreError::Io {
         action: "read",
         path: path.to_path_buf(),
         source: e,
     };
-    let (consumed, boundary) = feed_tail(&mut file, offset as u64, size as u64, &mut feeder)
-        .map_err(|e| match e {
-            TailError::Io(e) => io(e),
-            TailError::Db(e) => err(e),
-        })?;
+    let tail_err = |e| match e {
+        TailError::Io(e) => io(e),
+        TailError::Db(e) => err(e),
+    };
+    if catch_up {
+        // The text rows of what listings folded into the summary only; `offset` ends a
+        // complete line, so this feeds exactly those lines.
+        feed_tail(&mut file, text_offset as u64, offset as u64, &mut feeder).map_err(tail_err)?;
+    }
+    feeder.summary = true;
+    feeder.text = text;
+    let (consumed, boundary) =
+        feed_tail(&mut file, offset as u64, size as u64, &mut feeder).map_err(tail_err)?;
+    let text_offset = if text { consumed as i64 } else { text_offset };
     report.lines_read += feeder.lines;
     report.bytes_read += consumed - offset as u64;
     let mtime_ms = mtime_ns / 1_000_000;
@@ -457,9 +770,17 @@ fn index_file(
     };
     tx.execute(
         "UPDATE sessions SET size = ?2, mtime_ns = ?3, offset = ?4, head = ?5,
-             boundary = coalesce(?6, boundary)
+             boundary = coalesce(?6, boundary), text_offset = ?7
          WHERE sid = ?1",
-        params![sid, size, mtime_ns, consumed as i64, head, boundary],
+        params![
+            sid,
+            size,
+            mtime_ns,
+            consumed as i64,
+            head,
+            boundary,
+            text_offset
+        ],
     )
     .map_err(err)?;
     tx.commit().map_err(err)
@@ -490,7 +811,7 @@ fn feed_tail(
             .read_to_end(&mut buf)
             .map_err(TailError::Io)?;
         let mut start = 0;
-        while let Some(nl) = buf[start..].iter().position(|&b| b == b'\n') {
+        while let Some(nl) = memchr::memchr(b'\n', &buf[start..]) {
             feeder
                 .line(&buf[start..start + nl])
                 .map_err(TailError::Db)?;
@@ -628,12 +949,14 @@ fn index_session(
     let (sid, state, header, cursor) = feeder_parts;
     report.sessions_updated += 1;
     let mut feeder = Feeder {
-        conn: &tx,
+        conn: Some(&tx),
         sid,
         state,
         header,
         cursor,
         lines: 0,
+        summary: true,
+        text: true,
     };
     for entry in &entries {
         feeder.lines += 1;

@@ -526,3 +526,167 @@ fn an_unreadable_cwd_directory_hides_only_its_sessions() {
     let found = index.search(&SearchQuery::new("okapi")).unwrap().len();
     assert_eq!(found, if readable { 2 } else { 1 });
 }
+
+/// Everything searchable or countable in an index, for comparing two of them.
+fn contents(index: &HistoryIndex, store: &JsonlStore) -> String {
+    let mut out = String::new();
+    let mut sessions = index
+        .sessions(&ListScope::All, Some(store.layout()))
+        .unwrap();
+    sessions.sort_by(|a, b| a.location.cmp(&b.location));
+    out.push_str(&format!("{sessions:?}\n"));
+    for word in [
+        "okapi",
+        "zebrafish",
+        "narwhal",
+        "walrus",
+        "the",
+        "file",
+        "bash",
+        "error",
+        "read",
+    ] {
+        let mut q = SearchQuery::new(word);
+        q.limit = 1000;
+        let mut hits: Vec<String> = index
+            .search(&q)
+            .unwrap()
+            .into_iter()
+            .map(|h| format!("{}/{:?}/{}/{}", h.session_id, h.entry_id, h.role, h.kind))
+            .collect();
+        hits.sort();
+        out.push_str(&format!("{word}: {hits:?}\n"));
+    }
+    for group in [GroupBy::Day, GroupBy::Model, GroupBy::Tool] {
+        let s = index
+            .stats(&StatsQuery {
+                group: Some(group),
+                ..StatsQuery::default()
+            })
+            .unwrap();
+        out.push_str(&format!("{s:?}\n"));
+    }
+    out
+}
+
+/// A copy of the real Pi fixture sessions plus the small fixture, in one flat directory.
+fn mixed_store(tmp: &Path) -> (PathBuf, JsonlStore) {
+    let dir = tmp.join("sessions");
+    write_session(&dir, "a_s1.jsonl", HEADER, &lines());
+    for item in fs::read_dir(fixtures_dir()).unwrap() {
+        let path = item.unwrap().path();
+        if path.extension().is_some_and(|e| e == "jsonl") {
+            fs::copy(&path, dir.join(path.file_name().unwrap())).unwrap();
+        }
+    }
+    let store = JsonlStore::open(JsonlLayout::Flat { dir: dir.clone() }, FsyncPolicy::Never);
+    (dir, store)
+}
+
+#[test]
+fn summaries_first_list_like_the_store_and_text_catches_up() {
+    let tmp = tempfile::tempdir().unwrap();
+    let (dir, store) = mixed_store(tmp.path());
+    let mut listed =
+        HistoryIndex::open(&tmp.path().join("listed.sqlite"), &store.describe()).unwrap();
+    let report = listed.refresh_jsonl_summaries(&store).unwrap();
+    assert!(report.sessions_updated > 10);
+    let sorted = |mut v: Vec<crate::summary::SessionSummary>| {
+        v.sort_by(|a, b| a.location.cmp(&b.location));
+        v
+    };
+    let from_files = || sorted(store.list_sessions(&ListScope::All).unwrap());
+    let from_index =
+        |i: &HistoryIndex| sorted(i.sessions(&ListScope::All, Some(store.layout())).unwrap());
+    assert_eq!(from_index(&listed), from_files());
+    // Listing indexed no text.
+    assert!(listed
+        .search(&SearchQuery::new("okapi"))
+        .unwrap()
+        .is_empty());
+    assert_eq!(
+        listed
+            .refresh_jsonl_summaries(&store)
+            .unwrap()
+            .sessions_updated,
+        0
+    );
+
+    // Another entry: the summary follows, the text still waits.
+    let path = dir.join("a_s1.jsonl");
+    append_line(
+        &path,
+        r#"{"type":"message","id":"u2","parentId":"b1","timestamp":"2026-01-03T00:00:00.000Z","message":{"role":"user","content":"and the narwhal"}}"#,
+    );
+    assert_eq!(
+        listed
+            .refresh_jsonl_summaries(&store)
+            .unwrap()
+            .sessions_updated,
+        1
+    );
+    assert_eq!(from_index(&listed), from_files());
+    assert!(listed
+        .search(&SearchQuery::new("narwhal"))
+        .unwrap()
+        .is_empty());
+
+    // A full refresh indexes the skipped text once, and then equals an index built whole.
+    let caught_up = listed.refresh_jsonl(&store).unwrap();
+    assert!(caught_up.sessions_updated > 10);
+    assert_eq!(listed.refresh_jsonl(&store).unwrap().sessions_updated, 0);
+    let mut whole =
+        HistoryIndex::open(&tmp.path().join("whole.sqlite"), &store.describe()).unwrap();
+    whole.refresh_jsonl(&store).unwrap();
+    assert_eq!(contents(&listed, &store), contents(&whole, &store));
+    assert_eq!(entry_ids(&listed, &SearchQuery::new("narwhal")), ["s1/u2"]);
+
+    // Appends after the catch-up: both kinds of refresh, in either order, still agree.
+    append_line(
+        &path,
+        r#"{"type":"message","id":"u3","parentId":"u2","timestamp":"2026-01-04T00:00:00.000Z","message":{"role":"user","content":"a walrus too"}}"#,
+    );
+    listed.refresh_jsonl_summaries(&store).unwrap();
+    append_line(
+        &path,
+        r#"{"type":"message","id":"u4","parentId":"u3","timestamp":"2026-01-05T00:00:00.000Z","message":{"role":"user","content":"and an okapi"}}"#,
+    );
+    listed.refresh_jsonl(&store).unwrap();
+    whole.refresh_jsonl(&store).unwrap();
+    assert_eq!(contents(&listed, &store), contents(&whole, &store));
+    assert_eq!(from_index(&listed), from_files());
+}
+
+/// Watermarks kept in memory between refreshes are dropped as soon as another connection
+/// (another `pi` process) commits: no tail is indexed twice or missed.
+#[test]
+fn two_handles_refreshing_in_turn_index_each_tail_once() {
+    let f = fixture();
+    let mut a = f.index();
+    let mut b = HistoryIndex::open(&f.index_path, &f.store.describe()).unwrap();
+    b.refresh_jsonl(&f.store).unwrap();
+    let path = f.dir.join("a_s1.jsonl");
+    for (n, word) in ["narwhal", "walrus", "okapi", "quokka"].iter().enumerate() {
+        append_line(
+            &path,
+            &format!(
+                r#"{{"type":"message","id":"t{n}","parentId":null,"timestamp":"2026-01-0{}T00:00:00.000Z","message":{{"role":"user","content":"another {word}"}}}}"#,
+                n + 3
+            ),
+        );
+        // Alternate which handle sees the append first.
+        let (first, second) = if n % 2 == 0 {
+            (&mut a, &mut b)
+        } else {
+            (&mut b, &mut a)
+        };
+        assert_eq!(first.refresh_jsonl(&f.store).unwrap().sessions_updated, 1);
+        assert_eq!(second.refresh_jsonl(&f.store).unwrap().sessions_updated, 0);
+        assert_eq!(first.refresh_jsonl(&f.store).unwrap().sessions_updated, 0);
+    }
+    let mut fresh =
+        HistoryIndex::open(&f.dir.join("../fresh.sqlite"), &f.store.describe()).unwrap();
+    fresh.refresh_jsonl(&f.store).unwrap();
+    assert_eq!(contents(&a, &f.store), contents(&fresh, &f.store));
+    assert_eq!(entry_ids(&a, &SearchQuery::new("another")).len(), 4);
+}

@@ -6,7 +6,7 @@ use anyhow::Context as _;
 use clap::Args;
 use pi_engine::compaction::{self, CompactionSettings};
 use pi_engine::context::{self, SessionPath};
-use pi_engine::session::{EntryIdx, PathWalk, Session, Tree};
+use pi_engine::session::{EntryIdx, HeadCache, PathWalk, Session, Tree};
 use serde_json::{json, Map, Value};
 use std::io::Write;
 use std::path::PathBuf;
@@ -28,7 +28,8 @@ pub struct InspectArgs {
 }
 
 pub fn run(args: InspectArgs) -> anyhow::Result<i32> {
-    let mut session = Session::open(&args.file)?;
+    // Through the head cache in the agent dir (never beside or inside FILE).
+    let (mut session, _) = Session::open_cached(&args.file, Some(&HeadCache::from_env()))?;
     if let Some(leaf) = &args.leaf {
         session
             .branch(leaf)
@@ -254,6 +255,7 @@ fn id_value(session: &Session, idx: EntryIdx) -> Value {
 fn write_tree(session: &Session, tree: &Tree, out: &mut impl Write) -> anyhow::Result<()> {
     // Each frame: the sibling list being written and the next position in it.
     let mut stack: Vec<(&[EntryIdx], usize)> = vec![(&tree.roots, 0)];
+    let has_labels = session.labels().next().is_some();
     out.write_all(b"[")?;
     while let Some((siblings, pos)) = stack.last_mut() {
         if *pos == siblings.len() {
@@ -270,21 +272,23 @@ fn write_tree(session: &Session, tree: &Tree, out: &mut impl Write) -> anyhow::R
         }
         *pos += 1;
         let record = session.entry(idx);
-        let mut node = Map::new();
-        node.insert("id".into(), id_value(session, idx));
-        node.insert(
-            "type".into(),
-            record.kind.as_str().map_or(Value::Null, |k| json!(k)),
-        );
+        // `{"id":…,"type":…,"role"?:…,"label"?:…,"children":[`, written field by field
+        // (a tree can have hundreds of thousands of nodes); the object stays open for the
+        // children.
+        out.write_all(b"{\"id\":")?;
+        serde_json::to_writer(&mut *out, &record.id.as_deref())?;
+        out.write_all(b",\"type\":")?;
+        serde_json::to_writer(&mut *out, &record.kind.as_str())?;
         if let (pi_engine::session::Kind::Message, Some(role)) = (&record.kind, &record.role) {
-            node.insert("role".into(), json!(role.as_ref()));
+            out.write_all(b",\"role\":")?;
+            serde_json::to_writer(&mut *out, role.as_ref())?;
         }
-        if let Some(label) = record.id.as_deref().and_then(|id| session.label(id)) {
-            node.insert("label".into(), json!(label.text.as_ref()));
+        if has_labels {
+            if let Some(label) = record.id.as_deref().and_then(|id| session.label(id)) {
+                out.write_all(b",\"label\":")?;
+                serde_json::to_writer(&mut *out, label.text.as_ref())?;
+            }
         }
-        // Open the node object, leave it open for its children.
-        let head = serde_json::to_string(&Value::Object(node))?;
-        out.write_all(&head.as_bytes()[..head.len() - 1])?;
         out.write_all(b",\"children\":[")?;
         stack.push((&tree.children[idx as usize], 0));
     }

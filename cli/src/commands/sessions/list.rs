@@ -1,15 +1,22 @@
 //! `pi sessions list`: the sessions of this directory (or all), newest first.
 //!
-//! Summaries come from the store (Pi 1.6's `buildSessionInfo` rules, see `pi_storage::summary`),
-//! so a session Pi would not list is not listed here either.
+//! Summaries follow Pi 1.6's `buildSessionInfo` rules (`pi_storage::summary`), so a session Pi
+//! would not list is not listed here either. For JSONL stores they are read from the history
+//! index (`pi_storage::history`), whose summary rows are brought up to date first and alone:
+//! files unchanged since the last listing are not opened, a grown file is read from where the
+//! last listing stopped, and no text is indexed on the way (`pi sessions search` does that).
+//! When the index cannot be used (an unwritable agent dir, a database error) the store lists
+//! the files itself, with the same result.
 
 use std::io::{IsTerminal, Write};
 
 use anyhow::Context;
 use clap::Args;
 use pi_formats::time::iso_from_millis;
+use pi_storage::history::HistorySource;
 use pi_storage::paths::resolve_cwd;
-use pi_storage::{ListScope, SessionSummary};
+use pi_storage::store::SessionStore;
+use pi_storage::{ListScope, SessionSummary, StoreOptions, StoreSpec};
 use serde_json::json;
 
 use super::store::StoreArgs;
@@ -33,8 +40,54 @@ pub struct ListArgs {
     pub limit: Option<usize>,
 }
 
+/// The sessions in scope, newest first: from the history index for JSONL stores, else (or
+/// when the index cannot be used) from the store.
+pub fn list_sessions(
+    store: &dyn SessionStore,
+    spec: &StoreSpec,
+    options: &StoreOptions,
+    scope: &ListScope,
+) -> pi_storage::StoreResult<Vec<SessionSummary>> {
+    if let Some(list) = list_from_index(store, spec, options, scope) {
+        return Ok(list);
+    }
+    store.list_sessions(scope)
+}
+
+fn list_from_index(
+    store: &dyn SessionStore,
+    spec: &StoreSpec,
+    options: &StoreOptions,
+    scope: &ListScope,
+) -> Option<Vec<SessionSummary>> {
+    if !matches!(spec, StoreSpec::Jsonl(_)) {
+        // Database stores keep per-session summaries themselves; listing reads no entries.
+        return None;
+    }
+    let source = HistorySource::open(spec, options).ok()?;
+    // Only the index of this very store.
+    if source.store().describe() != store.describe() {
+        return None;
+    }
+    let path = source.index_path(spec, options);
+    let (index, _) = source.open_index_for_listing(&path).ok()?;
+    index.sessions(scope, source.layout()).ok()
+}
+
+/// `/resume`'s list: every session of `store`, through the history index of the store the
+/// environment and settings name when `store` is that one.
+pub fn list_all_for_resume(
+    store: &dyn SessionStore,
+) -> pi_storage::StoreResult<Vec<SessionSummary>> {
+    match StoreArgs::default().resolve() {
+        Ok(resolved) => list_sessions(store, &resolved.spec, &resolved.options, &ListScope::All),
+        Err(_) => store.list_sessions(&ListScope::All),
+    }
+}
+
 pub fn run(args: ListArgs, store_args: &StoreArgs) -> anyhow::Result<i32> {
-    let store = store_args.open()?;
+    let resolved = store_args.resolve()?;
+    let store = super::store::open_spec(&resolved.spec, &resolved.options)?;
     let scope = if args.all {
         ListScope::All
     } else {
@@ -47,8 +100,7 @@ pub fn run(args: ListArgs, store_args: &StoreArgs) -> anyhow::Result<i32> {
         };
         ListScope::Cwd(resolve_cwd(&dir))
     };
-    let mut sessions = store
-        .list_sessions(&scope)
+    let mut sessions = list_sessions(store.as_ref(), &resolved.spec, &resolved.options, &scope)
         .with_context(|| format!("cannot list sessions of {}", store.describe()))?;
     if let Some(limit) = args.limit {
         sessions.truncate(limit);

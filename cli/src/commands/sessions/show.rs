@@ -5,7 +5,7 @@
 //! `*` marks the active path (the leaf, or `--at ENTRY`).
 
 use clap::Args;
-use pi_engine::session::{EntryIdx, Kind, Session};
+use pi_engine::session::{EntryIdx, HeadCache, Kind, Session};
 use serde_json::Value;
 use std::collections::HashSet;
 use std::io::Write;
@@ -24,7 +24,7 @@ pub struct ShowArgs {
 }
 
 pub fn run(args: ShowArgs) -> anyhow::Result<i32> {
-    let mut session = Session::open(&args.file)?;
+    let (mut session, _) = Session::open_cached(&args.file, Some(&HeadCache::from_env()))?;
     if let Some(at) = &args.at {
         session.branch(at)?;
     }
