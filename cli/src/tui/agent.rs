@@ -550,10 +550,17 @@ pub fn read_ui(env: &crate::modes::Env, args: &crate::RunArgs) -> Reloaded {
 /// Interactive mode from the command line: the same session setup as `-p` (new session,
 /// `-c`, `--session`, `--fork`, model and tools flags), then [`super::run`]. `--resume`
 /// opens the session picker first (escape quits with "No session selected", as in Pi).
-pub fn run_with_args(args: crate::RunArgs) -> anyhow::Result<i32> {
+pub fn run_with_args(mut args: crate::RunArgs) -> anyhow::Result<i32> {
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()?;
+    // Trust is asked before anything project-local is read (Pi's start-up selector).
+    let agent_dir = pi_storage::StoreOptions::from_env(args.session_dir.as_deref(), None).agent_dir;
+    let start_cwd = std::env::current_dir()?;
+    args.project_trusted =
+        super::startup::resolve_startup_trust(&agent_dir, &start_cwd, &args, |prompt| {
+            super::startup::ask_on_terminal(&agent_dir, prompt)
+        })?;
     let env = crate::modes::Env::new(&args)?;
     let (sink, errors, events) = channel_sink();
     let agent = {

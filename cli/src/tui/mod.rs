@@ -33,6 +33,7 @@ pub mod keys;
 pub mod markdown;
 pub mod render;
 pub mod session_ops;
+pub mod startup;
 pub mod theme;
 pub mod transcript;
 pub mod tree;

@@ -65,6 +65,20 @@ fn screen(app: &App, w: u16, h: u16) -> String {
     format!("{}", t.backend())
 }
 
+#[test]
+fn snapshot_trust_prompt() {
+    let prompt = super::startup::trust_prompt(std::path::Path::new("/work/project"));
+    let theme = super::theme::Theme::dark();
+    let mut t = match Terminal::new(TestBackend::new(80, 16)) {
+        Ok(t) => t,
+        Err(e) => panic!("test backend: {e}"),
+    };
+    if let Err(e) = t.draw(|f| super::startup::draw(&theme, &prompt, f.area(), f.buffer_mut())) {
+        panic!("draw: {e}");
+    }
+    insta::assert_snapshot!(format!("{}", t.backend()));
+}
+
 /// A conversation with thinking, a tool call with long output, a failing tool and an error.
 fn conversation(app: &mut App) {
     let events = vec![
@@ -1522,6 +1536,128 @@ mod on_disk {
                 .any(|(n, k)| n == "/skill:ship" && k == "skill"),
             "{trusted:?}"
         );
+    }
+
+    /// A project with a `.pi` prompt template, which makes trust matter.
+    fn untrusted_project() -> Project {
+        let p = project();
+        let prompts = p.cwd.join(".pi").join("prompts");
+        must(std::fs::create_dir_all(&prompts));
+        must(std::fs::write(
+            prompts.join("deploy.md"),
+            "---\ndescription: Deploy it\n---\nDeploy.\n",
+        ));
+        p
+    }
+
+    /// Answers the start-up trust prompt with `answer` (`None`: escape), then builds the
+    /// session as the binary does; returns what was decided, whether the project template
+    /// loaded, and `trust.json` (empty when not written).
+    fn start_with_answer(p: &Project, answer: Option<usize>) -> (Option<bool>, bool, String) {
+        let mut args = RunArgs::default();
+        let mut labels = Vec::new();
+        args.project_trusted = must(super::super::startup::resolve_startup_trust(
+            &p.agent,
+            &p.cwd,
+            &args,
+            |prompt| {
+                labels = prompt.options.iter().map(|(l, _)| l.clone()).collect();
+                Ok(answer)
+            },
+        ));
+        if args.project_trusted.is_some() {
+            assert_eq!(labels.len(), 5, "{labels:?}");
+        }
+        let (d, _rt) = driver(p, args.clone());
+        let env = must(d.env().ok_or("no env"));
+        let loaded = super::super::agent::read_ui(env, &args)
+            .loaded
+            .iter()
+            .any(|(n, _)| n == "/deploy");
+        let trust = std::fs::read_to_string(p.agent.join("trust.json")).unwrap_or_default();
+        (args.project_trusted, loaded, trust)
+    }
+
+    #[test]
+    fn trust_prompt_answers_decide_what_loads_and_what_is_saved() {
+        let key = |path: &Path| must(path.canonicalize()).display().to_string();
+        // Trust: saved for the folder, resources load; the next start does not ask.
+        let p = untrusted_project();
+        let (decided, loaded, trust) = start_with_answer(&p, Some(0));
+        assert_eq!((decided, loaded), (Some(true), true));
+        assert_eq!(trust, format!("{{\n  \"{}\": true\n}}\n", key(&p.cwd)));
+        let (decided, loaded, _) = start_with_answer(&p, None);
+        assert_eq!((decided, loaded), (None, true));
+
+        // Trust parent folder: saved for the parent.
+        let p = untrusted_project();
+        let parent = must(p.cwd.parent().ok_or("no parent")).to_path_buf();
+        let (decided, loaded, trust) = start_with_answer(&p, Some(1));
+        assert_eq!((decided, loaded), (Some(true), true));
+        assert_eq!(trust, format!("{{\n  \"{}\": true\n}}\n", key(&parent)));
+
+        // Trust (this session only): loads, saves nothing, so the next start asks again.
+        let p = untrusted_project();
+        let (decided, loaded, trust) = start_with_answer(&p, Some(2));
+        assert_eq!((decided, loaded, trust.as_str()), (Some(true), true, ""));
+        let (decided, loaded, _) = start_with_answer(&p, Some(4));
+        assert_eq!((decided, loaded), (Some(false), false));
+
+        // Do not trust: saved as false, nothing loads, and the next start does not ask.
+        let p = untrusted_project();
+        let (decided, loaded, trust) = start_with_answer(&p, Some(3));
+        assert_eq!((decided, loaded), (Some(false), false));
+        assert_eq!(trust, format!("{{\n  \"{}\": false\n}}\n", key(&p.cwd)));
+        let (decided, loaded, _) = start_with_answer(&p, Some(0));
+        assert_eq!((decided, loaded), (None, false));
+
+        // Do not trust (this session only) and escape: nothing loads, nothing is saved.
+        for answer in [Some(4), None] {
+            let p = untrusted_project();
+            let (decided, loaded, trust) = start_with_answer(&p, answer);
+            assert_eq!((decided, loaded, trust.as_str()), (Some(false), false, ""));
+        }
+    }
+
+    #[test]
+    fn trust_is_not_asked_when_flags_settings_or_the_project_decide() {
+        let ask = |_: super::super::dialogs::Confirm| -> anyhow::Result<Option<usize>> {
+            panic!("the trust prompt should not be shown")
+        };
+        let p = untrusted_project();
+        for args in [
+            RunArgs {
+                approve: true,
+                ..RunArgs::default()
+            },
+            RunArgs {
+                no_approve: true,
+                ..RunArgs::default()
+            },
+        ] {
+            let decided = must(super::super::startup::resolve_startup_trust(
+                &p.agent, &p.cwd, &args, ask,
+            ));
+            assert_eq!(decided, None);
+        }
+        must(std::fs::write(
+            p.agent.join("settings.json"),
+            r#"{"defaultProjectTrust":"always"}"#,
+        ));
+        let args = RunArgs::default();
+        let decided = must(super::super::startup::resolve_startup_trust(
+            &p.agent, &p.cwd, &args, ask,
+        ));
+        assert_eq!(decided, None);
+        // Nothing project-local: nothing to ask.
+        let plain = project();
+        let decided = must(super::super::startup::resolve_startup_trust(
+            &plain.agent,
+            &plain.cwd,
+            &args,
+            ask,
+        ));
+        assert_eq!(decided, None);
     }
 
     #[test]
