@@ -453,11 +453,25 @@ impl AgentDriver for AgentSessionDriver {
         env.resources = settings.resources(&env.agent_dir, &cwd, &self.args);
         env.settings = settings;
         self.resources = env.resources.clone();
+        // models.json too, so the picker and ctrl+p see added or changed models. A broken
+        // file keeps the models we have, as Pi keeps running with its error shown.
+        let mut warnings = Vec::new();
+        match pi_engine::llm::load_models(&env.agent_dir.join("models.json")) {
+            Ok(registry) => {
+                env.registry = registry;
+                let resolver = crate::modes::api_key_resolver_quiet(env, &mut warnings);
+                self.agent
+                    .set_registry(env.registry.clone(), Some(resolver));
+            }
+            Err(e) => warnings.push(format!("models.json error: {e}")),
+        }
         // The next prompt patches the sections that changed into the session.
         let tools = self.agent.tools();
         self.agent
             .set_system_message(crate::modes::system_message(env, &tools));
-        Ok(read_ui(env, &self.args))
+        let mut ui = read_ui(env, &self.args);
+        ui.warnings.extend(warnings);
+        Ok(ui)
     }
 }
 

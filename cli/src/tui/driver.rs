@@ -366,7 +366,7 @@ pub trait AgentDriver {
         anyhow::bail!("importing sessions is not supported by this agent")
     }
 
-    /// `/reload`: reads settings, context files, skills and prompt templates again.
+    /// `/reload`: reads settings, models.json, context files, skills and prompt templates again.
     fn reload(&mut self) -> anyhow::Result<Reloaded> {
         anyhow::bail!("reloading is not supported by this agent")
     }

@@ -98,7 +98,16 @@ pub fn reload(app: &mut App, driver: &mut dyn AgentDriver, agent_dir: &Path) {
         return;
     }
     match driver.reload() {
-        Ok(r) => apply_reloaded(app, agent_dir, r),
+        Ok(r) => {
+            // models.json was read again: the picker lists what the registry has now.
+            app.models = driver.models();
+            if let Some(current) = app.model.as_ref().map(|m| m.key()) {
+                if let Some(m) = app.models.iter().find(|m| m.key() == current) {
+                    app.model = Some(m.clone());
+                }
+            }
+            apply_reloaded(app, agent_dir, r)
+        }
         Err(e) => app
             .transcript
             .push(Item::Error(format!("Reload failed: {e:#}"))),

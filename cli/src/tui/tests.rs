@@ -1730,6 +1730,61 @@ mod on_disk {
     }
 
     #[test]
+    fn reload_reads_models_json_for_the_picker_and_the_agent() {
+        let p = project();
+        let current = write_session(&p, "sess-cur", "cur.jsonl");
+        let (mut d, _rt) = driver(&p, open_args(&current));
+        let mut a = App::new(p.cwd.clone());
+        a.models = d.models();
+        let models_json = |window: u64, extra: &str| {
+            format!(
+                r#"{{"providers":{{"local":{{"baseUrl":"http://127.0.0.1:1/v1",
+                "api":"openai-completions","apiKey":"k","models":[
+                {{"id":"m1","contextWindow":{window}}}{extra}]}}}}}}"#
+            )
+        };
+        let keys = |a: &App| -> Vec<String> { a.models.iter().map(|m| m.key()).collect() };
+        assert!(!keys(&a).contains(&"local/m1".to_string()));
+
+        // Added while running: the picker lists it and the agent can switch to it.
+        must(std::fs::write(
+            p.agent.join("models.json"),
+            models_json(1000, ""),
+        ));
+        session_ops::reload(&mut a, &mut d, &p.agent);
+        assert_eq!(last_error(&a), None);
+        assert!(keys(&a).contains(&"local/m1".to_string()), "{:?}", keys(&a));
+        let m1 = must(a.models.iter().find(|m| m.key() == "local/m1").ok_or("m1")).clone();
+        d.set_model(&m1);
+        assert!(d.poll_events().is_empty());
+        a.model = Some(m1);
+
+        // Changed: the current model's new definition is used; a new model appears.
+        must(std::fs::write(
+            p.agent.join("models.json"),
+            models_json(2000, r#",{"id":"m2"}"#),
+        ));
+        session_ops::reload(&mut a, &mut d, &p.agent);
+        assert!(keys(&a).contains(&"local/m2".to_string()), "{:?}", keys(&a));
+        assert_eq!(a.model.as_ref().map(|m| m.context_window), Some(2000));
+        // The switch to m1 was recorded in the session.
+        let switched = d
+            .session()
+            .is_some_and(|s| String::from_utf8_lossy(&s.to_jsonl()).contains(r#""modelId":"m1""#));
+        assert!(switched);
+
+        // Broken: reported, and the models we had stay.
+        must(std::fs::write(p.agent.join("models.json"), "{oops"));
+        session_ops::reload(&mut a, &mut d, &p.agent);
+        assert!(keys(&a).contains(&"local/m2".to_string()), "{:?}", keys(&a));
+        let warned =
+            a.transcript.items().iter().any(
+                |i| matches!(i, Item::Notice(n) if n.starts_with("Warning: models.json error")),
+            );
+        assert!(warned);
+    }
+
+    #[test]
     fn reload_reports_a_broken_settings_file_in_the_transcript() {
         let p = project();
         let current = write_session(&p, "sess-cur", "cur.jsonl");

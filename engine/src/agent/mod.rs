@@ -290,6 +290,23 @@ impl AgentSession {
         lock(&self.shared.state).opts.registry.clone()
     }
 
+    /// Replaces the model registry (models.json was read again, as on `/reload`), and the
+    /// key lookup with it when given (`None` keeps the current one). The current model is
+    /// looked up again by provider and id, so its new definition (base URL, context window,
+    /// cost) applies to the next request; a model no longer defined stays selected.
+    pub fn set_registry(&self, registry: ModelRegistry, api_key_resolver: Option<ApiKeyResolver>) {
+        let mut st = lock(&self.shared.state);
+        if let Some(current) = &st.opts.model {
+            if let Some(found) = registry.find(&current.provider, &current.id) {
+                st.opts.model = Some(found.clone());
+            }
+        }
+        st.opts.registry = registry;
+        if let Some(resolver) = api_key_resolver {
+            st.opts.api_key_resolver = Some(resolver);
+        }
+    }
+
     /// The current thinking level.
     pub fn thinking_level(&self) -> ThinkingLevel {
         lock(&self.shared.state).opts.thinking
