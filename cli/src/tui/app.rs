@@ -91,6 +91,16 @@ pub enum Effect {
     Copy(String),
     Export(Option<String>),
     Import(String),
+    /// `/import` again, with the answer to "the session's directory is gone".
+    ImportWith {
+        path: String,
+        missing_cwd: super::driver::MissingCwd,
+    },
+    /// `/resume` again, with the answer to "the session's directory is gone".
+    ResumeWith {
+        location: String,
+        missing_cwd: super::driver::MissingCwd,
+    },
     Reload,
     SaveSetting {
         key: String,
@@ -454,6 +464,14 @@ impl App {
             .collect();
         self.editor.set_history(prompts);
         self.scroll = 0;
+    }
+
+    /// Works in `cwd` from now on (a session from another directory was opened): the
+    /// footer shows it, `@` completion and `!cmd` use it.
+    pub fn set_cwd(&mut self, cwd: PathBuf) {
+        self.footer.cwd = cwd.display().to_string();
+        self.files.clear();
+        self.cwd = cwd;
     }
 
     pub fn notice(&mut self, text: impl Into<String>) {

@@ -959,7 +959,7 @@ fn export_and_clone_commands() {
 mod on_disk {
     use super::super::agent::{channel_sink, AgentSessionDriver};
     use super::super::dialogs::Dialog;
-    use super::super::driver::AgentDriver;
+    use super::super::driver::{AgentDriver, MissingCwd};
     use super::super::session_ops;
     use super::super::transcript::Item;
     use super::{key, typed, update, App, Effect, KeyCode};
@@ -1229,7 +1229,7 @@ mod on_disk {
         }
         let out = update(&mut a, key(KeyCode::Enter));
         assert_eq!(out, vec![Effect::Import("exported.jsonl".into())]);
-        session_ops::import(&mut a, &mut d, "exported.jsonl");
+        session_ops::import(&mut a, &mut d, &p.agent, "exported.jsonl", MissingCwd::Ask);
         assert_eq!(last_error(&a), None);
 
         let copied = p.sessions.join("exported.jsonl");
@@ -1254,6 +1254,202 @@ mod on_disk {
         assert_eq!(last["name"], "imported");
     }
 
+    /// A session written for `cwd` (its header names it), moved to `dest`.
+    fn session_for_cwd(p: &Project, id: &str, cwd: &Path, dest: &Path) {
+        let src = write_session(p, id, &format!("{id}.tmp"));
+        let text = must(std::fs::read_to_string(&src));
+        let text = text.replacen(
+            &format!("\"cwd\":\"{}\"", p.cwd.display()),
+            &format!("\"cwd\":\"{}\"", cwd.display()),
+            1,
+        );
+        must(std::fs::write(dest, text));
+        must(std::fs::remove_file(&src));
+    }
+
+    fn notices(a: &App) -> Vec<String> {
+        a.transcript
+            .items()
+            .iter()
+            .filter_map(|i| match i {
+                Item::Notice(n) => Some(n.clone()),
+                _ => None,
+            })
+            .collect()
+    }
+
+    #[test]
+    fn import_of_a_session_whose_cwd_is_gone_offers_continue_or_fork() {
+        let p = project();
+        let current = write_session(&p, "sess-cur", "cur.jsonl");
+        let (mut d, _rt) = driver(&p, open_args(&current));
+        let mut a = app_for(&d);
+        let gone = p.cwd.join("deleted-project");
+        let source = p.cwd.join("old.jsonl");
+        session_for_cwd(&p, "sess-old", &gone, &source);
+        let source_bytes = must(std::fs::read(&source));
+        let here = p.cwd.display().to_string();
+
+        // Asked first; nothing is copied until answered.
+        session_ops::import(&mut a, &mut d, &p.agent, "old.jsonl", MissingCwd::Ask);
+        assert_eq!(last_error(&a), None);
+        match &a.dialog {
+            Some(Dialog::Confirm(c)) => {
+                assert_eq!(
+                    c.title,
+                    format!("Session cwd does not exist: {}", gone.display())
+                );
+                let labels: Vec<&str> = c.options.iter().map(|(l, _)| l.as_str()).collect();
+                assert_eq!(
+                    labels,
+                    [
+                        format!("Continue in {here} (asks again next time)").as_str(),
+                        &format!("Fork into {here} (new session ID, original kept)"),
+                        "Cancel"
+                    ]
+                );
+            }
+            other => panic!("not asked: {other:?}"),
+        }
+        assert!(!p.sessions.join("old.jsonl").exists());
+        assert_eq!(
+            d.session().and_then(|s| s.session_id()).as_deref(),
+            Some("sess-cur")
+        );
+
+        // Cancel: nothing happens.
+        update(&mut a, key(KeyCode::Up));
+        assert!(update(&mut a, key(KeyCode::Enter)).is_empty());
+        assert_eq!(
+            notices(&a).last().map(String::as_str),
+            Some("Import cancelled")
+        );
+        assert!(a.dialog.is_none());
+
+        // Fork: a new session in this directory holding every entry; the file is untouched.
+        session_ops::import(&mut a, &mut d, &p.agent, "old.jsonl", MissingCwd::Ask);
+        update(&mut a, key(KeyCode::Down));
+        let out = update(&mut a, key(KeyCode::Enter));
+        assert_eq!(
+            out,
+            vec![Effect::ImportWith {
+                path: "old.jsonl".into(),
+                missing_cwd: MissingCwd::Fork
+            }]
+        );
+        session_ops::import(&mut a, &mut d, &p.agent, "old.jsonl", MissingCwd::Fork);
+        assert_eq!(last_error(&a), None);
+        let forked = must(
+            d.session()
+                .and_then(|s| s.path().map(Path::to_path_buf))
+                .ok_or("path"),
+        );
+        let lines = lines_of(&forked);
+        assert_ne!(lines[0]["id"], "sess-old");
+        assert_eq!(lines[0]["cwd"], here.as_str());
+        assert_eq!(
+            lines[0]["parentSession"],
+            must(source.canonicalize()).display().to_string()
+        );
+        assert_eq!(lines.len(), lines_of(&source).len());
+        assert_eq!(must(std::fs::read(&source)), source_bytes);
+        assert!(notices(&a)
+            .last()
+            .is_some_and(|n| n.starts_with("Forked into new session")));
+
+        // Continue: imported as it is (its header still names the gone directory, so the
+        // question comes again next time); tools keep working here.
+        session_ops::import(&mut a, &mut d, &p.agent, "old.jsonl", MissingCwd::Continue);
+        assert_eq!(last_error(&a), None);
+        let copied = p.sessions.join("old.jsonl");
+        assert_eq!(must(std::fs::read(&copied)), source_bytes);
+        assert_eq!(
+            d.session().and_then(|s| s.session_id()).as_deref(),
+            Some("sess-old")
+        );
+        assert_eq!(d.cwd(), Some(p.cwd.clone()));
+        assert_eq!(
+            notices(&a).last().map(String::as_str),
+            Some("Session imported from: old.jsonl")
+        );
+
+        // /resume of it (from another session) asks the same question.
+        session_ops::resume(
+            &mut a,
+            &mut d,
+            &p.agent,
+            &current.display().to_string(),
+            MissingCwd::Ask,
+        );
+        assert_eq!(
+            d.session().and_then(|s| s.session_id()).as_deref(),
+            Some("sess-cur"),
+            "{:?}",
+            notices(&a)
+        );
+        session_ops::resume(
+            &mut a,
+            &mut d,
+            &p.agent,
+            &copied.display().to_string(),
+            MissingCwd::Ask,
+        );
+        match &a.dialog {
+            Some(Dialog::Confirm(c)) => assert_eq!(c.cancelled, "Resume cancelled"),
+            other => panic!("not asked: {other:?} {:?}", notices(&a)),
+        }
+    }
+
+    #[test]
+    fn a_session_from_another_directory_moves_tools_there_as_in_pi() {
+        let p = project();
+        let current = write_session(&p, "sess-cur", "cur.jsonl");
+        let (mut d, _rt) = driver(&p, open_args(&current));
+        let mut a = App::new(p.cwd.clone());
+        let other = p.cwd.join("other-project");
+        must(std::fs::create_dir_all(&other));
+        must(std::fs::write(
+            other.join("AGENTS.md"),
+            "Other project rules.\n",
+        ));
+        let source = p.cwd.join("other.jsonl");
+        session_for_cwd(&p, "sess-other", &other, &source);
+
+        session_ops::import(&mut a, &mut d, &p.agent, "other.jsonl", MissingCwd::Ask);
+        assert_eq!(last_error(&a), None);
+        assert!(a.dialog.is_none());
+        // The agent, the footer and the next /new work in the session's directory, and its
+        // context files are in the prompt.
+        assert_eq!(d.cwd(), Some(other.clone()));
+        assert_eq!(a.cwd, other);
+        assert_eq!(a.footer.cwd, other.display().to_string());
+        let env = must(d.env().ok_or("env"));
+        assert_eq!(env.cwd, other.display().to_string());
+        let message = crate::modes::system_message(env, &[]).to_string();
+        assert!(message.contains("Other project rules."), "{message}");
+        assert!(notices(&a)
+            .iter()
+            .any(|n| n == &format!("Working in {}", other.display())));
+        must(d.new_session());
+        assert_eq!(
+            d.session().and_then(|s| s
+                .header()
+                .and_then(|h| h["cwd"].as_str().map(str::to_string))),
+            Some(other.display().to_string())
+        );
+
+        // /resume of a session of the start-up directory moves back.
+        session_ops::resume(
+            &mut a,
+            &mut d,
+            &p.agent,
+            &current.display().to_string(),
+            MissingCwd::Ask,
+        );
+        assert_eq!(d.cwd(), Some(p.cwd.clone()));
+        assert_eq!(a.cwd, p.cwd);
+    }
+
     #[test]
     fn import_names_a_taken_file_with_a_suffix_and_refuses_bad_files() {
         let p = project();
@@ -1266,7 +1462,13 @@ mod on_disk {
         let src = write_session(&p, "sess-other", "x.jsonl");
         let outside = other_dir.join("cur.jsonl");
         must(std::fs::rename(&src, &outside));
-        session_ops::import(&mut a, &mut d, &outside.display().to_string());
+        session_ops::import(
+            &mut a,
+            &mut d,
+            &p.agent,
+            &outside.display().to_string(),
+            MissingCwd::Ask,
+        );
         assert_eq!(last_error(&a), None);
         assert!(p.sessions.join("cur-1.jsonl").is_file());
         assert_eq!(
@@ -1280,7 +1482,7 @@ mod on_disk {
             &bad,
             "{\"type\":\"session\",\"version\":3,\"id\":\"b\",\"timestamp\":\"2026-01-01T00:00:00.000Z\",\"cwd\":\"/\"}\n{oops\n",
         ));
-        session_ops::import(&mut a, &mut d, "bad.jsonl");
+        session_ops::import(&mut a, &mut d, &p.agent, "bad.jsonl", MissingCwd::Ask);
         let e = last_error(&a).unwrap_or_default();
         assert!(e.starts_with("Failed to import session: "), "{e}");
         assert!(
@@ -1290,7 +1492,7 @@ mod on_disk {
         assert!(!e.contains('\n'), "{e}");
         assert!(!p.sessions.join("bad.jsonl").exists());
         // A missing file.
-        session_ops::import(&mut a, &mut d, "nope.jsonl");
+        session_ops::import(&mut a, &mut d, &p.agent, "nope.jsonl", MissingCwd::Ask);
         let e = last_error(&a).unwrap_or_default();
         assert!(
             e.contains("Session file not found") && e.contains("nope.jsonl"),
@@ -1702,7 +1904,7 @@ mod on_disk {
         let outside = p.cwd.join("export.jsonl");
         must(std::fs::rename(&src, &outside));
         let mut a = App::new(p.cwd.clone());
-        session_ops::import(&mut a, &mut d, "export.jsonl");
+        session_ops::import(&mut a, &mut d, &p.agent, "export.jsonl", MissingCwd::Ask);
         assert_eq!(last_error(&a), None);
         assert_eq!(
             d.session().and_then(|s| s.session_id()).as_deref(),

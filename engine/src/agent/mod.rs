@@ -317,6 +317,13 @@ impl AgentSession {
         lock(&self.shared.state).opts.cwd.clone()
     }
 
+    /// Moves the working directory of tools and the prompt's `cwd` section (after switching
+    /// to a session from another directory, as Pi's runtime does). The system message is the
+    /// caller's to rebuild.
+    pub fn set_cwd(&self, cwd: PathBuf) {
+        lock(&self.shared.state).opts.cwd = cwd;
+    }
+
     /// The session file (JSONL stores), even before it is created.
     pub fn session_file(&self) -> Option<PathBuf> {
         lock(&self.shared.state).persist.file.clone()
