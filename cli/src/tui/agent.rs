@@ -27,6 +27,9 @@ pub struct AgentSessionDriver {
     args: crate::RunArgs,
     /// The directory pi started in, the one the start-up trust answer is for.
     start_cwd: String,
+    /// The start-up folder had nothing that needs trust (so it was trusted): if a /reload
+    /// finds project resources there, that trust is saved, as Pi does.
+    auto_trust_on_reload: bool,
     /// Skills and prompt templates that typed input expands to.
     resources: pi_engine::config::Resources,
     runtime: tokio::runtime::Handle,
@@ -62,6 +65,7 @@ impl AgentSessionDriver {
             env: None,
             args: crate::RunArgs::default(),
             start_cwd: String::new(),
+            auto_trust_on_reload: false,
             resources: pi_engine::config::Resources::default(),
             runtime,
             events,
@@ -78,6 +82,10 @@ impl AgentSessionDriver {
     /// Enables /resume and /new, which open and create sessions as the modes do.
     pub fn with_env(mut self, env: crate::modes::Env) -> Self {
         self.start_cwd = env.cwd.clone();
+        self.auto_trust_on_reload = !pi_engine::config::has_trust_requiring_resources(
+            Path::new(&env.cwd),
+            pi_engine::config::home_dir().as_deref(),
+        );
         self.env = Some(env);
         self
     }
@@ -572,9 +580,52 @@ impl AgentDriver for AgentSessionDriver {
         let tools = self.agent.tools();
         self.agent
             .set_system_message(crate::modes::system_message(env, &tools));
+        let saved_project_trust = if self.auto_trust_on_reload && env.cwd == self.start_cwd {
+            save_implicit_trust(env, &args, &mut warnings, &mut self.auto_trust_on_reload)
+        } else {
+            false
+        };
         let mut ui = read_ui(env, &args);
         ui.warnings.extend(warnings);
+        ui.saved_project_trust = saved_project_trust;
         Ok(ui)
+    }
+}
+
+/// Pi's implicit trust on reload: a folder trusted at start-up because it had nothing that
+/// needs trust, which now has such resources and no saved decision, is saved as trusted.
+/// Flags (`--approve` / `--no-approve`) turn this off. `pending` is cleared once a
+/// decision is on disk.
+fn save_implicit_trust(
+    env: &crate::modes::Env,
+    args: &crate::RunArgs,
+    warnings: &mut Vec<String>,
+    pending: &mut bool,
+) -> bool {
+    let cwd = Path::new(&env.cwd);
+    let home = pi_engine::config::home_dir();
+    if args.approve
+        || args.no_approve
+        || !env.settings.trusted
+        || !pi_engine::config::has_trust_requiring_resources(cwd, home.as_deref())
+    {
+        return false;
+    }
+    let store = pi_engine::config::TrustStore::new(&env.agent_dir);
+    let result = match store.get(cwd) {
+        Ok(Some(_)) => Ok(false),
+        Ok(None) => store.set(cwd, Some(true)).map(|()| true),
+        Err(e) => Err(e),
+    };
+    match result {
+        Ok(saved) => {
+            *pending = false;
+            saved
+        }
+        Err(e) => {
+            warnings.push(format!("Could not save project trust after reload: {e}"));
+            false
+        }
     }
 }
 
@@ -680,6 +731,7 @@ pub fn read_ui(env: &crate::modes::Env, args: &crate::RunArgs) -> Reloaded {
             })
             .collect(),
         warnings,
+        saved_project_trust: false,
     }
 }
 
@@ -698,6 +750,9 @@ pub fn run_with_args(mut args: crate::RunArgs) -> anyhow::Result<i32> {
             super::startup::ask_on_terminal(&agent_dir, prompt)
         })?;
     let env = crate::modes::Env::new(&args)?;
+    // Decided once per run, as in Pi: /reload keeps this answer even if trust.json changes
+    // (Pi's /trust takes effect on the next start).
+    args.project_trusted = Some(env.settings.trusted);
     let (sink, errors, events) = channel_sink();
     let agent = {
         let _guard = runtime.enter();

@@ -432,6 +432,9 @@ pub struct Reloaded {
     pub scoped_models: Vec<(String, Option<ThinkingLevel>)>,
     /// Problems found while loading, one line each.
     pub warnings: Vec<String>,
+    /// The reload found project resources in a folder trusted at start-up for having none,
+    /// and saved that trust to trust.json (Pi's implicit trust on reload).
+    pub saved_project_trust: bool,
 }
 
 /// A scripted agent for tests and for running the UI before a runtime exists: every prompt

@@ -226,8 +226,13 @@ pub fn reload(app: &mut App, driver: &mut dyn AgentDriver, agent_dir: &Path) {
 
 /// Puts freshly read settings and resources into the UI state, and says so.
 pub fn apply_reloaded(app: &mut App, agent_dir: &Path, r: Reloaded) {
+    let saved_trust = r.saved_project_trust;
     apply_reloaded_quietly(app, agent_dir, r);
-    app.notice("Reloaded keybindings, extensions, skills, prompts, themes, and context files");
+    app.notice(if saved_trust {
+        "Reloaded keybindings, extensions, skills, prompts, themes, and context files; saved project trust"
+    } else {
+        "Reloaded keybindings, extensions, skills, prompts, themes, and context files"
+    });
 }
 
 /// [`apply_reloaded`] without the closing notice (the warnings still show).

@@ -1987,6 +1987,43 @@ mod on_disk {
     }
 
     #[test]
+    fn reload_saves_trust_for_a_folder_that_gained_project_resources_as_pi_does() {
+        for (flag, expect_saved) in [(false, true), (true, false)] {
+            let p = project();
+            let current = write_session(&p, "sess-cur", "cur.jsonl");
+            // As the binary starts: nothing needs trust, so the folder is trusted for the run.
+            let args = RunArgs {
+                project_trusted: Some(true),
+                no_approve: flag,
+                ..open_args(&current)
+            };
+            let (mut d, _rt) = driver(&p, args);
+            let mut a = App::new(p.cwd.clone());
+            let prompts = p.cwd.join(".pi").join("prompts");
+            must(std::fs::create_dir_all(&prompts));
+            must(std::fs::write(prompts.join("deploy.md"), "Deploy.\n"));
+            session_ops::reload(&mut a, &mut d, &p.agent);
+            let trust = std::fs::read_to_string(p.agent.join("trust.json")).unwrap_or_default();
+            let last = notices(&a).last().cloned().unwrap_or_default();
+            if expect_saved {
+                let key = must(p.cwd.canonicalize()).display().to_string();
+                assert_eq!(trust, format!("{{\n  \"{key}\": true\n}}\n"));
+                assert!(last.ends_with("; saved project trust"), "{last}");
+                assert!(a.commands.iter().any(|c| c.name == "deploy"));
+                // Once saved, a later reload says nothing more.
+                session_ops::reload(&mut a, &mut d, &p.agent);
+                let last = notices(&a).last().cloned().unwrap_or_default();
+                assert!(!last.contains("saved project trust"), "{last}");
+            } else {
+                // --no-approve: nothing is trusted, nothing saved.
+                assert_eq!(trust, "");
+                assert!(!last.contains("saved project trust"), "{last}");
+                assert!(!a.commands.iter().any(|c| c.name == "deploy"));
+            }
+        }
+    }
+
+    #[test]
     fn reload_reports_a_broken_settings_file_in_the_transcript() {
         let p = project();
         let current = write_session(&p, "sess-cur", "cur.jsonl");
