@@ -470,6 +470,7 @@ impl App {
     /// footer shows it, `@` completion and `!cmd` use it.
     pub fn set_cwd(&mut self, cwd: PathBuf) {
         self.footer.cwd = cwd.display().to_string();
+        self.footer.git_branch = super::git_branch(&cwd);
         self.files.clear();
         self.cwd = cwd;
     }

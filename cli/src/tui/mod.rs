@@ -207,7 +207,7 @@ pub fn initial_app(opts: &TuiOptions, driver: &dyn AgentDriver) -> App {
 
 /// The checked-out branch, from `.git/HEAD` in `cwd` or a parent (no git process per
 /// start-up); `None` outside a repository or on a detached HEAD.
-fn git_branch(cwd: &std::path::Path) -> Option<String> {
+pub(crate) fn git_branch(cwd: &std::path::Path) -> Option<String> {
     for dir in cwd.ancestors() {
         let git = dir.join(".git");
         let head = if git.is_dir() {
