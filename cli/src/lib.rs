@@ -108,13 +108,19 @@ pub struct RunArgs {
     #[arg(long = "session-store")]
     pub session_store: Option<String>,
 
-    /// Approve tool calls without asking.
+    /// Trust project-local files (.pi settings and resources) for this run.
     #[arg(short = 'a', long)]
     pub approve: bool,
 
-    /// Ask before every tool call.
+    /// Ignore project-local files (.pi settings and resources) for this run.
     #[arg(long = "no-approve", visible_alias = "na")]
     pub no_approve: bool,
+
+    /// The interactive trust prompt's answer for the start-up cwd (never a flag): for the
+    /// rest of the run it decides like `--approve` / `--no-approve`, as Pi keeps the
+    /// answer for the process.
+    #[arg(skip)]
+    pub project_trusted: Option<bool>,
 
     /// Messages to send; `@path` includes a file's contents.
     #[arg(value_name = "MESSAGE")]

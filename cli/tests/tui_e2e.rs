@@ -465,3 +465,175 @@ async fn fork_rename_and_reload_against_fake_llm() {
     assert!(screen.contains("No session selected"), "{screen}");
     assert_eq!(session_files(&sessions).len(), 4);
 }
+
+/// The start-up trust prompt of a project with `.pi` resources: "Do not trust (this session
+/// only)" loads nothing and saves nothing; "Trust" loads the project's template and is saved
+/// in trust.json, so the next start does not ask.
+#[tokio::test(flavor = "multi_thread")]
+async fn trust_prompt_at_start_up() {
+    if !enabled() {
+        eprintln!("skipped: set PI_TUI_E2E=1 (needs tmux and the interactive mode wired to `pi`)");
+        return;
+    }
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let agent: PathBuf = tmp.path().join("agent");
+    let cwd = tmp.path().join("cwd");
+    let sessions = tmp.path().join("sessions");
+    for d in [&agent, &cwd.join(".pi").join("prompts"), &sessions] {
+        std::fs::create_dir_all(d).expect("mkdir");
+    }
+    std::fs::write(
+        cwd.join(".pi").join("prompts").join("deploy.md"),
+        "---\ndescription: Deploy it\n---\nDeploy.\n",
+    )
+    .expect("template");
+    let fake = FakeLlm::start(serde_json::from_value(json!({"turns": []})).expect("script"))
+        .await
+        .expect("fake llm");
+    let models = std::fs::read_to_string(format!("{FIXTURES}/tricky/agent/models.json"))
+        .expect("models.json")
+        .replace("127.0.0.1:18765", &format!("127.0.0.1:{}", fake.port()));
+    std::fs::write(agent.join("models.json"), models).expect("write models");
+    let bin =
+        std::env::var("PI_TUI_E2E_BIN").unwrap_or_else(|_| env!("CARGO_BIN_EXE_pi").to_string());
+    let command = format!(
+        "env PI_CODING_AGENT_DIR={} {} --session-dir {} --model fakeoai/fake-model; echo EXITED-$?; sleep 30",
+        shell_quote(&agent),
+        shell_quote(Path::new(&bin)),
+        shell_quote(&sessions)
+    );
+    let trust_file = agent.join("trust.json");
+    let name = format!("pi-tui-e2e-trust-{}", std::process::id());
+
+    let tmux = Tmux::start(&name, &cwd, &command);
+    let screen = tmux.wait_for("Trust project folder?");
+    assert!(
+        screen.contains("Do not trust (this session only)"),
+        "{screen}"
+    );
+    for _ in 0..4 {
+        tmux.keys(&["Down"]);
+    }
+    tmux.wait_for("→ Do not trust (this session only)");
+    tmux.keys(&["Enter"]);
+    let screen = tmux.wait_for("to interrupt");
+    assert!(!screen.contains("/deploy"), "{screen}");
+    assert!(!trust_file.exists());
+    tmux.keys(&["C-d"]);
+    tmux.wait_for("EXITED-0");
+    drop(tmux);
+
+    let tmux = Tmux::start(&format!("{name}-2"), &cwd, &command);
+    tmux.wait_for("Trust project folder?");
+    tmux.keys(&["Enter"]);
+    tmux.wait_for("/deploy");
+    tmux.keys(&["C-d"]);
+    tmux.wait_for("EXITED-0");
+    drop(tmux);
+    let saved: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&trust_file).expect("trust.json"))
+            .expect("json");
+    let key = cwd.canonicalize().expect("cwd").display().to_string();
+    assert_eq!(saved, json!({ key: true }));
+
+    // Decided: the next start goes straight to the session.
+    let tmux = Tmux::start(&format!("{name}-3"), &cwd, &command);
+    let screen = tmux.wait_for("/deploy");
+    assert!(!screen.contains("Trust project folder?"), "{screen}");
+    tmux.keys(&["C-d"]);
+    tmux.wait_for("EXITED-0");
+}
+
+/// /import of a session whose directory is gone asks (continue / fork / cancel) and forks
+/// into the current directory; a session from another, existing directory moves the agent
+/// there (`!pwd` runs in it).
+#[tokio::test(flavor = "multi_thread")]
+async fn import_follows_or_replaces_the_session_directory() {
+    if !enabled() {
+        eprintln!("skipped: set PI_TUI_E2E=1 (needs tmux and the interactive mode wired to `pi`)");
+        return;
+    }
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let agent: PathBuf = tmp.path().join("agent");
+    let cwd = tmp.path().join("cwd");
+    let other = tmp.path().join("other");
+    let sessions = tmp.path().join("sessions");
+    for d in [&agent, &cwd, &other, &sessions] {
+        std::fs::create_dir_all(d).expect("mkdir");
+    }
+    let fake = FakeLlm::start(serde_json::from_value(json!({"turns": []})).expect("script"))
+        .await
+        .expect("fake llm");
+    let models = std::fs::read_to_string(format!("{FIXTURES}/tricky/agent/models.json"))
+        .expect("models.json")
+        .replace("127.0.0.1:18765", &format!("127.0.0.1:{}", fake.port()));
+    std::fs::write(agent.join("models.json"), models).expect("write models");
+    let session = |id: &str, dir: &Path, text: &str| {
+        let header = json!({"type": "session", "version": 3, "id": id,
+            "timestamp": "2026-01-01T00:00:00.000Z", "cwd": dir.display().to_string()});
+        let user = json!({"type": "message", "id": "i1", "parentId": null,
+            "timestamp": "2026-01-01T00:00:01.000Z",
+            "message": {"role": "user", "content": text, "timestamp": 1}});
+        format!("{header}\n{user}\n")
+    };
+    let gone = tmp.path().join("deleted");
+    std::fs::write(
+        cwd.join("gone.jsonl"),
+        session("gone-session", &gone, "From a gone dir"),
+    )
+    .expect("gone");
+    std::fs::write(
+        cwd.join("other.jsonl"),
+        session("other-session", &other, "From the other dir"),
+    )
+    .expect("other");
+    let bin =
+        std::env::var("PI_TUI_E2E_BIN").unwrap_or_else(|_| env!("CARGO_BIN_EXE_pi").to_string());
+    let command = format!(
+        "env PI_CODING_AGENT_DIR={} {} --session-dir {} --model fakeoai/fake-model; echo EXITED-$?; sleep 30",
+        shell_quote(&agent),
+        shell_quote(Path::new(&bin)),
+        shell_quote(&sessions)
+    );
+    let tmux = Tmux::start(
+        &format!("pi-tui-e2e-import-{}", std::process::id()),
+        &cwd,
+        &command,
+    );
+    tmux.wait_for("to interrupt");
+
+    tmux.keys(&["/import gone.jsonl"]);
+    tmux.keys(&["Enter"]);
+    tmux.wait_for("Replace current session with gone.jsonl?");
+    tmux.keys(&["Enter"]);
+    tmux.wait_for("Session cwd does not exist");
+    tmux.wait_for("(new session ID, original kept)");
+    tmux.keys(&["Down"]);
+    tmux.keys(&["Enter"]);
+    let screen = tmux.wait_for("Forked into new session");
+    assert!(screen.contains("From a gone dir"), "{screen}");
+    let forks = session_files(&sessions);
+    assert_eq!(forks.len(), 1, "{forks:?}");
+    let lines = jsonl(&forks[0]);
+    assert_eq!(lines[0]["cwd"], cwd.display().to_string());
+    assert_ne!(lines[0]["id"], "gone-session");
+
+    tmux.keys(&["/import other.jsonl"]);
+    tmux.keys(&["Enter"]);
+    tmux.wait_for("Replace current session with other.jsonl?");
+    tmux.keys(&["Enter"]);
+    tmux.wait_for("Session imported from: other.jsonl");
+    tmux.wait_for("Working in");
+    tmux.keys(&["-l", "!!echo \"PWD=$(pwd)\""]);
+    tmux.keys(&["Enter"]);
+    let canonical = other.canonicalize().expect("other");
+    tmux.wait_until(
+        |s| {
+            s.contains(&format!("PWD={}", other.display()))
+                || s.contains(&format!("PWD={}", canonical.display()))
+        },
+        "pwd to print the other directory",
+    );
+    tmux.keys(&["C-d"]);
+    tmux.wait_for("EXITED-0");
+}

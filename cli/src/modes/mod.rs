@@ -564,10 +564,20 @@ pub(crate) fn system_message(
 /// agent), in Pi's precedence.
 pub(crate) fn api_key_resolver(env: &Env) -> pi_engine::agent::ApiKeyResolver {
     let mut warnings = Vec::new();
-    let auth = pi_engine::config::AuthStore::load_or_warn(&env.agent_dir, &mut warnings);
+    let resolver = api_key_resolver_quiet(env, &mut warnings);
     for w in warnings {
         eprintln!("Warning: {w}");
     }
+    resolver
+}
+
+/// [`api_key_resolver`] with auth.json problems added to `warnings` instead of printed (the
+/// interactive mode's /reload, where stderr would write over the screen).
+pub(crate) fn api_key_resolver_quiet(
+    env: &Env,
+    warnings: &mut Vec<String>,
+) -> pi_engine::agent::ApiKeyResolver {
+    let auth = pi_engine::config::AuthStore::load_or_warn(&env.agent_dir, warnings);
     let registry = env.registry.clone();
     pi_engine::agent::ApiKeyResolver(Arc::new(move |provider: &str| {
         let lookup = |k: &str| std::env::var(k).ok();

@@ -50,7 +50,7 @@ impl Settings {
         } else if args.no_approve {
             Some(false)
         } else {
-            None
+            args.project_trusted
         };
         let decision = resolve_trust(
             cwd,

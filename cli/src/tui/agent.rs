@@ -6,7 +6,10 @@
 //! here only forwards each value into a channel, which the UI drains once per frame, so
 //! the agent never waits on drawing.
 
-use super::driver::{AgentDriver, AgentEvent, BranchSummary, ModelInfo, Reloaded, ThinkingLevel};
+use super::driver::{
+    AgentDriver, AgentEvent, BranchSummary, MissingCwd, MissingSessionCwd, ModelInfo, Reloaded,
+    ThinkingLevel,
+};
 use super::session_ops;
 use super::TuiOptions;
 use anyhow::{anyhow, bail};
@@ -27,6 +30,11 @@ pub struct AgentSessionDriver {
     env: Option<crate::modes::Env>,
     /// The command line, for /reload (`--models`, `--system-prompt`, trust flags).
     args: crate::RunArgs,
+    /// The directory pi started in, the one the start-up trust answer is for.
+    start_cwd: String,
+    /// The start-up folder had nothing that needs trust (so it was trusted): if a /reload
+    /// finds project resources there, that trust is saved, as Pi does.
+    auto_trust_on_reload: bool,
     /// Skills and prompt templates that typed input expands to.
     resources: pi_engine::config::Resources,
     runtime: tokio::runtime::Handle,
@@ -62,6 +70,8 @@ impl AgentSessionDriver {
             agent,
             env: None,
             args: crate::RunArgs::default(),
+            start_cwd: String::new(),
+            auto_trust_on_reload: false,
             resources: pi_engine::config::Resources::default(),
             runtime,
             events,
@@ -77,6 +87,11 @@ impl AgentSessionDriver {
 
     /// Enables /resume and /new, which open and create sessions as the modes do.
     pub fn with_env(mut self, env: crate::modes::Env) -> Self {
+        self.start_cwd = env.cwd.clone();
+        self.auto_trust_on_reload = !pi_engine::config::has_trust_requiring_resources(
+            Path::new(&env.cwd),
+            pi_engine::config::home_dir().as_deref(),
+        );
         self.env = Some(env);
         self
     }
@@ -113,6 +128,73 @@ impl AgentSessionDriver {
         let _ = self
             .errors
             .send(serde_json::json!({"type": "tui_error", "message": text}));
+    }
+}
+
+/// The working directory a session header names (`None` when it names none).
+fn header_cwd(session: &pi_engine::session::Session) -> Option<String> {
+    session
+        .header()
+        .and_then(|h| h.get("cwd").and_then(Value::as_str).map(str::to_string))
+        .filter(|c| !c.is_empty())
+}
+
+/// Pi's check before opening a session: its working directory must exist unless the user
+/// chose to continue or fork elsewhere. Returns the session's directory when it exists.
+fn check_session_cwd(
+    session: &pi_engine::session::Session,
+    fallback: &str,
+    missing: MissingCwd,
+) -> Result<Option<String>, MissingSessionCwd> {
+    match header_cwd(session) {
+        Some(cwd) if Path::new(&cwd).is_dir() => Ok(Some(cwd)),
+        Some(cwd) if missing == MissingCwd::Ask => Err(MissingSessionCwd {
+            session_cwd: cwd,
+            fallback_cwd: fallback.to_string(),
+        }),
+        _ => Ok(None),
+    }
+}
+
+impl AgentSessionDriver {
+    /// Works in `cwd` from now on (tools, `!cmd`, new sessions, the prompt's cwd), as Pi's
+    /// runtime does for a session from another directory. Its settings and resources are
+    /// read by the /reload that the UI runs on seeing the change.
+    fn adopt_cwd(&mut self, cwd: Option<String>) {
+        let (Some(cwd), Some(env)) = (cwd, self.env.as_mut()) else {
+            return;
+        };
+        if env.cwd != cwd {
+            self.agent.set_cwd(std::path::PathBuf::from(&cwd));
+            env.cwd = cwd;
+        }
+    }
+
+    /// Pi's fork of a session whose directory is gone: every entry, under a new header in
+    /// the current directory naming `parent` as its parent session.
+    fn fork_into_cwd(
+        &mut self,
+        source: &pi_engine::session::Session,
+        parent: String,
+    ) -> anyhow::Result<String> {
+        let Some(env) = &self.env else {
+            bail!("no session setup available")
+        };
+        let header = pi_formats::header::NewHeader::new(
+            pi_formats::id::session_id(),
+            pi_formats::time::now_iso(),
+            env.cwd.clone(),
+            Some(parent),
+        );
+        let id = header.id.clone();
+        let (session, persist) = env.create_from_lines(source.fork_from_lines(&header))?;
+        let location = session
+            .path()
+            .map(|p| p.display().to_string())
+            .unwrap_or(id);
+        self.agent.replace_session(session, persist);
+        self.agent.restore_from_session();
+        Ok(location)
     }
 }
 
@@ -271,7 +353,7 @@ impl AgentDriver for AgentSessionDriver {
         self.agent.messages()
     }
 
-    fn switch_session(&mut self, location: &str) -> anyhow::Result<()> {
+    fn switch_session(&mut self, location: &str, missing_cwd: MissingCwd) -> anyhow::Result<()> {
         let Some(env) = &self.env else {
             anyhow::bail!("no session setup available")
         };
@@ -279,8 +361,20 @@ impl AgentDriver for AgentSessionDriver {
             anyhow::bail!("wait for the current response to finish");
         }
         let (session, persist) = env.open_ref(location)?;
+        let cwd = check_session_cwd(&session, &env.cwd, missing_cwd)?;
+        if cwd.is_none() && missing_cwd == MissingCwd::Fork {
+            // The original stays as it is: release it before writing the copy.
+            drop(persist);
+            let parent = session
+                .path()
+                .map(|p| p.display().to_string())
+                .unwrap_or_else(|| location.to_string());
+            self.fork_into_cwd(&session, parent)?;
+            return Ok(());
+        }
         self.agent.replace_session(session, persist);
         self.agent.restore_from_session();
+        self.adopt_cwd(cwd);
         Ok(())
     }
 
@@ -379,7 +473,7 @@ impl AgentDriver for AgentSessionDriver {
         Ok(text)
     }
 
-    fn import_session(&mut self, path: &str) -> anyhow::Result<String> {
+    fn import_session(&mut self, path: &str, missing_cwd: MissingCwd) -> anyhow::Result<String> {
         let Some(env) = &self.env else {
             bail!("no session setup available")
         };
@@ -393,17 +487,16 @@ impl AgentDriver for AgentSessionDriver {
             bail!("Session file not found: {}", source.display());
         }
         let imported = session_ops::check_import_file(&source)?;
-        // Pi asks what to do when the session's directory is gone; we refuse before copying.
-        if let Some(cwd) = imported
-            .header()
-            .and_then(|h| h.get("cwd").and_then(Value::as_str).map(str::to_string))
-        {
-            if !cwd.is_empty() && !Path::new(&cwd).is_dir() {
-                bail!(
-                    "{}: the session's working directory {cwd} does not exist",
-                    source.display()
-                );
-            }
+        // Checked before copying, so asking leaves no stray copy behind (Pi removes its copy).
+        let cwd = check_session_cwd(&imported, &env.cwd, missing_cwd)?;
+        if cwd.is_none() && missing_cwd == MissingCwd::Fork {
+            // Pi forks from the file given, which stays where it is.
+            let parent = source
+                .canonicalize()
+                .unwrap_or_else(|_| source.clone())
+                .display()
+                .to_string();
+            return self.fork_into_cwd(&imported, parent);
         }
         let id = imported
             .session_id()
@@ -446,7 +539,12 @@ impl AgentDriver for AgentSessionDriver {
         };
         self.agent.replace_session(session, persist);
         self.agent.restore_from_session();
+        self.adopt_cwd(cwd);
         Ok(location)
+    }
+
+    fn cwd(&self) -> Option<std::path::PathBuf> {
+        Some(self.agent.cwd())
     }
 
     fn reload(&mut self) -> anyhow::Result<Reloaded> {
@@ -457,16 +555,105 @@ impl AgentDriver for AgentSessionDriver {
             bail!("Wait for the current response to finish before reloading.");
         }
         let cwd = std::path::PathBuf::from(&env.cwd);
-        let settings = crate::modes::Settings::load_quiet(&env.agent_dir, &cwd, &self.args)?;
-        env.resources = settings.resources(&env.agent_dir, &cwd, &self.args);
+        // The start-up trust answer is for the start-up directory; elsewhere (a session
+        // from another directory) trust.json and defaultProjectTrust decide.
+        let mut args = self.args.clone();
+        let mut warnings = Vec::new();
+        if env.cwd != self.start_cwd {
+            args.project_trusted = None;
+            if undecided_trust(&env.agent_dir, &cwd, &args) {
+                warnings.push(format!(
+                    "{} is not a trusted project yet: its .pi settings and resources are not \
+                     loaded (start pi there to decide)",
+                    cwd.display()
+                ));
+            }
+        }
+        let settings = crate::modes::Settings::load_quiet(&env.agent_dir, &cwd, &args)?;
+        env.resources = settings.resources(&env.agent_dir, &cwd, &args);
         env.settings = settings;
         self.resources = env.resources.clone();
+        // models.json too, so the picker and ctrl+p see added or changed models. A broken
+        // file keeps the models we have, as Pi keeps running with its error shown.
+        match pi_engine::llm::load_models(&env.agent_dir.join("models.json")) {
+            Ok(registry) => {
+                env.registry = registry;
+                let resolver = crate::modes::api_key_resolver_quiet(env, &mut warnings);
+                self.agent
+                    .set_registry(env.registry.clone(), Some(resolver));
+            }
+            Err(e) => warnings.push(format!("models.json error: {e}")),
+        }
         // The next prompt patches the sections that changed into the session.
         let tools = self.agent.tools();
         self.agent
             .set_system_message(crate::modes::system_message(env, &tools));
-        Ok(read_ui(env, &self.args))
+        let saved_project_trust = if self.auto_trust_on_reload && env.cwd == self.start_cwd {
+            save_implicit_trust(env, &args, &mut warnings, &mut self.auto_trust_on_reload)
+        } else {
+            false
+        };
+        let mut ui = read_ui(env, &args);
+        ui.warnings.extend(warnings);
+        ui.saved_project_trust = saved_project_trust;
+        Ok(ui)
     }
+}
+
+/// Pi's implicit trust on reload: a folder trusted at start-up because it had nothing that
+/// needs trust, which now has such resources and no saved decision, is saved as trusted.
+/// Flags (`--approve` / `--no-approve`) turn this off. `pending` is cleared once a
+/// decision is on disk.
+fn save_implicit_trust(
+    env: &crate::modes::Env,
+    args: &crate::RunArgs,
+    warnings: &mut Vec<String>,
+    pending: &mut bool,
+) -> bool {
+    let cwd = Path::new(&env.cwd);
+    let home = pi_engine::config::home_dir();
+    if args.approve
+        || args.no_approve
+        || !env.settings.trusted
+        || !pi_engine::config::has_trust_requiring_resources(cwd, home.as_deref())
+    {
+        return false;
+    }
+    let store = pi_engine::config::TrustStore::new(&env.agent_dir);
+    let result = match store.get(cwd) {
+        Ok(Some(_)) => Ok(false),
+        Ok(None) => store.set(cwd, Some(true)).map(|()| true),
+        Err(e) => Err(e),
+    };
+    match result {
+        Ok(saved) => {
+            *pending = false;
+            saved
+        }
+        Err(e) => {
+            warnings.push(format!("Could not save project trust after reload: {e}"));
+            false
+        }
+    }
+}
+
+/// Whether the interactive start in `cwd` would ask about trust (resources present, nothing
+/// decided).
+fn undecided_trust(agent_dir: &Path, cwd: &Path, args: &crate::RunArgs) -> bool {
+    if args.approve || args.no_approve {
+        return false;
+    }
+    let decision = pi_engine::config::resolve_trust(
+        cwd,
+        &pi_engine::config::TrustStore::new(agent_dir),
+        pi_engine::config::TrustInputs {
+            override_: None,
+            default: pi_engine::config::Settings::load_global(agent_dir).default_project_trust(),
+            interactive: true,
+            home: pi_engine::config::home_dir(),
+        },
+    );
+    matches!(decision, Ok(pi_engine::config::TrustDecision::Ask { .. }))
 }
 
 /// What the UI takes from the settings and resources: header rows, slash commands, view
@@ -552,17 +739,28 @@ pub fn read_ui(env: &crate::modes::Env, args: &crate::RunArgs) -> Reloaded {
             })
             .collect(),
         warnings,
+        saved_project_trust: false,
     }
 }
 
 /// Interactive mode from the command line: the same session setup as `-p` (new session,
 /// `-c`, `--session`, `--fork`, model and tools flags), then [`super::run`]. `--resume`
 /// opens the session picker first (escape quits with "No session selected", as in Pi).
-pub fn run_with_args(args: crate::RunArgs) -> anyhow::Result<i32> {
+pub fn run_with_args(mut args: crate::RunArgs) -> anyhow::Result<i32> {
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()?;
+    // Trust is asked before anything project-local is read (Pi's start-up selector).
+    let agent_dir = pi_storage::StoreOptions::from_env(args.session_dir.as_deref(), None).agent_dir;
+    let start_cwd = std::env::current_dir()?;
+    args.project_trusted =
+        super::startup::resolve_startup_trust(&agent_dir, &start_cwd, &args, |prompt| {
+            super::startup::ask_on_terminal(&agent_dir, prompt)
+        })?;
     let env = crate::modes::Env::new(&args)?;
+    // Decided once per run, as in Pi: /reload keeps this answer even if trust.json changes
+    // (Pi's /trust takes effect on the next start).
+    args.project_trusted = Some(env.settings.trusted);
     let (sink, errors, events) = channel_sink();
     let agent = {
         let _guard = runtime.enter();

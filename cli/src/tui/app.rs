@@ -5,8 +5,9 @@
 //! for the driver loop in `mod.rs`. Tests feed messages and inspect the state and effects.
 
 use super::dialogs::{
-    fuzzy_score, BranchPrompt, Confirm, Dialog, ForkPicker, ForkRow, ModelPicker, ResumeMode,
-    ResumePicker, ResumeSort, ScopedModels, SessionRow, Setting, SettingsDialog, BRANCH_OPTIONS,
+    fuzzy_score, BranchPrompt, Confirm, ConfirmOutcome, Dialog, ForkPicker, ForkRow, ModelPicker,
+    ResumeMode, ResumePicker, ResumeSort, ScopedModels, SessionRow, Setting, SettingsDialog,
+    BRANCH_OPTIONS,
 };
 use super::driver::{AgentEvent, BranchSummary, ModelInfo, ThinkingLevel, Usage};
 use super::editor::Editor;
@@ -91,6 +92,16 @@ pub enum Effect {
     Copy(String),
     Export(Option<String>),
     Import(String),
+    /// `/import` again, with the answer to "the session's directory is gone".
+    ImportWith {
+        path: String,
+        missing_cwd: super::driver::MissingCwd,
+    },
+    /// `/resume` again, with the answer to "the session's directory is gone".
+    ResumeWith {
+        location: String,
+        missing_cwd: super::driver::MissingCwd,
+    },
     Reload,
     SaveSetting {
         key: String,
@@ -461,6 +472,15 @@ impl App {
             .collect();
         self.editor.set_history(prompts);
         self.scroll = 0;
+    }
+
+    /// Works in `cwd` from now on (a session from another directory was opened): the
+    /// footer shows it, `@` completion and `!cmd` use it.
+    pub fn set_cwd(&mut self, cwd: PathBuf) {
+        self.footer.cwd = cwd.display().to_string();
+        self.footer.git_branch = super::git_branch(&cwd);
+        self.files.clear();
+        self.cwd = cwd;
     }
 
     pub fn notice(&mut self, text: impl Into<String>) {
@@ -911,13 +931,12 @@ impl App {
             "export" => out.push(Effect::Export(arg)),
             "import" => match path_argument(args) {
                 Some(f) => {
-                    self.dialog = Some(Dialog::Confirm(Confirm {
-                        title: "Import session".into(),
-                        message: format!("Replace current session with {f}?"),
-                        yes: Box::new(Effect::Import(f)),
-                        cancelled: "Import cancelled".into(),
-                        selected: 0,
-                    }))
+                    self.dialog = Some(Dialog::Confirm(Confirm::yes_no(
+                        "Import session",
+                        format!("Replace current session with {f}?"),
+                        Effect::Import(f),
+                        "Import cancelled",
+                    )))
                 }
                 None => self
                     .transcript
@@ -1499,22 +1518,20 @@ fn on_dialog_key(app: &mut App, k: KeyEvent, out: &mut Vec<Effect>) {
                 Some(Dialog::Fork(f))
             }
         }
-        Dialog::Confirm(mut c) => {
-            if m("tui.select.confirm") {
-                if c.selected == 0 {
-                    out.push(*c.yes);
-                } else {
-                    app.notice(c.cancelled);
+        Dialog::Confirm(mut c) => match c.key(&keys, &k) {
+            ConfirmOutcome::Open => Some(Dialog::Confirm(c)),
+            ConfirmOutcome::Chosen(i) => {
+                match c.options.swap_remove(i).1 {
+                    Some(effect) => out.push(effect),
+                    None => app.notice(c.cancelled),
                 }
                 None
-            } else if m("tui.select.cancel") {
+            }
+            ConfirmOutcome::Cancelled => {
                 app.notice(c.cancelled);
                 None
-            } else {
-                list_move(&mut c.selected, 2, &keys, &k);
-                Some(Dialog::Confirm(c))
             }
-        }
+        },
     };
     app.dialog = next;
 }

@@ -227,16 +227,71 @@ impl ForkPicker {
     }
 }
 
-/// A yes/no question; `yes` is carried out on confirm.
+/// A question with a few answers (Pi's `ExtensionSelectorComponent`): yes/no confirmations,
+/// the missing-cwd prompt of /import and /resume, and the start-up trust prompt.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Confirm {
     pub title: String,
+    /// Lines under the title (may be empty).
     pub message: String,
-    pub yes: Box<super::app::Effect>,
-    /// Shown when the answer is no.
+    /// The answers, each with what it does; `None` cancels.
+    pub options: Vec<(String, Option<super::app::Effect>)>,
+    /// Shown when the answer cancels (an option without an effect, or escape).
     pub cancelled: String,
-    /// 0: Yes, 1: No.
     pub selected: usize,
+}
+
+/// What a key did to a [`Confirm`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ConfirmOutcome {
+    /// Still open.
+    Open,
+    /// The option at this index was chosen.
+    Chosen(usize),
+    /// Escape (or ctrl+c): no answer.
+    Cancelled,
+}
+
+impl Confirm {
+    /// Yes / No, where yes carries out `yes`.
+    pub fn yes_no(
+        title: impl Into<String>,
+        message: impl Into<String>,
+        yes: super::app::Effect,
+        cancelled: impl Into<String>,
+    ) -> Confirm {
+        Confirm {
+            title: title.into(),
+            message: message.into(),
+            options: vec![("Yes".into(), Some(yes)), ("No".into(), None)],
+            cancelled: cancelled.into(),
+            selected: 0,
+        }
+    }
+
+    /// Handles one key: ↑/↓ move (wrapping), enter chooses, escape cancels.
+    pub fn key(
+        &mut self,
+        keys: &super::keys::Keymap,
+        k: &crossterm::event::KeyEvent,
+    ) -> ConfirmOutcome {
+        let len = self.options.len();
+        if keys.matches("tui.select.confirm", k) {
+            if len == 0 {
+                return ConfirmOutcome::Cancelled;
+            }
+            ConfirmOutcome::Chosen(self.selected.min(len - 1))
+        } else if keys.matches("tui.select.cancel", k) {
+            ConfirmOutcome::Cancelled
+        } else {
+            if len > 0 && keys.matches("tui.select.up", k) {
+                self.selected = (self.selected + len - 1) % len;
+            } else if len > 0 && keys.matches("tui.select.down", k) {
+                self.selected = (self.selected + 1) % len;
+            }
+            ConfirmOutcome::Open
+        }
+    }
 }
 
 #[derive(Debug, Clone, PartialEq)]

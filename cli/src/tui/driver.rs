@@ -347,8 +347,9 @@ pub trait AgentDriver {
         Vec::new()
     }
 
-    /// `/resume`: switches to the session at a store location (a file for JSONL).
-    fn switch_session(&mut self, _location: &str) -> anyhow::Result<()> {
+    /// `/resume`: switches to the session at a store location (a file for JSONL). A session
+    /// whose working directory is gone is handled as `missing_cwd` says.
+    fn switch_session(&mut self, _location: &str, _missing_cwd: MissingCwd) -> anyhow::Result<()> {
         anyhow::bail!("switching sessions is not supported by this agent")
     }
 
@@ -381,16 +382,57 @@ pub trait AgentDriver {
     }
 
     /// `/import FILE`: copies a session file into the current session directory (or store)
-    /// and switches to it. Returns where the imported session now lives.
-    fn import_session(&mut self, _path: &str) -> anyhow::Result<String> {
+    /// and switches to it. Returns where the imported session now lives. A session whose
+    /// working directory is gone is handled as `missing_cwd` says.
+    fn import_session(&mut self, _path: &str, _missing_cwd: MissingCwd) -> anyhow::Result<String> {
         anyhow::bail!("importing sessions is not supported by this agent")
     }
 
-    /// `/reload`: reads settings, context files, skills and prompt templates again.
+    /// `/reload`: reads settings, models.json, context files, skills and prompt templates again.
     fn reload(&mut self) -> anyhow::Result<Reloaded> {
         anyhow::bail!("reloading is not supported by this agent")
     }
+
+    /// The directory tools run in: the session's own once a session from another directory
+    /// is opened, as in Pi (`None`: the start-up directory, always).
+    fn cwd(&self) -> Option<std::path::PathBuf> {
+        None
+    }
 }
+
+/// What to do when the session to open names a working directory that no longer exists
+/// (Pi's prompt for /resume and /import).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum MissingCwd {
+    /// Do not open it: fail with [`MissingSessionCwd`], so the UI can ask.
+    Ask,
+    /// Open it and work in the current directory; the file keeps its cwd, so the question
+    /// comes again next time.
+    Continue,
+    /// Continue in a copy forked into the current directory (new id, the original kept).
+    Fork,
+}
+
+/// The session to open names a working directory that does not exist.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct MissingSessionCwd {
+    /// The directory in the session header.
+    pub session_cwd: String,
+    /// Where we work now, offered instead.
+    pub fallback_cwd: String,
+}
+
+impl std::fmt::Display for MissingSessionCwd {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "Stored session working directory does not exist: {}\nCurrent working directory: {}",
+            self.session_cwd, self.fallback_cwd
+        )
+    }
+}
+
+impl std::error::Error for MissingSessionCwd {}
 
 /// What `/reload` (and start-up) read from disk for the UI.
 #[derive(Debug, Clone, Default, PartialEq)]
@@ -410,6 +452,9 @@ pub struct Reloaded {
     pub scoped_models: Vec<(String, Option<ThinkingLevel>)>,
     /// Problems found while loading, one line each.
     pub warnings: Vec<String>,
+    /// The reload found project resources in a folder trusted at start-up for having none,
+    /// and saved that trust to trust.json (Pi's implicit trust on reload).
+    pub saved_project_trust: bool,
 }
 
 /// A scripted agent for tests and for running the UI before a runtime exists: every prompt

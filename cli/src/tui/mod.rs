@@ -33,6 +33,7 @@ pub mod keys;
 pub mod markdown;
 pub mod render;
 pub mod session_ops;
+pub mod startup;
 pub mod theme;
 pub mod transcript;
 pub mod tree;
@@ -206,7 +207,7 @@ pub fn initial_app(opts: &TuiOptions, driver: &dyn AgentDriver) -> App {
 
 /// The checked-out branch, from `.git/HEAD` in `cwd` or a parent (no git process per
 /// start-up); `None` outside a repository or on a detached HEAD.
-fn git_branch(cwd: &std::path::Path) -> Option<String> {
+pub(crate) fn git_branch(cwd: &std::path::Path) -> Option<String> {
     for dir in cwd.ancestors() {
         let git = dir.join(".git");
         let head = if git.is_dir() {
@@ -281,7 +282,8 @@ pub fn run(mut opts: TuiOptions) -> anyhow::Result<i32> {
     let mut terminal = setup_terminal()?;
     let mut guard = TerminalGuard { exit_message: None };
     let (tx, rx) = mpsc::channel::<Msg>();
-    spawn_file_index(opts.cwd.clone(), tx.clone());
+    let mut indexed = opts.cwd.clone();
+    spawn_file_index(indexed.clone(), tx.clone());
     if opts.open_resume {
         apply_effect(
             &mut app,
@@ -328,6 +330,11 @@ pub fn run(mut opts: TuiOptions) -> anyhow::Result<i32> {
                 guard.exit_message = app.exit_message.take();
                 return Ok(0);
             }
+        }
+        // A session from another directory moved us there: `@` completion lists its files.
+        if app.cwd != indexed {
+            indexed = app.cwd.clone();
+            spawn_file_index(indexed.clone(), tx.clone());
         }
     }
 }
@@ -419,11 +426,20 @@ fn apply_effect(
             None => app.notice("No messages to fork from"),
         },
         Effect::Fork(id) => session_ops::fork(app, driver, &id),
-        Effect::Import(path) => session_ops::import(app, driver, &path),
+        Effect::Import(path) => {
+            session_ops::import(app, driver, &opts.agent_dir, &path, driver::MissingCwd::Ask)
+        }
+        Effect::ImportWith { path, missing_cwd } => {
+            session_ops::import(app, driver, &opts.agent_dir, &path, missing_cwd)
+        }
+        Effect::ResumeWith {
+            location,
+            missing_cwd,
+        } => session_ops::resume(app, driver, &opts.agent_dir, &location, missing_cwd),
         Effect::Reload => session_ops::reload(app, driver, &opts.agent_dir),
         Effect::RunBash { command, excluded } => {
             let tx = tx.clone();
-            let cwd = opts.cwd.clone();
+            let cwd = app.cwd.clone();
             std::thread::spawn(move || {
                 let output = std::process::Command::new("bash")
                     .arg("-c")
@@ -512,10 +528,13 @@ fn apply_effect(
             Ok(()) => app.notice(format!("Session name set: {name}")),
             Err(e) => app.notice(format!("Could not set the session name: {e}")),
         },
-        Effect::Resume(location) => match driver.switch_session(&location) {
-            Ok(()) => after_switch(app, driver, format!("Resumed {location}")),
-            Err(e) => app.notice(format!("Could not resume: {e}")),
-        },
+        Effect::Resume(location) => session_ops::resume(
+            app,
+            driver,
+            &opts.agent_dir,
+            &location,
+            driver::MissingCwd::Ask,
+        ),
         Effect::NewSession => match driver.new_session() {
             Ok(()) => after_switch(app, driver, "New session started".to_string()),
             Err(e) => app.notice(format!("Could not start a new session: {e}")),

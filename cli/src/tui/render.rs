@@ -2,7 +2,7 @@
 
 use super::app::{App, CompletionKind};
 use super::dialogs::{
-    Dialog, ForkPicker, ResumeMode, ResumePicker, ResumeSort, BRANCH_OPTIONS, HOTKEYS,
+    Confirm, Dialog, ForkPicker, ResumeMode, ResumePicker, ResumeSort, BRANCH_OPTIONS, HOTKEYS,
 };
 use super::markdown::line_width;
 use super::theme::Theme;
@@ -49,7 +49,7 @@ fn bottom_height(app: &App, area: Rect) -> u16 {
         Some(Dialog::Settings(s)) => (s.items.len() as u16 + 4).min(max),
         Some(Dialog::BranchPrompt(_)) => 8.min(max),
         Some(Dialog::Fork(_)) => 16.min(max),
-        Some(Dialog::Confirm(_)) => 6.min(max),
+        Some(Dialog::Confirm(c)) => confirm_height(c, area.width).min(max),
         None => {
             let popup = app
                 .completion
@@ -437,19 +437,7 @@ fn draw_dialog(app: &App, d: &Dialog, area: Rect, buf: &mut Buffer) {
             paint_lines(lines, inner, buf);
         }
         Dialog::Fork(f) => draw_fork(app, f, area, buf),
-        Dialog::Confirm(c) => {
-            let block = dialog_block(theme, &c.title);
-            let inner = block.inner(area);
-            block.render(area, buf);
-            let mut lines = vec![Line::raw(c.message.as_str()), Line::default()];
-            lines.extend(
-                ["Yes", "No"]
-                    .iter()
-                    .enumerate()
-                    .map(|(i, o)| select_line(theme, i == c.selected, vec![Span::raw(*o)])),
-            );
-            paint_lines(lines, inner, buf);
-        }
+        Dialog::Confirm(c) => draw_confirm(theme, c, area, buf),
         Dialog::Resume(r) => draw_resume(app, r, area, buf),
         Dialog::Tree(t) => draw_tree(app, t, area, buf),
         Dialog::BranchPrompt(b) => {
@@ -726,5 +714,47 @@ fn draw_tree(app: &App, t: &TreeNav, area: Rect, buf: &mut Buffer) {
             theme.fg(theme.dim),
         ));
     }
+    paint_lines(lines, inner, buf);
+}
+
+/// Rows a [`Confirm`] needs at `width`: borders, the wrapped message and a blank line, the
+/// options.
+pub fn confirm_height(c: &Confirm, width: u16) -> u16 {
+    let message = confirm_message(c, width).len();
+    let gap = usize::from(message > 0);
+    (2 + message + gap + c.options.len()) as u16
+}
+
+/// The message wrapped at spaces (blank lines kept).
+fn confirm_message(c: &Confirm, width: u16) -> Vec<String> {
+    let mut out = Vec::new();
+    for line in c.message.lines() {
+        if line.trim().is_empty() {
+            out.push(String::new());
+        } else {
+            out.extend(wrap_words(line, usize::from(width.max(10))));
+        }
+    }
+    out
+}
+
+/// A question with its answers (also the whole screen of the start-up trust prompt).
+pub fn draw_confirm(theme: &Theme, c: &Confirm, area: Rect, buf: &mut Buffer) {
+    let block = dialog_block(theme, &c.title);
+    let inner = block.inner(area);
+    block.render(area, buf);
+    let mut lines: Vec<Line<'_>> = confirm_message(c, inner.width)
+        .into_iter()
+        .map(Line::raw)
+        .collect();
+    if !lines.is_empty() {
+        lines.push(Line::default());
+    }
+    lines.extend(
+        c.options
+            .iter()
+            .enumerate()
+            .map(|(i, (o, _))| select_line(theme, i == c.selected, vec![Span::raw(o.as_str())])),
+    );
     paint_lines(lines, inner, buf);
 }

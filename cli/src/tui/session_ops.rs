@@ -7,8 +7,9 @@
 //! by the agent adapter in `agent.rs`.
 
 use super::app::App;
-use super::dialogs::{ForkRow, SessionRow};
-use super::driver::{AgentDriver, Reloaded};
+use super::app::Effect;
+use super::dialogs::{Confirm, Dialog, ForkRow, SessionRow};
+use super::driver::{AgentDriver, MissingCwd, MissingSessionCwd, Reloaded};
 use super::keys::Keymap;
 use super::theme::Theme;
 use super::transcript::Item;
@@ -68,22 +69,131 @@ pub fn fork(app: &mut App, driver: &mut dyn AgentDriver, entry_id: &str) {
     }
 }
 
-/// `/import FILE`, once confirmed.
-pub fn import(app: &mut App, driver: &mut dyn AgentDriver, path: &str) {
+/// `/import FILE`, once confirmed (`missing_cwd`: the answer to the missing-directory
+/// question, once asked).
+pub fn import(
+    app: &mut App,
+    driver: &mut dyn AgentDriver,
+    agent_dir: &Path,
+    path: &str,
+    missing_cwd: MissingCwd,
+) {
     if app.working {
         app.transcript.push(Item::Error(
             "Wait for the current response to finish before importing.".into(),
         ));
         return;
     }
-    match driver.import_session(path) {
-        Ok(_) => {
+    let before = driver.cwd();
+    match driver.import_session(path, missing_cwd) {
+        Ok(location) => {
             after_switch(app, driver);
-            app.notice(format!("Session imported from: {path}"));
+            follow_cwd(app, driver, agent_dir, before);
+            match missing_cwd {
+                MissingCwd::Fork => app.notice(format!(
+                    "Forked into new session {location} in {}",
+                    app.cwd.display()
+                )),
+                MissingCwd::Ask | MissingCwd::Continue => {
+                    app.notice(format!("Session imported from: {path}"))
+                }
+            }
         }
-        Err(e) => app
-            .transcript
-            .push(Item::Error(format!("Failed to import session: {e:#}"))),
+        Err(e) => match e.downcast::<MissingSessionCwd>() {
+            Ok(missing) => ask_missing_cwd(app, &missing, "Import cancelled", |choice| {
+                Effect::ImportWith {
+                    path: path.to_string(),
+                    missing_cwd: choice,
+                }
+            }),
+            Err(e) => app
+                .transcript
+                .push(Item::Error(format!("Failed to import session: {e:#}"))),
+        },
+    }
+}
+
+/// A session chosen in /resume (`missing_cwd` as for [`import`]).
+pub fn resume(
+    app: &mut App,
+    driver: &mut dyn AgentDriver,
+    agent_dir: &Path,
+    location: &str,
+    missing_cwd: MissingCwd,
+) {
+    let before = driver.cwd();
+    match driver.switch_session(location, missing_cwd) {
+        Ok(()) => {
+            after_switch(app, driver);
+            follow_cwd(app, driver, agent_dir, before);
+            app.notice(match missing_cwd {
+                MissingCwd::Ask => format!("Resumed {location}"),
+                MissingCwd::Continue => format!("Resumed session in {}", app.cwd.display()),
+                MissingCwd::Fork => format!("Forked into a new session in {}", app.cwd.display()),
+            });
+        }
+        Err(e) => match e.downcast::<MissingSessionCwd>() {
+            Ok(missing) => ask_missing_cwd(app, &missing, "Resume cancelled", |choice| {
+                Effect::ResumeWith {
+                    location: location.to_string(),
+                    missing_cwd: choice,
+                }
+            }),
+            Err(e) => app.notice(format!("Could not resume: {e:#}")),
+        },
+    }
+}
+
+/// Pi's question for a session whose directory is gone: continue here, fork here, cancel.
+fn ask_missing_cwd(
+    app: &mut App,
+    missing: &MissingSessionCwd,
+    cancelled: &str,
+    effect: impl Fn(MissingCwd) -> Effect,
+) {
+    let here = &missing.fallback_cwd;
+    app.dialog = Some(Dialog::Confirm(Confirm {
+        title: format!("Session cwd does not exist: {}", missing.session_cwd),
+        message: String::new(),
+        options: vec![
+            (
+                format!("Continue in {here} (asks again next time)"),
+                Some(effect(MissingCwd::Continue)),
+            ),
+            (
+                format!("Fork into {here} (new session ID, original kept)"),
+                Some(effect(MissingCwd::Fork)),
+            ),
+            ("Cancel".into(), None),
+        ],
+        cancelled: cancelled.into(),
+        selected: 0,
+    }));
+}
+
+/// After opening a session from another directory the agent works there (Pi's runtime
+/// follows the session's cwd): the footer, `@` completion and `!cmd` follow, and that
+/// directory's settings, context files and resources are read as /reload reads them.
+/// `before` is the driver's directory before the switch.
+pub fn follow_cwd(
+    app: &mut App,
+    driver: &mut dyn AgentDriver,
+    agent_dir: &Path,
+    before: Option<PathBuf>,
+) {
+    let Some(cwd) = driver.cwd().filter(|c| Some(c) != before.as_ref()) else {
+        return;
+    };
+    app.set_cwd(cwd);
+    match driver.reload() {
+        Ok(r) => {
+            apply_reloaded_quietly(app, agent_dir, r);
+            app.notice(format!("Working in {}", app.cwd.display()));
+        }
+        Err(e) => app.transcript.push(Item::Error(format!(
+            "Could not load the settings of {}: {e:#}",
+            app.cwd.display()
+        ))),
     }
 }
 
@@ -98,15 +208,35 @@ pub fn reload(app: &mut App, driver: &mut dyn AgentDriver, agent_dir: &Path) {
         return;
     }
     match driver.reload() {
-        Ok(r) => apply_reloaded(app, agent_dir, r),
+        Ok(r) => {
+            // models.json was read again: the picker lists what the registry has now.
+            app.models = driver.models();
+            if let Some(current) = app.model.as_ref().map(|m| m.key()) {
+                if let Some(m) = app.models.iter().find(|m| m.key() == current) {
+                    app.model = Some(m.clone());
+                }
+            }
+            apply_reloaded(app, agent_dir, r)
+        }
         Err(e) => app
             .transcript
             .push(Item::Error(format!("Reload failed: {e:#}"))),
     }
 }
 
-/// Puts freshly read settings and resources into the UI state.
+/// Puts freshly read settings and resources into the UI state, and says so.
 pub fn apply_reloaded(app: &mut App, agent_dir: &Path, r: Reloaded) {
+    let saved_trust = r.saved_project_trust;
+    apply_reloaded_quietly(app, agent_dir, r);
+    app.notice(if saved_trust {
+        "Reloaded keybindings, extensions, skills, prompts, themes, and context files; saved project trust"
+    } else {
+        "Reloaded keybindings, extensions, skills, prompts, themes, and context files"
+    });
+}
+
+/// [`apply_reloaded`] without the closing notice (the warnings still show).
+fn apply_reloaded_quietly(app: &mut App, agent_dir: &Path, r: Reloaded) {
     let (keys, mut warnings) = Keymap::load(agent_dir);
     app.keys = keys;
     let (theme, warning) = Theme::load(&r.theme, agent_dir);
@@ -131,7 +261,6 @@ pub fn apply_reloaded(app: &mut App, agent_dir: &Path, r: Reloaded) {
     for w in warnings {
         app.notice(format!("Warning: {w}"));
     }
-    app.notice("Reloaded keybindings, extensions, skills, prompts, themes, and context files");
 }
 
 /// ctrl+r in /resume. The current session is named through the agent (it holds the write

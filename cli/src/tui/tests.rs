@@ -65,6 +65,20 @@ fn screen(app: &App, w: u16, h: u16) -> String {
     format!("{}", t.backend())
 }
 
+#[test]
+fn snapshot_trust_prompt() {
+    let prompt = super::startup::trust_prompt(std::path::Path::new("/work/project"));
+    let theme = super::theme::Theme::dark();
+    let mut t = match Terminal::new(TestBackend::new(80, 16)) {
+        Ok(t) => t,
+        Err(e) => panic!("test backend: {e}"),
+    };
+    if let Err(e) = t.draw(|f| super::startup::draw(&theme, &prompt, f.area(), f.buffer_mut())) {
+        panic!("draw: {e}");
+    }
+    insta::assert_snapshot!(format!("{}", t.backend()));
+}
+
 /// A conversation with thinking, a tool call with long output, a failing tool and an error.
 fn conversation(app: &mut App) {
     let events = vec![
@@ -983,7 +997,7 @@ fn export_and_clone_commands() {
 mod on_disk {
     use super::super::agent::{channel_sink, AgentSessionDriver};
     use super::super::dialogs::Dialog;
-    use super::super::driver::AgentDriver;
+    use super::super::driver::{AgentDriver, MissingCwd};
     use super::super::session_ops;
     use super::super::transcript::Item;
     use super::{key, typed, update, App, Effect, KeyCode};
@@ -1253,7 +1267,7 @@ mod on_disk {
         }
         let out = update(&mut a, key(KeyCode::Enter));
         assert_eq!(out, vec![Effect::Import("exported.jsonl".into())]);
-        session_ops::import(&mut a, &mut d, "exported.jsonl");
+        session_ops::import(&mut a, &mut d, &p.agent, "exported.jsonl", MissingCwd::Ask);
         assert_eq!(last_error(&a), None);
 
         let copied = p.sessions.join("exported.jsonl");
@@ -1278,6 +1292,202 @@ mod on_disk {
         assert_eq!(last["name"], "imported");
     }
 
+    /// A session written for `cwd` (its header names it), moved to `dest`.
+    fn session_for_cwd(p: &Project, id: &str, cwd: &Path, dest: &Path) {
+        let src = write_session(p, id, &format!("{id}.tmp"));
+        let text = must(std::fs::read_to_string(&src));
+        let text = text.replacen(
+            &format!("\"cwd\":\"{}\"", p.cwd.display()),
+            &format!("\"cwd\":\"{}\"", cwd.display()),
+            1,
+        );
+        must(std::fs::write(dest, text));
+        must(std::fs::remove_file(&src));
+    }
+
+    fn notices(a: &App) -> Vec<String> {
+        a.transcript
+            .items()
+            .iter()
+            .filter_map(|i| match i {
+                Item::Notice(n) => Some(n.clone()),
+                _ => None,
+            })
+            .collect()
+    }
+
+    #[test]
+    fn import_of_a_session_whose_cwd_is_gone_offers_continue_or_fork() {
+        let p = project();
+        let current = write_session(&p, "sess-cur", "cur.jsonl");
+        let (mut d, _rt) = driver(&p, open_args(&current));
+        let mut a = app_for(&d);
+        let gone = p.cwd.join("deleted-project");
+        let source = p.cwd.join("old.jsonl");
+        session_for_cwd(&p, "sess-old", &gone, &source);
+        let source_bytes = must(std::fs::read(&source));
+        let here = p.cwd.display().to_string();
+
+        // Asked first; nothing is copied until answered.
+        session_ops::import(&mut a, &mut d, &p.agent, "old.jsonl", MissingCwd::Ask);
+        assert_eq!(last_error(&a), None);
+        match &a.dialog {
+            Some(Dialog::Confirm(c)) => {
+                assert_eq!(
+                    c.title,
+                    format!("Session cwd does not exist: {}", gone.display())
+                );
+                let labels: Vec<&str> = c.options.iter().map(|(l, _)| l.as_str()).collect();
+                assert_eq!(
+                    labels,
+                    [
+                        format!("Continue in {here} (asks again next time)").as_str(),
+                        &format!("Fork into {here} (new session ID, original kept)"),
+                        "Cancel"
+                    ]
+                );
+            }
+            other => panic!("not asked: {other:?}"),
+        }
+        assert!(!p.sessions.join("old.jsonl").exists());
+        assert_eq!(
+            d.session().and_then(|s| s.session_id()).as_deref(),
+            Some("sess-cur")
+        );
+
+        // Cancel: nothing happens.
+        update(&mut a, key(KeyCode::Up));
+        assert!(update(&mut a, key(KeyCode::Enter)).is_empty());
+        assert_eq!(
+            notices(&a).last().map(String::as_str),
+            Some("Import cancelled")
+        );
+        assert!(a.dialog.is_none());
+
+        // Fork: a new session in this directory holding every entry; the file is untouched.
+        session_ops::import(&mut a, &mut d, &p.agent, "old.jsonl", MissingCwd::Ask);
+        update(&mut a, key(KeyCode::Down));
+        let out = update(&mut a, key(KeyCode::Enter));
+        assert_eq!(
+            out,
+            vec![Effect::ImportWith {
+                path: "old.jsonl".into(),
+                missing_cwd: MissingCwd::Fork
+            }]
+        );
+        session_ops::import(&mut a, &mut d, &p.agent, "old.jsonl", MissingCwd::Fork);
+        assert_eq!(last_error(&a), None);
+        let forked = must(
+            d.session()
+                .and_then(|s| s.path().map(Path::to_path_buf))
+                .ok_or("path"),
+        );
+        let lines = lines_of(&forked);
+        assert_ne!(lines[0]["id"], "sess-old");
+        assert_eq!(lines[0]["cwd"], here.as_str());
+        assert_eq!(
+            lines[0]["parentSession"],
+            must(source.canonicalize()).display().to_string()
+        );
+        assert_eq!(lines.len(), lines_of(&source).len());
+        assert_eq!(must(std::fs::read(&source)), source_bytes);
+        assert!(notices(&a)
+            .last()
+            .is_some_and(|n| n.starts_with("Forked into new session")));
+
+        // Continue: imported as it is (its header still names the gone directory, so the
+        // question comes again next time); tools keep working here.
+        session_ops::import(&mut a, &mut d, &p.agent, "old.jsonl", MissingCwd::Continue);
+        assert_eq!(last_error(&a), None);
+        let copied = p.sessions.join("old.jsonl");
+        assert_eq!(must(std::fs::read(&copied)), source_bytes);
+        assert_eq!(
+            d.session().and_then(|s| s.session_id()).as_deref(),
+            Some("sess-old")
+        );
+        assert_eq!(d.cwd(), Some(p.cwd.clone()));
+        assert_eq!(
+            notices(&a).last().map(String::as_str),
+            Some("Session imported from: old.jsonl")
+        );
+
+        // /resume of it (from another session) asks the same question.
+        session_ops::resume(
+            &mut a,
+            &mut d,
+            &p.agent,
+            &current.display().to_string(),
+            MissingCwd::Ask,
+        );
+        assert_eq!(
+            d.session().and_then(|s| s.session_id()).as_deref(),
+            Some("sess-cur"),
+            "{:?}",
+            notices(&a)
+        );
+        session_ops::resume(
+            &mut a,
+            &mut d,
+            &p.agent,
+            &copied.display().to_string(),
+            MissingCwd::Ask,
+        );
+        match &a.dialog {
+            Some(Dialog::Confirm(c)) => assert_eq!(c.cancelled, "Resume cancelled"),
+            other => panic!("not asked: {other:?} {:?}", notices(&a)),
+        }
+    }
+
+    #[test]
+    fn a_session_from_another_directory_moves_tools_there_as_in_pi() {
+        let p = project();
+        let current = write_session(&p, "sess-cur", "cur.jsonl");
+        let (mut d, _rt) = driver(&p, open_args(&current));
+        let mut a = App::new(p.cwd.clone());
+        let other = p.cwd.join("other-project");
+        must(std::fs::create_dir_all(&other));
+        must(std::fs::write(
+            other.join("AGENTS.md"),
+            "Other project rules.\n",
+        ));
+        let source = p.cwd.join("other.jsonl");
+        session_for_cwd(&p, "sess-other", &other, &source);
+
+        session_ops::import(&mut a, &mut d, &p.agent, "other.jsonl", MissingCwd::Ask);
+        assert_eq!(last_error(&a), None);
+        assert!(a.dialog.is_none());
+        // The agent, the footer and the next /new work in the session's directory, and its
+        // context files are in the prompt.
+        assert_eq!(d.cwd(), Some(other.clone()));
+        assert_eq!(a.cwd, other);
+        assert_eq!(a.footer.cwd, other.display().to_string());
+        let env = must(d.env().ok_or("env"));
+        assert_eq!(env.cwd, other.display().to_string());
+        let message = crate::modes::system_message(env, &[]).to_string();
+        assert!(message.contains("Other project rules."), "{message}");
+        assert!(notices(&a)
+            .iter()
+            .any(|n| n == &format!("Working in {}", other.display())));
+        must(d.new_session());
+        assert_eq!(
+            d.session().and_then(|s| s
+                .header()
+                .and_then(|h| h["cwd"].as_str().map(str::to_string))),
+            Some(other.display().to_string())
+        );
+
+        // /resume of a session of the start-up directory moves back.
+        session_ops::resume(
+            &mut a,
+            &mut d,
+            &p.agent,
+            &current.display().to_string(),
+            MissingCwd::Ask,
+        );
+        assert_eq!(d.cwd(), Some(p.cwd.clone()));
+        assert_eq!(a.cwd, p.cwd);
+    }
+
     #[test]
     fn import_names_a_taken_file_with_a_suffix_and_refuses_bad_files() {
         let p = project();
@@ -1290,7 +1500,13 @@ mod on_disk {
         let src = write_session(&p, "sess-other", "x.jsonl");
         let outside = other_dir.join("cur.jsonl");
         must(std::fs::rename(&src, &outside));
-        session_ops::import(&mut a, &mut d, &outside.display().to_string());
+        session_ops::import(
+            &mut a,
+            &mut d,
+            &p.agent,
+            &outside.display().to_string(),
+            MissingCwd::Ask,
+        );
         assert_eq!(last_error(&a), None);
         assert!(p.sessions.join("cur-1.jsonl").is_file());
         assert_eq!(
@@ -1304,7 +1520,7 @@ mod on_disk {
             &bad,
             "{\"type\":\"session\",\"version\":3,\"id\":\"b\",\"timestamp\":\"2026-01-01T00:00:00.000Z\",\"cwd\":\"/\"}\n{oops\n",
         ));
-        session_ops::import(&mut a, &mut d, "bad.jsonl");
+        session_ops::import(&mut a, &mut d, &p.agent, "bad.jsonl", MissingCwd::Ask);
         let e = last_error(&a).unwrap_or_default();
         assert!(e.starts_with("Failed to import session: "), "{e}");
         assert!(
@@ -1314,7 +1530,7 @@ mod on_disk {
         assert!(!e.contains('\n'), "{e}");
         assert!(!p.sessions.join("bad.jsonl").exists());
         // A missing file.
-        session_ops::import(&mut a, &mut d, "nope.jsonl");
+        session_ops::import(&mut a, &mut d, &p.agent, "nope.jsonl", MissingCwd::Ask);
         let e = last_error(&a).unwrap_or_default();
         assert!(
             e.contains("Session file not found") && e.contains("nope.jsonl"),
@@ -1562,6 +1778,128 @@ mod on_disk {
         );
     }
 
+    /// A project with a `.pi` prompt template, which makes trust matter.
+    fn untrusted_project() -> Project {
+        let p = project();
+        let prompts = p.cwd.join(".pi").join("prompts");
+        must(std::fs::create_dir_all(&prompts));
+        must(std::fs::write(
+            prompts.join("deploy.md"),
+            "---\ndescription: Deploy it\n---\nDeploy.\n",
+        ));
+        p
+    }
+
+    /// Answers the start-up trust prompt with `answer` (`None`: escape), then builds the
+    /// session as the binary does; returns what was decided, whether the project template
+    /// loaded, and `trust.json` (empty when not written).
+    fn start_with_answer(p: &Project, answer: Option<usize>) -> (Option<bool>, bool, String) {
+        let mut args = RunArgs::default();
+        let mut labels = Vec::new();
+        args.project_trusted = must(super::super::startup::resolve_startup_trust(
+            &p.agent,
+            &p.cwd,
+            &args,
+            |prompt| {
+                labels = prompt.options.iter().map(|(l, _)| l.clone()).collect();
+                Ok(answer)
+            },
+        ));
+        if args.project_trusted.is_some() {
+            assert_eq!(labels.len(), 5, "{labels:?}");
+        }
+        let (d, _rt) = driver(p, args.clone());
+        let env = must(d.env().ok_or("no env"));
+        let loaded = super::super::agent::read_ui(env, &args)
+            .loaded
+            .iter()
+            .any(|(n, _)| n == "/deploy");
+        let trust = std::fs::read_to_string(p.agent.join("trust.json")).unwrap_or_default();
+        (args.project_trusted, loaded, trust)
+    }
+
+    #[test]
+    fn trust_prompt_answers_decide_what_loads_and_what_is_saved() {
+        let key = |path: &Path| must(path.canonicalize()).display().to_string();
+        // Trust: saved for the folder, resources load; the next start does not ask.
+        let p = untrusted_project();
+        let (decided, loaded, trust) = start_with_answer(&p, Some(0));
+        assert_eq!((decided, loaded), (Some(true), true));
+        assert_eq!(trust, format!("{{\n  \"{}\": true\n}}\n", key(&p.cwd)));
+        let (decided, loaded, _) = start_with_answer(&p, None);
+        assert_eq!((decided, loaded), (None, true));
+
+        // Trust parent folder: saved for the parent.
+        let p = untrusted_project();
+        let parent = must(p.cwd.parent().ok_or("no parent")).to_path_buf();
+        let (decided, loaded, trust) = start_with_answer(&p, Some(1));
+        assert_eq!((decided, loaded), (Some(true), true));
+        assert_eq!(trust, format!("{{\n  \"{}\": true\n}}\n", key(&parent)));
+
+        // Trust (this session only): loads, saves nothing, so the next start asks again.
+        let p = untrusted_project();
+        let (decided, loaded, trust) = start_with_answer(&p, Some(2));
+        assert_eq!((decided, loaded, trust.as_str()), (Some(true), true, ""));
+        let (decided, loaded, _) = start_with_answer(&p, Some(4));
+        assert_eq!((decided, loaded), (Some(false), false));
+
+        // Do not trust: saved as false, nothing loads, and the next start does not ask.
+        let p = untrusted_project();
+        let (decided, loaded, trust) = start_with_answer(&p, Some(3));
+        assert_eq!((decided, loaded), (Some(false), false));
+        assert_eq!(trust, format!("{{\n  \"{}\": false\n}}\n", key(&p.cwd)));
+        let (decided, loaded, _) = start_with_answer(&p, Some(0));
+        assert_eq!((decided, loaded), (None, false));
+
+        // Do not trust (this session only) and escape: nothing loads, nothing is saved.
+        for answer in [Some(4), None] {
+            let p = untrusted_project();
+            let (decided, loaded, trust) = start_with_answer(&p, answer);
+            assert_eq!((decided, loaded, trust.as_str()), (Some(false), false, ""));
+        }
+    }
+
+    #[test]
+    fn trust_is_not_asked_when_flags_settings_or_the_project_decide() {
+        let ask = |_: super::super::dialogs::Confirm| -> anyhow::Result<Option<usize>> {
+            panic!("the trust prompt should not be shown")
+        };
+        let p = untrusted_project();
+        for args in [
+            RunArgs {
+                approve: true,
+                ..RunArgs::default()
+            },
+            RunArgs {
+                no_approve: true,
+                ..RunArgs::default()
+            },
+        ] {
+            let decided = must(super::super::startup::resolve_startup_trust(
+                &p.agent, &p.cwd, &args, ask,
+            ));
+            assert_eq!(decided, None);
+        }
+        must(std::fs::write(
+            p.agent.join("settings.json"),
+            r#"{"defaultProjectTrust":"always"}"#,
+        ));
+        let args = RunArgs::default();
+        let decided = must(super::super::startup::resolve_startup_trust(
+            &p.agent, &p.cwd, &args, ask,
+        ));
+        assert_eq!(decided, None);
+        // Nothing project-local: nothing to ask.
+        let plain = project();
+        let decided = must(super::super::startup::resolve_startup_trust(
+            &plain.agent,
+            &plain.cwd,
+            &args,
+            ask,
+        ));
+        assert_eq!(decided, None);
+    }
+
     #[test]
     fn settings_writes_keep_other_keys() {
         let p = project();
@@ -1604,7 +1942,7 @@ mod on_disk {
         let outside = p.cwd.join("export.jsonl");
         must(std::fs::rename(&src, &outside));
         let mut a = App::new(p.cwd.clone());
-        session_ops::import(&mut a, &mut d, "export.jsonl");
+        session_ops::import(&mut a, &mut d, &p.agent, "export.jsonl", MissingCwd::Ask);
         assert_eq!(last_error(&a), None);
         assert_eq!(
             d.session().and_then(|s| s.session_id()).as_deref(),
@@ -1629,6 +1967,98 @@ mod on_disk {
         assert_eq!(last["name"], "in the db");
         // Nothing was copied next to the database.
         assert!(!p.sessions.join("export.jsonl").exists());
+    }
+
+    #[test]
+    fn reload_reads_models_json_for_the_picker_and_the_agent() {
+        let p = project();
+        let current = write_session(&p, "sess-cur", "cur.jsonl");
+        let (mut d, _rt) = driver(&p, open_args(&current));
+        let mut a = App::new(p.cwd.clone());
+        a.models = d.models();
+        let models_json = |window: u64, extra: &str| {
+            format!(
+                r#"{{"providers":{{"local":{{"baseUrl":"http://127.0.0.1:1/v1",
+                "api":"openai-completions","apiKey":"k","models":[
+                {{"id":"m1","contextWindow":{window}}}{extra}]}}}}}}"#
+            )
+        };
+        let keys = |a: &App| -> Vec<String> { a.models.iter().map(|m| m.key()).collect() };
+        assert!(!keys(&a).contains(&"local/m1".to_string()));
+
+        // Added while running: the picker lists it and the agent can switch to it.
+        must(std::fs::write(
+            p.agent.join("models.json"),
+            models_json(1000, ""),
+        ));
+        session_ops::reload(&mut a, &mut d, &p.agent);
+        assert_eq!(last_error(&a), None);
+        assert!(keys(&a).contains(&"local/m1".to_string()), "{:?}", keys(&a));
+        let m1 = must(a.models.iter().find(|m| m.key() == "local/m1").ok_or("m1")).clone();
+        d.set_model(&m1);
+        assert!(d.poll_events().is_empty());
+        a.model = Some(m1);
+
+        // Changed: the current model's new definition is used; a new model appears.
+        must(std::fs::write(
+            p.agent.join("models.json"),
+            models_json(2000, r#",{"id":"m2"}"#),
+        ));
+        session_ops::reload(&mut a, &mut d, &p.agent);
+        assert!(keys(&a).contains(&"local/m2".to_string()), "{:?}", keys(&a));
+        assert_eq!(a.model.as_ref().map(|m| m.context_window), Some(2000));
+        // The switch to m1 was recorded in the session.
+        let switched = d
+            .session()
+            .is_some_and(|s| String::from_utf8_lossy(&s.to_jsonl()).contains(r#""modelId":"m1""#));
+        assert!(switched);
+
+        // Broken: reported, and the models we had stay.
+        must(std::fs::write(p.agent.join("models.json"), "{oops"));
+        session_ops::reload(&mut a, &mut d, &p.agent);
+        assert!(keys(&a).contains(&"local/m2".to_string()), "{:?}", keys(&a));
+        let warned =
+            a.transcript.items().iter().any(
+                |i| matches!(i, Item::Notice(n) if n.starts_with("Warning: models.json error")),
+            );
+        assert!(warned);
+    }
+
+    #[test]
+    fn reload_saves_trust_for_a_folder_that_gained_project_resources_as_pi_does() {
+        for (flag, expect_saved) in [(false, true), (true, false)] {
+            let p = project();
+            let current = write_session(&p, "sess-cur", "cur.jsonl");
+            // As the binary starts: nothing needs trust, so the folder is trusted for the run.
+            let args = RunArgs {
+                project_trusted: Some(true),
+                no_approve: flag,
+                ..open_args(&current)
+            };
+            let (mut d, _rt) = driver(&p, args);
+            let mut a = App::new(p.cwd.clone());
+            let prompts = p.cwd.join(".pi").join("prompts");
+            must(std::fs::create_dir_all(&prompts));
+            must(std::fs::write(prompts.join("deploy.md"), "Deploy.\n"));
+            session_ops::reload(&mut a, &mut d, &p.agent);
+            let trust = std::fs::read_to_string(p.agent.join("trust.json")).unwrap_or_default();
+            let last = notices(&a).last().cloned().unwrap_or_default();
+            if expect_saved {
+                let key = must(p.cwd.canonicalize()).display().to_string();
+                assert_eq!(trust, format!("{{\n  \"{key}\": true\n}}\n"));
+                assert!(last.ends_with("; saved project trust"), "{last}");
+                assert!(a.commands.iter().any(|c| c.name == "deploy"));
+                // Once saved, a later reload says nothing more.
+                session_ops::reload(&mut a, &mut d, &p.agent);
+                let last = notices(&a).last().cloned().unwrap_or_default();
+                assert!(!last.contains("saved project trust"), "{last}");
+            } else {
+                // --no-approve: nothing is trusted, nothing saved.
+                assert_eq!(trust, "");
+                assert!(!last.contains("saved project trust"), "{last}");
+                assert!(!a.commands.iter().any(|c| c.name == "deploy"));
+            }
+        }
     }
 
     #[test]

@@ -298,6 +298,23 @@ impl AgentSession {
         lock(&self.shared.state).opts.registry.clone()
     }
 
+    /// Replaces the model registry (models.json was read again, as on `/reload`), and the
+    /// key lookup with it when given (`None` keeps the current one). The current model is
+    /// looked up again by provider and id, so its new definition (base URL, context window,
+    /// cost) applies to the next request; a model no longer defined stays selected.
+    pub fn set_registry(&self, registry: ModelRegistry, api_key_resolver: Option<ApiKeyResolver>) {
+        let mut st = lock(&self.shared.state);
+        if let Some(current) = &st.opts.model {
+            if let Some(found) = registry.find(&current.provider, &current.id) {
+                st.opts.model = Some(found.clone());
+            }
+        }
+        st.opts.registry = registry;
+        if let Some(resolver) = api_key_resolver {
+            st.opts.api_key_resolver = Some(resolver);
+        }
+    }
+
     /// The current thinking level.
     pub fn thinking_level(&self) -> ThinkingLevel {
         lock(&self.shared.state).opts.thinking
@@ -306,6 +323,13 @@ impl AgentSession {
     /// The working directory.
     pub fn cwd(&self) -> PathBuf {
         lock(&self.shared.state).opts.cwd.clone()
+    }
+
+    /// Moves the working directory of tools and the prompt's `cwd` section (after switching
+    /// to a session from another directory, as Pi's runtime does). The system message is the
+    /// caller's to rebuild.
+    pub fn set_cwd(&self, cwd: PathBuf) {
+        lock(&self.shared.state).opts.cwd = cwd;
     }
 
     /// The session file (JSONL stores), even before it is created.

@@ -200,6 +200,29 @@ async fn retry_hides_failed_attempt() {
 }
 
 #[tokio::test]
+async fn swapping_the_registry_and_cwd_updates_the_current_model_and_tools_dir() {
+    let dir = tempfile::tempdir().unwrap();
+    let fake = FakeLlm::start(Script::turns(vec![])).await.unwrap();
+    let (a, _events) = agent(&fake, dir.path());
+    // models.json changed: the current model's new definition is used, new models appear.
+    let text = json!({"providers": {"fakeoai": {"baseUrl": format!("{}/v1", fake.base_url()),
+        "api": "openai-completions", "apiKey": "fake-key",
+        "models": [{"id": "fake-model", "reasoning": true, "contextWindow": 999},
+                   {"id": "fake-new"}]}}})
+    .to_string();
+    let reg = parse_models_json(&text, std::path::Path::new("models.json")).unwrap();
+    a.set_registry(reg, None);
+    assert_eq!(a.model().map(|m| m.context_window), Some(999));
+    assert!(a.registry().find("fakeoai", "fake-new").is_some());
+    // A registry without the current model keeps it selected.
+    a.set_registry(ModelRegistry::builtin(), None);
+    assert_eq!(a.model().map(|m| m.id), Some("fake-model".to_string()));
+    let other = dir.path().join("other");
+    a.set_cwd(other.clone());
+    assert_eq!(a.cwd(), other);
+}
+
+#[tokio::test]
 async fn busy_and_no_model_are_errors() {
     let dir = tempfile::tempdir().unwrap();
     let fake = FakeLlm::start(Script::turns(vec![Turn {

@@ -1,0 +1,117 @@
+//! Questions the interactive mode asks before the session is set up, on a screen of their
+//! own (Pi's `showStartupSelector`): whether to trust the project folder.
+//!
+//! The trust answer has to come first because it decides what is loaded at all: project
+//! `settings.json`, `.pi` skills, prompt templates, `SYSTEM.md` and `APPEND_SYSTEM.md`.
+
+use super::dialogs::{Confirm, ConfirmOutcome};
+use super::keys::Keymap;
+use super::theme::Theme;
+use crossterm::event::{self, Event, KeyEventKind};
+use crossterm::execute;
+use crossterm::terminal::{self, EnterAlternateScreen, LeaveAlternateScreen};
+use pi_engine::config::{
+    home_dir, resolve_trust, Settings, TrustChoice, TrustDecision, TrustInputs, TrustStore,
+};
+use ratatui::backend::CrosstermBackend;
+use ratatui::layout::Rect;
+use ratatui::Terminal;
+use std::path::Path;
+
+/// The trust question for `path` with Pi's five answers (four at the root), in its order.
+pub fn trust_prompt(path: &Path) -> Confirm {
+    Confirm {
+        title: "Trust project folder?".into(),
+        message: format!(
+            "{}\n\nThis allows pi to load .pi settings and resources, install missing project \
+             packages, and execute project extensions.",
+            path.display()
+        ),
+        options: TrustChoice::options(path)
+            .into_iter()
+            .map(|c| (c.label(path), None))
+            .collect(),
+        cancelled: String::new(),
+        selected: 0,
+    }
+}
+
+/// Decides project trust for the interactive start: `Some(trusted)` when the user was
+/// asked, `None` when nothing needed asking (the flags, `trust.json` or
+/// `defaultProjectTrust` decide, as in the other modes).
+///
+/// `ask` shows the question and returns the chosen option's index, `None` for escape. A
+/// remembered answer is written to `trust.json` as Pi writes it; escape trusts nothing and
+/// records nothing, as in Pi.
+pub fn resolve_startup_trust(
+    agent_dir: &Path,
+    cwd: &Path,
+    args: &crate::RunArgs,
+    ask: impl FnOnce(Confirm) -> anyhow::Result<Option<usize>>,
+) -> anyhow::Result<Option<bool>> {
+    if args.approve || args.no_approve {
+        return Ok(None);
+    }
+    let store = TrustStore::new(agent_dir);
+    let decision = resolve_trust(
+        cwd,
+        &store,
+        TrustInputs {
+            override_: None,
+            default: Settings::load_global(agent_dir).default_project_trust(),
+            interactive: true,
+            home: home_dir(),
+        },
+    )
+    .map_err(|e| anyhow::anyhow!("{e}"))?;
+    let TrustDecision::Ask { path, .. } = decision else {
+        return Ok(None);
+    };
+    let choices = TrustChoice::options(&path);
+    let Some(choice) = ask(trust_prompt(&path))?.and_then(|i| choices.get(i).copied()) else {
+        return Ok(Some(false));
+    };
+    let trusted = choice
+        .record(&path, &store)
+        .map_err(|e| anyhow::anyhow!("cannot save the trust decision: {e}"))?;
+    Ok(Some(trusted))
+}
+
+/// Shows `prompt` alone on the alternate screen until an answer or escape, then restores
+/// the terminal. Keys and theme come from the agent dir as in the session.
+pub fn ask_on_terminal(agent_dir: &Path, prompt: Confirm) -> anyhow::Result<Option<usize>> {
+    let (keys, _) = Keymap::load(agent_dir);
+    let theme_name = Settings::load_global(agent_dir)
+        .theme()
+        .unwrap_or("dark")
+        .to_string();
+    let (theme, _) = Theme::load(&theme_name, agent_dir);
+    terminal::enable_raw_mode()?;
+    let result = (|| -> anyhow::Result<Option<usize>> {
+        execute!(std::io::stdout(), EnterAlternateScreen)?;
+        let mut term = Terminal::new(CrosstermBackend::new(std::io::stdout()))?;
+        let mut prompt = prompt;
+        loop {
+            term.draw(|f| draw(&theme, &prompt, f.area(), f.buffer_mut()))?;
+            if let Event::Key(k) = event::read()? {
+                if k.kind == KeyEventKind::Release {
+                    continue;
+                }
+                match prompt.key(&keys, &k) {
+                    ConfirmOutcome::Open => {}
+                    ConfirmOutcome::Chosen(i) => return Ok(Some(i)),
+                    ConfirmOutcome::Cancelled => return Ok(None),
+                }
+            }
+        }
+    })();
+    let _ = execute!(std::io::stdout(), LeaveAlternateScreen);
+    let _ = terminal::disable_raw_mode();
+    result
+}
+
+/// The prompt at the top of an otherwise empty screen.
+pub fn draw(theme: &Theme, prompt: &Confirm, area: Rect, buf: &mut ratatui::buffer::Buffer) {
+    let height = super::render::confirm_height(prompt, area.width).min(area.height);
+    super::render::draw_confirm(theme, prompt, Rect { height, ..area }, buf);
+}
