@@ -184,6 +184,34 @@ pub fn parse_value(bytes: &[u8]) -> Result<Value, String> {
     Err(e.to_string())
 }
 
+/// Parses one line and says whether Pi's loader keeps it: `Ok(None)` for a line whose
+/// `JSON.parse` value is falsy (`null`, `false`, `0`, `""`), which Pi drops.
+///
+/// Truthiness is judged on what `JSON.parse` gives, not on our value: a line that is only an
+/// out-of-range number (`1e999`) is `Infinity` to Pi, truthy, and kept (as `null`, which is
+/// how `JSON.stringify` writes it back). Judging the `null` would drop a line Pi keeps and
+/// shift every `firstKeptEntryIndex` of a v1 migration after it.
+pub fn parse_truthy(bytes: &[u8]) -> Result<Option<Value>, String> {
+    let value = parse_value(bytes)?;
+    let falsy = match &value {
+        // `parse_value` turns a top-level ±Infinity into null too; only the literal is falsy.
+        Value::Null => trim_json_whitespace(bytes) == b"null",
+        other => crate::head::is_js_falsy(other),
+    };
+    Ok((!falsy).then_some(value))
+}
+
+fn trim_json_whitespace(mut bytes: &[u8]) -> &[u8] {
+    let ws = |b: &u8| matches!(b, b' ' | b'\t' | b'\n' | b'\r');
+    while bytes.first().is_some_and(ws) {
+        bytes = &bytes[1..];
+    }
+    while bytes.last().is_some_and(ws) {
+        bytes = &bytes[..bytes.len() - 1];
+    }
+    bytes
+}
+
 /// Replaces every number token outside strings that overflows an f64 with `null`.
 fn infinite_numbers_as_null(bytes: &[u8]) -> Vec<u8> {
     let mut out = Vec::with_capacity(bytes.len());
@@ -275,6 +303,22 @@ mod tests {
     /// Found by fuzz/fuzz_targets/jsonl_line.rs: the head parser accepted a line
     /// with `17645000E01004` in its payload, the full parse refused it, so the
     /// entry was indexed but its value read as nothing.
+    /// Pi: `JSON.parse("1e999")` is Infinity, truthy, so the loader keeps the line (and a
+    /// v1 migration counts it); the head scan says the same.
+    #[test]
+    fn a_line_that_is_only_an_infinite_number_is_truthy_like_json_parse() {
+        for line in [&b"1e999"[..], b" -1e999\r", b"17645000E01004", &[b'9'; 400]] {
+            assert_eq!(parse_truthy(line), Ok(Some(Value::Null)), "{line:?}");
+            assert!(!crate::head::EntryHead::parse(line).unwrap().falsy);
+        }
+        for line in [&b"null"[..], b" null ", b"0", b"false", b"\"\"", b"-0e5"] {
+            assert_eq!(parse_truthy(line), Ok(None), "{line:?}");
+            assert!(crate::head::EntryHead::parse(line).unwrap().falsy);
+        }
+        assert_eq!(parse_truthy(b"7"), Ok(Some(Value::from(7))));
+        assert!(parse_truthy(b"1e999,").is_err());
+    }
+
     #[test]
     fn numbers_beyond_f64_read_as_null_like_json_stringify() {
         let v =
