@@ -47,6 +47,7 @@ pub mod sqlite;
 pub mod store;
 pub mod summary;
 pub mod transfer;
+mod walk;
 
 pub use error::{StoreError, StoreResult};
 pub use ids::{EntryId, SessionId};
