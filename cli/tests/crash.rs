@@ -1,14 +1,17 @@
 //! A writing `pi` process killed at random moments, on every backend.
 //!
-//! The writer is the real binary: `pi sessions import FILE…` creates one session per file and
-//! prints `imported ID from FILE: N line(s)` only after the store call returned, so each such
-//! line acknowledges a whole session. Each iteration imports a fresh batch of files and
-//! SIGKILLs the process after a random delay drawn from a seeded RNG, spread over the time an
-//! uninterrupted import of the same batch takes. After every kill:
+//! The writer is the real binary: `pi sessions import FILE…` creates one session per new
+//! file and appends the new lines of a file that grew since it was imported, printing
+//! `imported ID …` / `updated ID …` only after the store call returned, so each such line
+//! acknowledges every line of that session. Each iteration imports a fresh batch (24 new
+//! sessions, plus up to 4 sessions the previous run acknowledged, grown by 1–40 entries)
+//! and SIGKILLs the process after a random delay drawn from a seeded RNG, spread over the
+//! time an uninterrupted import of a batch takes. After every kill:
 //!
 //! - the store opens (in this process, and at the end in a fresh `pi` process);
 //! - every acknowledged session holds exactly the lines of its file;
-//! - an unacknowledged session is absent or holds a prefix of its file;
+//! - an unacknowledged session is absent or holds a prefix of its file, keeping every line
+//!   acknowledged before;
 //! - `pi sessions verify`'s check (`verify_bytes`) passes, or reports only a torn tail.
 //!
 //! The JSONL store's files are also checked with the `pi sessions verify` binary.
@@ -66,47 +69,86 @@ impl Backend {
 }
 
 /// One source file: its session id and every line after the header.
+#[derive(Clone)]
 struct Source {
     path: PathBuf,
     id: String,
+    header: Vec<u8>,
     lines: Vec<Vec<u8>>,
+    /// Lines of this session the store had acknowledged before this import (a grown file).
+    acked_len: usize,
 }
 
-/// Writes a batch of v3 session files with random sizes (1–40 entries, some a few KB).
-fn write_batch(dir: &Path, tag: &str, count: usize, rng: &mut Rng) -> Vec<Source> {
-    fs::create_dir_all(dir).unwrap();
-    (0..count)
-        .map(|n| {
-            let id = format!("0192f000-{tag}-7000-8000-{n:012x}");
-            let header = format!(
-                r#"{{"type":"session","version":3,"id":"{id}","timestamp":"2026-01-01T00:00:00.000Z","cwd":"/crash/work"}}"#
+impl Source {
+    /// Adds 1–40 chained message entries (some a few KB).
+    fn grow(&mut self, n: usize, rng: &mut Rng) {
+        let first = self.lines.len();
+        let mut parent = match first {
+            0 => "null".to_string(),
+            _ => format!("\"{n:04x}{:04x}\"", first - 1),
+        };
+        for e in first..first + 1 + rng.below(40) as usize {
+            let pad = "x".repeat(rng.below(4) as usize * rng.below(1500) as usize);
+            let eid = format!("{n:04x}{e:04x}");
+            let role = if e % 2 == 0 { "user" } else { "assistant" };
+            self.lines.push(
+                format!(
+                    r#"{{"type":"message","id":"{eid}","parentId":{parent},"timestamp":"2026-01-01T00:00:01.000Z","message":{{"role":"{role}","content":[{{"type":"text","text":"entry {e} {pad}"}}],"timestamp":1767225601000}}}}"#
+                )
+                .into_bytes(),
             );
-            let entries = 1 + rng.below(40);
-            let mut parent = "null".to_string();
-            let mut lines = Vec::new();
-            for e in 0..entries {
-                let pad = "x".repeat(rng.below(4) as usize * rng.below(1500) as usize);
-                let eid = format!("{n:04x}{e:04x}");
-                let role = if e % 2 == 0 { "user" } else { "assistant" };
-                lines.push(
-                    format!(
-                        r#"{{"type":"message","id":"{eid}","parentId":{parent},"timestamp":"2026-01-01T00:00:01.000Z","message":{{"role":"{role}","content":[{{"type":"text","text":"entry {e} {pad}"}}],"timestamp":1767225601000}}}}"#
-                    )
-                    .into_bytes(),
-                );
-                parent = format!("\"{eid}\"");
-            }
-            let path = dir.join(format!("{id}.jsonl"));
-            let mut bytes = header.into_bytes();
+            parent = format!("\"{eid}\"");
+        }
+    }
+
+    fn write(&mut self, dir: &Path) {
+        fs::create_dir_all(dir).unwrap();
+        self.path = dir.join(format!("{}.jsonl", self.id));
+        let mut bytes = self.header.clone();
+        bytes.push(b'\n');
+        for l in &self.lines {
+            bytes.extend_from_slice(l);
             bytes.push(b'\n');
-            for l in &lines {
-                bytes.extend_from_slice(l);
-                bytes.push(b'\n');
-            }
-            fs::write(&path, bytes).unwrap();
-            Source { path, id, lines }
-        })
-        .collect()
+        }
+        fs::write(&self.path, bytes).unwrap();
+    }
+}
+
+/// Writes a batch: `count` new v3 sessions, plus the sessions of `grown` with entries added
+/// after those the store acknowledged (imported as appends to the stored session).
+fn write_batch(
+    dir: &Path,
+    tag: &str,
+    count: usize,
+    grown: &[Source],
+    rng: &mut Rng,
+) -> Vec<Source> {
+    let mut batch = Vec::new();
+    for n in 0..count {
+        let id = format!("0192f000-{tag}-7000-8000-{n:012x}");
+        let header = format!(
+            r#"{{"type":"session","version":3,"id":"{id}","timestamp":"2026-01-01T00:00:00.000Z","cwd":"/crash/work"}}"#
+        );
+        let mut src = Source {
+            path: PathBuf::new(),
+            id,
+            header: header.into_bytes(),
+            lines: Vec::new(),
+            acked_len: 0,
+        };
+        src.grow(n, rng);
+        src.write(dir);
+        batch.push(src);
+    }
+    for old in grown {
+        let mut src = old.clone();
+        src.acked_len = src.lines.len();
+        let n = usize::from_str_radix(&src.id[src.id.len() - 4..], 16).unwrap();
+        src.grow(n, rng);
+        src.write(&dir.join("grown"));
+        batch.push(src);
+    }
+    batch
 }
 
 struct Env {
@@ -146,7 +188,10 @@ fn import_and_kill(
     let reader = std::thread::spawn(move || {
         for line in BufReader::new(stdout).lines() {
             let Ok(line) = line else { break };
-            if let Some(rest) = line.strip_prefix("imported ") {
+            let ack = line
+                .strip_prefix("imported ")
+                .or_else(|| line.strip_prefix("updated "));
+            if let Some(rest) = ack {
                 let id = rest.split(' ').next().unwrap_or("").to_string();
                 if tx.send(id).is_err() {
                     break;
@@ -190,6 +235,15 @@ fn session_bytes(backend: Backend, dir: &Path, store: &dyn SessionStore, id: &st
     }
 }
 
+/// What the kills left behind that was not acknowledged.
+#[derive(Default)]
+struct Leftovers {
+    /// Unacknowledged imports whose lines (all or a prefix) are in the store.
+    unacked_present: usize,
+    /// Of those, sessions whose last line was cut short.
+    torn: usize,
+}
+
 /// Checks the store after one kill; `Err` says what is wrong.
 fn check(
     backend: Backend,
@@ -197,6 +251,7 @@ fn check(
     spec: &str,
     batch: &[Source],
     acked: &[String],
+    left: &mut Leftovers,
 ) -> Result<(), String> {
     let store = open_store(
         &spec.parse().map_err(|e| format!("spec: {e}"))?,
@@ -223,9 +278,14 @@ fn check(
                 ));
             }
         } else {
-            // A prefix of the file; the last stored line may be cut short by the kill.
+            // Lines written that no acknowledgement covers.
+            left.unacked_present += usize::from(stored.len() > src.acked_len);
+            left.torn += usize::from(data.torn_tail);
+            // A prefix of the file that keeps every line acknowledged before; the last stored
+            // line may be cut short by the kill.
             let whole = stored.len().saturating_sub(usize::from(data.torn_tail));
-            let prefix = stored.len() <= source.len()
+            let prefix = whole >= src.acked_len
+                && stored.len() <= source.len()
                 && stored[..whole] == source[..whole]
                 && (!data.torn_tail || source[whole].starts_with(stored[whole]));
             if !prefix {
@@ -253,7 +313,11 @@ fn check(
     Ok(())
 }
 
-fn crash_backend(backend: Backend, iterations: usize, seed: u64) -> (usize, usize, usize) {
+fn crash_backend(
+    backend: Backend,
+    iterations: usize,
+    seed: u64,
+) -> (usize, usize, usize, Leftovers) {
     let env = Env {
         dir: tempfile::tempdir().unwrap(),
     };
@@ -261,27 +325,32 @@ fn crash_backend(backend: Backend, iterations: usize, seed: u64) -> (usize, usiz
     let spec = backend.spec(&dir);
     let mut rng = Rng(seed);
     const BATCH: usize = 24;
+    const GROWN: usize = 4;
     // One uninterrupted batch: it must succeed, and its duration spreads the kill moments.
-    let first = write_batch(&dir.join("src/calibrate"), "ca11", BATCH, &mut rng);
+    let first = write_batch(&dir.join("src/calibrate"), "ca11", BATCH, &[], &mut rng);
     let start = Instant::now();
     let acked = import_and_kill(&env, &spec, &first, None);
     let full = start.elapsed();
     assert_eq!(acked.len(), BATCH, "{backend:?}: uninterrupted import");
-    check(backend, &dir, &spec, &first, &acked).unwrap();
+    let mut left = Leftovers::default();
+    check(backend, &dir, &spec, &first, &acked, &mut left).unwrap();
 
     let (mut total_acked, mut partial, mut none) = (0, 0, 0);
+    // Sessions acknowledged whole by the last run, to be grown and imported again.
+    let mut done: Vec<Source> = first.iter().take(GROWN).cloned().collect();
     for i in 0..iterations {
         let batch = write_batch(
             &dir.join(format!("src/{i}")),
             &format!("{i:04x}"),
             BATCH,
+            &done,
             &mut rng,
         );
         // Up to 1.2× the calibrated time, so some runs die during start-up and some finish.
         let max = full.as_micros() as u64 * 6 / 5;
         let delay = Duration::from_micros(rng.below(max));
         let acked = import_and_kill(&env, &spec, &batch, Some(delay));
-        if let Err(e) = check(backend, &dir, &spec, &batch, &acked) {
+        if let Err(e) = check(backend, &dir, &spec, &batch, &acked, &mut left) {
             panic!(
                 "{backend:?} iteration {i} (kill after {delay:?}, {} acknowledged): {e}\n\
                  replay with PI_CRASH_SEED={seed} PI_CRASH_ITERATIONS={iterations}",
@@ -289,9 +358,15 @@ fn crash_backend(backend: Backend, iterations: usize, seed: u64) -> (usize, usiz
             );
         }
         total_acked += acked.len();
+        done = batch
+            .iter()
+            .filter(|s| acked.contains(&s.id))
+            .take(GROWN)
+            .cloned()
+            .collect();
         match acked.len() {
             0 => none += 1,
-            n if n < BATCH => partial += 1,
+            n if n < batch.len() => partial += 1,
             _ => {}
         }
     }
@@ -334,7 +409,7 @@ fn crash_backend(backend: Backend, iterations: usize, seed: u64) -> (usize, usiz
             "pi sessions verify: {kinds:?} (seed {seed})"
         );
     }
-    (total_acked, partial, none)
+    (total_acked, partial, none, left)
 }
 
 fn iterations() -> usize {
@@ -359,11 +434,14 @@ fn run(backend: Backend) {
     let (n, seed) = (iterations(), seed());
     println!("{backend:?}: {n} kills, PI_CRASH_SEED={seed}");
     let start = Instant::now();
-    let (acked, partial, none) = crash_backend(backend, n, seed);
+    let (acked, partial, none, left) = crash_backend(backend, n, seed);
     println!(
         "{backend:?}: {n} kills in {:.1?}: {acked} sessions acknowledged, {partial} kills \
-         mid-batch, {none} before the first acknowledgement",
-        start.elapsed()
+         mid-batch, {none} before the first acknowledgement; {} unacknowledged imports \
+         found (partly) in the store, {} with a torn last line",
+        start.elapsed(),
+        left.unacked_present,
+        left.torn
     );
 }
 
