@@ -116,7 +116,7 @@ fn ids_resolve_through_links_inside_the_store_only() {
     let ok = env.pi(&["sessions", "export", LINKED, "--format", "jsonl"]);
     assert!(ok.status.success(), "{}", text(&ok.stderr));
     assert!(text(&ok.stdout).contains("kiwi linked"));
-    for id in [OUTSIDE, OUTSIDE_FILE, &OUTSIDE[..30]] {
+    for id in [OUTSIDE, OUTSIDE_FILE, &OUTSIDE[..33]] {
         let out = env.pi(&["sessions", "export", id, "--format", "jsonl"]);
         assert!(!out.status.success(), "{id} must not resolve");
         assert!(!text(&out.stdout).contains("kiwi outside"));
@@ -158,4 +158,48 @@ fn a_new_session_is_not_written_through_a_link_out_of_the_store() {
         .unwrap()
         .collect();
     assert_eq!(outside.len(), 1, "nothing written outside");
+}
+
+/// `pi --session ID|PREFIX` (here in RPC mode, which needs no model to answer `get_state`).
+#[test]
+fn dash_dash_session_resolves_through_links_inside_the_store_only() {
+    let env = Env::new();
+    let rpc = |reference: &str| {
+        let work = env.dir.path().join("work");
+        fs::create_dir_all(&work).unwrap();
+        let mut child = Command::new(env!("CARGO_BIN_EXE_pi"))
+            .args(["--mode", "rpc", "--session", reference])
+            .current_dir(work)
+            .env("HOME", env.dir.path())
+            .env("PI_CODING_AGENT_DIR", env.dir.path().join("agent"))
+            .env_remove("PI_SESSION_STORE")
+            .env_remove("PI_CODING_AGENT_SESSION_DIR")
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        use std::io::Write as _;
+        let mut stdin = child.stdin.take().unwrap();
+        // pi may exit before reading stdin when the reference resolves to nothing.
+        let _ = stdin.write_all(b"{\"id\":1,\"type\":\"get_state\"}\n");
+        drop(stdin);
+        child.wait_with_output().unwrap()
+    };
+    let ok = rpc(LINKED);
+    assert!(ok.status.success(), "{}", text(&ok.stderr));
+    assert!(
+        text(&ok.stdout).contains(&format!("\"sessionId\":\"{LINKED}\"")),
+        "{}",
+        text(&ok.stdout)
+    );
+    for reference in [OUTSIDE, OUTSIDE_FILE, &OUTSIDE[..33]] {
+        let out = rpc(reference);
+        assert!(!out.status.success(), "{reference} must not resolve");
+        assert!(
+            text(&out.stderr).contains("no session matches"),
+            "{}",
+            text(&out.stderr)
+        );
+    }
 }
