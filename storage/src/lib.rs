@@ -63,3 +63,4 @@ pub use transfer::{
     copy_sessions, export_jsonl, export_to_file, import_jsonl, verify_session, CopyAction,
     CopyReport, ImportOutcome, VerifyReport,
 };
+pub use walk::set_warning_sink;

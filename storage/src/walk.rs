@@ -130,16 +130,32 @@ pub(crate) fn leaves_store(root: &Path, dir: &Path) -> bool {
     }
 }
 
+/// Receives each warning about a skipped link (once per path and process).
+type WarningSink = Box<dyn Fn(&str) + Send>;
+
+static SINK: Mutex<Option<WarningSink>> = Mutex::new(None);
+
+/// Sends warnings about skipped symlinks to `sink` instead of stderr, which is the default.
+/// A full-screen UI installs one so a warning never writes over its screen.
+pub fn set_warning_sink(sink: impl Fn(&str) + Send + 'static) {
+    *SINK.lock().unwrap_or_else(|e| e.into_inner()) = Some(Box::new(sink));
+}
+
 fn warn_once(path: &Path, why: &str) {
     static WARNED: Mutex<Option<HashSet<PathBuf>>> = Mutex::new(None);
     let mut warned = WARNED.lock().unwrap_or_else(|e| e.into_inner());
-    if warned
+    if !warned
         .get_or_insert_with(HashSet::new)
         .insert(path.to_path_buf())
     {
-        // The store has no other channel to the user while listing; Pi's own warnings go to
-        // stderr as well.
-        eprintln!("pi: warning: ignoring {}: {why}", path.display());
+        return;
+    }
+    let message = format!("ignoring {}: {why}", path.display());
+    match SINK.lock().unwrap_or_else(|e| e.into_inner()).as_ref() {
+        Some(sink) => sink(&message),
+        // The store has no other channel to the user while listing; Pi's own warnings go
+        // to stderr as well.
+        None => eprintln!("pi: warning: {message}"),
     }
 }
 
@@ -165,6 +181,10 @@ mod tests {
         symlink(root.join("--a--/s_1.jsonl"), root.join("--a--/s_3.jsonl")).unwrap();
         symlink(outside.join("s_2.jsonl"), root.join("--a--/s_4.jsonl")).unwrap();
 
+        let warnings = std::sync::Arc::new(Mutex::new(Vec::<String>::new()));
+        let sink = warnings.clone();
+        set_warning_sink(move |w| sink.lock().unwrap().push(w.to_string()));
+
         let dirs = cwd_dirs(&root).unwrap();
         assert_eq!(
             dirs,
@@ -185,5 +205,13 @@ mod tests {
         assert!(leaves_store(&root, &root.join("--loop1--")));
         assert!(!leaves_store(&root, &root.join("--b--")));
         assert!(!leaves_store(&root, &root.join("--new--")));
+        let warnings = warnings.lock().unwrap().join("\n");
+        for name in ["--out--", "--loop1--", "--loop2--", "s_4.jsonl"] {
+            assert!(warnings.contains(name), "{name}: {warnings}");
+        }
+        assert!(
+            !warnings.contains("--b--:") && !warnings.contains("s_3"),
+            "{warnings}"
+        );
     }
 }
