@@ -36,8 +36,9 @@ fuzz_target!(|data: &[u8]| {
     match &decoded {
         Decoded::Blank => assert!(content.iter().all(u8::is_ascii_whitespace)),
         Decoded::Rejected(r) => {
-            let parsed = serde_json::from_slice::<serde_json::Value>(content);
-            // A parse rejection exactly when the record is not JSON; otherwise the response
+            let parsed = pi_formats::jsonl::parse_value(content);
+            // A parse rejection exactly when the record is not JSON (as JSON.parse reads it:
+            // `parse_value`); otherwise the response
             // carries the record's own id.
             assert_eq!(r.command == "parse", parsed.is_err(), "{r:?}");
             if let Ok(v) = parsed {

@@ -214,7 +214,9 @@ pub fn decode_record(line: &[u8]) -> Decoded {
     if line.iter().all(u8::is_ascii_whitespace) {
         return Decoded::Blank;
     }
-    match serde_json::from_slice::<Value>(line) {
+    // Read as JSON.parse reads it (Pi's client side is JavaScript): invalid UTF-8 decoded
+    // lossily, lone surrogate escapes as U+FFFD, numbers beyond f64 as null.
+    match pi_formats::jsonl::parse_value(line) {
         Ok(v) => decode_value(&v),
         Err(e) => Decoded::Rejected(Rejected {
             id: None,
@@ -569,6 +571,20 @@ mod tests {
             panic!("a non-string type must be rejected");
         };
         assert_eq!(r.command, "unknown");
+    }
+
+    /// `JSON.parse` accepts a lone surrogate escape; serde_json alone refused the command.
+    #[test]
+    fn a_lone_surrogate_is_read_like_json_parse_reads_it() {
+        assert_eq!(
+            decode("{\"type\":\"steer\",\"message\":\"a\\ud800b\"}"),
+            Decoded::Command(Request {
+                id: None,
+                command: RpcCommand::Steer {
+                    message: "a\u{fffd}b".into()
+                },
+            })
+        );
     }
 
     #[test]
