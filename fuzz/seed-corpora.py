@@ -82,6 +82,26 @@ def main():
     for m in models:
         put("models_json", json.dumps(m).encode())
 
+    # rpc_command: the commands Pi's own client sent in the recorded RPC transcripts, as it
+    # writes them (JSON.stringify + "\n"), and the examples of Pi's rpc.md; byte 0x00 = as is.
+    for f in sorted((FIX / "realpi" / "transcripts").glob("*.rpc.jsonl")):
+        for line in f.read_text().splitlines():
+            rec = json.loads(line)
+            if rec.get("dir") == "send":
+                sent = json.dumps(rec["rec"], separators=(",", ":"), ensure_ascii=False)
+                put("rpc_command", b"\x00" + sent.encode() + b"\n")
+    for s in [
+        b'{"type":"prompt","message":"What\'s in this image?","images":[{"type":"image","data":"AA==","mimeType":"image/png"}]}',
+        b'{"type":"prompt","message":"New instruction","streamingBehavior":"steer"}',
+        b'{"type":"set_model","provider":"anthropic","modelId":"claude-sonnet-4-20250514"}',
+        b'{"type":"new_session","parentSession":"/path/to/parent-session.jsonl"}',
+        b'{"type":"switch_session","sessionPath":"/path/to/session.jsonl"}',
+        b'{"type":"get_entries","since":"abc123"}',
+        b'{"type":"prompt","message":"a\xe2\x80\xa8b"}\r\n',
+        b"not json\n",
+    ]:
+        put("rpc_command", b"\x00" + s)
+
 
 if __name__ == "__main__":
     main()

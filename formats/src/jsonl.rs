@@ -176,12 +176,101 @@ pub fn parse_value(bytes: &[u8]) -> Result<Value, String> {
             }
         }
     };
+    // A lone surrogate escape (`"\ud800"`) is a valid JavaScript string; a Rust string cannot
+    // hold it, so it reads as U+FFFD (the head scan decodes it the same way).
+    let replaced;
+    let (text, e) = if e.to_string().contains("hex escape") {
+        replaced = lone_surrogates_replaced(text);
+        match serde_json::from_slice::<Value>(&replaced) {
+            Ok(v) => return Ok(v),
+            Err(e) => (replaced.as_slice(), e),
+        }
+    } else {
+        (text, e)
+    };
     if e.to_string().starts_with("number out of range") {
         if let Ok(v) = serde_json::from_slice::<Value>(&infinite_numbers_as_null(text)) {
             return Ok(v);
         }
     }
     Err(e.to_string())
+}
+
+/// Rewrites every `\uXXXX` escape that is a surrogate without its partner as `\ufffd`.
+pub(crate) fn lone_surrogates_replaced(bytes: &[u8]) -> Vec<u8> {
+    fn unit(b: &[u8], at: usize) -> Option<u16> {
+        let hex = b.get(at..at + 6)?;
+        if hex[0] != b'\\' || hex[1] != b'u' {
+            return None;
+        }
+        u16::from_str_radix(std::str::from_utf8(&hex[2..]).ok()?, 16).ok()
+    }
+    let is_lead = |u: u16| (0xD800..0xDC00).contains(&u);
+    let is_trail = |u: u16| (0xDC00..0xE000).contains(&u);
+    let mut out = Vec::with_capacity(bytes.len());
+    let (mut i, mut in_string) = (0, false);
+    while i < bytes.len() {
+        let b = bytes[i];
+        if !in_string {
+            in_string = b == b'"';
+            out.push(b);
+            i += 1;
+            continue;
+        }
+        match b {
+            b'"' => in_string = false,
+            b'\\' => match unit(bytes, i) {
+                Some(u) if is_lead(u) && unit(bytes, i + 6).is_some_and(is_trail) => {
+                    out.extend_from_slice(&bytes[i..i + 12]);
+                    i += 12;
+                    continue;
+                }
+                Some(u) if is_lead(u) || is_trail(u) => {
+                    out.extend_from_slice(b"\\ufffd");
+                    i += 6;
+                    continue;
+                }
+                // Any other escape: copy it whole, so `\\` never starts a false escape.
+                _ => {
+                    out.extend_from_slice(&bytes[i..(i + 2).min(bytes.len())]);
+                    i += 2;
+                    continue;
+                }
+            },
+            _ => {}
+        }
+        out.push(b);
+        i += 1;
+    }
+    out
+}
+
+/// Parses one line and says whether Pi's loader keeps it: `Ok(None)` for a line whose
+/// `JSON.parse` value is falsy (`null`, `false`, `0`, `""`), which Pi drops.
+///
+/// Truthiness is judged on what `JSON.parse` gives, not on our value: a line that is only an
+/// out-of-range number (`1e999`) is `Infinity` to Pi, truthy, and kept (as `null`, which is
+/// how `JSON.stringify` writes it back). Judging the `null` would drop a line Pi keeps and
+/// shift every `firstKeptEntryIndex` of a v1 migration after it.
+pub fn parse_truthy(bytes: &[u8]) -> Result<Option<Value>, String> {
+    let value = parse_value(bytes)?;
+    let falsy = match &value {
+        // `parse_value` turns a top-level ±Infinity into null too; only the literal is falsy.
+        Value::Null => trim_json_whitespace(bytes) == b"null",
+        other => crate::head::is_js_falsy(other),
+    };
+    Ok((!falsy).then_some(value))
+}
+
+fn trim_json_whitespace(mut bytes: &[u8]) -> &[u8] {
+    let ws = |b: &u8| matches!(b, b' ' | b'\t' | b'\n' | b'\r');
+    while bytes.first().is_some_and(ws) {
+        bytes = &bytes[1..];
+    }
+    while bytes.last().is_some_and(ws) {
+        bytes = &bytes[..bytes.len() - 1];
+    }
+    bytes
 }
 
 /// Replaces every number token outside strings that overflows an f64 with `null`.
@@ -275,6 +364,41 @@ mod tests {
     /// Found by fuzz/fuzz_targets/jsonl_line.rs: the head parser accepted a line
     /// with `17645000E01004` in its payload, the full parse refused it, so the
     /// entry was indexed but its value read as nothing.
+    /// Pi: `JSON.parse("1e999")` is Infinity, truthy, so the loader keeps the line (and a
+    /// v1 migration counts it); the head scan says the same.
+    #[test]
+    fn a_line_that_is_only_an_infinite_number_is_truthy_like_json_parse() {
+        for line in [&b"1e999"[..], b" -1e999\r", b"17645000E01004", &[b'9'; 400]] {
+            assert_eq!(parse_truthy(line), Ok(Some(Value::Null)), "{line:?}");
+            assert!(!crate::head::EntryHead::parse(line).unwrap().falsy);
+        }
+        for line in [&b"null"[..], b" null ", b"0", b"false", b"\"\"", b"-0e5"] {
+            assert_eq!(parse_truthy(line), Ok(None), "{line:?}");
+            assert!(crate::head::EntryHead::parse(line).unwrap().falsy);
+        }
+        assert_eq!(parse_truthy(b"7"), Ok(Some(Value::from(7))));
+        assert!(parse_truthy(b"1e999,").is_err());
+    }
+
+    /// `JSON.parse` accepts a lone surrogate escape, and so does the head scan; the full
+    /// parse refused it, so the entry was indexed but its message vanished from the context.
+    #[test]
+    fn lone_surrogate_escapes_read_as_replacement_characters() {
+        let v = parse_value(br#"{"a":"x\ud800y","b":"\udc00","c":"\ud83d\ude00","d":"\\ud800"}"#)
+            .unwrap();
+        assert_eq!(v["a"], "x\u{fffd}y");
+        assert_eq!(v["b"], "\u{fffd}");
+        assert_eq!(v["c"], "\u{1f600}");
+        assert_eq!(v["d"], "\\ud800");
+        let line = br#"{"type":"message","id":"\ud800","n":1e999}"#;
+        let v = parse_value(line).unwrap();
+        assert_eq!(v["id"], "\u{fffd}");
+        assert_eq!(v["n"], Value::Null);
+        let head = crate::head::EntryHead::parse(line).unwrap();
+        assert_eq!(head.id.as_deref(), Some("\u{fffd}"));
+        assert!(parse_value(br#"{"a":"\ud800"#).is_err());
+    }
+
     #[test]
     fn numbers_beyond_f64_read_as_null_like_json_stringify() {
         let v =

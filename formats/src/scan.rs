@@ -382,10 +382,19 @@ impl<'a> Scanner<'a> {
             Ok(s) => Cow::Owned(s),
             // Invalid bytes: replace them first, as Node's decoder does before JSON.parse,
             // then decode the escapes (fuzz/fuzz_targets/jsonl_line.rs found `\n` kept raw).
-            Err(_) => match serde_json::from_str::<String>(&String::from_utf8_lossy(quoted)) {
-                Ok(s) => Cow::Owned(s),
-                Err(_) => Cow::Owned(String::from_utf8_lossy(raw).into_owned()),
-            },
+            Err(_) => {
+                let lossy = String::from_utf8_lossy(quoted);
+                match serde_json::from_str::<String>(&lossy) {
+                    Ok(s) => Cow::Owned(s),
+                    // A lone surrogate escape: U+FFFD, as `jsonl::parse_value` reads it.
+                    Err(_) => match serde_json::from_slice::<String>(
+                        &crate::jsonl::lone_surrogates_replaced(lossy.as_bytes()),
+                    ) {
+                        Ok(s) => Cow::Owned(s),
+                        Err(_) => Cow::Owned(String::from_utf8_lossy(raw).into_owned()),
+                    },
+                }
+            }
         }
     }
 

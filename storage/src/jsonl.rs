@@ -95,44 +95,25 @@ impl JsonlStore {
             (JsonlLayout::PerCwd { root }, ListScope::Cwd(cwd)) => {
                 Ok(vec![root.join(session_dir_name(cwd))])
             }
-            (JsonlLayout::PerCwd { root }, ListScope::All) => {
-                let mut dirs = Vec::new();
-                let read = match fs::read_dir(root) {
-                    Ok(read) => read,
-                    Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(dirs),
-                    Err(e) => return Err(e).context("list", root),
-                };
-                for item in read {
-                    let item = item.context("list", root)?;
-                    // Like Pi: directories and symlinks (to directories) only.
-                    let is_dir = fs::metadata(item.path())
-                        .map(|m| m.is_dir())
-                        .unwrap_or(false);
-                    if is_dir {
-                        dirs.push(item.path());
-                    }
-                }
-                dirs.sort();
-                Ok(dirs)
-            }
+            // Like Pi: directories and symlinks to directories, but only links that stay
+            // inside the store (crate::walk).
+            (JsonlLayout::PerCwd { root }, ListScope::All) => crate::walk::cwd_dirs(root),
         }
     }
 
-    /// Every `*.jsonl` file in scope, sorted by name.
+    /// The store's root: the per-cwd root or the flat directory.
+    fn root(&self) -> &Path {
+        match &self.layout {
+            JsonlLayout::PerCwd { root } => root,
+            JsonlLayout::Flat { dir } => dir,
+        }
+    }
+
+    /// Every `*.jsonl` file in scope, sorted by name (symlinks out of the store skipped).
     fn files(&self, scope: &ListScope) -> StoreResult<Vec<PathBuf>> {
         let mut files = Vec::new();
         for dir in self.dirs(scope)? {
-            let read = match fs::read_dir(&dir) {
-                Ok(read) => read,
-                Err(e) if e.kind() == std::io::ErrorKind::NotFound => continue,
-                Err(e) => return Err(e).context("list", &dir),
-            };
-            for item in read {
-                let path = item.context("list", &dir)?.path();
-                if path.extension().is_some_and(|ext| ext == "jsonl") {
-                    files.push(path);
-                }
-            }
+            files.extend(crate::walk::session_files(self.root(), &dir)?);
         }
         files.sort();
         Ok(files)
@@ -274,6 +255,12 @@ impl SessionStore for JsonlStore {
             Err(e) => return Err(e),
         }
         let dir = self.new_session_dir(header);
+        if crate::walk::leaves_store(self.root(), &dir) {
+            return Err(std::io::Error::other(
+                "the session directory is a symlink leading outside the session store",
+            ))
+            .context("create directory", &dir);
+        }
         fs::create_dir_all(&dir).context("create directory", &dir)?;
         let stamp = header
             .timestamp()

@@ -47,6 +47,7 @@ pub mod sqlite;
 pub mod store;
 pub mod summary;
 pub mod transfer;
+mod walk;
 
 pub use error::{StoreError, StoreResult};
 pub use ids::{EntryId, SessionId};
@@ -62,3 +63,4 @@ pub use transfer::{
     copy_sessions, export_jsonl, export_to_file, import_jsonl, verify_session, CopyAction,
     CopyReport, ImportOutcome, VerifyReport,
 };
+pub use walk::set_warning_sink;

@@ -5,7 +5,6 @@ use std::fs::{self, OpenOptions};
 use std::io::Write;
 use std::path::Path;
 
-use pi_formats::head::is_js_falsy;
 use pi_formats::jsonl;
 use pi_formats::migrate::{migrate, needs_migration};
 
@@ -260,8 +259,7 @@ fn migrate_data(location: &str, data: &SessionData) -> StoreResult<SessionData> 
         data.entries
             .iter()
             .filter(|e| !jsonl::is_blank(e.line()))
-            .filter_map(|e| jsonl::parse_value(e.line()).ok())
-            .filter(|v| !is_js_falsy(v)),
+            .filter_map(|e| jsonl::parse_truthy(e.line()).ok().flatten()),
     );
     if needs_migration(&values) {
         // Pi does not collision-check ids made during v1 migration.

@@ -52,8 +52,20 @@ pub fn run(args: RunArgs) -> anyhow::Result<i32> {
             if args.list_models.is_some() {
                 Mode::Text
             } else {
-                // No mode flag: the interactive TUI (it handles --resume itself).
-                return crate::tui::agent::run_with_args(args);
+                // No mode flag: the interactive TUI (it handles --resume itself). Warnings
+                // about skipped session links wait until the screen is restored.
+                let deferred = Arc::new(std::sync::Mutex::new(Vec::<String>::new()));
+                let sink = deferred.clone();
+                pi_storage::set_warning_sink(move |w| {
+                    sink.lock()
+                        .unwrap_or_else(|e| e.into_inner())
+                        .push(w.to_string())
+                });
+                let result = crate::tui::agent::run_with_args(args);
+                for w in deferred.lock().unwrap_or_else(|e| e.into_inner()).drain(..) {
+                    eprintln!("pi: warning: {w}");
+                }
+                return result;
             }
         }
     };

@@ -9,16 +9,18 @@
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 
-use pi_engine::agent::{AgentSession, QueueMode};
+pub mod command;
+
+use pi_engine::agent::AgentSession;
 use pi_engine::llm::Model;
 use pi_engine::session::Session;
 use pi_formats::header::NewHeader;
-use pi_formats::message::ThinkingLevel;
 use serde_json::{json, Map, Value};
 use tokio::io::{AsyncBufReadExt, BufReader};
 use tokio::task::JoinSet;
 use tokio_util::sync::CancellationToken;
 
+use self::command::{Decoded, Request, RpcCommand, StreamingBehavior};
 use super::{build_agent, stdout_sink, Env};
 use crate::RunArgs;
 
@@ -102,28 +104,11 @@ pub async fn run(args: RunArgs) -> anyhow::Result<i32> {
         if n == 0 {
             break;
         }
-        let mut line = buf.as_slice();
-        if line.ends_with(b"\n") {
-            line = &line[..line.len() - 1];
+        match command::decode_record(&buf) {
+            Decoded::Blank => continue,
+            Decoded::Rejected(r) => output(&error(&r.id, &r.command, r.message)),
+            Decoded::Command(request) => rpc.clone().handle(request, &mut tasks).await,
         }
-        if line.ends_with(b"\r") {
-            line = &line[..line.len() - 1];
-        }
-        if line.iter().all(u8::is_ascii_whitespace) {
-            continue;
-        }
-        let parsed: Value = match serde_json::from_slice(line) {
-            Ok(v) => v,
-            Err(e) => {
-                output(&error(
-                    &None,
-                    "parse",
-                    format!("Failed to parse command: {e}"),
-                ));
-                continue;
-            }
-        };
-        rpc.clone().handle(parsed, &mut tasks).await;
         // Reap finished tasks so the set does not grow over a long session.
         while tasks.try_join_next().is_some() {}
     }
@@ -135,22 +120,19 @@ pub async fn run(args: RunArgs) -> anyhow::Result<i32> {
     Ok(0)
 }
 
-fn str_field<'a>(cmd: &'a Value, key: &str) -> Option<&'a str> {
-    cmd.get(key).and_then(Value::as_str)
-}
-
 impl Rpc {
-    async fn handle(self: Arc<Self>, cmd: Value, tasks: &mut JoinSet<()>) {
-        let id = cmd.get("id").cloned();
-        let Some(kind) = cmd.get("type").and_then(Value::as_str).map(str::to_string) else {
-            output(&error(&id, "unknown", "Command has no \"type\""));
-            return;
-        };
-        match kind.as_str() {
-            "prompt" => self.prompt(&id, &cmd),
-            "compact" => {
+    async fn handle(self: Arc<Self>, request: Request, tasks: &mut JoinSet<()>) {
+        let Request { id, command } = request;
+        match command {
+            RpcCommand::Prompt {
+                message,
+                images,
+                streaming_behavior,
+            } => self.prompt(&id, &message, images, streaming_behavior),
+            RpcCommand::Compact {
+                custom_instructions: instructions,
+            } => {
                 let this = self.clone();
-                let instructions = str_field(&cmd, "customInstructions").map(str::to_string);
                 tasks.spawn(async move {
                     let r = match this.agent.compact(instructions).await {
                         Ok(result) => success(&id, "compact", Some(result)),
@@ -159,15 +141,10 @@ impl Rpc {
                     output(&r);
                 });
             }
-            "bash" => {
-                let Some(command) = str_field(&cmd, "command").map(str::to_string) else {
-                    output(&error(&id, "bash", "bash needs a \"command\" string"));
-                    return;
-                };
-                let exclude = cmd
-                    .get("excludeFromContext")
-                    .and_then(Value::as_bool)
-                    .unwrap_or(false);
+            RpcCommand::Bash {
+                command,
+                exclude_from_context: exclude,
+            } => {
                 let cancel = CancellationToken::new();
                 *self.bash_cancel.lock().unwrap_or_else(|e| e.into_inner()) = Some(cancel.clone());
                 let this = self.clone();
@@ -192,18 +169,20 @@ impl Rpc {
                     });
                 });
             }
-            _ => {
-                let r = self.simple(&id, &kind, &cmd);
+            other => {
+                let r = self.simple(&id, &other);
                 output(&r);
             }
         }
     }
 
-    fn prompt(&self, id: &Option<Value>, cmd: &Value) {
-        let Some(message) = str_field(cmd, "message") else {
-            output(&error(id, "prompt", "prompt needs a \"message\" string"));
-            return;
-        };
+    fn prompt(
+        &self,
+        id: &Option<Value>,
+        message: &str,
+        images: Vec<Value>,
+        streaming_behavior: Option<StreamingBehavior>,
+    ) {
         let message = match super::expand_input(&self.env, message) {
             Ok(m) => m,
             Err(e) => {
@@ -211,14 +190,9 @@ impl Rpc {
                 return;
             }
         };
-        let images: Vec<Value> = cmd
-            .get("images")
-            .and_then(Value::as_array)
-            .cloned()
-            .unwrap_or_default();
         if self.agent.is_streaming() {
-            match str_field(cmd, "streamingBehavior") {
-                Some("steer") => {
+            match streaming_behavior {
+                Some(StreamingBehavior::Steer) => {
                     self.agent.steer(message);
                     output(&success(
                         id,
@@ -226,7 +200,7 @@ impl Rpc {
                         Some(json!({"disposition": "queued"})),
                     ));
                 }
-                Some("followUp") => {
+                Some(StreamingBehavior::FollowUp) => {
                     self.agent.follow_up(message);
                     output(&success(
                         id,
@@ -234,7 +208,7 @@ impl Rpc {
                         Some(json!({"disposition": "queued"})),
                     ));
                 }
-                _ => output(&error(
+                None => output(&error(
                     id,
                     "prompt",
                     pi_engine::agent::AgentError::Busy.to_string(),
@@ -256,50 +230,49 @@ impl Rpc {
     }
 
     /// Commands answered at once.
-    fn simple(&self, id: &Option<Value>, kind: &str, cmd: &Value) -> Value {
-        match self.simple_inner(kind, cmd) {
+    fn simple(&self, id: &Option<Value>, cmd: &RpcCommand) -> Value {
+        let kind = cmd.kind();
+        match self.simple_inner(cmd) {
             Ok(data) => success(id, kind, data),
             Err(msg) => error(id, kind, msg),
         }
     }
 
-    fn simple_inner(&self, kind: &str, cmd: &Value) -> Result<Option<Value>, String> {
+    fn simple_inner(&self, cmd: &RpcCommand) -> Result<Option<Value>, String> {
         let a = &self.agent;
         let e = |e: pi_engine::agent::AgentError| e.to_string();
-        match kind {
-            "steer" | "follow_up" => {
-                let msg = str_field(cmd, "message")
-                    .ok_or_else(|| format!("{kind} needs a \"message\" string"))?;
+        match cmd {
+            RpcCommand::Steer { message: msg } | RpcCommand::FollowUp { message: msg } => {
                 let msg = super::expand_input(&self.env, msg).map_err(|e| format!("{e:#}"))?;
-                if kind == "steer" {
+                if matches!(cmd, RpcCommand::Steer { .. }) {
                     a.steer(msg);
                 } else {
                     a.follow_up(msg);
                 }
                 Ok(Some(json!({"disposition": "queued"})))
             }
-            "abort" => {
+            RpcCommand::Abort => {
                 a.abort();
                 Ok(None)
             }
-            "clear_queue" => {
+            RpcCommand::ClearQueue => {
                 let (steering, follow_up) = a.clear_queue();
                 Ok(Some(json!({"steering": steering, "followUp": follow_up})))
             }
-            "new_session" => {
+            RpcCommand::NewSession { parent_session } => {
                 if a.is_streaming() {
                     return Err("Cannot start a new session while the agent is running".into());
                 }
-                let parent = str_field(cmd, "parentSession").map(str::to_string);
-                let (s, p) = self.env.new_session(parent).map_err(|e| format!("{e:#}"))?;
+                let (s, p) = self
+                    .env
+                    .new_session(parent_session.clone())
+                    .map_err(|e| format!("{e:#}"))?;
                 a.replace_session(s, p);
                 a.start_new().map_err(e)?;
                 Ok(Some(json!({"cancelled": false})))
             }
-            "get_state" => Ok(Some(self.state())),
-            "set_model" => {
-                let provider = str_field(cmd, "provider").unwrap_or("");
-                let model_id = str_field(cmd, "modelId").unwrap_or("");
+            RpcCommand::GetState => Ok(Some(self.state())),
+            RpcCommand::SetModel { provider, model_id } => {
                 let m = a
                     .registry()
                     .find(provider, model_id)
@@ -308,7 +281,7 @@ impl Rpc {
                 a.set_model(m.clone()).map_err(e)?;
                 Ok(Some(model_json(&m)))
             }
-            "cycle_model" => {
+            RpcCommand::CycleModel => {
                 let list = if self.scoped.is_empty() {
                     a.registry().models
                 } else {
@@ -328,16 +301,13 @@ impl Rpc {
                     "thinkingLevel": a.thinking_level().as_str(),
                     "isScoped": !self.scoped.is_empty()})))
             }
-            "get_available_models" => Ok(Some(json!({"models":
+            RpcCommand::GetAvailableModels => Ok(Some(json!({"models":
                 a.registry().models.iter().map(model_json).collect::<Vec<_>>()}))),
-            "set_thinking_level" => {
-                let level = str_field(cmd, "level")
-                    .and_then(ThinkingLevel::parse)
-                    .ok_or("level must be off, minimal, low, medium, high, xhigh or max")?;
-                a.set_thinking_level(level).map_err(e)?;
+            RpcCommand::SetThinkingLevel { level } => {
+                a.set_thinking_level(*level).map_err(e)?;
                 Ok(None)
             }
-            "cycle_thinking_level" => {
+            RpcCommand::CycleThinkingLevel => {
                 let levels = a.available_thinking_levels();
                 if levels.len() < 2 {
                     return Ok(None);
@@ -348,36 +318,29 @@ impl Rpc {
                 a.set_thinking_level(next).map_err(e)?;
                 Ok(Some(json!({"level": next.as_str()})))
             }
-            "get_available_thinking_levels" => Ok(Some(json!({"levels":
+            RpcCommand::GetAvailableThinkingLevels => Ok(Some(json!({"levels":
                 a.available_thinking_levels().iter().map(|l| l.as_str()).collect::<Vec<_>>()}))),
-            "set_steering_mode" | "set_follow_up_mode" => {
-                let mode = str_field(cmd, "mode")
-                    .and_then(QueueMode::parse)
-                    .ok_or("mode must be \"all\" or \"one-at-a-time\"")?;
-                if kind == "set_steering_mode" {
-                    a.set_steering_mode(mode);
-                } else {
-                    a.set_follow_up_mode(mode);
-                }
+            RpcCommand::SetSteeringMode { mode } => {
+                a.set_steering_mode(*mode);
                 Ok(None)
             }
-            "set_auto_compaction" | "set_auto_retry" => {
-                let enabled = cmd
-                    .get("enabled")
-                    .and_then(Value::as_bool)
-                    .ok_or("enabled must be true or false")?;
-                if kind == "set_auto_compaction" {
-                    a.set_auto_compaction(enabled);
-                } else {
-                    a.set_auto_retry(enabled);
-                }
+            RpcCommand::SetFollowUpMode { mode } => {
+                a.set_follow_up_mode(*mode);
                 Ok(None)
             }
-            "abort_retry" => {
+            RpcCommand::SetAutoCompaction { enabled } => {
+                a.set_auto_compaction(*enabled);
+                Ok(None)
+            }
+            RpcCommand::SetAutoRetry { enabled } => {
+                a.set_auto_retry(*enabled);
+                Ok(None)
+            }
+            RpcCommand::AbortRetry => {
                 a.abort_retry();
                 Ok(None)
             }
-            "abort_bash" => {
+            RpcCommand::AbortBash => {
                 if let Some(t) = self
                     .bash_cancel
                     .lock()
@@ -388,9 +351,9 @@ impl Rpc {
                 }
                 Ok(None)
             }
-            "get_session_stats" => Ok(Some(self.stats())),
-            "export_html" => {
-                let path = match str_field(cmd, "outputPath") {
+            RpcCommand::GetSessionStats => Ok(Some(self.stats())),
+            RpcCommand::ExportHtml { output_path } => {
+                let path = match output_path {
                     Some(p) => PathBuf::from(p),
                     None => PathBuf::from(format!("pi-session-{}.html", a.session_id())),
                 };
@@ -400,12 +363,10 @@ impl Rpc {
                     .map_err(|e| format!("cannot write {}: {e}", path.display()))?;
                 Ok(Some(json!({"path": path.display().to_string()})))
             }
-            "switch_session" => {
+            RpcCommand::SwitchSession { session_path: path } => {
                 if a.is_streaming() {
                     return Err("Cannot switch sessions while the agent is running".into());
                 }
-                let path =
-                    str_field(cmd, "sessionPath").ok_or("switch_session needs \"sessionPath\"")?;
                 let (s, p) = self
                     .env
                     .open_file(std::path::Path::new(path))
@@ -414,8 +375,7 @@ impl Rpc {
                 a.restore_from_session();
                 Ok(Some(json!({"cancelled": false})))
             }
-            "fork" => {
-                let entry_id = str_field(cmd, "entryId").ok_or("fork needs \"entryId\"")?;
+            RpcCommand::Fork { entry_id } => {
                 let (text, parent) = a
                     .with_session(|s| {
                         let idx = s.find(entry_id)?;
@@ -433,14 +393,14 @@ impl Rpc {
                 self.branch_into_new(parent.as_deref())?;
                 Ok(Some(json!({"text": text, "cancelled": false})))
             }
-            "clone" => {
+            RpcCommand::Clone => {
                 let leaf = a
                     .with_session(|s| s.leaf_id().map(str::to_string))
                     .ok_or("Cannot clone session: no current entry selected")?;
                 self.branch_into_new(Some(&leaf))?;
                 Ok(Some(json!({"cancelled": false})))
             }
-            "get_fork_messages" => {
+            RpcCommand::GetForkMessages => {
                 let messages: Vec<Value> = a.with_session(|s| {
                     s.branch_path()
                         .entries
@@ -453,34 +413,30 @@ impl Rpc {
                 });
                 Ok(Some(json!({"messages": messages})))
             }
-            "get_entries" => a.with_session(|s| {
+            RpcCommand::GetEntries { since } => a.with_session(|s| {
                 let mut entries: Vec<Value> = (0..s.entries().len() as u32)
                     .map(|i| s.entry_value(i))
                     .collect();
-                if let Some(since) = str_field(cmd, "since") {
+                if let Some(since) = since {
                     let pos = entries
                         .iter()
-                        .position(|e| e["id"] == since)
+                        .position(|e| e["id"] == since.as_str())
                         .ok_or_else(|| format!("Entry not found: {since}"))?;
                     entries.drain(..=pos);
                 }
                 Ok(Some(json!({"entries": entries, "leafId": s.leaf_id()})))
             }),
-            "get_tree" => Ok(Some(
+            RpcCommand::GetTree => Ok(Some(
                 a.with_session(|s| json!({"tree": tree_json(s), "leafId": s.leaf_id()})),
             )),
-            "get_last_assistant_text" => Ok(Some(json!({"text": a.last_assistant_text()}))),
-            "set_session_name" => {
-                let name = str_field(cmd, "name").unwrap_or("").trim().to_string();
-                if name.is_empty() {
-                    return Err("Session name cannot be empty".into());
-                }
-                a.set_session_name(&name).map_err(e)?;
+            RpcCommand::GetLastAssistantText => Ok(Some(json!({"text": a.last_assistant_text()}))),
+            RpcCommand::SetSessionName { name } => {
+                a.set_session_name(name).map_err(e)?;
                 Ok(None)
             }
-            "get_messages" => Ok(Some(json!({"messages": a.messages()}))),
+            RpcCommand::GetMessages => Ok(Some(json!({"messages": a.messages()}))),
             // Prompt templates and skills (extensions are not supported).
-            "get_commands" => {
+            RpcCommand::GetCommands => {
                 let r = &self.env.resources;
                 let mut commands: Vec<Value> = r
                     .prompt_templates
@@ -495,7 +451,10 @@ impl Rpc {
                 }));
                 Ok(Some(json!({"commands": commands})))
             }
-            other => Err(format!("Unknown command: {other}")),
+            // Answered on tasks by `handle`, never here.
+            RpcCommand::Prompt { .. } | RpcCommand::Compact { .. } | RpcCommand::Bash { .. } => {
+                Err(format!("{} is not answered at once", cmd.kind()))
+            }
         }
     }
 

@@ -9,7 +9,7 @@ use tokio::io::AsyncReadExt;
 use tokio_util::sync::CancellationToken;
 
 use super::{AgentError, AgentSession};
-use crate::tools::{truncate_tail, DEFAULT_MAX_BYTES, DEFAULT_MAX_LINES};
+use crate::tools::output::OutputAccumulator;
 
 impl AgentSession {
     /// Runs `command` with bash in the session's directory, streaming output chunks to
@@ -40,7 +40,9 @@ impl AgentSession {
             .stdout
             .take()
             .ok_or_else(|| AgentError::Other("bash has no stdout".into()))?;
-        let mut output = Vec::new();
+        // Bounded like the bash tool: a rolling tail in memory, everything in a temp file once
+        // the output passes the truncation limits (Pi's `executeBash`, `pi-bash-*.log`).
+        let mut output = OutputAccumulator::new("pi-bash", None);
         let mut buf = [0u8; 8192];
         let mut cancelled = false;
         loop {
@@ -49,7 +51,7 @@ impl AgentSession {
                     Ok(0) | Err(_) => break,
                     Ok(n) => {
                         on_delta(&String::from_utf8_lossy(&buf[..n]));
-                        output.extend_from_slice(&buf[..n]);
+                        output.append(&buf[..n]);
                     }
                 },
                 _ = cancel.cancelled() => {
@@ -71,8 +73,13 @@ impl AgentSession {
         } else {
             status.and_then(|s| s.code())
         };
-        let text = String::from_utf8_lossy(&output).into_owned();
-        let t = truncate_tail(&text, DEFAULT_MAX_LINES, DEFAULT_MAX_BYTES);
+        output.finish();
+        let snapshot = output.snapshot(true);
+        output.close_temp_file();
+        let t = snapshot.truncation;
+        let full_output_path = snapshot
+            .full_output_path
+            .map(|p| Value::String(p.display().to_string()));
         let mut message = Map::new();
         message.insert("role".into(), "bashExecution".into());
         message.insert("command".into(), command.into());
@@ -83,6 +90,9 @@ impl AgentSession {
         );
         message.insert("cancelled".into(), cancelled.into());
         message.insert("truncated".into(), t.truncated.into());
+        if let Some(path) = &full_output_path {
+            message.insert("fullOutputPath".into(), path.clone());
+        }
         message.insert("timestamp".into(), now_millis().into());
         if exclude_from_context {
             message.insert("excludeFromContext".into(), true.into());
@@ -90,9 +100,11 @@ impl AgentSession {
         self.append(NewEntry::Message {
             message: Value::Object(message),
         })?;
-        Ok(
-            json!({"output": t.content, "exitCode": exit_code, "cancelled": cancelled,
-            "truncated": t.truncated}),
-        )
+        let mut result = json!({"output": t.content, "exitCode": exit_code,
+            "cancelled": cancelled, "truncated": t.truncated});
+        if let (Some(path), Value::Object(m)) = (full_output_path, &mut result) {
+            m.insert("fullOutputPath".into(), path);
+        }
+        Ok(result)
     }
 }

@@ -219,11 +219,9 @@ impl Session {
             if line.is_blank() {
                 continue;
             }
-            if let Ok(value) = jsonl::parse_value(line.bytes) {
-                if !pi_formats::head::is_js_falsy(&value) {
-                    values.push(value);
-                    lines.push(line.number);
-                }
+            if let Ok(Some(value)) = jsonl::parse_truthy(line.bytes) {
+                values.push(value);
+                lines.push(line.number);
             }
         }
         let mut taken = std::collections::HashSet::new();

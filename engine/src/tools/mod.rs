@@ -23,7 +23,7 @@ mod grep;
 mod image;
 mod ls;
 mod mutation_queue;
-mod output;
+pub(crate) mod output;
 mod paths;
 mod read;
 mod registry;

@@ -262,43 +262,24 @@ impl Feeder<'_> {
     }
 }
 
-/// Every `*.jsonl` file of a layout with its directory, as [`JsonlStore`] lists them.
+/// Every `*.jsonl` file of a layout with its directory, as [`JsonlStore`] lists them
+/// (symlinks leading out of the store are skipped, see `crate::walk`).
 fn list_files(layout: &JsonlLayout) -> StoreResult<Vec<(PathBuf, String)>> {
-    let read_dir = |dir: &Path| -> StoreResult<Vec<PathBuf>> {
-        match fs::read_dir(dir) {
-            Ok(read) => Ok(read.filter_map(|e| e.ok().map(|e| e.path())).collect()),
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(Vec::new()),
-            Err(e) => Err(StoreError::Io {
-                action: "list",
-                path: dir.to_path_buf(),
-                source: e,
-            }),
-        }
-    };
-    let dirs = match layout {
-        JsonlLayout::Flat { dir } => vec![dir.clone()],
-        JsonlLayout::PerCwd { root } => {
-            let mut dirs: Vec<PathBuf> =
-                read_dir(root)?.into_iter().filter(|p| p.is_dir()).collect();
-            dirs.sort();
-            dirs
-        }
+    let (root, dirs) = match layout {
+        JsonlLayout::Flat { dir } => (dir, vec![dir.clone()]),
+        JsonlLayout::PerCwd { root } => (root, crate::walk::cwd_dirs(root)?),
     };
     let mut files = Vec::new();
     let per_cwd = matches!(layout, JsonlLayout::PerCwd { .. });
     for dir in dirs {
         let name = dir.display().to_string();
-        let paths = match read_dir(&dir) {
+        let paths = match crate::walk::session_files(root, &dir) {
             Ok(paths) => paths,
             // Like Pi's listAll: one unreadable cwd directory hides its sessions, not all.
             Err(_) if per_cwd => continue,
             Err(e) => return Err(e),
         };
-        for path in paths {
-            if path.extension().is_some_and(|e| e == "jsonl") {
-                files.push((path, name.clone()));
-            }
-        }
+        files.extend(paths.into_iter().map(|path| (path, name.clone())));
     }
     files.sort();
     Ok(files)
