@@ -1,5 +1,8 @@
 //! Open + build context of a generated 100 MB session, next to the physical floor:
-//! reading the same bytes, and reading them plus finding every newline.
+//! reading the same bytes, and reading (or mapping) them plus finding every newline.
+//! `open` is the cold open (every line validated); `open_warm` restores the entry
+//! heads from the persisted head cache (`Session::open_cached`) the way `pi` does on
+//! a second open, and touches only the lines it needs.
 //!
 //! `PI_BENCH_SESSION_MB` changes the size (default 100). The corpus is generated
 //! once into the target directory and reused.
@@ -7,7 +10,7 @@
 use criterion::{criterion_group, criterion_main, Criterion, Throughput};
 use pi_benches::{generate_file, SessionSpec};
 use pi_engine::context::{self, SessionPath};
-use pi_engine::session::Session;
+use pi_engine::session::{HeadCache, Session};
 use std::path::PathBuf;
 use std::time::Duration;
 
@@ -44,12 +47,39 @@ fn open_and_context(c: &mut Criterion) {
             memchr::memchr_iter(b'\n', &bytes).count()
         })
     });
+    group.bench_function("mmap+newline_scan", |b| {
+        b.iter(|| {
+            let file = std::fs::File::open(&path).unwrap();
+            // SAFETY: read-only mapping of a file nothing else writes during the bench.
+            let map = unsafe { memmap2::Mmap::map(&file).unwrap() };
+            memchr::memchr_iter(b'\n', &map).count()
+        })
+    });
     group.bench_function("open", |b| {
         b.iter(|| Session::open(&path).unwrap().entries().len())
     });
     group.bench_function("open+context", |b| {
         b.iter(|| {
             let session = Session::open(&path).unwrap();
+            let branch = session.branch_path();
+            let projection = context::project(&SessionPath::new(&session, &branch.entries));
+            let llm = context::convert_to_llm(projection.messages());
+            llm.len()
+        })
+    });
+    let cache_dir = tempfile::tempdir().unwrap();
+    let cache = HeadCache::new(cache_dir.path());
+    // The first open writes the cache; every measured one is warm.
+    Session::open_cached(&path, Some(&cache)).unwrap();
+    group.bench_function("open_warm", |b| {
+        b.iter(|| {
+            let (session, _) = Session::open_cached(&path, Some(&cache)).unwrap();
+            session.entries().len()
+        })
+    });
+    group.bench_function("open_warm+context", |b| {
+        b.iter(|| {
+            let (session, _) = Session::open_cached(&path, Some(&cache)).unwrap();
             let branch = session.branch_path();
             let projection = context::project(&SessionPath::new(&session, &branch.entries));
             let llm = context::convert_to_llm(projection.messages());
