@@ -185,7 +185,7 @@ pub fn parse_value(bytes: &[u8]) -> Result<Value, String> {
 }
 
 /// Replaces every number token outside strings that overflows an f64 with `null`.
-fn infinite_numbers_as_null(bytes: &[u8]) -> Vec<u8> {
+pub fn infinite_numbers_as_null(bytes: &[u8]) -> Vec<u8> {
     let mut out = Vec::with_capacity(bytes.len());
     let (mut i, mut in_string, mut escaped) = (0, false, false);
     while i < bytes.len() {
