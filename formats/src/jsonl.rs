@@ -274,7 +274,7 @@ fn trim_json_whitespace(mut bytes: &[u8]) -> &[u8] {
 }
 
 /// Replaces every number token outside strings that overflows an f64 with `null`.
-fn infinite_numbers_as_null(bytes: &[u8]) -> Vec<u8> {
+pub fn infinite_numbers_as_null(bytes: &[u8]) -> Vec<u8> {
     let mut out = Vec::with_capacity(bytes.len());
     let (mut i, mut in_string, mut escaped) = (0, false, false);
     while i < bytes.len() {

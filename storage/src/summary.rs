@@ -124,7 +124,129 @@ impl SummaryState {
         }
     }
 
+    /// Reads a user/assistant message line without building its payload: one pass of
+    /// serde_json that keeps only `message.role`, the shape of `message.content` (and its
+    /// text while no first message is known), `message.timestamp` and the entry's
+    /// `timestamp`; every other value is validated and dropped where it lies. It accepts
+    /// and rejects exactly the lines `jsonl::parse_value` does (same parser, same
+    /// `deserialize_any` walk, same lossy UTF-8 retry), so the summary is the one the full
+    /// parse gives (`fast_fold_equals_full_parse` checks this on every fixture).
     fn observe_message(&mut self, line: &[u8]) {
+        let Some(entry) = lite::parse_entry(line, self.first_message.is_none()) else {
+            return;
+        };
+        let message = match entry.message {
+            lite::Message::Missing => {
+                // `message.role` on undefined/null throws in Pi.
+                self.unlistable = true;
+                return;
+            }
+            lite::Message::NotObject => return,
+            lite::Message::Object(message) => message,
+        };
+        let role = match message.role {
+            lite::Role::User => "user",
+            lite::Role::Assistant => "assistant",
+            lite::Role::OtherString | lite::Role::NotString => return,
+        };
+        let content = match message.content {
+            None => return,
+            Some(content) => content,
+        };
+        let activity = match message.timestamp {
+            lite::Stamp::Number(n) => Some(n),
+            _ => match entry.timestamp {
+                lite::Stamp::String(s) => parse_millis(&s),
+                lite::Stamp::Number(n) => Some(n),
+                lite::Stamp::Other => None,
+            },
+        };
+        if let Some(t) = activity {
+            self.last_activity_ms = Some(self.last_activity_ms.unwrap_or(0.0).max(t));
+        }
+        let text = match content {
+            lite::Content::String(text) => text,
+            lite::Content::Array { has_null: true, .. } => {
+                // `block.type` on null throws.
+                self.unlistable = true;
+                return;
+            }
+            lite::Content::Array { texts, .. } => texts.map(|t| t.join(" ")),
+            // `content.filter` is not a function.
+            lite::Content::Other => {
+                self.unlistable = true;
+                return;
+            }
+        };
+        // The text is only collected while no first message is known.
+        if let Some(text) = text {
+            if !text.is_empty() && self.first_message.is_none() && role == "user" {
+                self.first_message = Some(text);
+            }
+        }
+    }
+
+    /// The summary, or `None` when Pi would not list the session.
+    /// `fallback_modified_ms` stands in for the file's mtime.
+    pub fn finish(
+        &self,
+        header: &SessionHeader,
+        location: String,
+        fallback_modified_ms: i64,
+    ) -> Option<SessionSummary> {
+        if self.unlistable {
+            return None;
+        }
+        let created_ms = header.timestamp().and_then(parse_millis).map(|t| t as i64);
+        let modified_ms = match self.last_activity_ms {
+            Some(t) if t > 0.0 => t as i64,
+            _ => created_ms.unwrap_or(fallback_modified_ms),
+        };
+        Some(SessionSummary {
+            id: header.id().clone(),
+            location,
+            cwd: header.cwd().unwrap_or("").to_string(),
+            name: self.name.clone(),
+            parent_session: header.parent_session().map(str::to_string),
+            created_ms,
+            modified_ms,
+            entry_count: self.entry_count,
+            message_count: self.message_count,
+            first_message: self.first_message.clone(),
+        })
+    }
+}
+
+#[cfg(test)]
+impl SummaryState {
+    /// [`Self::observe`] with the full-parse message reading.
+    fn observe_full(&mut self, line: &[u8]) {
+        if jsonl::is_blank(line) {
+            return;
+        }
+        let Ok(head) = EntryHead::parse(line) else {
+            return;
+        };
+        if head.falsy {
+            return;
+        }
+        self.entry_count += 1;
+        match head.kind() {
+            "session_info" => self.observe_session_info(line),
+            "message" => {
+                self.message_count += 1;
+                match head.role.as_deref() {
+                    Some(role) if role != "user" && role != "assistant" => {}
+                    _ => self.observe_message_full(line),
+                }
+            }
+            _ => {}
+        }
+    }
+
+    /// The full-parse reading [`Self::observe_message`] replaced; kept to check it.
+    #[cfg(test)]
+    fn observe_message_full(&mut self, line: &[u8]) {
         let Ok(entry) = jsonl::parse_value(line) else {
             return;
         };
@@ -181,36 +303,6 @@ impl SummaryState {
             self.first_message = Some(text);
         }
     }
-
-    /// The summary, or `None` when Pi would not list the session.
-    /// `fallback_modified_ms` stands in for the file's mtime.
-    pub fn finish(
-        &self,
-        header: &SessionHeader,
-        location: String,
-        fallback_modified_ms: i64,
-    ) -> Option<SessionSummary> {
-        if self.unlistable {
-            return None;
-        }
-        let created_ms = header.timestamp().and_then(parse_millis).map(|t| t as i64);
-        let modified_ms = match self.last_activity_ms {
-            Some(t) if t > 0.0 => t as i64,
-            _ => created_ms.unwrap_or(fallback_modified_ms),
-        };
-        Some(SessionSummary {
-            id: header.id().clone(),
-            location,
-            cwd: header.cwd().unwrap_or("").to_string(),
-            name: self.name.clone(),
-            parent_session: header.parent_session().map(str::to_string),
-            created_ms,
-            modified_ms,
-            entry_count: self.entry_count,
-            message_count: self.message_count,
-            first_message: self.first_message.clone(),
-        })
-    }
 }
 
 /// Sorts as Pi does: most recently modified first (ties by location, descending, to be stable).
@@ -223,7 +315,7 @@ pub fn sort_summaries(list: &mut [SessionSummary]) {
 }
 
 /// What `Array.prototype.join` makes of a value.
-fn js_string(value: &Value) -> String {
+pub(crate) fn js_string(value: &Value) -> String {
     match value {
         Value::Null => String::new(),
         Value::String(s) => s.clone(),
@@ -233,6 +325,8 @@ fn js_string(value: &Value) -> String {
         Value::Object(_) => "[object Object]".into(),
     }
 }
+
+mod lite;
 
 #[cfg(test)]
 mod tests {
@@ -308,5 +402,104 @@ mod tests {
                 "{line}"
             );
         }
+    }
+
+    /// Folds `lines` both ways and checks the states agree.
+    fn assert_same_fold<'a>(what: &str, lines: impl IntoIterator<Item = &'a [u8]>) {
+        let (mut fast, mut full) = (SummaryState::default(), SummaryState::default());
+        for line in lines {
+            fast.observe(line);
+            full.observe_full(line);
+            assert_eq!(
+                fast,
+                full,
+                "{what}: after {}",
+                String::from_utf8_lossy(line)
+            );
+        }
+    }
+
+    fn jsonl_files(dir: &std::path::Path, out: &mut Vec<std::path::PathBuf>) {
+        for entry in std::fs::read_dir(dir).unwrap() {
+            let path = entry.unwrap().path();
+            if path.is_dir() {
+                jsonl_files(&path, out);
+            } else if path.extension().is_some_and(|e| e == "jsonl") {
+                out.push(path);
+            }
+        }
+    }
+
+    #[test]
+    fn fast_fold_equals_full_parse_on_fixtures() {
+        let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../fixtures");
+        let mut files = Vec::new();
+        jsonl_files(&root, &mut files);
+        assert!(
+            files.len() > 50,
+            "fixtures not found under {}",
+            root.display()
+        );
+        for file in files {
+            let buf = std::fs::read(&file).unwrap();
+            assert_same_fold(
+                &file.display().to_string(),
+                jsonl::lines(&buf).skip(1).map(|l| l.bytes),
+            );
+        }
+    }
+
+    #[test]
+    fn fast_fold_equals_full_parse_on_tricky_lines() {
+        let tricky: &[&[u8]] = &[
+            br#"{"type":"message","message":{"role":"assistant","content":[{"type":"text","text":"a"}],"timestamp":5}}"#,
+            br#"{"type":"message","message":{"content":[{"type":"text","text":"late role"}],"role":"user"}}"#,
+            br#"{"type":"message","message":{"role":"user","content":"dup","content":[{"type":"text","text":"second wins"}]}}"#,
+            br#"{"type":"message","timestamp":"2026-02-01T00:00:00Z","message":{"role":"user","content":"","timestamp":"x"}}"#,
+            br#"{"type":"message","timestamp":12345,"message":{"role":"assistant","content":[]}}"#,
+            br#"{"type":"message","timestamp":1e400,"message":{"role":"user","content":"out of range"}}"#,
+            br#"{"type":"message","message":{"role":"user","content":"lone \ud800 surrogate"}}"#,
+            br#"{"type":"message","message":{"role":"user","content":[{"type":"text","text":"x"},{"type":"tool","arguments":{"n":1e999}}]}}"#,
+            br#"{"type":"message","message":{"role":"user","content":[{"type":"text","text":{"o":1}},{"type":"text","text":[1,[2,null],"s"]},{"type":"text"},{"type":"text","text":true},{"type":"text","text":1.5}]}}"#,
+            br#"{"type":"message","message":{"role":"user","content":[{"type":"text","type":"image","text":"not text"},{"type":"image","type":"text","text":"text"}]}}"#,
+            br#"{"type":"message","message":{"role":"user","content":["s",1,[],{"type":["text"]},{"type":"text","text":"ok"}]}}"#,
+            br#"{"type":"message","message":{"role":"user","content":"esc\"aped \u00e9 \n"}}"#,
+            b"{\"type\":\"message\",\"message\":{\"role\":\"user\",\"content\":\"bad utf8 \xff here\"}}",
+            b"{\"type\":\"message\",\"message\":{\"role\":\"assistant\",\"content\":[{\"type\":\"thinking\",\"thinking\":\"\xc3\x28\"}],\"timestamp\":9}}",
+            br#"{"type":"message","message":{"role":"user"}}"#,
+            br#"{"type":"message","message":{"role":5,"content":"x"}}"#,
+            br#"{"type":"message","message":"string"}"#,
+            br#"{"type":"message","message":[1,2]}"#,
+            br#"{"type":"message","message":{"role":"user","content":null}}"#,
+            br#"{"type":"message","message":{"role":"user","content":[{"type":"text","text":"t"},null]}}"#,
+            br#"{"type":"message","message":{"role":"user","content":{"type":"text"}}}"#,
+            br#"{"type":"message","message":null}"#,
+            br#"{"type":"message"}"#,
+            br#"{"type":"message","message":{"role":"user","content":"trailing"}} x"#,
+            br#"{"type":"message","message":{"role":"user","content":"x","timestamp":-3}}"#,
+            br#"{"type":"message","message":{"role":"user","content":"x","timestamp":18446744073709551615}}"#,
+            br#"{"type":"message","message":{"role":"user","content":"x","timestamp":-9223372036854775808}}"#,
+            br#"{"type":"message","message":{"role":"user","content":"x","timestamp":0.1e2}}"#,
+            br#"{"type":"session_info","name":" n "}"#,
+            br#"{"type":"message","message":{"role":"toolResult","content":{"bad":1}}}"#,
+        ];
+        // Each line alone (the ones that hide a session included), then all in a row and
+        // in reverse, so the first-message and activity rules meet each other.
+        for line in tricky {
+            assert_same_fold("one line", [*line]);
+        }
+        assert_same_fold("in order", tricky.iter().copied());
+        assert_same_fold("reversed", tricky.iter().rev().copied());
+        let listable: Vec<&[u8]> = tricky
+            .iter()
+            .copied()
+            .filter(|l| {
+                let mut s = SummaryState::default();
+                s.observe_full(l);
+                !s.unlistable
+            })
+            .collect();
+        assert_same_fold("listable, in order", listable.iter().copied());
+        assert_same_fold("listable, reversed", listable.iter().rev().copied());
     }
 }
