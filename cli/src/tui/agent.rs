@@ -547,6 +547,10 @@ impl AgentDriver for AgentSessionDriver {
         Some(self.agent.cwd())
     }
 
+    fn project_trusted(&self) -> Option<bool> {
+        self.env.as_ref().map(|e| e.settings.trusted)
+    }
+
     fn reload(&mut self) -> anyhow::Result<Reloaded> {
         let Some(env) = self.env.as_mut() else {
             bail!("no session setup available")

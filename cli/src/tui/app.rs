@@ -103,6 +103,10 @@ pub enum Effect {
         missing_cwd: super::driver::MissingCwd,
     },
     Reload,
+    /// Open /trust (the loop reads trust.json and calls `session_ops::open_trust`).
+    OpenTrust,
+    /// Save the /trust answer to trust.json (effective at the next start, as in Pi).
+    SaveTrust(pi_engine::config::TrustChoice),
     SaveSetting {
         key: String,
         value: serde_json::Value,
@@ -151,6 +155,7 @@ pub const BUILTIN_COMMANDS: &[(&str, &str)] = &[
         "reload",
         "Reload keybindings, extensions, skills, prompts, and themes",
     ),
+    ("trust", "Save project trust decision for future sessions"),
     ("hotkeys", "Show all keyboard shortcuts"),
     ("quit", "Quit pi"),
 ];
@@ -943,6 +948,7 @@ impl App {
                     .push(Item::Error("Usage: /import <path.jsonl>".into())),
             },
             "reload" => out.push(Effect::Reload),
+            "trust" => out.push(Effect::OpenTrust),
             "hotkeys" => self.dialog = Some(Dialog::Hotkeys),
             "quit" | "exit" => out.push(Effect::Quit),
             other => {
@@ -1523,10 +1529,13 @@ fn on_dialog_key(app: &mut App, k: KeyEvent, out: &mut Vec<Effect>) {
             ConfirmOutcome::Chosen(i) => {
                 match c.options.swap_remove(i).1 {
                     Some(effect) => out.push(effect),
+                    None if c.cancelled.is_empty() => {}
                     None => app.notice(c.cancelled),
                 }
                 None
             }
+            // An empty `cancelled` closes quietly (/trust, as Pi's selector does).
+            ConfirmOutcome::Cancelled if c.cancelled.is_empty() => None,
             ConfirmOutcome::Cancelled => {
                 app.notice(c.cancelled);
                 None

@@ -2061,6 +2061,93 @@ mod on_disk {
         }
     }
 
+    /// /trust as in Pi 1.6: the saved decision and this run's, the saved answers (the
+    /// saved one selected); a choice goes to trust.json for the next start, and this run
+    /// keeps the trust it started with.
+    #[test]
+    fn trust_command_saves_a_decision_for_the_next_start() {
+        let p = project();
+        let (d, _rt) = driver(&p, RunArgs::default());
+        let mut a = App::new(p.cwd.clone());
+        let cwd = must(p.cwd.canonicalize());
+        let parent = must(cwd.parent().ok_or("parent")).to_path_buf();
+        let trusted_at_start = d.project_trusted();
+        assert_eq!(trusted_at_start, Some(true), "nothing here needs trust");
+        let open = |a: &mut App, d: &AgentSessionDriver| {
+            let mut out = typed(a, "/trust");
+            out.extend(update(a, key(KeyCode::Enter)));
+            assert_eq!(out, vec![Effect::OpenTrust]);
+            session_ops::open_trust(a, &p.agent, &p.cwd, d.project_trusted());
+        };
+        let choose = |a: &mut App, keys: &[KeyCode]| {
+            let mut out = Vec::new();
+            for k in keys {
+                out.extend(update(a, key(*k)));
+            }
+            match out.as_slice() {
+                [Effect::SaveTrust(c)] => session_ops::save_trust(a, &p.agent, &p.cwd, *c),
+                other => panic!("expected a trust choice, got {other:?}"),
+            }
+        };
+        let saved = || -> Value {
+            must(serde_json::from_str(&must(std::fs::read_to_string(
+                p.agent.join("trust.json"),
+            ))))
+        };
+
+        open(&mut a, &d);
+        let text = super::screen(&a, 100, 30);
+        assert!(text.contains("Project trust"), "{text}");
+        assert!(text.contains("Saved decision: none"), "{text}");
+        assert!(text.contains("Current session: trusted"), "{text}");
+        assert!(text.contains(&format!("Trust parent folder ({})", parent.display())));
+        assert!(!text.contains("this session only"), "{text}");
+        choose(&mut a, &[KeyCode::Down, KeyCode::Down, KeyCode::Enter]);
+        assert_eq!(
+            saved(),
+            serde_json::json!({ cwd.display().to_string(): false })
+        );
+        assert_eq!(
+            notices(&a).last().map(String::as_str),
+            Some("Saved trust decision: untrusted. Restart pi for this to take effect.")
+        );
+        assert_eq!(
+            d.project_trusted(),
+            trusted_at_start,
+            "effective next start"
+        );
+        assert!(!must(Settings::load(&p.agent, &p.cwd, &RunArgs::default())).trusted);
+
+        open(&mut a, &d);
+        match &a.dialog {
+            Some(super::Dialog::Confirm(c)) => {
+                assert_eq!(c.options[c.selected].0, "Do not trust");
+                assert!(c
+                    .message
+                    .contains(&format!("Saved decision: untrusted ({})", cwd.display())));
+            }
+            other => panic!("expected the trust dialog, got {other:?}"),
+        }
+        choose(&mut a, &[KeyCode::Up, KeyCode::Enter]);
+        assert_eq!(
+            saved(),
+            serde_json::json!({ parent.display().to_string(): true })
+        );
+        assert!(must(Settings::load(&p.agent, &p.cwd, &RunArgs::default())).trusted);
+
+        open(&mut a, &d);
+        let text = super::screen(&a, 100, 30);
+        assert!(
+            text.contains(&format!("trusted (inherited from {})", parent.display())),
+            "{text}"
+        );
+        // Escape closes without saving or saying anything.
+        let before = notices(&a).len();
+        assert!(update(&mut a, key(KeyCode::Esc)).is_empty());
+        assert!(a.dialog.is_none());
+        assert_eq!(notices(&a).len(), before);
+    }
+
     #[test]
     fn reload_reports_a_broken_settings_file_in_the_transcript() {
         let p = project();
