@@ -214,6 +214,10 @@ pub struct App {
     pub compacting: bool,
     /// A tree navigation is summarizing the branch it leaves (escape aborts it).
     pub summarizing_branch: bool,
+    /// Messages submitted while a branch summary is generated, with whether each is a
+    /// follow-up: sent in order once the navigation completes (the first as the prompt).
+    /// They are also in `steering`/`follow_up`, which show them as queued.
+    pub held: Vec<(String, bool)>,
     pub steering: Vec<String>,
     pub follow_up: Vec<String>,
     pub models: Vec<ModelInfo>,
@@ -268,6 +272,7 @@ impl App {
             working: false,
             compacting: false,
             summarizing_branch: false,
+            held: Vec::new(),
             steering: Vec::new(),
             follow_up: Vec::new(),
             models: Vec::new(),
@@ -661,6 +666,33 @@ impl App {
         }
     }
 
+    /// Sends what was held during a branch summary, as Pi flushes its compaction queue
+    /// after navigating: the first message starts the turn, the rest are queued behind it.
+    /// (An aborted summary keeps them queued, as in Pi.)
+    fn send_held(&mut self, out: &mut Vec<Effect>) {
+        let mut held = std::mem::take(&mut self.held).into_iter();
+        let Some((first, first_follow_up)) = held.next() else {
+            return;
+        };
+        let shown = if first_follow_up {
+            &mut self.follow_up
+        } else {
+            &mut self.steering
+        };
+        if let Some(i) = shown.iter().position(|s| *s == first) {
+            shown.remove(i);
+        }
+        self.working = true;
+        out.push(Effect::Prompt(first));
+        for (text, follow_up) in held {
+            out.push(if follow_up {
+                Effect::FollowUp(text)
+            } else {
+                Effect::Steer(text)
+            });
+        }
+    }
+
     fn restore_queue_to_editor(&mut self, steering: Vec<String>, follow_up: Vec<String>) {
         let mut parts: Vec<String> = steering.into_iter().chain(follow_up).collect();
         if parts.is_empty() {
@@ -835,16 +867,19 @@ impl App {
             });
             return;
         }
+        let text = self.editor.take();
         if self.summarizing_branch {
-            // The new prompt would land on the branch being left. Pi queues it until the
-            // navigation is done; here it stays in the editor.
-            let hint = self.keys.hint("app.interrupt");
-            self.notice(format!(
-                "Wait for the branch summary to finish ({hint} to cancel)"
-            ));
+            // Sent now it would land on the branch being left: Pi queues it (its compaction
+            // queue, with Pi's status text) and sends it once the navigation completes.
+            if follow_up {
+                self.follow_up.push(text.clone());
+            } else {
+                self.steering.push(text.clone());
+            }
+            self.held.push((text, follow_up));
+            self.notice("Queued message for after compaction");
             return;
         }
-        let text = self.editor.take();
         self.scroll = 0;
         if self.working {
             if follow_up {
@@ -1145,7 +1180,11 @@ pub fn update(app: &mut App, msg: Msg) -> Vec<Effect> {
             if ev == AgentEvent::TreeNavigationAborted {
                 out.push(Effect::OpenTree);
             }
-            app.on_agent(ev)
+            let navigated = matches!(ev, AgentEvent::TreeNavigated { .. });
+            app.on_agent(ev);
+            if navigated {
+                app.send_held(&mut out);
+            }
         }
         Msg::FilesIndexed(files) => app.files = files,
         Msg::BashDone {
@@ -1318,6 +1357,7 @@ fn on_key(app: &mut App, k: KeyEvent, out: &mut Vec<Effect>) {
     }
     if m("app.message.dequeue") {
         if !app.steering.is_empty() || !app.follow_up.is_empty() {
+            app.held.clear();
             out.push(Effect::ClearQueue);
             let (s, f) = (
                 std::mem::take(&mut app.steering),

@@ -477,10 +477,16 @@ fn tree_user_message_goes_to_editor_after_three_way_prompt() {
     // While the branch is summarized: the status line, and escape aborts.
     assert!(a.summarizing_branch);
     insta::assert_snapshot!("summarizing_branch", screen(&a, 60, 8));
-    // A prompt now would land on the branch being left: it stays in the editor.
+    // A prompt now would land on the branch being left: it is queued (see
+    // `prompts_during_a_branch_summary_are_sent_after_navigating`); alt+up takes it back.
     typed(&mut a, "later");
     assert!(update(&mut a, key(KeyCode::Enter)).is_empty());
+    assert_eq!(a.editor.text(), "");
+    assert_eq!(a.steering, vec!["later".to_string()]);
+    let alt_up = Msg::Key(KeyEvent::new(KeyCode::Up, KeyModifiers::ALT));
+    assert_eq!(update(&mut a, alt_up), vec![Effect::ClearQueue]);
     assert_eq!(a.editor.text(), "later");
+    assert!(a.held.is_empty() && a.steering.is_empty());
     a.editor.take();
     assert_eq!(update(&mut a, key(KeyCode::Esc)), vec![Effect::Abort]);
     // An aborted summary goes back to the tree.
@@ -508,6 +514,56 @@ fn tree_user_message_goes_to_editor_after_three_way_prompt() {
     let expanded = screen(&a, 60, 20);
     assert!(expanded.contains("Branch Summary"), "{expanded}");
     assert!(expanded.contains("Fix it"), "{expanded}");
+}
+
+/// As in Pi (its compaction queue): messages submitted while a branch summary is generated
+/// are queued with "Queued message for after compaction", kept when the summary is
+/// aborted, and sent once the navigation completes: the first as the prompt, the rest
+/// queued behind it as steering or follow-up.
+#[test]
+fn prompts_during_a_branch_summary_are_sent_after_navigating() {
+    let mut a = app();
+    a.summarizing_branch = true;
+    typed(&mut a, "first");
+    assert!(update(&mut a, key(KeyCode::Enter)).is_empty());
+    typed(&mut a, "second");
+    let alt_enter = Msg::Key(KeyEvent::new(KeyCode::Enter, KeyModifiers::ALT));
+    assert!(update(&mut a, alt_enter).is_empty());
+    assert_eq!(a.editor.text(), "");
+    assert_eq!(a.steering, vec!["first".to_string()]);
+    assert_eq!(a.follow_up, vec!["second".to_string()]);
+    let screen_text = screen(&a, 60, 12);
+    assert!(
+        screen_text.contains("Queued message for after compaction"),
+        "{screen_text}"
+    );
+    assert!(screen_text.contains("first"), "{screen_text}");
+
+    // Aborted: still queued, nothing sent.
+    let out = update(&mut a, Msg::Agent(AgentEvent::TreeNavigationAborted));
+    assert_eq!(out, vec![Effect::OpenTree]);
+    assert_eq!(a.held.len(), 2);
+
+    a.dialog = None;
+    a.summarizing_branch = true;
+    let out = update(
+        &mut a,
+        Msg::Agent(AgentEvent::TreeNavigated {
+            messages: vec![],
+            editor_text: None,
+        }),
+    );
+    assert_eq!(
+        out,
+        vec![
+            Effect::Prompt("first".into()),
+            Effect::FollowUp("second".into())
+        ]
+    );
+    assert!(a.working);
+    assert!(a.held.is_empty());
+    assert!(a.steering.is_empty());
+    assert_eq!(a.follow_up, vec!["second".to_string()]);
 }
 
 #[test]
