@@ -710,9 +710,22 @@ async fn session_flag_from_another_directory() {
     assert_eq!(files.len(), 2, "{files:?}");
     let fork = files.iter().find(|f| **f != file).expect("the fork");
     let lines = jsonl(fork);
-    assert_eq!(
-        lines[0]["cwd"],
-        cwd.canonicalize().expect("cwd").display().to_string()
-    );
+    let here = cwd.canonicalize().expect("cwd");
+    assert_eq!(lines[0]["cwd"], here.display().to_string());
     assert_ne!(lines[0]["id"], "elsewhere-session");
+
+    // "Continue in": the stored session, worked on here; no new file. (Started before the
+    // last one is killed, so the tmux server does not exit in between.)
+    let last = tmux;
+    let tmux = Tmux::start(&format!("{name}-4"), &cwd, &command);
+    drop(last);
+    tmux.wait_for("(asks again next time)");
+    tmux.keys(&["Enter"]);
+    tmux.wait_for("From elsewhere");
+    tmux.keys(&["-l", "!!echo \"PWD=$(pwd)\""]);
+    tmux.keys(&["Enter"]);
+    tmux.wait_for(&format!("PWD={}", here.display()));
+    tmux.keys(&["C-d"]);
+    tmux.wait_for("EXITED-0");
+    assert_eq!(session_files(&sessions).len(), 2);
 }
