@@ -89,6 +89,16 @@ impl Scenario {
     }
 }
 
+/// Copies a recorded Pi session with its header `cwd` set to `cwd`: the recorded directory
+/// is gone here, and `--session` on such a session exits 1 as in Pi.
+fn copy_into_cwd(src: &Path, dst: &Path, cwd: &Path) {
+    let text = std::fs::read_to_string(src).unwrap();
+    let (first, rest) = text.split_once('\n').unwrap();
+    let mut header: Value = serde_json::from_str(first).unwrap();
+    header["cwd"] = json!(cwd.display().to_string());
+    std::fs::write(dst, format!("{header}\n{rest}")).unwrap();
+}
+
 fn read_jsonl(path: &Path) -> Vec<Value> {
     std::fs::read_to_string(path)
         .unwrap_or_else(|e| panic!("{}: {e}", path.display()))
@@ -927,7 +937,7 @@ async fn every_real_pi_session_resumes() {
     for src in names {
         let sc = Scenario::new(json!({"turns": [{"text": "continued"}]}), None).await;
         let copy = sc.sessions.join(src.file_name().unwrap());
-        std::fs::copy(&src, &copy).unwrap();
+        copy_into_cwd(&src, &copy, &sc.cwd);
         let before = read_jsonl(&copy);
         let out = sc.run(&[
             "--session",
@@ -1455,7 +1465,7 @@ async fn fork_and_id_prefix_open_existing_sessions() {
     let copy = sc
         .sessions
         .join("2026-11-30T13-49-25-872Z_01a22cb7-b1ea-7305-9966-094fe807b477.jsonl");
-    std::fs::copy(&src, &copy).unwrap();
+    copy_into_cwd(&src, &copy, &sc.cwd);
     let before = read_jsonl(&copy);
     let out = sc.run(&["--fork", copy.to_str().unwrap(), "-p", "in the fork"]);
     assert_eq!(
@@ -1598,4 +1608,72 @@ async fn rpc_compaction_retries_transient_summary_errors_with_events() {
         .as_str()
         .unwrap_or("")
         .contains("Compacted after a retry."));
+}
+
+/// `--session` on a session of another directory works there from the start (tools run in
+/// it); once that directory is gone, print mode exits 1 with Pi's message instead.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn print_session_from_another_dir_works_there_or_errors_when_gone() {
+    let sc = Scenario::new(
+        json!({"turns": [
+            {"tool_calls": [tc("bash", json!({"command": "pwd"}))]},
+            {"text": "You are elsewhere."},
+        ]}),
+        None,
+    )
+    .await;
+    let root = sc.cwd.parent().unwrap().canonicalize().unwrap();
+    let other = root.join("other");
+    std::fs::create_dir_all(&other).unwrap();
+    let file = sc.sessions.join("elsewhere.jsonl");
+    let header = json!({"type": "session", "version": 3, "id": "elsewhere-session",
+        "timestamp": "2026-01-01T00:00:00.000Z", "cwd": other.display().to_string()});
+    std::fs::write(&file, format!("{header}\n")).unwrap();
+    let file_arg = file.display().to_string();
+    let args = [
+        "--model",
+        "fakeoai/fake-model",
+        "--session",
+        file_arg.as_str(),
+        "-p",
+        "Where am I?",
+    ];
+
+    let out = sc.run(&args);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let results: Vec<Value> = read_jsonl(&file)
+        .into_iter()
+        .filter(|l| l["message"]["role"] == "toolResult")
+        .collect();
+    assert_eq!(results.len(), 1, "one bash result");
+    let text = results[0]["message"]["content"][0]["text"]
+        .as_str()
+        .unwrap();
+    assert_eq!(text.trim(), other.display().to_string());
+
+    std::fs::remove_dir_all(&other).unwrap();
+    let before = std::fs::read(&file).unwrap();
+    let out = sc.run(&args);
+    assert_eq!(out.status.code(), Some(1));
+    let here = sc.cwd.canonicalize().unwrap();
+    assert_eq!(
+        String::from_utf8_lossy(&out.stderr),
+        format!(
+            "pi: Stored session working directory does not exist: {}\nSession file: {}\n\
+             Current working directory: {}\n",
+            other.display(),
+            file.display(),
+            here.display()
+        )
+    );
+    assert_eq!(
+        std::fs::read(&file).unwrap(),
+        before,
+        "the session is untouched"
+    );
 }

@@ -637,3 +637,95 @@ async fn import_follows_or_replaces_the_session_directory() {
     tmux.keys(&["C-d"]);
     tmux.wait_for("EXITED-0");
 }
+
+/// `pi --session FILE` on a session of another directory works there from the start (the
+/// footer names it, `!!pwd` runs in it); once that directory is gone, the start asks first:
+/// escape cancels (exit 0, nothing written), "Fork into" copies it into the current one.
+#[tokio::test(flavor = "multi_thread")]
+async fn session_flag_from_another_directory() {
+    if !enabled() {
+        eprintln!("skipped: set PI_TUI_E2E=1 (needs tmux and the interactive mode wired to `pi`)");
+        return;
+    }
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let agent: PathBuf = tmp.path().join("agent");
+    let cwd = tmp.path().join("cwd");
+    let other = tmp.path().join("elsewhere-proj");
+    let sessions = tmp.path().join("sessions");
+    for d in [&agent, &cwd, &other, &sessions] {
+        std::fs::create_dir_all(d).expect("mkdir");
+    }
+    let other = other.canonicalize().expect("other");
+    let fake = FakeLlm::start(serde_json::from_value(json!({"turns": []})).expect("script"))
+        .await
+        .expect("fake llm");
+    let models = std::fs::read_to_string(format!("{FIXTURES}/tricky/agent/models.json"))
+        .expect("models.json")
+        .replace("127.0.0.1:18765", &format!("127.0.0.1:{}", fake.port()));
+    std::fs::write(agent.join("models.json"), models).expect("write models");
+    let header = json!({"type": "session", "version": 3, "id": "elsewhere-session",
+        "timestamp": "2026-01-01T00:00:00.000Z", "cwd": other.display().to_string()});
+    let user = json!({"type": "message", "id": "i1", "parentId": null,
+        "timestamp": "2026-01-01T00:00:01.000Z",
+        "message": {"role": "user", "content": "From elsewhere", "timestamp": 1}});
+    let file = sessions.join("elsewhere.jsonl");
+    std::fs::write(&file, format!("{header}\n{user}\n")).expect("session");
+    let bin =
+        std::env::var("PI_TUI_E2E_BIN").unwrap_or_else(|_| env!("CARGO_BIN_EXE_pi").to_string());
+    let command = format!(
+        "env PI_CODING_AGENT_DIR={} {} --session-dir {} --model fakeoai/fake-model --session {}; echo EXITED-$?; sleep 30",
+        shell_quote(&agent),
+        shell_quote(Path::new(&bin)),
+        shell_quote(&sessions),
+        shell_quote(&file)
+    );
+    let name = format!("pi-tui-e2e-session-dir-{}", std::process::id());
+
+    let tmux = Tmux::start(&name, &cwd, &command);
+    let screen = tmux.wait_for("From elsewhere");
+    assert!(screen.contains("elsewhere-proj"), "footer: {screen}");
+    tmux.keys(&["-l", "!!echo \"PWD=$(pwd)\""]);
+    tmux.keys(&["Enter"]);
+    tmux.wait_for(&format!("PWD={}", other.display()));
+    tmux.keys(&["C-d"]);
+    tmux.wait_for("EXITED-0");
+    drop(tmux);
+
+    std::fs::remove_dir_all(&other).expect("remove other");
+    let tmux = Tmux::start(&format!("{name}-2"), &cwd, &command);
+    tmux.wait_for("Session cwd does not exist");
+    tmux.keys(&["Escape"]);
+    tmux.wait_for("EXITED-0");
+    drop(tmux);
+    assert_eq!(session_files(&sessions), vec![file.clone()]);
+
+    let tmux = Tmux::start(&format!("{name}-3"), &cwd, &command);
+    tmux.wait_for("(new session ID, original kept)");
+    tmux.keys(&["Down"]);
+    tmux.keys(&["Enter"]);
+    tmux.wait_for("From elsewhere");
+    tmux.keys(&["C-d"]);
+    tmux.wait_for("EXITED-0");
+    let files = session_files(&sessions);
+    assert_eq!(files.len(), 2, "{files:?}");
+    let fork = files.iter().find(|f| **f != file).expect("the fork");
+    let lines = jsonl(fork);
+    let here = cwd.canonicalize().expect("cwd");
+    assert_eq!(lines[0]["cwd"], here.display().to_string());
+    assert_ne!(lines[0]["id"], "elsewhere-session");
+
+    // "Continue in": the stored session, worked on here; no new file. (Started before the
+    // last one is killed, so the tmux server does not exit in between.)
+    let last = tmux;
+    let tmux = Tmux::start(&format!("{name}-4"), &cwd, &command);
+    drop(last);
+    tmux.wait_for("(asks again next time)");
+    tmux.keys(&["Enter"]);
+    tmux.wait_for("From elsewhere");
+    tmux.keys(&["-l", "!!echo \"PWD=$(pwd)\""]);
+    tmux.keys(&["Enter"]);
+    tmux.wait_for(&format!("PWD={}", here.display()));
+    tmux.keys(&["C-d"]);
+    tmux.wait_for("EXITED-0");
+    assert_eq!(session_files(&sessions).len(), 2);
+}

@@ -101,11 +101,117 @@ pub struct Env {
     pub no_session: bool,
 }
 
+/// The directory the run was started in, as sessions record it.
+pub fn current_cwd() -> anyhow::Result<String> {
+    let cwd_path = std::env::current_dir().context("cannot read the current directory")?;
+    Ok(pi_storage::paths::resolve_cwd(
+        &cwd_path.display().to_string(),
+    ))
+}
+
+/// Where a run works. Pi decides this before anything directory-bound is read: `--session`
+/// may name a session of another project, whose settings, trust and resources apply.
+#[derive(Debug, Clone, PartialEq)]
+pub enum RunDir {
+    /// The current directory, or the stored directory of the `--session` being continued.
+    Dir(String),
+    /// `--session` names a session whose stored directory no longer exists.
+    Missing(MissingSessionDir),
+}
+
+/// A `--session` whose stored directory is gone (Pi's `MissingSessionCwdIssue`).
+#[derive(Debug, Clone, PartialEq)]
+pub struct MissingSessionDir {
+    /// The session file, or the store location of a database session.
+    pub session_file: String,
+    /// The directory in the session header.
+    pub session_cwd: String,
+    /// The directory the run was started in, offered instead.
+    pub fallback_cwd: String,
+}
+
+impl std::fmt::Display for MissingSessionDir {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        // Pi's formatMissingSessionCwdError, line for line.
+        write!(
+            f,
+            "Stored session working directory does not exist: {}\nSession file: {}\n\
+             Current working directory: {}",
+            self.session_cwd, self.session_file, self.fallback_cwd
+        )
+    }
+}
+
+/// Decides where a run started in `start` works: for `--session` (not `--fork`, which
+/// copies the session into `start`) the session's own directory when it exists.
+pub fn run_dir(args: &RunArgs, start: &str) -> anyhow::Result<RunDir> {
+    let Some(reference) = args.session.as_deref().filter(|_| args.fork.is_none()) else {
+        return Ok(RunDir::Dir(start.to_string()));
+    };
+    // Only the store is needed to find the session; it is located with the settings of
+    // the start directory, as Pi's start-up settings manager finds `sessionDir`.
+    let probe = Env::probe(args, start)?;
+    let (session, _) = probe.open_ref(reference)?;
+    let stored = session
+        .header()
+        .and_then(|h| h["cwd"].as_str().map(str::to_string))
+        .unwrap_or_default();
+    if stored.is_empty() {
+        return Ok(RunDir::Dir(start.to_string()));
+    }
+    if Path::new(&stored).is_dir() {
+        return Ok(RunDir::Dir(pi_storage::paths::resolve_cwd(&stored)));
+    }
+    Ok(RunDir::Missing(MissingSessionDir {
+        session_file: session
+            .path()
+            .map(|p| p.display().to_string())
+            .unwrap_or_else(|| reference.to_string()),
+        session_cwd: stored,
+        fallback_cwd: start.to_string(),
+    }))
+}
+
 impl Env {
-    /// Reads the agent dir, settings and models.json.
+    /// Reads the agent dir, settings and models.json for the directory the run works in
+    /// ([`run_dir`]); a `--session` whose directory is gone is an error here (print, json
+    /// and rpc exit 1 as Pi does; the TUI asks first and calls [`Env::at`]).
     pub fn new(args: &RunArgs) -> anyhow::Result<Env> {
-        let cwd_path = std::env::current_dir().context("cannot read the current directory")?;
-        let cwd = pi_storage::paths::resolve_cwd(&cwd_path.display().to_string());
+        match run_dir(args, &current_cwd()?)? {
+            RunDir::Dir(cwd) => Env::at(args, cwd),
+            RunDir::Missing(missing) => bail!("{missing}"),
+        }
+    }
+
+    /// Just enough to find sessions from `cwd`: agent dir, settings (no prompt, no
+    /// warnings) and store; no models, no resources.
+    fn probe(args: &RunArgs, cwd: &str) -> anyhow::Result<Env> {
+        let agent_dir = StoreOptions::from_env(args.session_dir.as_deref(), None).agent_dir;
+        let settings = Settings::load_quiet(&agent_dir, Path::new(cwd), args)?;
+        let store_options =
+            StoreOptions::from_env(args.session_dir.as_deref(), settings.session_dir.as_deref());
+        let spec = resolve_store_spec(
+            args.session_store.as_deref(),
+            std::env::var(pi_storage::spec::ENV_SESSION_STORE)
+                .ok()
+                .as_deref(),
+            settings.session_store.as_deref(),
+        )
+        .map_err(|e| anyhow!("{e}"))?;
+        Ok(Env {
+            resources: Default::default(),
+            agent_dir,
+            cwd: cwd.to_string(),
+            settings,
+            registry: Default::default(),
+            spec,
+            store_options,
+            no_session: true,
+        })
+    }
+
+    /// [`Env::new`] for a directory already decided.
+    pub fn at(args: &RunArgs, cwd: String) -> anyhow::Result<Env> {
         let store_probe = StoreOptions::from_env(args.session_dir.as_deref(), None);
         let agent_dir = store_probe.agent_dir.clone();
         let settings = Settings::load(&agent_dir, Path::new(&cwd), args)?;

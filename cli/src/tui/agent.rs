@@ -547,6 +547,10 @@ impl AgentDriver for AgentSessionDriver {
         Some(self.agent.cwd())
     }
 
+    fn project_trusted(&self) -> Option<bool> {
+        self.env.as_ref().map(|e| e.settings.trusted)
+    }
+
     fn reload(&mut self) -> anyhow::Result<Reloaded> {
         let Some(env) = self.env.as_mut() else {
             bail!("no session setup available")
@@ -752,12 +756,30 @@ pub fn run_with_args(mut args: crate::RunArgs) -> anyhow::Result<i32> {
         .build()?;
     // Trust is asked before anything project-local is read (Pi's start-up selector).
     let agent_dir = pi_storage::StoreOptions::from_env(args.session_dir.as_deref(), None).agent_dir;
-    let start_cwd = std::env::current_dir()?;
+    // Before trust: `--session` may put the run in another project's directory, whose
+    // trust is the one asked about; a directory that is gone is asked about first.
+    let start = crate::modes::current_cwd()?;
+    let cwd = match crate::modes::run_dir(&args, &start)? {
+        crate::modes::RunDir::Dir(cwd) => cwd,
+        crate::modes::RunDir::Missing(missing) => {
+            let prompt = super::startup::missing_dir_prompt(&missing);
+            match super::startup::ask_on_terminal(&agent_dir, prompt)? {
+                // Continue: the session as stored, worked on here (asks again next time).
+                Some(0) => start,
+                // Fork: as `--fork`, a copy whose header names this directory.
+                Some(1) => {
+                    args.fork = args.session.take();
+                    start
+                }
+                _ => return Ok(0),
+            }
+        }
+    };
     args.project_trusted =
-        super::startup::resolve_startup_trust(&agent_dir, &start_cwd, &args, |prompt| {
+        super::startup::resolve_startup_trust(&agent_dir, Path::new(&cwd), &args, |prompt| {
             super::startup::ask_on_terminal(&agent_dir, prompt)
         })?;
-    let env = crate::modes::Env::new(&args)?;
+    let env = crate::modes::Env::at(&args, cwd)?;
     // Decided once per run, as in Pi: /reload keeps this answer even if trust.json changes
     // (Pi's /trust takes effect on the next start).
     args.project_trusted = Some(env.settings.trusted);

@@ -103,6 +103,10 @@ pub enum Effect {
         missing_cwd: super::driver::MissingCwd,
     },
     Reload,
+    /// Open /trust (the loop reads trust.json and calls `session_ops::open_trust`).
+    OpenTrust,
+    /// Save the /trust answer to trust.json (effective at the next start, as in Pi).
+    SaveTrust(pi_engine::config::TrustChoice),
     SaveSetting {
         key: String,
         value: serde_json::Value,
@@ -151,6 +155,7 @@ pub const BUILTIN_COMMANDS: &[(&str, &str)] = &[
         "reload",
         "Reload keybindings, extensions, skills, prompts, and themes",
     ),
+    ("trust", "Save project trust decision for future sessions"),
     ("hotkeys", "Show all keyboard shortcuts"),
     ("quit", "Quit pi"),
 ];
@@ -209,6 +214,10 @@ pub struct App {
     pub compacting: bool,
     /// A tree navigation is summarizing the branch it leaves (escape aborts it).
     pub summarizing_branch: bool,
+    /// Messages submitted while a branch summary is generated, with whether each is a
+    /// follow-up: sent in order once the navigation completes (the first as the prompt).
+    /// They are also in `steering`/`follow_up`, which show them as queued.
+    pub held: Vec<(String, bool)>,
     pub steering: Vec<String>,
     pub follow_up: Vec<String>,
     pub models: Vec<ModelInfo>,
@@ -263,6 +272,7 @@ impl App {
             working: false,
             compacting: false,
             summarizing_branch: false,
+            held: Vec::new(),
             steering: Vec::new(),
             follow_up: Vec::new(),
             models: Vec::new(),
@@ -656,6 +666,33 @@ impl App {
         }
     }
 
+    /// Sends what was held during a branch summary, as Pi flushes its compaction queue
+    /// after navigating: the first message starts the turn, the rest are queued behind it.
+    /// (An aborted summary keeps them queued, as in Pi.)
+    fn send_held(&mut self, out: &mut Vec<Effect>) {
+        let mut held = std::mem::take(&mut self.held).into_iter();
+        let Some((first, first_follow_up)) = held.next() else {
+            return;
+        };
+        let shown = if first_follow_up {
+            &mut self.follow_up
+        } else {
+            &mut self.steering
+        };
+        if let Some(i) = shown.iter().position(|s| *s == first) {
+            shown.remove(i);
+        }
+        self.working = true;
+        out.push(Effect::Prompt(first));
+        for (text, follow_up) in held {
+            out.push(if follow_up {
+                Effect::FollowUp(text)
+            } else {
+                Effect::Steer(text)
+            });
+        }
+    }
+
     fn restore_queue_to_editor(&mut self, steering: Vec<String>, follow_up: Vec<String>) {
         let mut parts: Vec<String> = steering.into_iter().chain(follow_up).collect();
         if parts.is_empty() {
@@ -830,16 +867,19 @@ impl App {
             });
             return;
         }
+        let text = self.editor.take();
         if self.summarizing_branch {
-            // The new prompt would land on the branch being left. Pi queues it until the
-            // navigation is done; here it stays in the editor.
-            let hint = self.keys.hint("app.interrupt");
-            self.notice(format!(
-                "Wait for the branch summary to finish ({hint} to cancel)"
-            ));
+            // Sent now it would land on the branch being left: Pi queues it (its compaction
+            // queue, with Pi's status text) and sends it once the navigation completes.
+            if follow_up {
+                self.follow_up.push(text.clone());
+            } else {
+                self.steering.push(text.clone());
+            }
+            self.held.push((text, follow_up));
+            self.notice("Queued message for after compaction");
             return;
         }
-        let text = self.editor.take();
         self.scroll = 0;
         if self.working {
             if follow_up {
@@ -943,6 +983,7 @@ impl App {
                     .push(Item::Error("Usage: /import <path.jsonl>".into())),
             },
             "reload" => out.push(Effect::Reload),
+            "trust" => out.push(Effect::OpenTrust),
             "hotkeys" => self.dialog = Some(Dialog::Hotkeys),
             "quit" | "exit" => out.push(Effect::Quit),
             other => {
@@ -1139,7 +1180,11 @@ pub fn update(app: &mut App, msg: Msg) -> Vec<Effect> {
             if ev == AgentEvent::TreeNavigationAborted {
                 out.push(Effect::OpenTree);
             }
-            app.on_agent(ev)
+            let navigated = matches!(ev, AgentEvent::TreeNavigated { .. });
+            app.on_agent(ev);
+            if navigated {
+                app.send_held(&mut out);
+            }
         }
         Msg::FilesIndexed(files) => app.files = files,
         Msg::BashDone {
@@ -1312,6 +1357,7 @@ fn on_key(app: &mut App, k: KeyEvent, out: &mut Vec<Effect>) {
     }
     if m("app.message.dequeue") {
         if !app.steering.is_empty() || !app.follow_up.is_empty() {
+            app.held.clear();
             out.push(Effect::ClearQueue);
             let (s, f) = (
                 std::mem::take(&mut app.steering),
@@ -1523,10 +1569,13 @@ fn on_dialog_key(app: &mut App, k: KeyEvent, out: &mut Vec<Effect>) {
             ConfirmOutcome::Chosen(i) => {
                 match c.options.swap_remove(i).1 {
                     Some(effect) => out.push(effect),
+                    None if c.cancelled.is_empty() => {}
                     None => app.notice(c.cancelled),
                 }
                 None
             }
+            // An empty `cancelled` closes quietly (/trust, as Pi's selector does).
+            ConfirmOutcome::Cancelled if c.cancelled.is_empty() => None,
             ConfirmOutcome::Cancelled => {
                 app.notice(c.cancelled);
                 None

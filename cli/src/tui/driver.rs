@@ -398,6 +398,12 @@ pub trait AgentDriver {
     fn cwd(&self) -> Option<std::path::PathBuf> {
         None
     }
+
+    /// Whether this run loaded the project as trusted (decided once at start-up; `None`:
+    /// not known, as for agents without project settings).
+    fn project_trusted(&self) -> Option<bool> {
+        None
+    }
 }
 
 /// What to do when the session to open names a working directory that no longer exists

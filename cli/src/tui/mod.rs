@@ -437,6 +437,15 @@ fn apply_effect(
             missing_cwd,
         } => session_ops::resume(app, driver, &opts.agent_dir, &location, missing_cwd),
         Effect::Reload => session_ops::reload(app, driver, &opts.agent_dir),
+        Effect::OpenTrust => {
+            let cwd = driver.cwd().unwrap_or_else(|| app.cwd.clone());
+            let trusted = driver.project_trusted();
+            session_ops::open_trust(app, &opts.agent_dir, &cwd, trusted)
+        }
+        Effect::SaveTrust(choice) => {
+            let cwd = driver.cwd().unwrap_or_else(|| app.cwd.clone());
+            session_ops::save_trust(app, &opts.agent_dir, &cwd, choice)
+        }
         Effect::RunBash { command, excluded } => {
             let tx = tx.clone();
             let cwd = app.cwd.clone();

@@ -413,3 +413,70 @@ pub fn copy_into_dir(source: &Path, dir: &Path) -> anyhow::Result<PathBuf> {
         }
     }
 }
+
+/// /trust (Pi's trust selector): the saved decision for the project folder and this run's,
+/// and the answers that are saved (Trust, Trust parent folder, Do not trust), the saved one
+/// selected. Saving takes effect at the next start.
+pub fn open_trust(app: &mut App, agent_dir: &Path, cwd: &Path, trusted_now: Option<bool>) {
+    use pi_engine::config::{TrustChoice, TrustStore};
+    let saved = match TrustStore::new(agent_dir).get_entry(cwd) {
+        Ok(saved) => saved,
+        Err(e) => {
+            app.transcript.push(Item::Error(format!("{e}")));
+            return;
+        }
+    };
+    let choices: Vec<TrustChoice> = TrustChoice::options(cwd)
+        .into_iter()
+        .filter(|c| c.saved_path(cwd).is_some())
+        .collect();
+    let label = |trusted: bool| if trusted { "trusted" } else { "untrusted" };
+    let own_path = TrustChoice::Trust.saved_path(cwd);
+    let saved_text = match &saved {
+        None => "none".to_string(),
+        Some((path, trusted)) if Some(path) != own_path.as_ref() => {
+            format!("{} (inherited from {})", label(*trusted), path.display())
+        }
+        Some((path, trusted)) => format!("{} ({})", label(*trusted), path.display()),
+    };
+    let selected = choices
+        .iter()
+        .position(|c| {
+            saved
+                .as_ref()
+                .is_some_and(|(p, t)| c.trusted() == *t && c.saved_path(cwd).as_ref() == Some(p))
+        })
+        .unwrap_or(0);
+    let mut message = format!("{}\n\nSaved decision: {saved_text}", cwd.display());
+    if let Some(now) = trusted_now {
+        message.push_str(&format!("\nCurrent session: {}", label(now)));
+    }
+    app.dialog = Some(Dialog::Confirm(Confirm {
+        title: "Project trust".into(),
+        message,
+        options: choices
+            .into_iter()
+            .map(|c| (c.label(cwd), Some(Effect::SaveTrust(c))))
+            .collect(),
+        cancelled: String::new(),
+        selected,
+    }));
+}
+
+/// Saves a /trust answer to `trust.json`; this run keeps the trust it started with.
+pub fn save_trust(
+    app: &mut App,
+    agent_dir: &Path,
+    cwd: &Path,
+    choice: pi_engine::config::TrustChoice,
+) {
+    match choice.record(cwd, &pi_engine::config::TrustStore::new(agent_dir)) {
+        Ok(trusted) => app.notice(format!(
+            "Saved trust decision: {}. Restart pi for this to take effect.",
+            if trusted { "trusted" } else { "untrusted" }
+        )),
+        Err(e) => app.transcript.push(Item::Error(format!(
+            "Could not save the trust decision: {e}"
+        ))),
+    }
+}

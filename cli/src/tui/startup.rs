@@ -36,6 +36,26 @@ pub fn trust_prompt(path: &Path) -> Confirm {
     }
 }
 
+/// Pi's start-up question for a `--session` whose stored directory is gone, with its
+/// three answers: continue here, fork here, cancel (the /resume dialog's wording).
+pub fn missing_dir_prompt(missing: &crate::modes::MissingSessionDir) -> Confirm {
+    let here = &missing.fallback_cwd;
+    Confirm {
+        title: format!("Session cwd does not exist: {}", missing.session_cwd),
+        message: String::new(),
+        options: vec![
+            (format!("Continue in {here} (asks again next time)"), None),
+            (
+                format!("Fork into {here} (new session ID, original kept)"),
+                None,
+            ),
+            ("Cancel".into(), None),
+        ],
+        cancelled: String::new(),
+        selected: 0,
+    }
+}
+
 /// Decides project trust for the interactive start: `Some(trusted)` when the user was
 /// asked, `None` when nothing needed asking (the flags, `trust.json` or
 /// `defaultProjectTrust` decide, as in the other modes).

@@ -477,10 +477,16 @@ fn tree_user_message_goes_to_editor_after_three_way_prompt() {
     // While the branch is summarized: the status line, and escape aborts.
     assert!(a.summarizing_branch);
     insta::assert_snapshot!("summarizing_branch", screen(&a, 60, 8));
-    // A prompt now would land on the branch being left: it stays in the editor.
+    // A prompt now would land on the branch being left: it is queued (see
+    // `prompts_during_a_branch_summary_are_sent_after_navigating`); alt+up takes it back.
     typed(&mut a, "later");
     assert!(update(&mut a, key(KeyCode::Enter)).is_empty());
+    assert_eq!(a.editor.text(), "");
+    assert_eq!(a.steering, vec!["later".to_string()]);
+    let alt_up = Msg::Key(KeyEvent::new(KeyCode::Up, KeyModifiers::ALT));
+    assert_eq!(update(&mut a, alt_up), vec![Effect::ClearQueue]);
     assert_eq!(a.editor.text(), "later");
+    assert!(a.held.is_empty() && a.steering.is_empty());
     a.editor.take();
     assert_eq!(update(&mut a, key(KeyCode::Esc)), vec![Effect::Abort]);
     // An aborted summary goes back to the tree.
@@ -508,6 +514,56 @@ fn tree_user_message_goes_to_editor_after_three_way_prompt() {
     let expanded = screen(&a, 60, 20);
     assert!(expanded.contains("Branch Summary"), "{expanded}");
     assert!(expanded.contains("Fix it"), "{expanded}");
+}
+
+/// As in Pi (its compaction queue): messages submitted while a branch summary is generated
+/// are queued with "Queued message for after compaction", kept when the summary is
+/// aborted, and sent once the navigation completes: the first as the prompt, the rest
+/// queued behind it as steering or follow-up.
+#[test]
+fn prompts_during_a_branch_summary_are_sent_after_navigating() {
+    let mut a = app();
+    a.summarizing_branch = true;
+    typed(&mut a, "first");
+    assert!(update(&mut a, key(KeyCode::Enter)).is_empty());
+    typed(&mut a, "second");
+    let alt_enter = Msg::Key(KeyEvent::new(KeyCode::Enter, KeyModifiers::ALT));
+    assert!(update(&mut a, alt_enter).is_empty());
+    assert_eq!(a.editor.text(), "");
+    assert_eq!(a.steering, vec!["first".to_string()]);
+    assert_eq!(a.follow_up, vec!["second".to_string()]);
+    let screen_text = screen(&a, 60, 12);
+    assert!(
+        screen_text.contains("Queued message for after compaction"),
+        "{screen_text}"
+    );
+    assert!(screen_text.contains("first"), "{screen_text}");
+
+    // Aborted: still queued, nothing sent.
+    let out = update(&mut a, Msg::Agent(AgentEvent::TreeNavigationAborted));
+    assert_eq!(out, vec![Effect::OpenTree]);
+    assert_eq!(a.held.len(), 2);
+
+    a.dialog = None;
+    a.summarizing_branch = true;
+    let out = update(
+        &mut a,
+        Msg::Agent(AgentEvent::TreeNavigated {
+            messages: vec![],
+            editor_text: None,
+        }),
+    );
+    assert_eq!(
+        out,
+        vec![
+            Effect::Prompt("first".into()),
+            Effect::FollowUp("second".into())
+        ]
+    );
+    assert!(a.working);
+    assert!(a.held.is_empty());
+    assert!(a.steering.is_empty());
+    assert_eq!(a.follow_up, vec!["second".to_string()]);
 }
 
 #[test]
@@ -2059,6 +2115,93 @@ mod on_disk {
                 assert!(!a.commands.iter().any(|c| c.name == "deploy"));
             }
         }
+    }
+
+    /// /trust as in Pi 1.6: the saved decision and this run's, the saved answers (the
+    /// saved one selected); a choice goes to trust.json for the next start, and this run
+    /// keeps the trust it started with.
+    #[test]
+    fn trust_command_saves_a_decision_for_the_next_start() {
+        let p = project();
+        let (d, _rt) = driver(&p, RunArgs::default());
+        let mut a = App::new(p.cwd.clone());
+        let cwd = must(p.cwd.canonicalize());
+        let parent = must(cwd.parent().ok_or("parent")).to_path_buf();
+        let trusted_at_start = d.project_trusted();
+        assert_eq!(trusted_at_start, Some(true), "nothing here needs trust");
+        let open = |a: &mut App, d: &AgentSessionDriver| {
+            let mut out = typed(a, "/trust");
+            out.extend(update(a, key(KeyCode::Enter)));
+            assert_eq!(out, vec![Effect::OpenTrust]);
+            session_ops::open_trust(a, &p.agent, &p.cwd, d.project_trusted());
+        };
+        let choose = |a: &mut App, keys: &[KeyCode]| {
+            let mut out = Vec::new();
+            for k in keys {
+                out.extend(update(a, key(*k)));
+            }
+            match out.as_slice() {
+                [Effect::SaveTrust(c)] => session_ops::save_trust(a, &p.agent, &p.cwd, *c),
+                other => panic!("expected a trust choice, got {other:?}"),
+            }
+        };
+        let saved = || -> Value {
+            must(serde_json::from_str(&must(std::fs::read_to_string(
+                p.agent.join("trust.json"),
+            ))))
+        };
+
+        open(&mut a, &d);
+        let text = super::screen(&a, 100, 30);
+        assert!(text.contains("Project trust"), "{text}");
+        assert!(text.contains("Saved decision: none"), "{text}");
+        assert!(text.contains("Current session: trusted"), "{text}");
+        assert!(text.contains(&format!("Trust parent folder ({})", parent.display())));
+        assert!(!text.contains("this session only"), "{text}");
+        choose(&mut a, &[KeyCode::Down, KeyCode::Down, KeyCode::Enter]);
+        assert_eq!(
+            saved(),
+            serde_json::json!({ cwd.display().to_string(): false })
+        );
+        assert_eq!(
+            notices(&a).last().map(String::as_str),
+            Some("Saved trust decision: untrusted. Restart pi for this to take effect.")
+        );
+        assert_eq!(
+            d.project_trusted(),
+            trusted_at_start,
+            "effective next start"
+        );
+        assert!(!must(Settings::load(&p.agent, &p.cwd, &RunArgs::default())).trusted);
+
+        open(&mut a, &d);
+        match &a.dialog {
+            Some(super::Dialog::Confirm(c)) => {
+                assert_eq!(c.options[c.selected].0, "Do not trust");
+                assert!(c
+                    .message
+                    .contains(&format!("Saved decision: untrusted ({})", cwd.display())));
+            }
+            other => panic!("expected the trust dialog, got {other:?}"),
+        }
+        choose(&mut a, &[KeyCode::Up, KeyCode::Enter]);
+        assert_eq!(
+            saved(),
+            serde_json::json!({ parent.display().to_string(): true })
+        );
+        assert!(must(Settings::load(&p.agent, &p.cwd, &RunArgs::default())).trusted);
+
+        open(&mut a, &d);
+        let text = super::screen(&a, 100, 30);
+        assert!(
+            text.contains(&format!("trusted (inherited from {})", parent.display())),
+            "{text}"
+        );
+        // Escape closes without saving or saying anything.
+        let before = notices(&a).len();
+        assert!(update(&mut a, key(KeyCode::Esc)).is_empty());
+        assert!(a.dialog.is_none());
+        assert_eq!(notices(&a).len(), before);
     }
 
     #[test]

@@ -114,6 +114,17 @@ impl TrustChoice {
         )
     }
 
+    /// The folder whose entry this answer writes for `path` (`None` for session-only
+    /// answers): /trust marks the option matching the saved decision by it.
+    pub fn saved_path(self, path: &Path) -> Option<PathBuf> {
+        let path = canonicalize_or_normalize(path);
+        match self {
+            TrustChoice::Trust | TrustChoice::Deny => Some(path),
+            TrustChoice::TrustParent => Some(path.parent().map(Path::to_path_buf).unwrap_or(path)),
+            TrustChoice::TrustSession | TrustChoice::DenySession => None,
+        }
+    }
+
     /// Records the answer for `path` in `store` (session-only answers record nothing) and
     /// returns whether the project is now trusted.
     pub fn record(self, path: &Path, store: &TrustStore) -> ConfigResult<bool> {
@@ -225,11 +236,17 @@ impl TrustStore {
 
     /// The nearest recorded decision for `cwd` or an ancestor.
     pub fn get(&self, cwd: &Path) -> ConfigResult<Option<bool>> {
+        Ok(self.get_entry(cwd)?.map(|(_, trusted)| trusted))
+    }
+
+    /// [`TrustStore::get`] with the folder the decision was recorded for (`cwd` itself or
+    /// the ancestor it is inherited from), as /trust shows it.
+    pub fn get_entry(&self, cwd: &Path) -> ConfigResult<Option<(PathBuf, bool)>> {
         let data = self.read()?;
         let mut dir = Some(canonicalize_or_normalize(cwd));
         while let Some(d) = dir {
             if let Some(Value::Bool(b)) = data.get(d.to_string_lossy().as_ref()) {
-                return Ok(Some(*b));
+                return Ok(Some((d, *b)));
             }
             dir = d.parent().map(Path::to_path_buf);
         }
