@@ -186,6 +186,20 @@ fn dash_dash_session_resolves_through_links_inside_the_store_only() {
         drop(stdin);
         child.wait_with_output().unwrap()
     };
+    // `--session` works in the session's own directory and refuses one that is gone (as Pi
+    // does), so the linked session names the directory this test runs in.
+    let work = env.dir.path().join("work");
+    fs::create_dir_all(&work).unwrap();
+    let linked = env.root().join(format!(
+        "archive/--old--/2026-01-01T00-00-00-000Z_{LINKED}.jsonl"
+    ));
+    let body = fs::read_to_string(&linked).unwrap();
+    let cwd = serde_json::to_string(work.to_str().unwrap()).unwrap();
+    fs::write(
+        &linked,
+        body.replace("\"cwd\":\"/w\"", &format!("\"cwd\":{cwd}")),
+    )
+    .unwrap();
     let ok = rpc(LINKED);
     assert!(ok.status.success(), "{}", text(&ok.stderr));
     assert!(
