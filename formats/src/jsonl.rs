@@ -161,7 +161,21 @@ impl std::error::Error for LineError {}
 /// with those numbers as `null`, so it is not lost (the fast head parser, which
 /// skips payload numbers, accepts it too; fuzz/fuzz_targets/jsonl_line.rs).
 pub fn parse_value(bytes: &[u8]) -> Result<Value, String> {
-    let e = match serde_json::from_slice::<Value>(bytes) {
+    parse_like_js(bytes, |b| serde_json::from_slice::<Value>(b))
+}
+
+/// Runs `parse` over one line with `JSON.parse`'s verdicts: when serde_json refuses
+/// what `JSON.parse` accepts (invalid UTF-8, lone surrogate escapes, out-of-range
+/// numbers), the line is rewritten as [`parse_value`] describes and parsed again.
+///
+/// `parse` is any serde deserialization of the whole line (it must reject trailing
+/// bytes), so readers that keep only a few fields accept exactly the lines
+/// [`parse_value`] accepts.
+pub fn parse_like_js<T>(
+    bytes: &[u8],
+    parse: impl Fn(&[u8]) -> Result<T, serde_json::Error>,
+) -> Result<T, String> {
+    let e = match parse(bytes) {
         Ok(v) => return Ok(v),
         Err(e) => e,
     };
@@ -170,7 +184,7 @@ pub fn parse_value(bytes: &[u8]) -> Result<Value, String> {
         Ok(_) => (bytes, e),
         Err(_) => {
             lossy = String::from_utf8_lossy(bytes).into_owned();
-            match serde_json::from_str::<Value>(&lossy) {
+            match parse(lossy.as_bytes()) {
                 Ok(v) => return Ok(v),
                 Err(e) => (lossy.as_bytes(), e),
             }
@@ -181,7 +195,7 @@ pub fn parse_value(bytes: &[u8]) -> Result<Value, String> {
     let replaced;
     let (text, e) = if e.to_string().contains("hex escape") {
         replaced = lone_surrogates_replaced(text);
-        match serde_json::from_slice::<Value>(&replaced) {
+        match parse(&replaced) {
             Ok(v) => return Ok(v),
             Err(e) => (replaced.as_slice(), e),
         }
@@ -189,7 +203,7 @@ pub fn parse_value(bytes: &[u8]) -> Result<Value, String> {
         (text, e)
     };
     if e.to_string().starts_with("number out of range") {
-        if let Ok(v) = serde_json::from_slice::<Value>(&infinite_numbers_as_null(text)) {
+        if let Ok(v) = parse(&infinite_numbers_as_null(text)) {
             return Ok(v);
         }
     }

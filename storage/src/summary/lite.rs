@@ -65,8 +65,8 @@ pub(super) enum Stamp {
 }
 
 /// Parses a `message` line; `want_text` asks for the content's text. Accepts what
-/// [`pi_formats::jsonl::parse_value`] accepts, by the same steps: invalid UTF-8 retried as
-/// U+FFFD, numbers too large for an f64 retried as `null`. `None` when it refuses the line.
+/// [`pi_formats::jsonl::parse_value`] accepts, through the same retries
+/// ([`pi_formats::jsonl::parse_like_js`]). `None` when it refuses the line.
 pub(super) fn parse_entry(line: &[u8], want_text: bool) -> Option<Entry> {
     let seed = EntrySeed { want_text };
     let run = |bytes: &[u8]| {
@@ -74,25 +74,7 @@ pub(super) fn parse_entry(line: &[u8], want_text: bool) -> Option<Entry> {
         let entry = seed.deserialize(&mut de)?;
         de.end().map(|()| entry)
     };
-    let e = match run(line) {
-        Ok(entry) => return Some(entry),
-        Err(e) => e,
-    };
-    let lossy;
-    let (text, e) = match std::str::from_utf8(line) {
-        Ok(_) => (line, e),
-        Err(_) => {
-            lossy = String::from_utf8_lossy(line).into_owned();
-            match run(lossy.as_bytes()) {
-                Ok(entry) => return Some(entry),
-                Err(e) => (lossy.as_bytes(), e),
-            }
-        }
-    };
-    if e.to_string().starts_with("number out of range") {
-        return run(&pi_formats::jsonl::infinite_numbers_as_null(text)).ok();
-    }
-    None
+    pi_formats::jsonl::parse_like_js(line, run).ok()
 }
 
 /// Implements the visits of scalars and containers that only need to be consumed.
