@@ -341,8 +341,7 @@ impl AgentDriver for AgentSessionDriver {
     }
 
     fn clear_queue(&mut self) -> (Vec<String>, Vec<String>) {
-        // The runtime has no dequeue; the UI already restored its copy of the queue.
-        (Vec::new(), Vec::new())
+        self.agent.clear_queue()
     }
 
     fn set_session_name(&mut self, name: &str) -> anyhow::Result<()> {

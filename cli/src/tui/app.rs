@@ -1282,6 +1282,10 @@ fn on_key(app: &mut App, k: KeyEvent, out: &mut Vec<Effect>) {
     }
     if m("app.interrupt") {
         if app.working {
+            // Take the agent's queue first, as Pi's `restoreQueuedMessagesToEditor` does:
+            // otherwise the aborted tool's result is followed by the queued steering message,
+            // sent to the session as well as restored to the editor.
+            out.push(Effect::ClearQueue);
             out.push(Effect::Abort);
             let (s, f) = (
                 std::mem::take(&mut app.steering),

@@ -188,7 +188,12 @@ fn escape_aborts_and_restores_the_queue() {
         Msg::Key(KeyEvent::new(KeyCode::Enter, KeyModifiers::ALT)),
     );
     typed(&mut a, "draft");
-    assert_eq!(update(&mut a, key(KeyCode::Esc)), vec![Effect::Abort]);
+    // The agent's queue is emptied before the abort, so nothing queued is delivered after
+    // the aborted tool (the e2e test `queue_steering_and_follow_up_while_a_tool_runs`).
+    assert_eq!(
+        update(&mut a, key(KeyCode::Esc)),
+        vec![Effect::ClearQueue, Effect::Abort]
+    );
     assert_eq!(a.editor.text(), "one\n\ntwo\n\ndraft");
     assert!(a.steering.is_empty() && a.follow_up.is_empty());
 }
@@ -2115,6 +2120,21 @@ mod on_disk {
                 assert!(!a.commands.iter().any(|c| c.name == "deploy"));
             }
         }
+    }
+
+    /// Escape and alt+up take the agent's queue back, not only the UI's copy: what is
+    /// queued in the agent would otherwise still be delivered after the aborted tool.
+    #[test]
+    fn clearing_the_queue_empties_the_agents_queue() {
+        let p = project();
+        let (mut d, _rt) = driver(&p, RunArgs::default());
+        d.steer("steer me");
+        d.follow_up("later");
+        assert_eq!(
+            d.clear_queue(),
+            (vec!["steer me".to_string()], vec!["later".to_string()])
+        );
+        assert_eq!(d.clear_queue(), (Vec::new(), Vec::new()));
     }
 
     /// /trust as in Pi 1.6: the saved decision and this run's, the saved answers (the
