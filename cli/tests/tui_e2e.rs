@@ -729,3 +729,191 @@ async fn session_flag_from_another_directory() {
     tmux.wait_for("EXITED-0");
     assert_eq!(session_files(&sessions).len(), 2);
 }
+
+/// The message queue while a tool runs: enter queues a steering message and alt+enter a
+/// follow-up, both shown as queued; once the tool finishes the steering message goes to the
+/// model right after the tool result, and the follow-up once the agent would stop. Escape
+/// aborts the run and gives the queued messages back to the editor.
+///
+/// The slow tool waits for a file the test creates, so "while the tool runs" does not
+/// depend on timing.
+#[tokio::test(flavor = "multi_thread")]
+async fn queue_steering_and_follow_up_while_a_tool_runs() {
+    if !enabled() {
+        eprintln!("skipped: set PI_TUI_E2E=1 (needs tmux and the interactive mode wired to `pi`)");
+        return;
+    }
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let agent: PathBuf = tmp.path().join("agent");
+    let cwd = tmp.path().join("cwd");
+    let sessions = tmp.path().join("sessions");
+    for d in [&agent, &cwd, &sessions] {
+        std::fs::create_dir_all(d).expect("mkdir");
+    }
+    // Polls for `file` (up to about a minute), then prints a marker.
+    let wait_for_file = |file: &str| {
+        format!("for i in $(seq 600); do [ -e {file} ] && break; sleep 0.1; done; echo tool-{file}")
+    };
+    let script: Script = serde_json::from_value(json!({"turns": [
+        {"tool_calls": [{"name": "bash", "arguments": {"command": wait_for_file("release")}}]},
+        {"text": "Steered answer."},
+        {"text": "Follow-up answer."},
+        {"tool_calls": [{"name": "bash", "arguments": {"command": wait_for_file("never")}}]},
+        {"text": "Restored answer."}
+    ]}))
+    .expect("script");
+    let fake = FakeLlm::start(script).await.expect("fake llm");
+    let models = std::fs::read_to_string(format!("{FIXTURES}/tricky/agent/models.json"))
+        .expect("models.json")
+        .replace("127.0.0.1:18765", &format!("127.0.0.1:{}", fake.port()));
+    std::fs::write(agent.join("models.json"), models).expect("write models");
+    let bin =
+        std::env::var("PI_TUI_E2E_BIN").unwrap_or_else(|_| env!("CARGO_BIN_EXE_pi").to_string());
+    let command = format!(
+        "env PI_CODING_AGENT_DIR={} {} --session-dir {} --model fakeoai/fake-model; echo EXITED-$?; sleep 30",
+        shell_quote(&agent),
+        shell_quote(Path::new(&bin)),
+        shell_quote(&sessions)
+    );
+    let tmux = Tmux::start(
+        &format!("pi-tui-e2e-queue-{}", std::process::id()),
+        &cwd,
+        &command,
+    );
+    tmux.wait_for("to interrupt");
+
+    tmux.keys(&["Run the slow tool", "Enter"]);
+    tmux.wait_until(
+        |s| s.contains("Working...") && s.contains("[ -e release ]"),
+        "the slow tool to run",
+    );
+    tmux.keys(&["Steer now", "Enter"]);
+    tmux.wait_for("Steering: Steer now");
+    tmux.keys(&["Later please", "M-Enter"]);
+    let screen = tmux.wait_for("Follow-up: Later please");
+    assert!(screen.contains("Steering: Steer now"), "{screen}");
+    // Still running: only the tool call's request so far.
+    assert_eq!(fake.requests().len(), 1);
+
+    std::fs::write(cwd.join("release"), "").expect("release");
+    let screen = tmux.wait_until(
+        |s| s.contains("Follow-up answer.") && !s.contains("Working..."),
+        "both queued messages to be answered",
+    );
+    assert!(screen.contains("Steered answer."), "{screen}");
+    assert!(
+        screen.contains("Steer now") && screen.contains("Later please"),
+        "{screen}"
+    );
+    assert!(!screen.contains("Steering:"), "{screen}");
+    assert!(!screen.contains("Follow-up:"), "{screen}");
+
+    // The model saw the steering message right after the tool result, and the follow-up
+    // only after answering it.
+    let requests = fake.requests();
+    assert_eq!(requests.len(), 3);
+    let roles_and_texts = |i: usize| -> Vec<(String, String)> {
+        requests[i].body["messages"]
+            .as_array()
+            .expect("messages")
+            .iter()
+            .map(|m| {
+                (
+                    m["role"].as_str().unwrap_or("").to_string(),
+                    m["content"].to_string(),
+                )
+            })
+            .collect()
+    };
+    let second = roles_and_texts(1);
+    let tool = second
+        .iter()
+        .position(|(role, _)| role == "tool")
+        .unwrap_or_else(|| panic!("no tool result: {second:?}"));
+    assert!(second[tool].1.contains("tool-release"), "{second:?}");
+    assert_eq!(second.len(), tool + 2, "{second:?}");
+    assert_eq!(second[tool + 1].0, "user");
+    assert!(second[tool + 1].1.contains("Steer now"), "{second:?}");
+    assert!(
+        !format!("{second:?}").contains("Later please"),
+        "{second:?}"
+    );
+    let third = roles_and_texts(2);
+    let n = third.len();
+    assert_eq!(third[n - 2].0, "assistant", "{third:?}");
+    assert!(third[n - 2].1.contains("Steered answer."), "{third:?}");
+    assert_eq!(third[n - 1].0, "user");
+    assert!(third[n - 1].1.contains("Later please"), "{third:?}");
+
+    // The session file: the tool result, then the steering message, its answer, then the
+    // follow-up and its answer.
+    let files = session_files(&sessions);
+    assert_eq!(files.len(), 1, "{files:?}");
+    let file = files[0].clone();
+    let messages = |file: &Path| -> Vec<(String, String)> {
+        jsonl(file)
+            .iter()
+            // (Our sessions also hold the system prompt as a `system` message.)
+            .filter(|e| e["type"] == "message" && e["message"]["role"] != "system")
+            .map(|e| {
+                (
+                    e["message"]["role"].as_str().unwrap_or("").to_string(),
+                    e["message"]["content"].to_string(),
+                )
+            })
+            .collect()
+    };
+    let saved = messages(&file);
+    let expected = [
+        ("user", "Run the slow tool"),
+        ("assistant", "[ -e release ]"),
+        ("toolResult", "tool-release"),
+        ("user", "Steer now"),
+        ("assistant", "Steered answer."),
+        ("user", "Later please"),
+        ("assistant", "Follow-up answer."),
+    ];
+    assert_eq!(saved.len(), expected.len(), "{saved:?}");
+    for ((role, content), (want_role, want_text)) in saved.iter().zip(expected) {
+        assert_eq!(role, want_role, "{saved:?}");
+        assert!(content.contains(want_text), "{want_text:?} in {saved:?}");
+    }
+
+    // Escape while the tool runs: the run stops and the queued message is back in the
+    // editor, not sent; enter then sends it as the next prompt.
+    tmux.keys(&["Slow again", "Enter"]);
+    tmux.wait_until(
+        |s| s.contains("Working...") && s.contains("[ -e never ]"),
+        "the second slow tool to run",
+    );
+    tmux.keys(&["Keep me", "Enter"]);
+    tmux.wait_for("Steering: Keep me");
+    tmux.keys(&["Escape"]);
+    let screen = tmux.wait_until(
+        |s| !s.contains("Working...") && !s.contains("Steering:"),
+        "the run to stop",
+    );
+    assert!(screen.contains("Keep me"), "{screen}");
+    assert_eq!(fake.requests().len(), 4);
+    let text = std::fs::read_to_string(&file).expect("session");
+    assert!(!text.contains("Keep me"), "{text}");
+    tmux.keys(&["Enter"]);
+    tmux.wait_for("Restored answer.");
+    let requests = fake.requests();
+    assert_eq!(requests.len(), 5);
+    let last = requests[4].body["messages"]
+        .as_array()
+        .and_then(|m| m.last())
+        .cloned()
+        .unwrap_or_default();
+    assert_eq!(last["role"], "user", "{last}");
+    assert!(last["content"].to_string().contains("Keep me"), "{last}");
+    let saved = messages(&file);
+    let kept: Vec<_> = saved
+        .iter()
+        .filter(|(role, text)| role == "user" && text.contains("Keep me"))
+        .collect();
+    assert_eq!(kept.len(), 1, "{saved:?}");
+    tmux.keys(&["C-d"]);
+    tmux.wait_for("EXITED-0");
+}
