@@ -341,3 +341,38 @@ async fn an_unwritable_session_directory_is_reported_and_nothing_is_held_unsaved
         }
     }
 }
+
+/// The first write of a new session (header and first entries) cut off by the file size
+/// limit: the part-written file is removed rather than left as a session with a torn header.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_new_session_cut_off_by_the_file_size_limit_leaves_no_file() {
+    let sc = Scenario::new(json!({"turns": [{"text": "answer"}]})).await;
+    let mut cmd = sc.command(&["--mode", "rpc", "--model", MODEL]);
+    // Less than the header and the system prompt entry (about 5 KB) together.
+    limit_file_size(&mut cmd, 1000);
+    let (settled, roles, code, stderr) = prompt_over_rpc(cmd, "question");
+    let error = settled["error"].as_str().unwrap_or_default();
+    assert!(
+        error.contains(&sc.sessions.display().to_string()) && error.contains("File too large"),
+        "the failure names the file and the cause: {settled}"
+    );
+    assert_eq!(code, Some(0), "{stderr}");
+    assert!(!stderr.contains("panicked"), "{stderr}");
+    assert!(
+        !roles.iter().any(|r| r == "user" || r == "assistant"),
+        "memory ahead of the (absent) file: {roles:?}"
+    );
+    assert_eq!(sc.session_files(), Vec::<PathBuf>::new());
+
+    // Print mode: the same failure ends the run with exit code 1 and the message on stderr.
+    let mut cmd = sc.command(&["--model", MODEL, "-p", "question"]);
+    limit_file_size(&mut cmd, 1000);
+    let out = cmd.stdin(Stdio::null()).output().expect("run pi -p");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    assert!(
+        stderr.contains(&sc.sessions.display().to_string()) && stderr.contains("File too large"),
+        "{stderr}"
+    );
+    assert_eq!(sc.session_files(), Vec::<PathBuf>::new());
+}
