@@ -8,6 +8,9 @@
 //! * A torn last line (no final line feed) is left in place — the file is never rewritten or
 //!   truncated — and the next append starts with a line feed so new entries begin on a fresh
 //!   line. The torn bytes stay a malformed line that `verify` reports.
+//! * The one exception is our own failed append: a write that fails part-way (file size
+//!   limit, disk full) is cut back to the length the file had before it, so only a crash can
+//!   leave a torn line (`cli/tests/durability.rs`).
 //! * The write lock is `flock` on the session file itself, so no lock files litter Pi's
 //!   directory; Pi itself does not lock and is not disturbed by ours.
 
@@ -293,7 +296,12 @@ impl SessionStore for JsonlStore {
             buf.extend_from_slice(entry.line());
             buf.push(b'\n');
         }
-        (&file).write_all(&buf).context("write", &path)?;
+        if let Err(e) = (&file).write_all(&buf) {
+            // We created the file (O_EXCL) and hold its lock: a file cut off inside its header
+            // is no session, so it goes, and a later append creates it again.
+            let _ = fs::remove_file(&path);
+            return Err(e).context("write", &path);
+        }
         if self.fsync == FsyncPolicy::EveryEntry {
             file.sync_data().context("sync", &path)?;
             sync_dir(&dir)?;
@@ -427,6 +435,19 @@ impl JsonlWriter {
     }
 }
 
+impl JsonlWriter {
+    /// After a failed append: drops what the kernel wrote of it (EFBIG and ENOSPC write what
+    /// fits, then fail), so a failure the process survives leaves whole lines only. We hold
+    /// the lock, so bytes past `start` are ours. If the cut fails too, the bytes stay a torn
+    /// tail that readers skip and the next append starts after a line feed.
+    fn cut_back(&self, start: u64) {
+        let grew = self.file.metadata().is_ok_and(|m| m.len() > start);
+        if grew {
+            let _ = self.file.set_len(start);
+        }
+    }
+}
+
 impl SessionWriter for JsonlWriter {
     fn session_id(&self) -> &SessionId {
         &self.id
@@ -451,8 +472,10 @@ impl SessionWriter for JsonlWriter {
             buf.extend_from_slice(entry.line());
             buf.push(b'\n');
         }
+        let start = self.file.metadata().context("stat", &self.path)?.len();
         if let Err(e) = (&self.file).write_all(&buf) {
             self.tail = Tail::Unknown;
+            self.cut_back(start);
             return Err(e).context("append to", &self.path);
         }
         self.tail = Tail::EndsWithNewline;

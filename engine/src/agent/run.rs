@@ -99,7 +99,13 @@ impl AgentSession {
         let result = self.prompt_inner(text, &images, &token).await;
         *lock(&self.shared.run) = None;
         let aborted = token.is_cancelled();
-        self.emit(json!({"type": "agent_settled", "aborted": aborted}));
+        let mut settled = json!({"type": "agent_settled", "aborted": aborted});
+        // A run can fail after "started" was answered (a session write failed): RPC and the
+        // TUI learn it here, since nobody else awaits the spawned task's result.
+        if let Err(e) = &result {
+            settled["error"] = json!(e.to_string());
+        }
+        self.emit(settled);
         result.map(|last| RunOutcome {
             last_assistant: last.map(AgentMessage::Assistant),
             aborted,

@@ -303,3 +303,57 @@ impl Session {
         lines
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn user(text: &str) -> NewEntry {
+        NewEntry::Message {
+            message: serde_json::json!({"role": "user", "content": text, "timestamp": 1}),
+        }
+    }
+
+    /// A store whose write fails, as under a file size limit (EFBIG is 27 on Linux).
+    fn failing(_: &PreparedEntry) -> Result<(), std::io::Error> {
+        Err(std::io::Error::from_raw_os_error(27))
+    }
+
+    /// Entry ids, the leaf, and what the id index finds for each id.
+    type Snapshot = (Vec<Option<Box<str>>>, Option<String>, Vec<Option<EntryIdx>>);
+
+    /// What a failed write must leave alone: the entries, the leaf and the id index.
+    fn snapshot(s: &Session) -> Snapshot {
+        let ids: Vec<Option<Box<str>>> = s.entries().iter().map(|e| e.id.clone()).collect();
+        let found = ids.iter().flatten().map(|id| s.find(id)).collect();
+        (ids, s.leaf_id().map(str::to_string), found)
+    }
+
+    #[test]
+    fn a_failed_write_leaves_the_session_as_it_was() {
+        let mut s = Session::create(&NewHeader::new(
+            pi_formats::id::session_id(),
+            pi_formats::time::now_iso(),
+            "/tmp/cwd".into(),
+            None,
+        ));
+        let first = s.append(&user("one")).expect("append");
+        let before = snapshot(&s);
+
+        let err = s
+            .append_with(&user("two"), failing)
+            .expect_err("write fails");
+        assert!(matches!(err, AppendError::Write(_)), "{err}");
+        assert_eq!(snapshot(&s), before);
+
+        let err = s
+            .branch_with_summary_with(None, "summary".into(), None, None, None, failing)
+            .expect_err("write fails");
+        assert!(matches!(err, AppendError::Write(_)), "{err}");
+        assert_eq!(snapshot(&s), before);
+
+        // The next successful append hangs off the same leaf as before the failures.
+        let next = s.prepare(&user("three"));
+        assert_eq!(next.base.parent_id.as_deref(), Some(first.as_str()));
+    }
+}
