@@ -273,15 +273,18 @@ fn list_files(layout: &JsonlLayout) -> StoreResult<Vec<(PathBuf, String)>> {
     let per_cwd = matches!(layout, JsonlLayout::PerCwd { .. });
     for dir in dirs {
         let name = dir.display().to_string();
-        let paths = match crate::walk::session_files(root, &dir) {
+        let mut paths = match crate::walk::session_files(root, &dir) {
             Ok(paths) => paths,
             // Like Pi's listAll: one unreadable cwd directory hides its sessions, not all.
             Err(_) if per_cwd => continue,
             Err(e) => return Err(e),
         };
+        // The directories come sorted; sorting each one's files by their bytes gives the
+        // order of sorting every path by components, without comparing components (which
+        // was a tenth of a search over 1,000 sessions).
+        paths.sort_unstable_by(|a, b| a.as_os_str().cmp(b.as_os_str()));
         files.extend(paths.into_iter().map(|path| (path, name.clone())));
     }
-    files.sort();
     Ok(files)
 }
 
