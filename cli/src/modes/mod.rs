@@ -188,16 +188,7 @@ impl Env {
     fn probe(args: &RunArgs, cwd: &str) -> anyhow::Result<Env> {
         let agent_dir = StoreOptions::from_env(args.session_dir.as_deref(), None).agent_dir;
         let settings = Settings::load_quiet(&agent_dir, Path::new(cwd), args)?;
-        let store_options =
-            StoreOptions::from_env(args.session_dir.as_deref(), settings.session_dir.as_deref());
-        let spec = resolve_store_spec(
-            args.session_store.as_deref(),
-            std::env::var(pi_storage::spec::ENV_SESSION_STORE)
-                .ok()
-                .as_deref(),
-            settings.session_store.as_deref(),
-        )
-        .map_err(|e| anyhow!("{e}"))?;
+        let (store_options, spec) = store_of(args, &settings)?;
         Ok(Env {
             resources: Default::default(),
             agent_dir,
@@ -215,16 +206,7 @@ impl Env {
         let store_probe = StoreOptions::from_env(args.session_dir.as_deref(), None);
         let agent_dir = store_probe.agent_dir.clone();
         let settings = Settings::load(&agent_dir, Path::new(&cwd), args)?;
-        let store_options =
-            StoreOptions::from_env(args.session_dir.as_deref(), settings.session_dir.as_deref());
-        let spec = resolve_store_spec(
-            args.session_store.as_deref(),
-            std::env::var(pi_storage::spec::ENV_SESSION_STORE)
-                .ok()
-                .as_deref(),
-            settings.session_store.as_deref(),
-        )
-        .map_err(|e| anyhow!("{e}"))?;
+        let (store_options, spec) = store_of(args, &settings)?;
         let models_path = agent_dir.join("models.json");
         let registry = load_models(&models_path).map_err(|e| anyhow!("{e}"))?;
         let resources = settings.resources(&agent_dir, Path::new(&cwd), args);
@@ -762,4 +744,20 @@ pub fn stdout_sink() -> EventSink {
         let _ = writeln!(out, "{v}");
         let _ = out.flush();
     })
+}
+
+/// Where sessions live: the flags, then the environment, then the settings decide (for
+/// [`Env::probe`] and [`Env::at`] alike).
+fn store_of(args: &RunArgs, settings: &Settings) -> anyhow::Result<(StoreOptions, StoreSpec)> {
+    let store_options =
+        StoreOptions::from_env(args.session_dir.as_deref(), settings.session_dir.as_deref());
+    let spec = resolve_store_spec(
+        args.session_store.as_deref(),
+        std::env::var(pi_storage::spec::ENV_SESSION_STORE)
+            .ok()
+            .as_deref(),
+        settings.session_store.as_deref(),
+    )
+    .map_err(|e| anyhow!("{e}"))?;
+    Ok((store_options, spec))
 }
