@@ -1,14 +1,11 @@
-//! The session engine: the tree, context building, compaction, the agent loop,
-//! providers and tools.
+//! The session core: the tree, context building, compaction and branch summaries, export.
 //!
-//! Data flows one way: `pi-formats` (bytes) → `pi-storage` (stores) → here → the CLI.
+//! Pure: no HTTP, no terminal, no processes. The model is reached only through the
+//! [`compaction::Summarizer`] trait, which the agent runtime (`pi-agent`) implements.
+//! Data flows one way: `pi-formats` (bytes) → `pi-storage` (stores) → here → `pi-agent` → the CLI.
 
-pub mod agent;
 pub mod compaction;
-pub mod config;
 pub mod context;
 pub mod export;
 pub mod js;
-pub mod llm;
 pub mod session;
-pub mod tools;

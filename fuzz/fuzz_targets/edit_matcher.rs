@@ -6,7 +6,7 @@
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
-use pi_engine::tools::edit_text;
+use pi_agent::tools::edit_text;
 use serde_json::{json, Value};
 
 fuzz_target!(|data: &[u8]| {

@@ -6,7 +6,7 @@
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
-use pi_engine::llm::models_json::{parse_models_json, resolve_config_value};
+use pi_agent::llm::models_json::{parse_models_json, resolve_config_value};
 use std::path::Path;
 
 fuzz_target!(|data: &[u8]| {

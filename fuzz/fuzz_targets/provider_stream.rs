@@ -10,8 +10,8 @@
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
-use pi_engine::llm::transform::user_text;
-use pi_engine::llm::{api, builtin_models, stream, Context, Model, StreamOptions};
+use pi_agent::llm::transform::user_text;
+use pi_agent::llm::{api, builtin_models, stream, Context, Model, StreamOptions};
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::TcpListener;
 use std::sync::{Mutex, OnceLock};

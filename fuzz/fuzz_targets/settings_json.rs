@@ -7,7 +7,7 @@
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
-use pi_engine::config::{project_config_dir, Settings};
+use pi_agent::config::{project_config_dir, Settings};
 use serde_json::Value;
 use std::path::PathBuf;
 use std::sync::OnceLock;

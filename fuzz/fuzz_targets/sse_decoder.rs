@@ -6,7 +6,7 @@
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
-use pi_engine::llm::sse::{SseDecoder, SseEvent};
+use pi_agent::llm::sse::{SseDecoder, SseEvent};
 
 fn decode_whole(stream: &[u8]) -> Vec<SseEvent> {
     let mut d = SseDecoder::new();

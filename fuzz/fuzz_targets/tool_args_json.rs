@@ -4,7 +4,7 @@
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
-use pi_engine::llm::json_stream::{parse_partial, parse_tool_arguments, partial_object, ToolArgs};
+use pi_agent::llm::json_stream::{parse_partial, parse_tool_arguments, partial_object, ToolArgs};
 use serde_json::Value;
 
 fuzz_target!(|data: &[u8]| {

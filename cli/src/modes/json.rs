@@ -3,7 +3,7 @@
 //! The engine already emits events in Pi's JSON form (`message_update` without the
 //! cumulative partial), so this mode only frames them.
 
-use pi_engine::agent::AgentSession;
+use pi_agent::agent::AgentSession;
 
 /// The header line Pi prints first (the session header as stored).
 pub fn header_line(agent: &AgentSession) -> Option<String> {

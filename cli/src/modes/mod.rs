@@ -11,12 +11,12 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use anyhow::{anyhow, bail, Context as _};
-use pi_engine::agent::{
+use pi_agent::agent::{
     AgentOptions, AgentSession, EventSink, Persistence, PromptOptions, QueueMode,
 };
-use pi_engine::llm::{load_models, Model, ModelRegistry};
+use pi_agent::llm::{load_models, Model, ModelRegistry};
+use pi_agent::tools::{select_builtin_tools, NoTools, ToolSelection};
 use pi_engine::session::Session;
-use pi_engine::tools::{select_builtin_tools, NoTools, ToolSelection};
 use pi_formats::header::NewHeader;
 use pi_formats::message::ThinkingLevel;
 use pi_storage::paths::{session_dir_name, session_file_name, sessions_root};
@@ -91,7 +91,7 @@ pub fn run(args: RunArgs) -> anyhow::Result<i32> {
 /// Everything resolved from flags, environment and settings before a session exists.
 pub struct Env {
     /// Context files, skills, prompt templates, SYSTEM.md / APPEND_SYSTEM.md.
-    pub resources: pi_engine::config::Resources,
+    pub resources: pi_agent::config::Resources,
     pub agent_dir: PathBuf,
     pub cwd: String,
     pub settings: Settings,
@@ -518,8 +518,8 @@ pub fn build_agent(args: &RunArgs, env: &Env, sink: EventSink) -> anyhow::Result
         None => None,
     };
     // Pi's CLI model resolution (engine::config): `--provider`, `--model` with `:level`.
-    let resolution = pi_engine::config::resolve_cli_model(
-        &pi_engine::config::CliModelRequest {
+    let resolution = pi_agent::config::resolve_cli_model(
+        &pi_agent::config::CliModelRequest {
             provider: args.provider.as_deref(),
             model: args.model.as_deref(),
             thinking: flag_level,
@@ -543,7 +543,7 @@ pub fn build_agent(args: &RunArgs, env: &Env, sink: EventSink) -> anyhow::Result
         .filter(|m| has_auth(&m.provider))
         .cloned()
         .collect();
-    let initial = pi_engine::config::find_initial_model(
+    let initial = pi_agent::config::find_initial_model(
         &scoped,
         resumed,
         &env.settings.config,
@@ -564,7 +564,7 @@ pub fn build_agent(args: &RunArgs, env: &Env, sink: EventSink) -> anyhow::Result
         thinking: flag_level
             .or(explicit.as_ref().and_then(|(_, l)| *l))
             .or(settings_level)
-            .unwrap_or(pi_engine::config::DEFAULT_THINKING_LEVEL),
+            .unwrap_or(pi_agent::config::DEFAULT_THINKING_LEVEL),
         tools: tools.clone(),
         prompt: PromptOptions {
             system_prompt: args.system_prompt.clone(),
@@ -577,7 +577,7 @@ pub fn build_agent(args: &RunArgs, env: &Env, sink: EventSink) -> anyhow::Result
         branch_summary: env.settings.config.branch_summary(),
         api_key: args.api_key.clone(),
         api_key_resolver: Some(api_key_resolver(env)),
-        shell: pi_engine::agent::ShellOptions {
+        shell: pi_agent::agent::ShellOptions {
             shell_path: env.settings.config.shell_path(),
             command_prefix: env
                 .settings
@@ -646,11 +646,11 @@ pub fn build_agent(args: &RunArgs, env: &Env, sink: EventSink) -> anyhow::Result
 /// SYSTEM.md / APPEND_SYSTEM.md, `--system-prompt`, `--append-system-prompt`).
 pub(crate) fn system_message(
     env: &Env,
-    tools: &[Arc<dyn pi_engine::tools::Tool>],
+    tools: &[Arc<dyn pi_agent::tools::Tool>],
 ) -> serde_json::Value {
     let cwd = Path::new(&env.cwd);
     let resources = &env.resources;
-    pi_engine::config::build_system_message(&pi_engine::config::SystemPromptInput {
+    pi_agent::config::build_system_message(&pi_agent::config::SystemPromptInput {
         tools,
         cwd,
         resources,
@@ -662,7 +662,7 @@ pub(crate) fn system_message(
 
 /// Keys from auth.json and the environment (models.json and `--api-key` are handled by the
 /// agent), in Pi's precedence.
-pub(crate) fn api_key_resolver(env: &Env) -> pi_engine::agent::ApiKeyResolver {
+pub(crate) fn api_key_resolver(env: &Env) -> pi_agent::agent::ApiKeyResolver {
     let mut warnings = Vec::new();
     let resolver = api_key_resolver_quiet(env, &mut warnings);
     for w in warnings {
@@ -676,12 +676,12 @@ pub(crate) fn api_key_resolver(env: &Env) -> pi_engine::agent::ApiKeyResolver {
 pub(crate) fn api_key_resolver_quiet(
     env: &Env,
     warnings: &mut Vec<String>,
-) -> pi_engine::agent::ApiKeyResolver {
-    let auth = pi_engine::config::AuthStore::load_or_warn(&env.agent_dir, warnings);
+) -> pi_agent::agent::ApiKeyResolver {
+    let auth = pi_agent::config::AuthStore::load_or_warn(&env.agent_dir, warnings);
     let registry = env.registry.clone();
-    pi_engine::agent::ApiKeyResolver(Arc::new(move |provider: &str| {
+    pi_agent::agent::ApiKeyResolver(Arc::new(move |provider: &str| {
         let lookup = |k: &str| std::env::var(k).ok();
-        pi_engine::config::resolve_api_key(provider, None, Some(&auth), &registry, &lookup)
+        pi_agent::config::resolve_api_key(provider, None, Some(&auth), &registry, &lookup)
     }))
 }
 
@@ -705,19 +705,19 @@ impl Env {
 /// instructions (when skill commands are enabled) and `/template args` a prompt template.
 pub fn expand_input(env: &Env, text: &str) -> anyhow::Result<String> {
     let text = if env.settings.config.enable_skill_commands() {
-        pi_engine::config::expand_skill_command(text, &env.resources.skills)
+        pi_agent::config::expand_skill_command(text, &env.resources.skills)
             .map_err(|e| anyhow!(e))?
     } else {
         text.to_string()
     };
-    Ok(pi_engine::config::expand_prompt_template(
+    Ok(pi_agent::config::expand_prompt_template(
         &text,
         &env.resources.prompt_templates,
     ))
 }
 
 /// `--models` patterns resolved to models (for `cycle_model` and the starting model).
-pub fn scoped_models(args: &RunArgs, env: &Env) -> Vec<pi_engine::config::ScopedModel> {
+pub fn scoped_models(args: &RunArgs, env: &Env) -> Vec<pi_agent::config::ScopedModel> {
     let Some(list) = &args.models else {
         return Vec::new();
     };
@@ -726,8 +726,7 @@ pub fn scoped_models(args: &RunArgs, env: &Env) -> Vec<pi_engine::config::Scoped
         .map(|s| s.trim().to_string())
         .filter(|s| !s.is_empty())
         .collect();
-    let (scoped, warnings) =
-        pi_engine::config::resolve_model_scope(&patterns, &env.registry.models);
+    let (scoped, warnings) = pi_agent::config::resolve_model_scope(&patterns, &env.registry.models);
     for w in warnings {
         eprintln!("Warning: {w}");
     }

@@ -4,7 +4,7 @@
 use std::io::Write;
 
 use anyhow::bail;
-use pi_engine::agent::null_sink;
+use pi_agent::agent::null_sink;
 use pi_formats::message::AgentMessage;
 use pi_formats::message::{ContentBlock, StopReason};
 
@@ -86,7 +86,7 @@ pub fn list_models(env: &Env, pattern: &str) -> anyhow::Result<i32> {
     let search = (!pattern.is_empty()).then_some(pattern);
     print!(
         "{}",
-        pi_engine::config::format_model_list(&available, search)
+        pi_agent::config::format_model_list(&available, search)
     );
     Ok(0)
 }

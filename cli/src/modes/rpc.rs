@@ -11,8 +11,8 @@ use std::sync::{Arc, Mutex};
 
 pub mod command;
 
-use pi_engine::agent::AgentSession;
-use pi_engine::llm::Model;
+use pi_agent::agent::AgentSession;
+use pi_agent::llm::Model;
 use pi_engine::session::Session;
 use pi_formats::header::NewHeader;
 use serde_json::{json, Map, Value};
@@ -211,7 +211,7 @@ impl Rpc {
                 None => output(&error(
                     id,
                     "prompt",
-                    pi_engine::agent::AgentError::Busy.to_string(),
+                    pi_agent::agent::AgentError::Busy.to_string(),
                 )),
             }
             return;
@@ -240,7 +240,7 @@ impl Rpc {
 
     fn simple_inner(&self, cmd: &RpcCommand) -> Result<Option<Value>, String> {
         let a = &self.agent;
-        let e = |e: pi_engine::agent::AgentError| e.to_string();
+        let e = |e: pi_agent::agent::AgentError| e.to_string();
         match cmd {
             RpcCommand::Steer { message: msg } | RpcCommand::FollowUp { message: msg } => {
                 let msg = super::expand_input(&self.env, msg).map_err(|e| format!("{e:#}"))?;

@@ -5,11 +5,11 @@
 use std::path::Path;
 use std::sync::Arc;
 
-use pi_engine::compaction::{CompactionSettings, RetrySettings};
-use pi_engine::config::{
+use pi_agent::config::{
     self, home_dir, resolve_trust, ResourceOptions, Resources, TrustDecision, TrustInputs,
     TrustStore,
 };
+use pi_engine::compaction::{CompactionSettings, RetrySettings};
 
 use crate::RunArgs;
 

@@ -1,5 +1,5 @@
 //! The adapter from [`AgentDriver`] to the engine's agent runtime
-//! ([`pi_engine::agent::AgentSession`]), and the interactive entry point built on the same
+//! ([`pi_agent::agent::AgentSession`]), and the interactive entry point built on the same
 //! session setup as the print/json/rpc modes.
 //!
 //! The runtime emits Pi's event JSON through an [`EventSink`] on its own tasks; the sink
@@ -13,7 +13,7 @@ use super::driver::{
 use super::session_ops;
 use super::TuiOptions;
 use anyhow::{anyhow, bail};
-use pi_engine::agent::{AgentSession, EventSink, NavigateOptions};
+use pi_agent::agent::{AgentSession, EventSink, NavigateOptions};
 use serde_json::Value;
 use std::path::Path;
 use std::sync::mpsc;
@@ -36,7 +36,7 @@ pub struct AgentSessionDriver {
     /// finds project resources there, that trust is saved, as Pi does.
     auto_trust_on_reload: bool,
     /// Skills and prompt templates that typed input expands to.
-    resources: pi_engine::config::Resources,
+    resources: pi_agent::config::Resources,
     runtime: tokio::runtime::Handle,
     events: mpsc::Receiver<Value>,
     /// For errors and results of spawned calls (a prompt that could not start, a failed
@@ -72,7 +72,7 @@ impl AgentSessionDriver {
             args: crate::RunArgs::default(),
             start_cwd: String::new(),
             auto_trust_on_reload: false,
-            resources: pi_engine::config::Resources::default(),
+            resources: pi_agent::config::Resources::default(),
             runtime,
             events,
             errors,
@@ -80,7 +80,7 @@ impl AgentSessionDriver {
     }
 
     /// Skills and templates for `/skill:name` and `/template` expansion.
-    pub fn with_resources(mut self, resources: pi_engine::config::Resources) -> Self {
+    pub fn with_resources(mut self, resources: pi_agent::config::Resources) -> Self {
         self.resources = resources;
         self
     }
@@ -88,9 +88,9 @@ impl AgentSessionDriver {
     /// Enables /resume and /new, which open and create sessions as the modes do.
     pub fn with_env(mut self, env: crate::modes::Env) -> Self {
         self.start_cwd = env.cwd.clone();
-        self.auto_trust_on_reload = !pi_engine::config::has_trust_requiring_resources(
+        self.auto_trust_on_reload = !pi_agent::config::has_trust_requiring_resources(
             Path::new(&env.cwd),
-            pi_engine::config::home_dir().as_deref(),
+            pi_agent::config::home_dir().as_deref(),
         );
         self.env = Some(env);
         self
@@ -112,8 +112,8 @@ impl AgentSessionDriver {
     /// error (an unknown skill).
     fn expand(&self, text: &str) -> Option<String> {
         let res = &self.resources;
-        match pi_engine::config::expand_skill_command(text, &res.skills)
-            .map(|t| pi_engine::config::expand_prompt_template(&t, &res.prompt_templates))
+        match pi_agent::config::expand_skill_command(text, &res.skills)
+            .map(|t| pi_agent::config::expand_prompt_template(&t, &res.prompt_templates))
         {
             Ok(t) => Some(t),
             Err(e) => {
@@ -479,9 +479,9 @@ impl AgentDriver for AgentSessionDriver {
         if self.agent.is_streaming() {
             bail!("wait for the current response to finish");
         }
-        let home = pi_engine::config::home_dir();
+        let home = pi_agent::config::home_dir();
         let source =
-            Path::new(&env.cwd).join(pi_engine::config::expand_tilde(path, home.as_deref()));
+            Path::new(&env.cwd).join(pi_agent::config::expand_tilde(path, home.as_deref()));
         if !source.exists() {
             bail!("Session file not found: {}", source.display());
         }
@@ -578,7 +578,7 @@ impl AgentDriver for AgentSessionDriver {
         self.resources = env.resources.clone();
         // models.json too, so the picker and ctrl+p see added or changed models. A broken
         // file keeps the models we have, as Pi keeps running with its error shown.
-        match pi_engine::llm::load_models(&env.agent_dir.join("models.json")) {
+        match pi_agent::llm::load_models(&env.agent_dir.join("models.json")) {
             Ok(registry) => {
                 env.registry = registry;
                 let resolver = crate::modes::api_key_resolver_quiet(env, &mut warnings);
@@ -614,15 +614,15 @@ fn save_implicit_trust(
     pending: &mut bool,
 ) -> bool {
     let cwd = Path::new(&env.cwd);
-    let home = pi_engine::config::home_dir();
+    let home = pi_agent::config::home_dir();
     if args.approve
         || args.no_approve
         || !env.settings.trusted
-        || !pi_engine::config::has_trust_requiring_resources(cwd, home.as_deref())
+        || !pi_agent::config::has_trust_requiring_resources(cwd, home.as_deref())
     {
         return false;
     }
-    let store = pi_engine::config::TrustStore::new(&env.agent_dir);
+    let store = pi_agent::config::TrustStore::new(&env.agent_dir);
     let result = match store.get(cwd) {
         Ok(Some(_)) => Ok(false),
         Ok(None) => store.set(cwd, Some(true)).map(|()| true),
@@ -646,17 +646,17 @@ fn undecided_trust(agent_dir: &Path, cwd: &Path, args: &crate::RunArgs) -> bool 
     if args.approve || args.no_approve {
         return false;
     }
-    let decision = pi_engine::config::resolve_trust(
+    let decision = pi_agent::config::resolve_trust(
         cwd,
-        &pi_engine::config::TrustStore::new(agent_dir),
-        pi_engine::config::TrustInputs {
+        &pi_agent::config::TrustStore::new(agent_dir),
+        pi_agent::config::TrustInputs {
             override_: None,
-            default: pi_engine::config::Settings::load_global(agent_dir).default_project_trust(),
+            default: pi_agent::config::Settings::load_global(agent_dir).default_project_trust(),
             interactive: true,
-            home: pi_engine::config::home_dir(),
+            home: pi_agent::config::home_dir(),
         },
     );
-    matches!(decision, Ok(pi_engine::config::TrustDecision::Ask { .. }))
+    matches!(decision, Ok(pi_agent::config::TrustDecision::Ask { .. }))
 }
 
 /// What the UI takes from the settings and resources: header rows, slash commands, view
@@ -716,7 +716,7 @@ pub fn read_ui(env: &crate::modes::Env, args: &crate::RunArgs) -> Reloaded {
         None => cfg.enabled_models().unwrap_or_default(),
     };
     let (scoped, scope_warnings) =
-        pi_engine::config::resolve_model_scope(&patterns, &env.registry.models);
+        pi_agent::config::resolve_model_scope(&patterns, &env.registry.models);
     warnings.extend(scope_warnings);
     Reloaded {
         loaded,

@@ -106,7 +106,7 @@ pub enum Effect {
     /// Open /trust (the loop reads trust.json and calls `session_ops::open_trust`).
     OpenTrust,
     /// Save the /trust answer to trust.json (effective at the next start, as in Pi).
-    SaveTrust(pi_engine::config::TrustChoice),
+    SaveTrust(pi_agent::config::TrustChoice),
     SaveSetting {
         key: String,
         value: serde_json::Value,

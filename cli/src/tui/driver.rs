@@ -69,7 +69,7 @@ pub struct ModelInfo {
 }
 
 impl ModelInfo {
-    pub fn from_engine(m: &pi_engine::llm::model::Model) -> ModelInfo {
+    pub fn from_engine(m: &pi_agent::llm::model::Model) -> ModelInfo {
         ModelInfo {
             provider: m.provider.clone(),
             id: m.id.clone(),

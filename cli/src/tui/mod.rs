@@ -156,7 +156,7 @@ impl AgentDriver for OfflineDriver {
     fn set_model(&mut self, _: &ModelInfo) {}
     fn set_thinking(&mut self, _: ThinkingLevel) {}
     fn models(&self) -> Vec<ModelInfo> {
-        pi_engine::llm::model::builtin_models()
+        pi_agent::llm::model::builtin_models()
             .iter()
             .map(ModelInfo::from_engine)
             .collect()
@@ -604,7 +604,7 @@ pub fn save_setting(
     value: serde_json::Value,
 ) -> anyhow::Result<()> {
     let path: Vec<&str> = key.split('.').collect();
-    pi_engine::config::Settings::load_global(agent_dir)
+    pi_agent::config::Settings::load_global(agent_dir)
         .set_global(&path, Some(value))
         .map_err(|e| anyhow::anyhow!("{e}"))
 }

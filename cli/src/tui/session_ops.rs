@@ -418,7 +418,7 @@ pub fn copy_into_dir(source: &Path, dir: &Path) -> anyhow::Result<PathBuf> {
 /// and the answers that are saved (Trust, Trust parent folder, Do not trust), the saved one
 /// selected. Saving takes effect at the next start.
 pub fn open_trust(app: &mut App, agent_dir: &Path, cwd: &Path, trusted_now: Option<bool>) {
-    use pi_engine::config::{TrustChoice, TrustStore};
+    use pi_agent::config::{TrustChoice, TrustStore};
     let saved = match TrustStore::new(agent_dir).get_entry(cwd) {
         Ok(saved) => saved,
         Err(e) => {
@@ -468,9 +468,9 @@ pub fn save_trust(
     app: &mut App,
     agent_dir: &Path,
     cwd: &Path,
-    choice: pi_engine::config::TrustChoice,
+    choice: pi_agent::config::TrustChoice,
 ) {
-    match choice.record(cwd, &pi_engine::config::TrustStore::new(agent_dir)) {
+    match choice.record(cwd, &pi_agent::config::TrustStore::new(agent_dir)) {
         Ok(trusted) => app.notice(format!(
             "Saved trust decision: {}. Restart pi for this to take effect.",
             if trusted { "trusted" } else { "untrusted" }

@@ -10,7 +10,7 @@ use super::theme::Theme;
 use crossterm::event::{self, Event, KeyEventKind};
 use crossterm::execute;
 use crossterm::terminal::{self, EnterAlternateScreen, LeaveAlternateScreen};
-use pi_engine::config::{
+use pi_agent::config::{
     home_dir, resolve_trust, Settings, TrustChoice, TrustDecision, TrustInputs, TrustStore,
 };
 use ratatui::backend::CrosstermBackend;

@@ -1107,7 +1107,7 @@ mod on_disk {
             agent_dir: p.agent.clone(),
             cwd: p.cwd.display().to_string(),
             settings,
-            registry: pi_engine::llm::ModelRegistry::builtin(),
+            registry: pi_agent::llm::ModelRegistry::builtin(),
             spec,
             store_options: pi_storage::StoreOptions {
                 agent_dir: p.agent.clone(),

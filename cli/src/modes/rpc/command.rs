@@ -5,7 +5,7 @@
 //! and the fuzz target `rpc_command` drives exactly what the loop does. [`Request::to_value`]
 //! writes a request back as Pi's client would send it; decoding that gives the same request.
 
-use pi_engine::agent::QueueMode;
+use pi_agent::agent::QueueMode;
 use pi_formats::message::ThinkingLevel;
 use serde_json::{Map, Value};
 

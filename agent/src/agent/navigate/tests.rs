@@ -11,13 +11,13 @@ use serde_json::{json, Value};
 
 use super::*;
 use crate::agent::{AgentOptions, PromptOptions, ShellOptions};
-use crate::compaction::{
-    CompactionSettings, RetrySettings, BRANCH_SUMMARY_PREAMBLE, SUMMARIZATION_SYSTEM_PROMPT,
-};
 use crate::llm::models_json::parse_models_json;
 use crate::llm::ModelRegistry;
-use crate::session::{EntryIdx, Session};
 use crate::tools::{select_builtin_tools, ToolSelection};
+use pi_engine::compaction::{
+    CompactionSettings, RetrySettings, BRANCH_SUMMARY_PREAMBLE, SUMMARIZATION_SYSTEM_PROMPT,
+};
+use pi_engine::session::{EntryIdx, Session};
 
 fn registry(base: &str) -> ModelRegistry {
     let text = json!({"providers": {"fakeoai": {"baseUrl": format!("{base}/v1"),

@@ -14,10 +14,10 @@ use super::events::message_update;
 use super::retry::{delay_ms, is_retryable_error};
 use super::summarizer::{self, RetryEvents};
 use super::{append_locked, lock, prompt, AgentError, AgentSession, RunOutcome};
-use crate::compaction::{self, SummaryOptions};
-use crate::context::{self, SessionPath};
 use crate::llm::{self, is_context_overflow, Context, StreamOptions};
 use crate::tools::{validate_tool_arguments, Tool, ToolContext, ToolError, ToolOutput};
+use pi_engine::compaction::{self, SummaryOptions};
+use pi_engine::context::{self, SessionPath};
 
 /// What one pass of the loop ended with.
 struct LoopEnd {

@@ -12,7 +12,7 @@
 //!
 //! ```no_run
 //! # async fn demo() {
-//! use pi_engine::llm::{self, Context, StreamOptions};
+//! use pi_agent::llm::{self, Context, StreamOptions};
 //! let model = llm::builtin_models().into_iter().next().expect("catalog");
 //! let ctx = Context { system_prompt: Some("Be brief.".into()), messages: vec![
 //!     llm::transform::user_text("hi", 0)], tools: vec![] };

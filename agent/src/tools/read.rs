@@ -28,7 +28,7 @@ use super::ToolContext;
 use super::ToolError;
 use super::ToolOutput;
 use super::ToolUpdateFn;
-use crate::js::number_to_string;
+use pi_engine::js::number_to_string;
 
 /// Largest base64 payload Pi sends inline (headroom below Anthropic's 5 MB limit).
 const MAX_IMAGE_BASE64_BYTES: usize = 4_718_592;

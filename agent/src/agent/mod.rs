@@ -33,11 +33,11 @@ use pi_storage::store::SessionStore;
 use serde_json::{json, Value};
 use tokio_util::sync::CancellationToken;
 
-use crate::compaction::{BranchSummarySettings, CompactionSettings, RetrySettings};
-use crate::context::{self, SessionPath};
 use crate::llm::{Model, ModelRegistry};
-use crate::session::Session;
 use crate::tools::Tool;
+use pi_engine::compaction::{BranchSummarySettings, CompactionSettings, RetrySettings};
+use pi_engine::context::{self, SessionPath};
+use pi_engine::session::Session;
 
 pub use events::{event, null_sink, EventSink};
 pub use navigate::{NavigateOptions, NavigateOutcome};

@@ -14,7 +14,7 @@ use pi_storage::record::StoredEntry;
 
 use super::summarizer::{self, RetryEvents};
 use super::{append_locked, lock, AgentError, AgentSession, Persistence, State};
-use crate::compaction::{
+use pi_engine::compaction::{
     collect_entries_for_branch_summary, generate_branch_summary, navigation_target,
     BranchSummaryOutcome, FileLists, SummaryOptions, NO_CONTENT_SUMMARY,
 };

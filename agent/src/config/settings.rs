@@ -20,12 +20,12 @@ use super::error::ConfigResult;
 use super::paths::home_dir;
 use super::paths::normalize_lexically;
 use super::paths::project_config_dir;
-use crate::compaction::CompactionSettingsFile;
-use crate::compaction::InvalidSetting;
+use pi_engine::compaction::CompactionSettingsFile;
+use pi_engine::compaction::InvalidSetting;
 
-pub use crate::compaction::BranchSummarySettings;
-pub use crate::compaction::CompactionSettings;
-pub use crate::compaction::RetrySettings;
+pub use pi_engine::compaction::BranchSummarySettings;
+pub use pi_engine::compaction::CompactionSettings;
+pub use pi_engine::compaction::RetrySettings;
 
 /// Which settings file.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -511,7 +511,7 @@ impl Settings {
             Some(value) => parse_timeout(value).ok_or_else(|| {
                 format!(
                     "Invalid httpIdleTimeoutMs setting: {}",
-                    crate::js::to_js_string(Some(value))
+                    pi_engine::js::to_js_string(Some(value))
                 )
             }),
         }

@@ -20,7 +20,7 @@ use serde_json::Map;
 use serde_json::Value;
 
 use super::ToolError;
-use crate::js;
+use pi_engine::js;
 
 fn schema_types(schema: &Value) -> Vec<&str> {
     match schema.get("type") {

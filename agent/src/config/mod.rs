@@ -8,8 +8,8 @@
 //! # How the pieces fit at startup
 //!
 //! ```no_run
-//! use pi_engine::config::*;
-//! # fn demo(tools: &[std::sync::Arc<dyn pi_engine::tools::Tool>]) -> ConfigResult<()> {
+//! use pi_agent::config::*;
+//! # fn demo(tools: &[std::sync::Arc<dyn pi_agent::tools::Tool>]) -> ConfigResult<()> {
 //! let env = |k: &str| std::env::var(k).ok();
 //! let cwd = std::env::current_dir().unwrap();
 //! let agent_dir = agent_dir(&env, home_dir().as_deref());

@@ -9,8 +9,10 @@ use tokio_util::sync::CancellationToken;
 
 use super::events::EventSink;
 
-use crate::compaction::{StopReason, SummarizeError, Summarizer, SummaryRequest, SummaryResponse};
 use crate::llm::{self, transform::user_text, Context, Model, ModelRegistry, StreamOptions};
+use pi_engine::compaction::{
+    StopReason, SummarizeError, Summarizer, SummaryRequest, SummaryResponse,
+};
 
 /// Summaries from `model`, cancelled with `cancel`.
 pub(crate) struct LlmSummarizer {

@@ -28,7 +28,7 @@ use super::ToolContext;
 use super::ToolError;
 use super::ToolOutput;
 use super::ToolUpdateFn;
-use crate::js::number_to_string;
+use pi_engine::js::number_to_string;
 
 const MAX_TIMEOUT_MS: f64 = 2_147_483_647.0;
 /// How often streamed output is reported (Pi's `BASH_UPDATE_THROTTLE_MS`).

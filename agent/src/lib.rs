@@ -1,0 +1,10 @@
+//! The agent runtime: providers (`llm`), tools, configuration and the agent loop.
+//!
+//! It sits on top of the pure session core (`pi-engine`: tree, context, compaction, export)
+//! and is the only layer that talks to the network or runs processes. Front ends (`pi-cli`)
+//! drive it; data flows one way: formats → storage → engine → agent → cli.
+
+pub mod agent;
+pub mod config;
+pub mod llm;
+pub mod tools;
