@@ -6,5 +6,7 @@
 
 pub mod agent;
 pub mod config;
+pub mod host;
 pub mod llm;
+pub mod protocol;
 pub mod tools;

@@ -7,7 +7,7 @@
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
-use pi_cli::modes::rpc::command::{decode_record, decode_value, record_content, Decoded};
+use pi_agent::protocol::command::{decode_record, decode_value, record_content, Decoded};
 
 const KINDS: &[&str] = &[
     "prompt", "steer", "follow_up", "abort", "clear_queue", "new_session", "get_state",

@@ -11,19 +11,13 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use anyhow::{anyhow, bail, Context as _};
-use pi_agent::agent::{
-    AgentOptions, AgentSession, EventSink, Persistence, PromptOptions, QueueMode,
-};
+use pi_agent::agent::{AgentOptions, AgentSession, EventSink, PromptOptions, QueueMode};
+use pi_agent::host::{Host, HostSetup, SessionHome};
 use pi_agent::llm::{load_models, Model, ModelRegistry};
 use pi_agent::tools::{select_builtin_tools, NoTools, ToolSelection};
-use pi_engine::session::Session;
 use pi_formats::header::NewHeader;
 use pi_formats::message::ThinkingLevel;
-use pi_storage::paths::{session_dir_name, session_file_name, sessions_root};
-use pi_storage::{
-    open_store, resolve_store_spec, JsonlLayout, JsonlStore, LazySession, ListScope, SessionHeader,
-    SessionId, SessionStore, StoreOptions, StoreSpec, StoredEntry,
-};
+use pi_storage::{resolve_store_spec, StoreOptions, StoreSpec};
 
 pub use settings::Settings;
 
@@ -92,13 +86,10 @@ pub fn run(args: RunArgs) -> anyhow::Result<i32> {
 pub struct Env {
     /// Context files, skills, prompt templates, SYSTEM.md / APPEND_SYSTEM.md.
     pub resources: pi_agent::config::Resources,
-    pub agent_dir: PathBuf,
-    pub cwd: String,
     pub settings: Settings,
     pub registry: ModelRegistry,
-    pub spec: StoreSpec,
-    pub store_options: StoreOptions,
-    pub no_session: bool,
+    /// Where sessions are opened and created, and the directory the run works in.
+    pub home: SessionHome,
 }
 
 /// The directory the run was started in, as sessions record it.
@@ -151,7 +142,7 @@ pub fn run_dir(args: &RunArgs, start: &str) -> anyhow::Result<RunDir> {
     // Only the store is needed to find the session; it is located with the settings of
     // the start directory, as Pi's start-up settings manager finds `sessionDir`.
     let probe = Env::probe(args, start)?;
-    let (session, _) = probe.open_ref(reference)?;
+    let (session, _) = probe.home.open_ref(reference).map_err(|e| anyhow!(e))?;
     let stored = session
         .header()
         .and_then(|h| h["cwd"].as_str().map(str::to_string))
@@ -191,13 +182,15 @@ impl Env {
         let (store_options, spec) = store_of(args, &settings)?;
         Ok(Env {
             resources: Default::default(),
-            agent_dir,
-            cwd: cwd.to_string(),
             settings,
             registry: Default::default(),
-            spec,
-            store_options,
-            no_session: true,
+            home: SessionHome {
+                agent_dir,
+                cwd: cwd.to_string(),
+                spec,
+                store_options,
+                no_session: true,
+            },
         })
     }
 
@@ -215,196 +208,16 @@ impl Env {
         }
         Ok(Env {
             resources,
-            agent_dir,
-            cwd,
             settings,
             registry,
-            spec,
-            store_options,
-            no_session: args.no_session,
+            home: SessionHome {
+                agent_dir,
+                cwd,
+                spec,
+                store_options,
+                no_session: args.no_session,
+            },
         })
-    }
-
-    fn store(&self) -> anyhow::Result<Box<dyn SessionStore>> {
-        open_store(&self.spec, &self.store_options).map_err(|e| anyhow!("{e}"))
-    }
-
-    /// Where a new JSONL session file goes (other stores have no file).
-    fn new_file(&self, header: &NewHeader) -> Option<PathBuf> {
-        let dir = match &self.spec {
-            StoreSpec::Jsonl(Some(dir)) => dir.clone(),
-            StoreSpec::Jsonl(None) => match &self.store_options.session_dir {
-                Some(dir) => dir.clone(),
-                None => sessions_root(&self.agent_dir).join(session_dir_name(&header.cwd)),
-            },
-            _ => return None,
-        };
-        Some(dir.join(session_file_name(&header.timestamp, &header.id)))
-    }
-
-    /// A new, empty session (written when the conversation starts).
-    pub fn new_session(&self, parent: Option<String>) -> anyhow::Result<(Session, Persistence)> {
-        let header = NewHeader::new(
-            pi_formats::id::session_id(),
-            pi_formats::time::now_iso(),
-            self.cwd.clone(),
-            parent,
-        );
-        let mut session = Session::create(&header);
-        if self.no_session {
-            return Ok((session, Persistence::default()));
-        }
-        let file = self.new_file(&header);
-        session.set_path(file.clone());
-        Ok((
-            session,
-            Persistence {
-                store: Some(self.store()?),
-                lazy: Some(LazySession::new(SessionHeader::new(&header))),
-                file,
-            },
-        ))
-    }
-
-    /// A session made of `lines` (header first), created in the store at once (fork, clone).
-    pub fn create_from_lines(&self, lines: Vec<String>) -> anyhow::Result<(Session, Persistence)> {
-        let mut bytes = lines.join("\n").into_bytes();
-        bytes.push(b'\n');
-        let header_line = lines.first().cloned().unwrap_or_default();
-        let header_value: serde_json::Value =
-            serde_json::from_str(&header_line).context("building the new session's header")?;
-        let new_header = NewHeader::new(
-            header_value["id"].as_str().unwrap_or_default().to_string(),
-            header_value["timestamp"]
-                .as_str()
-                .unwrap_or_default()
-                .to_string(),
-            header_value["cwd"].as_str().unwrap_or_default().to_string(),
-            header_value["parentSession"].as_str().map(str::to_string),
-        );
-        let file = self.new_file(&new_header);
-        let mut session = Session::from_bytes(bytes, file.as_deref().unwrap_or(Path::new("new")))
-            .map_err(|e| anyhow!("{e}"))?;
-        session.set_path(file.clone());
-        if self.no_session {
-            return Ok((session, Persistence::default()));
-        }
-        let store = self.store()?;
-        let header = SessionHeader::parse(header_line.into_bytes()).map_err(|e| anyhow!(e))?;
-        let entries: Vec<StoredEntry> = lines[1..]
-            .iter()
-            .map(|l| StoredEntry::from_line(l.clone().into_bytes()))
-            .collect();
-        // Pi writes a fork only once it has a conversation; with messages it exists at once.
-        let mut lazy = LazySession::new(header);
-        lazy.append(store.as_ref(), &entries)
-            .map_err(|e| anyhow!("cannot write the new session: {e}"))?;
-        Ok((
-            session,
-            Persistence {
-                store: Some(store),
-                lazy: Some(lazy),
-                file,
-            },
-        ))
-    }
-
-    /// Opens a session file for appending.
-    pub fn open_file(&self, path: &Path) -> anyhow::Result<(Session, Persistence)> {
-        let cache = pi_engine::session::HeadCache::in_agent_dir(&self.agent_dir);
-        let (session, _) = Session::open_cached(path, Some(&cache)).map_err(|e| anyhow!("{e}"))?;
-        if self.no_session {
-            return Ok((session, Persistence::default()));
-        }
-        let id = session
-            .session_id()
-            .ok_or_else(|| anyhow!("{}: the session header has no id", path.display()))?;
-        let dir = path
-            .parent()
-            .filter(|p| !p.as_os_str().is_empty())
-            .map(Path::to_path_buf)
-            .unwrap_or_else(|| PathBuf::from("."));
-        let store = JsonlStore::open(JsonlLayout::Flat { dir }, Default::default());
-        let header_line = session
-            .header_line()
-            .map(<[u8]>::to_vec)
-            .ok_or_else(|| anyhow!("{}: no session header", path.display()))?;
-        let header = SessionHeader::parse(header_line).map_err(|e| anyhow!(e))?;
-        let writer = store
-            .open_writer(&SessionId::new(id))
-            .map_err(|e| anyhow!("cannot open {} for appending: {e}", path.display()))?;
-        Ok((
-            session,
-            Persistence {
-                store: Some(Box::new(store)),
-                lazy: Some(LazySession::resume(header, writer)),
-                file: Some(path.to_path_buf()),
-            },
-        ))
-    }
-
-    /// `--session FILE|ID`: an existing file, else the session whose id starts with the text.
-    pub fn open_ref(&self, reference: &str) -> anyhow::Result<(Session, Persistence)> {
-        let path = Path::new(reference);
-        if path.is_file() {
-            return self.open_file(path);
-        }
-        let store = self.store()?;
-        let mut matches: Vec<_> = store
-            .list_sessions(&ListScope::All)
-            .map_err(|e| anyhow!("{e}"))?
-            .into_iter()
-            .filter(|s| s.id.as_str().starts_with(reference))
-            .collect();
-        match matches.len() {
-            0 if reference.ends_with(".jsonl") || reference.contains('/') => {
-                bail!("session file not found: {reference}")
-            }
-            0 => bail!("no session matches {reference:?} (not a file, not an id prefix)"),
-            1 => {}
-            n => bail!("{n} sessions match the id prefix {reference:?}; give more of the id"),
-        }
-        let summary = matches.remove(0);
-        self.open_summary(store, &summary.id, &summary.location)
-    }
-
-    fn open_summary(
-        &self,
-        store: Box<dyn SessionStore>,
-        id: &SessionId,
-        location: &str,
-    ) -> anyhow::Result<(Session, Persistence)> {
-        if matches!(self.spec, StoreSpec::Jsonl(_)) {
-            return self.open_file(Path::new(location));
-        }
-        let data = store.read_session(id).map_err(|e| anyhow!("{e}"))?;
-        let session = Session::from_bytes(data.to_jsonl(), Path::new(location))
-            .map_err(|e| anyhow!("{e}"))?;
-        if self.no_session {
-            return Ok((session, Persistence::default()));
-        }
-        let writer = store.open_writer(id).map_err(|e| anyhow!("{e}"))?;
-        Ok((
-            session,
-            Persistence {
-                store: Some(store),
-                lazy: Some(LazySession::resume(data.header, writer)),
-                file: None,
-            },
-        ))
-    }
-
-    /// `-c`: the most recently modified session of this directory.
-    pub fn latest(&self) -> anyhow::Result<Option<(Session, Persistence)>> {
-        let store = self.store()?;
-        let mut list = store
-            .list_sessions(&ListScope::Cwd(self.cwd.clone()))
-            .map_err(|e| anyhow!("{e}"))?;
-        pi_storage::summary::sort_summaries(&mut list);
-        match list.into_iter().next() {
-            Some(s) => Ok(Some(self.open_summary(store, &s.id, &s.location)?)),
-            None => Ok(None),
-        }
     }
 }
 
@@ -453,9 +266,9 @@ fn split_list(s: &Option<String>) -> Option<Vec<String>> {
     })
 }
 
-/// Builds the agent for a mode: session (new, `-c`, `--session`, `--fork`), model,
-/// thinking level, tools, settings.
-pub fn build_agent(args: &RunArgs, env: &Env, sink: EventSink) -> anyhow::Result<AgentSession> {
+/// Builds the host for a mode: the agent with its session (new, `-c`, `--session`,
+/// `--fork`), model, thinking level, tools and settings, and the session lifecycle around it.
+pub fn build_host(args: &RunArgs, env: &Env, sink: EventSink) -> anyhow::Result<Arc<Host>> {
     let selection = ToolSelection {
         tools: split_list(&args.tools),
         exclude_tools: split_list(&args.exclude_tools),
@@ -470,32 +283,31 @@ pub fn build_agent(args: &RunArgs, env: &Env, sink: EventSink) -> anyhow::Result
     };
     let tools = select_builtin_tools(&selection).map_err(|e| anyhow!(e))?;
     let (session, persist, resumed) = if let Some(r) = &args.fork {
-        let (source, _) = Env {
-            no_session: true,
-            ..env.clone_for_read()
-        }
-        .open_ref(r)?;
+        let (source, _) = env.home.read_only().open_ref(r).map_err(|e| anyhow!(e))?;
         let header = NewHeader::new(
             pi_formats::id::session_id(),
             pi_formats::time::now_iso(),
-            env.cwd.clone(),
+            env.home.cwd.clone(),
             source.path().map(|p| p.display().to_string()),
         );
-        let (s, p) = env.create_from_lines(source.fork_from_lines(&header))?;
+        let (s, p) = env
+            .home
+            .create_from_lines(source.fork_from_lines(&header))
+            .map_err(|e| anyhow!(e))?;
         (s, p, true)
     } else if let Some(r) = &args.session {
-        let (s, p) = env.open_ref(r)?;
+        let (s, p) = env.home.open_ref(r).map_err(|e| anyhow!(e))?;
         (s, p, true)
     } else if args.continue_session {
-        match env.latest()? {
+        match env.home.latest().map_err(|e| anyhow!(e))? {
             Some((s, p)) => (s, p, true),
             None => {
-                let (s, p) = env.new_session(None)?;
+                let (s, p) = env.home.new_session(None).map_err(|e| anyhow!(e))?;
                 (s, p, false)
             }
         }
     } else {
-        let (s, p) = env.new_session(None)?;
+        let (s, p) = env.home.new_session(None).map_err(|e| anyhow!(e))?;
         (s, p, false)
     };
 
@@ -555,7 +367,7 @@ pub fn build_agent(args: &RunArgs, env: &Env, sink: EventSink) -> anyhow::Result
     let settings_level = Some(initial.thinking_level);
     let retry = env.settings.retry;
     let opts = AgentOptions {
-        cwd: PathBuf::from(&env.cwd),
+        cwd: PathBuf::from(&env.home.cwd),
         registry: env.registry.clone(),
         model: explicit
             .as_ref()
@@ -584,7 +396,7 @@ pub fn build_agent(args: &RunArgs, env: &Env, sink: EventSink) -> anyhow::Result
                 .config
                 .shell_command_prefix()
                 .map(str::to_string),
-            bin_dir: Some(env.agent_dir.join("bin")),
+            bin_dir: Some(env.home.agent_dir.join("bin")),
         },
     };
     let mut opts = opts;
@@ -639,7 +451,15 @@ pub fn build_agent(args: &RunArgs, env: &Env, sink: EventSink) -> anyhow::Result
     } else {
         agent.start_new()?;
     }
-    Ok(agent)
+    Ok(Host::new(
+        agent,
+        HostSetup {
+            home: env.home.clone(),
+            resources: env.resources.clone(),
+            skill_commands: env.settings.config.enable_skill_commands(),
+            scoped: scoped.into_iter().map(|s| s.model).collect(),
+        },
+    ))
 }
 
 /// The session's system message, as `engine::config` builds it (context files, skills,
@@ -648,7 +468,7 @@ pub(crate) fn system_message(
     env: &Env,
     tools: &[Arc<dyn pi_agent::tools::Tool>],
 ) -> serde_json::Value {
-    let cwd = Path::new(&env.cwd);
+    let cwd = Path::new(&env.home.cwd);
     let resources = &env.resources;
     pi_agent::config::build_system_message(&pi_agent::config::SystemPromptInput {
         tools,
@@ -677,43 +497,12 @@ pub(crate) fn api_key_resolver_quiet(
     env: &Env,
     warnings: &mut Vec<String>,
 ) -> pi_agent::agent::ApiKeyResolver {
-    let auth = pi_agent::config::AuthStore::load_or_warn(&env.agent_dir, warnings);
+    let auth = pi_agent::config::AuthStore::load_or_warn(&env.home.agent_dir, warnings);
     let registry = env.registry.clone();
     pi_agent::agent::ApiKeyResolver(Arc::new(move |provider: &str| {
         let lookup = |k: &str| std::env::var(k).ok();
         pi_agent::config::resolve_api_key(provider, None, Some(&auth), &registry, &lookup)
     }))
-}
-
-impl Env {
-    /// A copy for reading other sessions (the registry and settings are shared values).
-    fn clone_for_read(&self) -> Env {
-        Env {
-            resources: self.resources.clone(),
-            agent_dir: self.agent_dir.clone(),
-            cwd: self.cwd.clone(),
-            settings: self.settings.clone(),
-            registry: self.registry.clone(),
-            spec: self.spec.clone(),
-            store_options: self.store_options.clone(),
-            no_session: self.no_session,
-        }
-    }
-}
-
-/// What Pi does to typed input before sending it: `/skill:name args` becomes the skill's
-/// instructions (when skill commands are enabled) and `/template args` a prompt template.
-pub fn expand_input(env: &Env, text: &str) -> anyhow::Result<String> {
-    let text = if env.settings.config.enable_skill_commands() {
-        pi_agent::config::expand_skill_command(text, &env.resources.skills)
-            .map_err(|e| anyhow!(e))?
-    } else {
-        text.to_string()
-    };
-    Ok(pi_agent::config::expand_prompt_template(
-        &text,
-        &env.resources.prompt_templates,
-    ))
 }
 
 /// `--models` patterns resolved to models (for `cycle_model` and the starting model).

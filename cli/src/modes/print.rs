@@ -8,7 +8,7 @@ use pi_agent::agent::null_sink;
 use pi_formats::message::AgentMessage;
 use pi_formats::message::{ContentBlock, StopReason};
 
-use super::{build_agent, expand_messages, json, read_piped_stdin, stdout_sink, Env, Mode};
+use super::{build_host, expand_messages, json, read_piped_stdin, stdout_sink, Env, Mode};
 use crate::RunArgs;
 
 /// Runs print or json mode.
@@ -30,15 +30,16 @@ pub async fn run(args: RunArgs, mode: Mode) -> anyhow::Result<i32> {
     } else {
         null_sink()
     };
-    let agent = build_agent(&args, &env, sink)?;
+    let host = build_host(&args, &env, sink)?;
+    let agent = host.agent();
     if mode == Mode::Json {
-        if let Some(h) = json::header_line(&agent) {
+        if let Some(h) = json::header_line(agent) {
             println!("{h}");
         }
     }
     let mut last = None;
     for m in &messages {
-        let text = super::expand_input(&env, m)?;
+        let text = host.expand(m).map_err(|e| anyhow::anyhow!(e))?;
         let outcome = agent.prompt(&text, Vec::new()).await?;
         last = outcome.last_assistant;
     }

@@ -7,13 +7,13 @@
 //! the agent never waits on drawing.
 
 use super::driver::{
-    AgentDriver, AgentEvent, BranchSummary, MissingCwd, MissingSessionCwd, ModelInfo, Reloaded,
+    AgentDriver, AgentEvent, BashDone, BashResult, BranchSummary, MissingCwd, ModelInfo, Reloaded,
     ThinkingLevel,
 };
-use super::session_ops;
 use super::TuiOptions;
 use anyhow::{anyhow, bail};
 use pi_agent::agent::{AgentSession, EventSink, NavigateOptions};
+use pi_agent::host::{Host, HostError};
 use serde_json::Value;
 use std::path::Path;
 use std::sync::mpsc;
@@ -25,9 +25,10 @@ const NAV_ABORTED: &str = "tui_tree_navigation_aborted";
 const NAV_FAILED: &str = "tui_tree_navigation_failed";
 
 pub struct AgentSessionDriver {
-    agent: AgentSession,
-    /// How sessions are opened and created (the modes' setup), for /resume and /new.
-    env: Option<crate::modes::Env>,
+    /// The session host every mode shares: the agent and the session lifecycle.
+    host: Arc<Host>,
+    /// The modes' setup (settings, models, resources), which /reload reads again.
+    env: crate::modes::Env,
     /// The command line, for /reload (`--models`, `--system-prompt`, trust flags).
     args: crate::RunArgs,
     /// The directory pi started in, the one the start-up trust answer is for.
@@ -35,8 +36,6 @@ pub struct AgentSessionDriver {
     /// The start-up folder had nothing that needs trust (so it was trusted): if a /reload
     /// finds project resources there, that trust is saved, as Pi does.
     auto_trust_on_reload: bool,
-    /// Skills and prompt templates that typed input expands to.
-    resources: pi_agent::config::Resources,
     runtime: tokio::runtime::Handle,
     events: mpsc::Receiver<Value>,
     /// For errors and results of spawned calls (a prompt that could not start, a failed
@@ -58,66 +57,61 @@ pub fn channel_sink() -> (EventSink, mpsc::Sender<Value>, mpsc::Receiver<Value>)
     (sink, tx, rx)
 }
 
+/// A lifecycle error for the UI: a missing session directory stays a
+/// [`MissingSessionCwd`] (the UI asks what to do), anything else is its message.
+fn ui_error(e: HostError) -> anyhow::Error {
+    match e {
+        HostError::MissingCwd(m) => anyhow::Error::new(m),
+        HostError::Failed(text) => anyhow!(text),
+    }
+}
+
 impl AgentSessionDriver {
-    /// `events` must be the receiver whose sender feeds the sink `agent` was built with.
+    /// A driver over `host`, set up from `env` and `args`. `events` must be the receiver
+    /// whose sender feeds the sink the host's agent was built with.
     pub fn new(
-        agent: AgentSession,
+        host: Arc<Host>,
+        env: crate::modes::Env,
+        args: crate::RunArgs,
         runtime: tokio::runtime::Handle,
         errors: mpsc::Sender<Value>,
         events: mpsc::Receiver<Value>,
     ) -> Self {
+        let start_cwd = env.home.cwd.clone();
+        let auto_trust_on_reload = !pi_agent::config::has_trust_requiring_resources(
+            Path::new(&start_cwd),
+            pi_agent::config::home_dir().as_deref(),
+        );
         AgentSessionDriver {
-            agent,
-            env: None,
-            args: crate::RunArgs::default(),
-            start_cwd: String::new(),
-            auto_trust_on_reload: false,
-            resources: pi_agent::config::Resources::default(),
+            host,
+            env,
+            args,
+            start_cwd,
+            auto_trust_on_reload,
             runtime,
             events,
             errors,
         }
     }
 
-    /// Skills and templates for `/skill:name` and `/template` expansion.
-    pub fn with_resources(mut self, resources: pi_agent::config::Resources) -> Self {
-        self.resources = resources;
-        self
-    }
-
-    /// Enables /resume and /new, which open and create sessions as the modes do.
-    pub fn with_env(mut self, env: crate::modes::Env) -> Self {
-        self.start_cwd = env.cwd.clone();
-        self.auto_trust_on_reload = !pi_agent::config::has_trust_requiring_resources(
-            Path::new(&env.cwd),
-            pi_agent::config::home_dir().as_deref(),
-        );
-        self.env = Some(env);
-        self
+    fn agent(&self) -> &AgentSession {
+        self.host.agent()
     }
 
     /// The session setup, for tests that check what /reload loaded.
     #[cfg(test)]
-    pub(crate) fn env(&self) -> Option<&crate::modes::Env> {
-        self.env.as_ref()
+    pub(crate) fn env(&self) -> &crate::modes::Env {
+        &self.env
     }
 
-    /// The command line the session was set up with, which /reload applies again.
-    pub fn with_args(mut self, args: crate::RunArgs) -> Self {
-        self.args = args;
-        self
-    }
-
-    /// Pi's input expansion (`/skill:name`, prompt templates); `None` after reporting an
-    /// error (an unknown skill).
+    /// Pi's input expansion (`/skill:name` when skill commands are enabled, prompt
+    /// templates), the host's as in every mode; `None` after reporting an error (an unknown
+    /// skill).
     fn expand(&self, text: &str) -> Option<String> {
-        let res = &self.resources;
-        match pi_agent::config::expand_skill_command(text, &res.skills)
-            .map(|t| pi_agent::config::expand_prompt_template(&t, &res.prompt_templates))
-        {
+        match self.host.expand(text) {
             Ok(t) => Some(t),
             Err(e) => {
-                self.report(e.to_string());
+                self.report(e);
                 let _ = self.errors.send(serde_json::json!({"type": "agent_end"}));
                 None
             }
@@ -131,79 +125,12 @@ impl AgentSessionDriver {
     }
 }
 
-/// The working directory a session header names (`None` when it names none).
-fn header_cwd(session: &pi_engine::session::Session) -> Option<String> {
-    session
-        .header()
-        .and_then(|h| h.get("cwd").and_then(Value::as_str).map(str::to_string))
-        .filter(|c| !c.is_empty())
-}
-
-/// Pi's check before opening a session: its working directory must exist unless the user
-/// chose to continue or fork elsewhere. Returns the session's directory when it exists.
-fn check_session_cwd(
-    session: &pi_engine::session::Session,
-    fallback: &str,
-    missing: MissingCwd,
-) -> Result<Option<String>, MissingSessionCwd> {
-    match header_cwd(session) {
-        Some(cwd) if Path::new(&cwd).is_dir() => Ok(Some(cwd)),
-        Some(cwd) if missing == MissingCwd::Ask => Err(MissingSessionCwd {
-            session_cwd: cwd,
-            fallback_cwd: fallback.to_string(),
-        }),
-        _ => Ok(None),
-    }
-}
-
-impl AgentSessionDriver {
-    /// Works in `cwd` from now on (tools, `!cmd`, new sessions, the prompt's cwd), as Pi's
-    /// runtime does for a session from another directory. Its settings and resources are
-    /// read by the /reload that the UI runs on seeing the change.
-    fn adopt_cwd(&mut self, cwd: Option<String>) {
-        let (Some(cwd), Some(env)) = (cwd, self.env.as_mut()) else {
-            return;
-        };
-        if env.cwd != cwd {
-            self.agent.set_cwd(std::path::PathBuf::from(&cwd));
-            env.cwd = cwd;
-        }
-    }
-
-    /// Pi's fork of a session whose directory is gone: every entry, under a new header in
-    /// the current directory naming `parent` as its parent session.
-    fn fork_into_cwd(
-        &mut self,
-        source: &pi_engine::session::Session,
-        parent: String,
-    ) -> anyhow::Result<String> {
-        let Some(env) = &self.env else {
-            bail!("no session setup available")
-        };
-        let header = pi_formats::header::NewHeader::new(
-            pi_formats::id::session_id(),
-            pi_formats::time::now_iso(),
-            env.cwd.clone(),
-            Some(parent),
-        );
-        let id = header.id.clone();
-        let (session, persist) = env.create_from_lines(source.fork_from_lines(&header))?;
-        let location = session
-            .path()
-            .map(|p| p.display().to_string())
-            .unwrap_or(id);
-        self.agent.replace_session(session, persist);
-        self.agent.restore_from_session();
-        Ok(location)
-    }
-}
-
 impl AgentDriver for AgentSessionDriver {
     fn prompt(&mut self, text: &str) {
         let Some(text) = self.expand(text) else {
             return;
         };
-        let agent = self.agent.clone();
+        let agent = self.agent().clone();
         let errors = self.errors.clone();
         self.runtime.spawn(async move {
             if let Err(e) = agent.prompt(&text, Vec::new()).await {
@@ -216,18 +143,18 @@ impl AgentDriver for AgentSessionDriver {
 
     fn steer(&mut self, text: &str) {
         if let Some(text) = self.expand(text) {
-            self.agent.steer(text);
+            self.agent().steer(text);
         }
     }
 
     fn follow_up(&mut self, text: &str) {
         if let Some(text) = self.expand(text) {
-            self.agent.follow_up(text);
+            self.agent().follow_up(text);
         }
     }
 
     fn abort(&mut self) {
-        self.agent.abort();
+        self.agent().abort();
     }
 
     fn poll_events(&mut self) -> Vec<AgentEvent> {
@@ -242,7 +169,7 @@ impl AgentDriver for AgentSessionDriver {
             match v.get("type").and_then(Value::as_str) {
                 Some("tui_error") => out.push(AgentEvent::Error(message())),
                 Some(NAV_DONE) => out.push(AgentEvent::TreeNavigated {
-                    messages: self.agent.messages(),
+                    messages: self.agent().messages(),
                     editor_text: v
                         .get("editorText")
                         .and_then(Value::as_str)
@@ -269,7 +196,7 @@ impl AgentDriver for AgentSessionDriver {
                 ..Default::default()
             },
         };
-        let agent = self.agent.clone();
+        let agent = self.agent().clone();
         let results = self.errors.clone();
         let entry = entry.to_string();
         self.runtime.spawn(async move {
@@ -293,7 +220,7 @@ impl AgentDriver for AgentSessionDriver {
     }
 
     fn compact(&mut self, instructions: Option<&str>) {
-        let agent = self.agent.clone();
+        let agent = self.agent().clone();
         let errors = self.errors.clone();
         let instructions = instructions.map(str::to_string);
         self.runtime.spawn(async move {
@@ -306,10 +233,10 @@ impl AgentDriver for AgentSessionDriver {
     }
 
     fn set_model(&mut self, model: &ModelInfo) {
-        let registry = self.agent.registry();
+        let registry = self.agent().registry();
         match registry.find(&model.provider, &model.id).cloned() {
             Some(m) => {
-                if let Err(e) = self.agent.set_model(m) {
+                if let Err(e) = self.agent().set_model(m) {
                     self.report(format!("could not set the model: {e}"));
                 }
             }
@@ -319,14 +246,14 @@ impl AgentDriver for AgentSessionDriver {
 
     fn set_thinking(&mut self, level: ThinkingLevel) {
         if let Some(l) = pi_formats::message::ThinkingLevel::parse(level.as_str()) {
-            if let Err(e) = self.agent.set_thinking_level(l) {
+            if let Err(e) = self.agent().set_thinking_level(l) {
                 self.report(format!("could not set the thinking level: {e}"));
             }
         }
     }
 
     fn models(&self) -> Vec<ModelInfo> {
-        let registry = self.agent.registry();
+        let registry = self.agent().registry();
         // Pi lists only models whose provider has credentials.
         registry
             .models
@@ -337,81 +264,37 @@ impl AgentDriver for AgentSessionDriver {
     }
 
     fn session(&self) -> Option<pi_engine::session::Session> {
-        Some(self.agent.with_session(|s| s.clone()))
+        Some(self.agent().with_session(|s| s.clone()))
     }
 
     fn clear_queue(&mut self) -> (Vec<String>, Vec<String>) {
-        self.agent.clear_queue()
+        self.agent().clear_queue()
     }
 
     fn set_session_name(&mut self, name: &str) -> anyhow::Result<()> {
-        Ok(self.agent.set_session_name(name)?)
+        Ok(self.agent().set_session_name(name)?)
     }
 
     fn messages(&self) -> Vec<Value> {
-        self.agent.messages()
+        self.agent().messages()
     }
 
     fn switch_session(&mut self, location: &str, missing_cwd: MissingCwd) -> anyhow::Result<()> {
-        let Some(env) = &self.env else {
-            anyhow::bail!("no session setup available")
-        };
-        if self.agent.is_streaming() {
-            anyhow::bail!("wait for the current response to finish");
-        }
-        let (session, persist) = env.open_ref(location)?;
-        let cwd = check_session_cwd(&session, &env.cwd, missing_cwd)?;
-        if cwd.is_none() && missing_cwd == MissingCwd::Fork {
-            // The original stays as it is: release it before writing the copy.
-            drop(persist);
-            let parent = session
-                .path()
-                .map(|p| p.display().to_string())
-                .unwrap_or_else(|| location.to_string());
-            self.fork_into_cwd(&session, parent)?;
-            return Ok(());
-        }
-        self.agent.replace_session(session, persist);
-        self.agent.restore_from_session();
-        self.adopt_cwd(cwd);
-        Ok(())
+        self.host
+            .switch_session(location, missing_cwd)
+            .map_err(ui_error)
     }
 
     fn clone_session(&mut self) -> anyhow::Result<()> {
-        let Some(env) = &self.env else {
-            anyhow::bail!("no session setup available")
-        };
-        if self.agent.is_streaming() {
-            anyhow::bail!("wait for the current response to finish");
-        }
-        let header = pi_formats::header::NewHeader::new(
-            pi_formats::id::session_id(),
-            pi_formats::time::now_iso(),
-            env.cwd.clone(),
-            self.agent.session_file().map(|p| p.display().to_string()),
-        );
-        let lines = self.agent.with_session(|s| s.fork_from_lines(&header));
-        let (session, persist) = env.create_from_lines(lines)?;
-        self.agent.replace_session(session, persist);
-        self.agent.restore_from_session();
-        Ok(())
+        self.host.clone_session().map_err(ui_error)
     }
 
     fn new_session(&mut self) -> anyhow::Result<()> {
-        let Some(env) = &self.env else {
-            anyhow::bail!("no session setup available")
-        };
-        if self.agent.is_streaming() {
-            anyhow::bail!("wait for the current response to finish");
-        }
-        let (session, persist) = env.new_session(None)?;
-        self.agent.replace_session(session, persist);
-        self.agent.start_new()?;
-        Ok(())
+        self.host.new_session(None).map_err(ui_error)
     }
 
     fn set_label(&mut self, id: &str, label: Option<&str>) -> anyhow::Result<()> {
-        self.agent.append(pi_formats::entry::NewEntry::Label {
+        self.agent().append(pi_formats::entry::NewEntry::Label {
             target_id: id.to_string(),
             label: label.map(str::to_string),
         })?;
@@ -419,152 +302,53 @@ impl AgentDriver for AgentSessionDriver {
     }
 
     fn fork(&mut self, entry_id: &str) -> anyhow::Result<String> {
-        let Some(env) = &self.env else {
-            bail!("no session setup available")
-        };
-        if self.agent.is_streaming() {
-            bail!("wait for the current response to finish");
-        }
-        let (parent, text) = self.agent.with_session(|s| {
-            let idx = s
-                .find(entry_id)
-                .filter(|&i| s.entry(i).is_message_with_role("user"))
-                .ok_or_else(|| anyhow!("Invalid entry ID for forking"))?;
-            let value = s.entry_value(idx);
-            let parent = value
-                .get("parentId")
-                .and_then(Value::as_str)
-                .map(str::to_string);
-            let text = session_ops::user_text(value.pointer("/message/content"));
-            Ok::<_, anyhow::Error>((parent, text))
-        })?;
-        let file = self.agent.session_file();
-        let parent_session = if env.no_session {
-            None
-        } else {
-            file.as_ref().map(|p| p.display().to_string())
-        };
-        match parent {
-            // The first message: a new, empty session that names this one as its parent.
-            None => {
-                let (session, persist) = env.new_session(parent_session)?;
-                self.agent.replace_session(session, persist);
-                self.agent.start_new()?;
-            }
-            Some(leaf) => {
-                if !env.no_session && file.as_ref().is_some_and(|f| !f.is_file()) {
-                    bail!("This session has not been saved yet. Send a message before cloning or forking it.");
-                }
-                let header = pi_formats::header::NewHeader::new(
-                    pi_formats::id::session_id(),
-                    pi_formats::time::now_iso(),
-                    env.cwd.clone(),
-                    parent_session,
-                );
-                let lines = self
-                    .agent
-                    .with_session(|s| s.branched_lines(&leaf, &header))?;
-                let (session, persist) = env.create_from_lines(lines)?;
-                self.agent.replace_session(session, persist);
-                self.agent.restore_from_session();
-            }
-        }
-        Ok(text)
+        self.host.fork(entry_id).map_err(ui_error)
     }
 
     fn import_session(&mut self, path: &str, missing_cwd: MissingCwd) -> anyhow::Result<String> {
-        let Some(env) = &self.env else {
-            bail!("no session setup available")
-        };
-        if self.agent.is_streaming() {
-            bail!("wait for the current response to finish");
-        }
-        let home = pi_agent::config::home_dir();
-        let source =
-            Path::new(&env.cwd).join(pi_agent::config::expand_tilde(path, home.as_deref()));
-        if !source.exists() {
-            bail!("Session file not found: {}", source.display());
-        }
-        let imported = session_ops::check_import_file(&source)?;
-        // Checked before copying, so asking leaves no stray copy behind (Pi removes its copy).
-        let cwd = check_session_cwd(&imported, &env.cwd, missing_cwd)?;
-        if cwd.is_none() && missing_cwd == MissingCwd::Fork {
-            // Pi forks from the file given, which stays where it is.
-            let parent = source
-                .canonicalize()
-                .unwrap_or_else(|_| source.clone())
-                .display()
-                .to_string();
-            return self.fork_into_cwd(&imported, parent);
-        }
-        let id = imported
-            .session_id()
-            .ok_or_else(|| anyhow!("{}: the session header has no id", source.display()))?;
-        let (session, persist, location) = match &env.spec {
-            pi_storage::StoreSpec::Jsonl(_) => {
-                let dir = self
-                    .agent
-                    .session_file()
-                    .and_then(|f| f.parent().map(Path::to_path_buf))
-                    .ok_or_else(|| anyhow!("the current session has no directory"))?;
-                let flat = pi_storage::JsonlStore::open(
-                    pi_storage::JsonlLayout::Flat { dir: dir.clone() },
-                    Default::default(),
-                );
-                let sid = pi_storage::SessionId::new(id.clone());
-                // Two files with one id would leave appends going to whichever is found first.
-                if let Ok(existing) = flat.session_path(&sid) {
-                    let same = existing.canonicalize().ok() == source.canonicalize().ok();
-                    if !same {
-                        bail!(
-                            "session {id} is already stored as {}; resume it with /resume",
-                            existing.display()
-                        );
-                    }
-                }
-                let dest = session_ops::copy_into_dir(&source, &dir)?;
-                let (session, persist) = env.open_file(&dest)?;
-                (session, persist, dest.display().to_string())
-            }
-            _ => {
-                let store = pi_storage::open_store(&env.spec, &env.store_options)
-                    .map_err(|e| anyhow!("{e}"))?;
-                let outcome = pi_storage::transfer::import_jsonl(store.as_ref(), &source)
-                    .map_err(|e| anyhow!("{e}"))?;
-                drop(store);
-                let (session, persist) = env.open_ref(outcome.id.as_str())?;
-                (session, persist, outcome.id.as_str().to_string())
-            }
-        };
-        self.agent.replace_session(session, persist);
-        self.agent.restore_from_session();
-        self.adopt_cwd(cwd);
-        Ok(location)
+        self.host.import(path, missing_cwd).map_err(ui_error)
+    }
+
+    fn run_bash(&mut self, command: &str, excluded: bool, done: BashDone) {
+        let host = self.host.clone();
+        let command = command.to_string();
+        self.runtime.spawn(async move {
+            done(match host.bash(None, &command, excluded).await {
+                Ok(Some(result)) => BashResult::from_json(&result),
+                Ok(None) => BashResult::default(),
+                Err(e) => BashResult::failed(e),
+            });
+        });
+    }
+
+    fn abort_bash(&mut self) {
+        self.host.abort_bash();
     }
 
     fn cwd(&self) -> Option<std::path::PathBuf> {
-        Some(self.agent.cwd())
+        Some(self.agent().cwd())
     }
 
     fn project_trusted(&self) -> Option<bool> {
-        self.env.as_ref().map(|e| e.settings.trusted)
+        Some(self.env.settings.trusted)
     }
 
     fn reload(&mut self) -> anyhow::Result<Reloaded> {
-        let Some(env) = self.env.as_mut() else {
-            bail!("no session setup available")
-        };
-        if self.agent.is_streaming() {
+        if self.host.agent().is_streaming() {
             bail!("Wait for the current response to finish before reloading.");
         }
-        let cwd = std::path::PathBuf::from(&env.cwd);
+        // The host's directory is the one the run works in now (a session from another
+        // directory moves it).
+        self.env.home.cwd = self.host.cwd();
+        let env = &mut self.env;
+        let cwd = std::path::PathBuf::from(&env.home.cwd);
         // The start-up trust answer is for the start-up directory; elsewhere (a session
         // from another directory) trust.json and defaultProjectTrust decide.
         let mut args = self.args.clone();
         let mut warnings = Vec::new();
-        if env.cwd != self.start_cwd {
+        if env.home.cwd != self.start_cwd {
             args.project_trusted = None;
-            if undecided_trust(&env.agent_dir, &cwd, &args) {
+            if undecided_trust(&env.home.agent_dir, &cwd, &args) {
                 warnings.push(format!(
                     "{} is not a trusted project yet: its .pi settings and resources are not \
                      loaded (start pi there to decide)",
@@ -572,26 +356,31 @@ impl AgentDriver for AgentSessionDriver {
                 ));
             }
         }
-        let settings = crate::modes::Settings::load_quiet(&env.agent_dir, &cwd, &args)?;
-        env.resources = settings.resources(&env.agent_dir, &cwd, &args);
+        let settings = crate::modes::Settings::load_quiet(&env.home.agent_dir, &cwd, &args)?;
+        env.resources = settings.resources(&env.home.agent_dir, &cwd, &args);
         env.settings = settings;
-        self.resources = env.resources.clone();
+        self.host.set_resources(
+            env.resources.clone(),
+            env.settings.config.enable_skill_commands(),
+        );
         // models.json too, so the picker and ctrl+p see added or changed models. A broken
         // file keeps the models we have, as Pi keeps running with its error shown.
-        match pi_agent::llm::load_models(&env.agent_dir.join("models.json")) {
+        match pi_agent::llm::load_models(&env.home.agent_dir.join("models.json")) {
             Ok(registry) => {
                 env.registry = registry;
                 let resolver = crate::modes::api_key_resolver_quiet(env, &mut warnings);
-                self.agent
+                self.host
+                    .agent()
                     .set_registry(env.registry.clone(), Some(resolver));
             }
             Err(e) => warnings.push(format!("models.json error: {e}")),
         }
         // The next prompt patches the sections that changed into the session.
-        let tools = self.agent.tools();
-        self.agent
+        let tools = self.host.agent().tools();
+        self.host
+            .agent()
             .set_system_message(crate::modes::system_message(env, &tools));
-        let saved_project_trust = if self.auto_trust_on_reload && env.cwd == self.start_cwd {
+        let saved_project_trust = if self.auto_trust_on_reload && env.home.cwd == self.start_cwd {
             save_implicit_trust(env, &args, &mut warnings, &mut self.auto_trust_on_reload)
         } else {
             false
@@ -613,7 +402,7 @@ fn save_implicit_trust(
     warnings: &mut Vec<String>,
     pending: &mut bool,
 ) -> bool {
-    let cwd = Path::new(&env.cwd);
+    let cwd = Path::new(&env.home.cwd);
     let home = pi_agent::config::home_dir();
     if args.approve
         || args.no_approve
@@ -622,7 +411,7 @@ fn save_implicit_trust(
     {
         return false;
     }
-    let store = pi_agent::config::TrustStore::new(&env.agent_dir);
+    let store = pi_agent::config::TrustStore::new(&env.home.agent_dir);
     let result = match store.get(cwd) {
         Ok(Some(_)) => Ok(false),
         Ok(None) => store.set(cwd, Some(true)).map(|()| true),
@@ -783,13 +572,14 @@ pub fn run_with_args(mut args: crate::RunArgs) -> anyhow::Result<i32> {
     // (Pi's /trust takes effect on the next start).
     args.project_trusted = Some(env.settings.trusted);
     let (sink, errors, events) = channel_sink();
-    let agent = {
+    let host = {
         let _guard = runtime.enter();
-        crate::modes::build_agent(&args, &env, sink)?
+        crate::modes::build_host(&args, &env, sink)?
     };
-    let cwd = std::path::PathBuf::from(&env.cwd);
+    let agent = host.agent();
+    let cwd = std::path::PathBuf::from(&env.home.cwd);
     let mut opts = TuiOptions::new(cwd.clone());
-    opts.agent_dir = env.agent_dir.clone();
+    opts.agent_dir = env.home.agent_dir.clone();
     opts.open_resume = args.resume;
     let ui = read_ui(&env, &args);
     opts.quiet_startup = ui.quiet_startup;
@@ -807,15 +597,11 @@ pub fn run_with_args(mut args: crate::RunArgs) -> anyhow::Result<i32> {
     opts.loaded = ui.loaded;
     opts.commands = ui.commands;
     // Settings and resource problems were printed by `Env::new` before the screen switched.
-    let resources = env.resources.clone();
     opts.thinking =
         ThinkingLevel::parse(agent.thinking_level().as_str()).unwrap_or(ThinkingLevel::Off);
     opts.model = agent.model().map(|m| ModelInfo::from_engine(&m));
-    opts.store = pi_storage::open_store(&env.spec, &env.store_options).ok();
-    let driver = AgentSessionDriver::new(agent, runtime.handle().clone(), errors, events)
-        .with_env(env)
-        .with_args(args)
-        .with_resources(resources);
+    opts.store = pi_storage::open_store(&env.home.spec, &env.home.store_options).ok();
+    let driver = AgentSessionDriver::new(host, env, args, runtime.handle().clone(), errors, events);
     opts.driver = Some(Box::new(driver));
     let code = super::run(opts);
     // Running tasks (a prompt mid-stream) are dropped with the runtime.

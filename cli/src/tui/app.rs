@@ -26,16 +26,19 @@ pub enum Msg {
     Agent(AgentEvent),
     /// The project's files for `@` completion (relative paths, gitignore respected).
     FilesIndexed(Vec<String>),
-    /// Output of a `!cmd` run.
+    /// A `!cmd` finished.
     BashDone {
         command: String,
-        output: String,
+        result: super::driver::BashResult,
         excluded: bool,
     },
     /// Text back from the external editor.
     EditorText(String),
     Notice(String),
 }
+
+/// The output line of a `!cmd` until it finishes.
+const BASH_RUNNING: &str = "Running… (escape to cancel)";
 
 /// What the driver loop must do.
 #[derive(Debug, Clone, PartialEq)]
@@ -62,6 +65,8 @@ pub enum Effect {
         command: String,
         excluded: bool,
     },
+    /// Escape while a `!cmd` runs.
+    AbortBash,
     /// ctrl+g: the loop suspends the screen, runs the editor, and sends `Msg::EditorText`.
     ExternalEditor(String),
     Suspend,
@@ -246,6 +251,8 @@ pub struct App {
     pub resume_at_start: bool,
     /// Printed on the main screen after the UI closes.
     pub exit_message: Option<String>,
+    /// `!cmd`s running now (escape cancels them).
+    pub bash_running: usize,
 }
 
 impl App {
@@ -289,6 +296,7 @@ impl App {
             last_assistant: None,
             resume_at_start: false,
             exit_message: None,
+            bash_running: 0,
         }
     }
 
@@ -491,6 +499,33 @@ impl App {
         self.footer.git_branch = super::git_branch(&cwd);
         self.files.clear();
         self.cwd = cwd;
+    }
+
+    /// A `!cmd` starts: its transcript item shows it running until it finishes.
+    fn start_bash(&mut self, command: &str, excluded: bool) {
+        self.bash_running += 1;
+        self.transcript.push(Item::Bash {
+            command: command.to_string(),
+            output: BASH_RUNNING.to_string(),
+            excluded,
+        });
+    }
+
+    /// A `!cmd` finished: its running item gets the output (or a new item, when the
+    /// transcript was rebuilt meanwhile).
+    pub fn finish_bash(&mut self, command: String, output: String, excluded: bool) {
+        self.bash_running = self.bash_running.saturating_sub(1);
+        let running = self.transcript.items().iter().rposition(|i| {
+            matches!(i, Item::Bash { command: c, output: o, .. } if *c == command && o == BASH_RUNNING)
+        });
+        match running.and_then(|i| self.transcript.get_mut(i)) {
+            Some(Item::Bash { output: o, .. }) => *o = output,
+            _ => self.transcript.push(Item::Bash {
+                command,
+                output,
+                excluded,
+            }),
+        }
     }
 
     pub fn notice(&mut self, text: impl Into<String>) {
@@ -851,20 +886,15 @@ impl App {
                 return;
             }
         }
-        if let Some(cmd) = trimmed.strip_prefix("!!") {
+        if let Some((cmd, excluded)) = trimmed
+            .strip_prefix("!!")
+            .map(|c| (c, true))
+            .or_else(|| trimmed.strip_prefix('!').map(|c| (c, false)))
+        {
             self.editor.take();
-            out.push(Effect::RunBash {
-                command: cmd.trim().to_string(),
-                excluded: true,
-            });
-            return;
-        }
-        if let Some(cmd) = trimmed.strip_prefix('!') {
-            self.editor.take();
-            out.push(Effect::RunBash {
-                command: cmd.trim().to_string(),
-                excluded: false,
-            });
+            let command = cmd.trim().to_string();
+            self.start_bash(&command, excluded);
+            out.push(Effect::RunBash { command, excluded });
             return;
         }
         let text = self.editor.take();
@@ -1189,13 +1219,9 @@ pub fn update(app: &mut App, msg: Msg) -> Vec<Effect> {
         Msg::FilesIndexed(files) => app.files = files,
         Msg::BashDone {
             command,
-            output,
+            result,
             excluded,
-        } => app.transcript.push(Item::Bash {
-            command,
-            output,
-            excluded,
-        }),
+        } => app.finish_bash(command, result.display_text(), excluded),
         Msg::EditorText(t) => {
             app.editor.set_text(t.strip_suffix('\n').unwrap_or(&t));
         }
@@ -1281,7 +1307,9 @@ fn on_key(app: &mut App, k: KeyEvent, out: &mut Vec<Effect>) {
         }
     }
     if m("app.interrupt") {
-        if app.working {
+        if app.bash_running > 0 {
+            out.push(Effect::AbortBash);
+        } else if app.working {
             // Take the agent's queue first, as Pi's `restoreQueuedMessagesToEditor` does:
             // otherwise the aborted tool's result is followed by the queued steering message,
             // sent to the session as well as restored to the editor.

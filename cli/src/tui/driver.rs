@@ -388,6 +388,18 @@ pub trait AgentDriver {
         anyhow::bail!("importing sessions is not supported by this agent")
     }
 
+    /// `!cmd` / `!!cmd`: runs a shell command through the session (recorded as a
+    /// `bashExecution` message, sent with the next prompt unless `excluded`); `done` gets the
+    /// outcome.
+    fn run_bash(&mut self, _command: &str, _excluded: bool, done: BashDone) {
+        done(BashResult::failed(
+            "running commands is not supported by this agent".into(),
+        ));
+    }
+
+    /// Escape while a `!cmd` runs.
+    fn abort_bash(&mut self) {}
+
     /// `/reload`: reads settings, models.json, context files, skills and prompt templates again.
     fn reload(&mut self) -> anyhow::Result<Reloaded> {
         anyhow::bail!("reloading is not supported by this agent")
@@ -406,39 +418,64 @@ pub trait AgentDriver {
     }
 }
 
-/// What to do when the session to open names a working directory that no longer exists
-/// (Pi's prompt for /resume and /import).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum MissingCwd {
-    /// Do not open it: fail with [`MissingSessionCwd`], so the UI can ask.
-    Ask,
-    /// Open it and work in the current directory; the file keeps its cwd, so the question
-    /// comes again next time.
-    Continue,
-    /// Continue in a copy forked into the current directory (new id, the original kept).
-    Fork,
+pub use pi_agent::host::{MissingCwd, MissingSessionCwd};
+
+/// Called once with the outcome of a `!cmd`.
+pub type BashDone = Box<dyn FnOnce(BashResult) + Send>;
+
+/// How a `!cmd` ended, as the transcript shows it.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct BashResult {
+    /// What the command printed (the tail, when truncated).
+    pub output: String,
+    /// The exit code; `None` when it was cancelled or could not run.
+    pub exit_code: Option<i64>,
+    pub cancelled: bool,
+    /// Where the whole output was saved when it was cut.
+    pub full_output_path: Option<String>,
 }
 
-/// The session to open names a working directory that does not exist.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct MissingSessionCwd {
-    /// The directory in the session header.
-    pub session_cwd: String,
-    /// Where we work now, offered instead.
-    pub fallback_cwd: String,
-}
+impl BashResult {
+    /// From the host's `bash` result (RPC's `data`).
+    pub fn from_json(v: &Value) -> BashResult {
+        BashResult {
+            output: v["output"].as_str().unwrap_or_default().to_string(),
+            exit_code: v["exitCode"].as_i64(),
+            cancelled: v["cancelled"].as_bool().unwrap_or(false),
+            full_output_path: v["fullOutputPath"].as_str().map(str::to_string),
+        }
+    }
 
-impl std::fmt::Display for MissingSessionCwd {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(
-            f,
-            "Stored session working directory does not exist: {}\nCurrent working directory: {}",
-            self.session_cwd, self.fallback_cwd
-        )
+    /// A command that could not run.
+    pub fn failed(message: String) -> BashResult {
+        BashResult {
+            output: message,
+            ..Default::default()
+        }
+    }
+
+    /// The output followed by Pi's status line: the exit code when it is not 0, a
+    /// cancellation, the file holding the whole output.
+    pub fn display_text(&self) -> String {
+        let mut text = self.output.trim_end_matches('\n').to_string();
+        let mut status = Vec::new();
+        if self.cancelled {
+            status.push("(cancelled)".to_string());
+        } else if let Some(code) = self.exit_code.filter(|c| *c != 0) {
+            status.push(format!("(exit {code})"));
+        }
+        if let Some(path) = &self.full_output_path {
+            status.push(format!("Output truncated. Full output: {path}"));
+        }
+        for line in status {
+            if !text.is_empty() {
+                text.push('\n');
+            }
+            text.push_str(&line);
+        }
+        text
     }
 }
-
-impl std::error::Error for MissingSessionCwd {}
 
 /// What `/reload` (and start-up) read from disk for the UI.
 #[derive(Debug, Clone, Default, PartialEq)]

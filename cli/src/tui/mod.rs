@@ -447,29 +447,22 @@ fn apply_effect(
             session_ops::save_trust(app, &opts.agent_dir, &cwd, choice)
         }
         Effect::RunBash { command, excluded } => {
+            // Through the session host, as RPC's `bash`: recorded as a `bashExecution`
+            // message and, unless excluded, sent to the model with the next prompt.
             let tx = tx.clone();
-            let cwd = app.cwd.clone();
-            std::thread::spawn(move || {
-                let output = std::process::Command::new("bash")
-                    .arg("-c")
-                    .arg(&command)
-                    .current_dir(cwd)
-                    .output();
-                let text = match output {
-                    Ok(o) => format!(
-                        "{}{}",
-                        String::from_utf8_lossy(&o.stdout),
-                        String::from_utf8_lossy(&o.stderr)
-                    ),
-                    Err(e) => format!("failed to run: {e}"),
-                };
-                let _ = tx.send(Msg::BashDone {
-                    command,
-                    output: text,
-                    excluded,
-                });
-            });
+            driver.run_bash(
+                &command.clone(),
+                excluded,
+                Box::new(move |result| {
+                    let _ = tx.send(Msg::BashDone {
+                        command,
+                        result,
+                        excluded,
+                    });
+                }),
+            );
         }
+        Effect::AbortBash => driver.abort_bash(),
         Effect::ExternalEditor(text) => {
             let editor = opts
                 .external_editor

@@ -13,7 +13,7 @@ use super::driver::{AgentDriver, MissingCwd, MissingSessionCwd, Reloaded};
 use super::keys::Keymap;
 use super::theme::Theme;
 use super::transcript::Item;
-use anyhow::{anyhow, bail, Context as _};
+use anyhow::anyhow;
 use pi_engine::session::Session;
 use pi_formats::entry::NewEntry;
 use pi_storage::store::SessionStore;
@@ -345,73 +345,6 @@ pub fn after_switch(app: &mut App, driver: &dyn AgentDriver) {
     app.footer.session_name = driver.session().and_then(|s| s.session_name());
     app.steering.clear();
     app.follow_up.clear();
-}
-
-/// Checks that `path` is a session file we can import: readable, a session header with an
-/// id first, and no line that does not parse. The error is one line naming the file and,
-/// where there is one, the line.
-pub fn check_import_file(path: &Path) -> anyhow::Result<Session> {
-    let bytes = std::fs::read(path).with_context(|| format!("cannot read {}", path.display()))?;
-    let session = Session::from_bytes(bytes, path).map_err(|e| anyhow!("{e}"))?;
-    let report = session.load_report();
-    if let Some(bad) = report.skipped_lines.first() {
-        bail!("{}: {bad}", path.display());
-    }
-    if report.was_empty {
-        bail!("{}: the file is empty", path.display());
-    }
-    Ok(session)
-}
-
-/// Pi's import into a JSONL session directory: the file is copied under its own name, with
-/// `-1`, `-2`, … before the extension when that name is taken; a file already in `dir` is
-/// used where it is. Returns the session's path in `dir`.
-pub fn copy_into_dir(source: &Path, dir: &Path) -> anyhow::Result<PathBuf> {
-    let name = source
-        .file_name()
-        .ok_or_else(|| anyhow!("{}: not a file name", source.display()))?;
-    std::fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
-    let mut dest = dir.join(name);
-    let same = |a: &Path, b: &Path| match (a.canonicalize(), b.canonicalize()) {
-        (Ok(a), Ok(b)) => a == b,
-        _ => false,
-    };
-    if same(&dest, source) {
-        return Ok(dest);
-    }
-    let stem = Path::new(name)
-        .file_stem()
-        .map(|s| s.to_string_lossy().into_owned())
-        .unwrap_or_default();
-    let ext = Path::new(name)
-        .extension()
-        .map(|e| format!(".{}", e.to_string_lossy()))
-        .unwrap_or_default();
-    let mut n = 1;
-    loop {
-        // `create_new` is the exclusive copy: two imports never write one file.
-        match std::fs::OpenOptions::new()
-            .write(true)
-            .create_new(true)
-            .open(&dest)
-        {
-            Ok(mut out) => {
-                let mut input = std::fs::File::open(source)
-                    .with_context(|| format!("cannot read {}", source.display()))?;
-                let copied = std::io::copy(&mut input, &mut out).and_then(|_| out.sync_all());
-                if let Err(e) = copied {
-                    let _ = std::fs::remove_file(&dest);
-                    return Err(e).with_context(|| format!("cannot write {}", dest.display()));
-                }
-                return Ok(dest);
-            }
-            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {
-                dest = dir.join(format!("{stem}-{n}{ext}"));
-                n += 1;
-            }
-            Err(e) => return Err(e).with_context(|| format!("cannot write {}", dest.display())),
-        }
-    }
 }
 
 /// /trust (Pi's trust selector): the saved decision for the project folder and this run's,

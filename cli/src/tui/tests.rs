@@ -1062,7 +1062,7 @@ mod on_disk {
     use super::super::session_ops;
     use super::super::transcript::Item;
     use super::{key, typed, update, App, Effect, KeyCode};
-    use crate::modes::{build_agent, Env, Settings};
+    use crate::modes::{build_host, Env, Settings};
     use crate::RunArgs;
     use serde_json::Value;
     use std::path::{Path, PathBuf};
@@ -1104,17 +1104,19 @@ mod on_disk {
         let resources = settings.resources(&p.agent, &p.cwd, args);
         Env {
             resources,
-            agent_dir: p.agent.clone(),
-            cwd: p.cwd.display().to_string(),
             settings,
             registry: pi_agent::llm::ModelRegistry::builtin(),
-            spec,
-            store_options: pi_storage::StoreOptions {
+            home: pi_agent::host::SessionHome {
                 agent_dir: p.agent.clone(),
-                session_dir: Some(p.sessions.clone()),
-                fsync: pi_storage::store::FsyncPolicy::Never,
+                cwd: p.cwd.display().to_string(),
+                spec,
+                store_options: pi_storage::StoreOptions {
+                    agent_dir: p.agent.clone(),
+                    session_dir: Some(p.sessions.clone()),
+                    fsync: pi_storage::store::FsyncPolicy::Never,
+                },
+                no_session: false,
             },
-            no_session: false,
         }
     }
 
@@ -1143,15 +1145,11 @@ mod on_disk {
         );
         let env = env_with_store(p, &args, spec);
         let (sink, errors, events) = channel_sink();
-        let agent = {
+        let host = {
             let _guard = rt.enter();
-            must(build_agent(&args, &env, sink))
+            must(build_host(&args, &env, sink))
         };
-        let resources = env.resources.clone();
-        let d = AgentSessionDriver::new(agent, rt.handle().clone(), errors, events)
-            .with_env(env)
-            .with_args(args)
-            .with_resources(resources);
+        let d = AgentSessionDriver::new(host, env, args, rt.handle().clone(), errors, events);
         (d, rt)
     }
 
@@ -1522,8 +1520,8 @@ mod on_disk {
         assert_eq!(d.cwd(), Some(other.clone()));
         assert_eq!(a.cwd, other);
         assert_eq!(a.footer.cwd, other.display().to_string());
-        let env = must(d.env().ok_or("env"));
-        assert_eq!(env.cwd, other.display().to_string());
+        let env = d.env();
+        assert_eq!(env.home.cwd, other.display().to_string());
         let message = crate::modes::system_message(env, &[]).to_string();
         assert!(message.contains("Other project rules."), "{message}");
         assert!(notices(&a)
@@ -1771,7 +1769,7 @@ mod on_disk {
         }
         // The agent's prompt is rebuilt from the reloaded resources (the next prompt writes
         // the changed sections; the tmux test checks that in the session file).
-        let env = must(d.env().ok_or("no env"));
+        let env = d.env();
         assert!(env
             .resources
             .context_files
@@ -1801,7 +1799,7 @@ mod on_disk {
         must(std::fs::write(p.agent.join("AGENTS.md"), "Global rules.\n"));
         let rows = |args: RunArgs| {
             let (d, _rt) = driver(&p, args.clone());
-            let env = must(d.env().ok_or("no env"));
+            let env = d.env();
             super::super::agent::read_ui(env, &args).loaded
         };
         // Unknown project, no prompt possible here: untrusted, only global resources.
@@ -1870,7 +1868,7 @@ mod on_disk {
             assert_eq!(labels.len(), 5, "{labels:?}");
         }
         let (d, _rt) = driver(p, args.clone());
-        let env = must(d.env().ok_or("no env"));
+        let env = d.env();
         let loaded = super::super::agent::read_ui(env, &args)
             .loaded
             .iter()

@@ -1,11 +1,11 @@
 //! Decoding one RPC stdin record into a typed command, without I/O.
 //!
 //! [`decode_record`] is the whole path from the bytes of one line to either a [`Request`] or
-//! the error response Pi would send, so the loop in `rpc.rs` only reads lines and dispatches,
+//! the error response Pi would send, so the RPC loop only reads lines and hands requests to the host,
 //! and the fuzz target `rpc_command` drives exactly what the loop does. [`Request::to_value`]
 //! writes a request back as Pi's client would send it; decoding that gives the same request.
 
-use pi_agent::agent::QueueMode;
+use crate::agent::QueueMode;
 use pi_formats::message::ThinkingLevel;
 use serde_json::{Map, Value};
 
@@ -37,7 +37,7 @@ impl StreamingBehavior {
 
 /// One RPC command with its arguments checked (Pi's rpc.md).
 #[derive(Debug, Clone, PartialEq)]
-pub enum RpcCommand {
+pub enum Command {
     /// `prompt`: start a run, or queue while one is running (`streamingBehavior`).
     Prompt {
         /// The user's text (slash commands and templates are expanded later).
@@ -171,7 +171,7 @@ pub struct Request {
     /// The client's `id`, any JSON value, echoed as sent.
     pub id: Option<Value>,
     /// The command.
-    pub command: RpcCommand,
+    pub command: Command,
 }
 
 /// A record that cannot be run: the error response Pi's RPC gives for it.
@@ -254,7 +254,7 @@ fn required(cmd: &Value, key: &str, message: impl FnOnce() -> String) -> Result<
     str_field(cmd, key).ok_or_else(message)
 }
 
-fn decode_command(kind: &str, cmd: &Value) -> Result<RpcCommand, String> {
+fn decode_command(kind: &str, cmd: &Value) -> Result<Command, String> {
     let message = || {
         required(cmd, "message", || {
             format!("{kind} needs a \"message\" string")
@@ -272,7 +272,7 @@ fn decode_command(kind: &str, cmd: &Value) -> Result<RpcCommand, String> {
             .ok_or_else(|| "mode must be \"all\" or \"one-at-a-time\"".to_string())
     };
     Ok(match kind {
-        "prompt" => RpcCommand::Prompt {
+        "prompt" => Command::Prompt {
             message: message()?,
             images: cmd
                 .get("images")
@@ -284,125 +284,125 @@ fn decode_command(kind: &str, cmd: &Value) -> Result<RpcCommand, String> {
                 .and_then(Value::as_str)
                 .and_then(StreamingBehavior::parse),
         },
-        "steer" => RpcCommand::Steer {
+        "steer" => Command::Steer {
             message: message()?,
         },
-        "follow_up" => RpcCommand::FollowUp {
+        "follow_up" => Command::FollowUp {
             message: message()?,
         },
-        "abort" => RpcCommand::Abort,
-        "clear_queue" => RpcCommand::ClearQueue,
-        "new_session" => RpcCommand::NewSession {
+        "abort" => Command::Abort,
+        "clear_queue" => Command::ClearQueue,
+        "new_session" => Command::NewSession {
             parent_session: str_field(cmd, "parentSession"),
         },
-        "get_state" => RpcCommand::GetState,
-        "set_model" => RpcCommand::SetModel {
+        "get_state" => Command::GetState,
+        "set_model" => Command::SetModel {
             provider: str_field(cmd, "provider").unwrap_or_default(),
             model_id: str_field(cmd, "modelId").unwrap_or_default(),
         },
-        "cycle_model" => RpcCommand::CycleModel,
-        "get_available_models" => RpcCommand::GetAvailableModels,
-        "set_thinking_level" => RpcCommand::SetThinkingLevel {
+        "cycle_model" => Command::CycleModel,
+        "get_available_models" => Command::GetAvailableModels,
+        "set_thinking_level" => Command::SetThinkingLevel {
             level: cmd
                 .get("level")
                 .and_then(Value::as_str)
                 .and_then(ThinkingLevel::parse)
                 .ok_or("level must be off, minimal, low, medium, high, xhigh or max")?,
         },
-        "cycle_thinking_level" => RpcCommand::CycleThinkingLevel,
-        "get_available_thinking_levels" => RpcCommand::GetAvailableThinkingLevels,
-        "set_steering_mode" => RpcCommand::SetSteeringMode { mode: mode()? },
-        "set_follow_up_mode" => RpcCommand::SetFollowUpMode { mode: mode()? },
-        "compact" => RpcCommand::Compact {
+        "cycle_thinking_level" => Command::CycleThinkingLevel,
+        "get_available_thinking_levels" => Command::GetAvailableThinkingLevels,
+        "set_steering_mode" => Command::SetSteeringMode { mode: mode()? },
+        "set_follow_up_mode" => Command::SetFollowUpMode { mode: mode()? },
+        "compact" => Command::Compact {
             custom_instructions: str_field(cmd, "customInstructions"),
         },
-        "set_auto_compaction" => RpcCommand::SetAutoCompaction {
+        "set_auto_compaction" => Command::SetAutoCompaction {
             enabled: enabled()?,
         },
-        "set_auto_retry" => RpcCommand::SetAutoRetry {
+        "set_auto_retry" => Command::SetAutoRetry {
             enabled: enabled()?,
         },
-        "abort_retry" => RpcCommand::AbortRetry,
-        "bash" => RpcCommand::Bash {
+        "abort_retry" => Command::AbortRetry,
+        "bash" => Command::Bash {
             command: required(cmd, "command", || "bash needs a \"command\" string".into())?,
             exclude_from_context: cmd
                 .get("excludeFromContext")
                 .and_then(Value::as_bool)
                 .unwrap_or(false),
         },
-        "abort_bash" => RpcCommand::AbortBash,
-        "get_session_stats" => RpcCommand::GetSessionStats,
-        "export_html" => RpcCommand::ExportHtml {
+        "abort_bash" => Command::AbortBash,
+        "get_session_stats" => Command::GetSessionStats,
+        "export_html" => Command::ExportHtml {
             output_path: str_field(cmd, "outputPath"),
         },
-        "switch_session" => RpcCommand::SwitchSession {
+        "switch_session" => Command::SwitchSession {
             session_path: required(cmd, "sessionPath", || {
                 "switch_session needs \"sessionPath\"".into()
             })?,
         },
-        "fork" => RpcCommand::Fork {
+        "fork" => Command::Fork {
             entry_id: required(cmd, "entryId", || "fork needs \"entryId\"".into())?,
         },
-        "clone" => RpcCommand::Clone,
-        "get_fork_messages" => RpcCommand::GetForkMessages,
-        "get_entries" => RpcCommand::GetEntries {
+        "clone" => Command::Clone,
+        "get_fork_messages" => Command::GetForkMessages,
+        "get_entries" => Command::GetEntries {
             since: str_field(cmd, "since"),
         },
-        "get_tree" => RpcCommand::GetTree,
-        "get_last_assistant_text" => RpcCommand::GetLastAssistantText,
+        "get_tree" => Command::GetTree,
+        "get_last_assistant_text" => Command::GetLastAssistantText,
         "set_session_name" => {
             let name = str_field(cmd, "name").unwrap_or_default();
             let name = name.trim();
             if name.is_empty() {
                 return Err("Session name cannot be empty".into());
             }
-            RpcCommand::SetSessionName {
+            Command::SetSessionName {
                 name: name.to_string(),
             }
         }
-        "get_messages" => RpcCommand::GetMessages,
-        "get_commands" => RpcCommand::GetCommands,
+        "get_messages" => Command::GetMessages,
+        "get_commands" => Command::GetCommands,
         other => return Err(format!("Unknown command: {other}")),
     })
 }
 
-impl RpcCommand {
+impl Command {
     /// The wire `type`, also the `command` of the response.
     pub fn kind(&self) -> &'static str {
         match self {
-            RpcCommand::Prompt { .. } => "prompt",
-            RpcCommand::Steer { .. } => "steer",
-            RpcCommand::FollowUp { .. } => "follow_up",
-            RpcCommand::Abort => "abort",
-            RpcCommand::ClearQueue => "clear_queue",
-            RpcCommand::NewSession { .. } => "new_session",
-            RpcCommand::GetState => "get_state",
-            RpcCommand::SetModel { .. } => "set_model",
-            RpcCommand::CycleModel => "cycle_model",
-            RpcCommand::GetAvailableModels => "get_available_models",
-            RpcCommand::SetThinkingLevel { .. } => "set_thinking_level",
-            RpcCommand::CycleThinkingLevel => "cycle_thinking_level",
-            RpcCommand::GetAvailableThinkingLevels => "get_available_thinking_levels",
-            RpcCommand::SetSteeringMode { .. } => "set_steering_mode",
-            RpcCommand::SetFollowUpMode { .. } => "set_follow_up_mode",
-            RpcCommand::Compact { .. } => "compact",
-            RpcCommand::SetAutoCompaction { .. } => "set_auto_compaction",
-            RpcCommand::SetAutoRetry { .. } => "set_auto_retry",
-            RpcCommand::AbortRetry => "abort_retry",
-            RpcCommand::Bash { .. } => "bash",
-            RpcCommand::AbortBash => "abort_bash",
-            RpcCommand::GetSessionStats => "get_session_stats",
-            RpcCommand::ExportHtml { .. } => "export_html",
-            RpcCommand::SwitchSession { .. } => "switch_session",
-            RpcCommand::Fork { .. } => "fork",
-            RpcCommand::Clone => "clone",
-            RpcCommand::GetForkMessages => "get_fork_messages",
-            RpcCommand::GetEntries { .. } => "get_entries",
-            RpcCommand::GetTree => "get_tree",
-            RpcCommand::GetLastAssistantText => "get_last_assistant_text",
-            RpcCommand::SetSessionName { .. } => "set_session_name",
-            RpcCommand::GetMessages => "get_messages",
-            RpcCommand::GetCommands => "get_commands",
+            Command::Prompt { .. } => "prompt",
+            Command::Steer { .. } => "steer",
+            Command::FollowUp { .. } => "follow_up",
+            Command::Abort => "abort",
+            Command::ClearQueue => "clear_queue",
+            Command::NewSession { .. } => "new_session",
+            Command::GetState => "get_state",
+            Command::SetModel { .. } => "set_model",
+            Command::CycleModel => "cycle_model",
+            Command::GetAvailableModels => "get_available_models",
+            Command::SetThinkingLevel { .. } => "set_thinking_level",
+            Command::CycleThinkingLevel => "cycle_thinking_level",
+            Command::GetAvailableThinkingLevels => "get_available_thinking_levels",
+            Command::SetSteeringMode { .. } => "set_steering_mode",
+            Command::SetFollowUpMode { .. } => "set_follow_up_mode",
+            Command::Compact { .. } => "compact",
+            Command::SetAutoCompaction { .. } => "set_auto_compaction",
+            Command::SetAutoRetry { .. } => "set_auto_retry",
+            Command::AbortRetry => "abort_retry",
+            Command::Bash { .. } => "bash",
+            Command::AbortBash => "abort_bash",
+            Command::GetSessionStats => "get_session_stats",
+            Command::ExportHtml { .. } => "export_html",
+            Command::SwitchSession { .. } => "switch_session",
+            Command::Fork { .. } => "fork",
+            Command::Clone => "clone",
+            Command::GetForkMessages => "get_fork_messages",
+            Command::GetEntries { .. } => "get_entries",
+            Command::GetTree => "get_tree",
+            Command::GetLastAssistantText => "get_last_assistant_text",
+            Command::SetSessionName { .. } => "set_session_name",
+            Command::GetMessages => "get_messages",
+            Command::GetCommands => "get_commands",
         }
     }
 }
@@ -419,7 +419,7 @@ impl Request {
             m.insert(k.into(), v);
         };
         match &self.command {
-            RpcCommand::Prompt {
+            Command::Prompt {
                 message,
                 images,
                 streaming_behavior,
@@ -432,33 +432,33 @@ impl Request {
                     put("streamingBehavior", b.as_str().into());
                 }
             }
-            RpcCommand::Steer { message } | RpcCommand::FollowUp { message } => {
+            Command::Steer { message } | Command::FollowUp { message } => {
                 put("message", message.as_str().into())
             }
-            RpcCommand::NewSession { parent_session } => {
+            Command::NewSession { parent_session } => {
                 if let Some(p) = parent_session {
                     put("parentSession", p.as_str().into());
                 }
             }
-            RpcCommand::SetModel { provider, model_id } => {
+            Command::SetModel { provider, model_id } => {
                 put("provider", provider.as_str().into());
                 put("modelId", model_id.as_str().into());
             }
-            RpcCommand::SetThinkingLevel { level } => put("level", level.as_str().into()),
-            RpcCommand::SetSteeringMode { mode } | RpcCommand::SetFollowUpMode { mode } => {
+            Command::SetThinkingLevel { level } => put("level", level.as_str().into()),
+            Command::SetSteeringMode { mode } | Command::SetFollowUpMode { mode } => {
                 put("mode", mode.as_str().into())
             }
-            RpcCommand::Compact {
+            Command::Compact {
                 custom_instructions,
             } => {
                 if let Some(c) = custom_instructions {
                     put("customInstructions", c.as_str().into());
                 }
             }
-            RpcCommand::SetAutoCompaction { enabled } | RpcCommand::SetAutoRetry { enabled } => {
+            Command::SetAutoCompaction { enabled } | Command::SetAutoRetry { enabled } => {
                 put("enabled", (*enabled).into())
             }
-            RpcCommand::Bash {
+            Command::Bash {
                 command,
                 exclude_from_context,
             } => {
@@ -467,37 +467,37 @@ impl Request {
                     put("excludeFromContext", true.into());
                 }
             }
-            RpcCommand::ExportHtml { output_path } => {
+            Command::ExportHtml { output_path } => {
                 if let Some(p) = output_path {
                     put("outputPath", p.as_str().into());
                 }
             }
-            RpcCommand::SwitchSession { session_path } => {
+            Command::SwitchSession { session_path } => {
                 put("sessionPath", session_path.as_str().into())
             }
-            RpcCommand::Fork { entry_id } => put("entryId", entry_id.as_str().into()),
-            RpcCommand::GetEntries { since } => {
+            Command::Fork { entry_id } => put("entryId", entry_id.as_str().into()),
+            Command::GetEntries { since } => {
                 if let Some(s) = since {
                     put("since", s.as_str().into());
                 }
             }
-            RpcCommand::SetSessionName { name } => put("name", name.as_str().into()),
-            RpcCommand::Abort
-            | RpcCommand::ClearQueue
-            | RpcCommand::GetState
-            | RpcCommand::CycleModel
-            | RpcCommand::GetAvailableModels
-            | RpcCommand::CycleThinkingLevel
-            | RpcCommand::GetAvailableThinkingLevels
-            | RpcCommand::AbortRetry
-            | RpcCommand::AbortBash
-            | RpcCommand::GetSessionStats
-            | RpcCommand::Clone
-            | RpcCommand::GetForkMessages
-            | RpcCommand::GetTree
-            | RpcCommand::GetLastAssistantText
-            | RpcCommand::GetMessages
-            | RpcCommand::GetCommands => {}
+            Command::SetSessionName { name } => put("name", name.as_str().into()),
+            Command::Abort
+            | Command::ClearQueue
+            | Command::GetState
+            | Command::CycleModel
+            | Command::GetAvailableModels
+            | Command::CycleThinkingLevel
+            | Command::GetAvailableThinkingLevels
+            | Command::AbortRetry
+            | Command::AbortBash
+            | Command::GetSessionStats
+            | Command::Clone
+            | Command::GetForkMessages
+            | Command::GetTree
+            | Command::GetLastAssistantText
+            | Command::GetMessages
+            | Command::GetCommands => {}
         }
         Value::Object(m)
     }
@@ -527,7 +527,7 @@ mod tests {
             decode(r#"{"id": "req-1", "type": "prompt", "message": "Hello, world!"}"#),
             Decoded::Command(Request {
                 id: Some(json!("req-1")),
-                command: RpcCommand::Prompt {
+                command: Command::Prompt {
                     message: "Hello, world!".into(),
                     images: vec![],
                     streaming_behavior: None,
@@ -538,7 +538,7 @@ mod tests {
             decode(r#"{"type": "set_steering_mode", "mode": "one-at-a-time"}"#),
             Decoded::Command(Request {
                 id: None,
-                command: RpcCommand::SetSteeringMode {
+                command: Command::SetSteeringMode {
                     mode: QueueMode::OneAtATime
                 },
             })
@@ -580,7 +580,7 @@ mod tests {
             decode("{\"type\":\"steer\",\"message\":\"a\\ud800b\"}"),
             Decoded::Command(Request {
                 id: None,
-                command: RpcCommand::Steer {
+                command: Command::Steer {
                     message: "a\u{fffd}b".into()
                 },
             })

@@ -1,0 +1,232 @@
+//! The session host: one [`AgentSession`] and the whole session lifecycle around it, behind
+//! one entry point, [`Host::handle`], that every front end uses.
+//!
+//! RPC hands it decoded [`Request`]s and prints the response records; the TUI calls the same
+//! commands and lifecycle methods for its effects. So `/clone`, `/fork`, `/new`, `/resume`,
+//! `!cmd` and input expansion behave the same in every mode, decided once here, as real
+//! Pi 1.6.0 does them.
+
+mod lifecycle;
+mod sessions;
+mod views;
+
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex, MutexGuard};
+
+use serde_json::{json, Value};
+use tokio_util::sync::CancellationToken;
+
+use crate::agent::{AgentError, AgentSession};
+use crate::config::Resources;
+use crate::llm::Model;
+use crate::protocol::{response, Command, Outcome, Request, StreamingBehavior};
+
+pub use lifecycle::{HostError, MissingCwd, MissingSessionCwd};
+pub use sessions::SessionHome;
+pub use views::{model_json, tree_json};
+
+/// What the host knows besides the agent: where sessions live, what input expands to, and
+/// the `--models` scope. Changes on `/reload` and when a session of another directory opens.
+#[derive(Debug, Clone)]
+pub struct HostSetup {
+    /// Where sessions are opened and created.
+    pub home: SessionHome,
+    /// Skills and prompt templates for input expansion, and the commands `get_commands` lists.
+    pub resources: Resources,
+    /// `enableSkillCommands`: `/skill:name` expands to the skill.
+    pub skill_commands: bool,
+    /// `--models`: what `cycle_model` cycles through (all models when empty).
+    pub scoped: Vec<Model>,
+}
+
+/// The agent and its session lifecycle, shared by the tasks that answer commands.
+pub struct Host {
+    agent: AgentSession,
+    setup: Mutex<HostSetup>,
+    /// The running `bash` command's cancel switch (`abort_bash`).
+    bash_cancel: Mutex<Option<CancellationToken>>,
+}
+
+fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    // The guarded values stay consistent between statements; a panic elsewhere must not
+    // take the host down with it.
+    m.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+impl Host {
+    /// A host over `agent`, already set up with its session.
+    pub fn new(agent: AgentSession, setup: HostSetup) -> Arc<Host> {
+        Arc::new(Host {
+            agent,
+            setup: Mutex::new(setup),
+            bash_cancel: Mutex::new(None),
+        })
+    }
+
+    /// The agent (for views and for what has no command: navigation, labels).
+    pub fn agent(&self) -> &AgentSession {
+        &self.agent
+    }
+
+    /// A copy of the current setup.
+    pub fn setup(&self) -> HostSetup {
+        lock(&self.setup).clone()
+    }
+
+    /// The directory sessions are created for and tools run in.
+    pub fn cwd(&self) -> String {
+        lock(&self.setup).home.cwd.clone()
+    }
+
+    /// New resources and skill-command setting (`/reload`).
+    pub fn set_resources(&self, resources: Resources, skill_commands: bool) {
+        let mut setup = lock(&self.setup);
+        setup.resources = resources;
+        setup.skill_commands = skill_commands;
+    }
+
+    /// Works in `cwd` from now on: tools, `!cmd`, new sessions and the prompt's cwd.
+    pub fn set_cwd(&self, cwd: String) {
+        let mut setup = lock(&self.setup);
+        if setup.home.cwd != cwd {
+            self.agent.set_cwd(PathBuf::from(&cwd));
+            setup.home.cwd = cwd;
+        }
+    }
+
+    /// What Pi does to typed input before sending it: `/skill:name args` becomes the skill's
+    /// instructions (when skill commands are enabled) and `/template args` a prompt template.
+    pub fn expand(&self, text: &str) -> Result<String, String> {
+        let setup = lock(&self.setup);
+        let text = if setup.skill_commands {
+            crate::config::expand_skill_command(text, &setup.resources.skills)
+                .map_err(|e| e.to_string())?
+        } else {
+            text.to_string()
+        };
+        Ok(crate::config::expand_prompt_template(
+            &text,
+            &setup.resources.prompt_templates,
+        ))
+    }
+
+    /// Runs one command. `respond` gets the response record exactly once: at once for
+    /// commands answered at once, when started or queued for `prompt`, when finished for
+    /// `compact` and `bash` (which run on tasks, so `abort` and queries are answered while
+    /// they work). Must be called within a tokio runtime.
+    pub fn handle(
+        self: &Arc<Self>,
+        request: Request,
+        respond: impl FnOnce(Value) + Send + 'static,
+    ) {
+        let Request { id, command } = request;
+        let kind = command.kind();
+        match command {
+            Command::Prompt {
+                message,
+                images,
+                streaming_behavior,
+            } => self.prompt(id, message, images, streaming_behavior, respond),
+            Command::Compact {
+                custom_instructions,
+            } => {
+                let this = self.clone();
+                tokio::spawn(async move {
+                    let outcome = this
+                        .agent
+                        .compact(custom_instructions)
+                        .await
+                        .map(Some)
+                        .map_err(|e| e.to_string());
+                    respond(response(&id, kind, outcome));
+                });
+            }
+            Command::Bash {
+                command,
+                exclude_from_context,
+            } => {
+                let this = self.clone();
+                tokio::spawn(async move {
+                    let outcome = this.bash(id.clone(), &command, exclude_from_context).await;
+                    respond(response(&id, kind, outcome));
+                });
+            }
+            other => respond(response(&id, kind, self.answer(&other))),
+        }
+    }
+
+    fn prompt(
+        self: &Arc<Self>,
+        id: Option<Value>,
+        message: String,
+        images: Vec<Value>,
+        streaming_behavior: Option<StreamingBehavior>,
+        respond: impl FnOnce(Value) + Send + 'static,
+    ) {
+        let message = match self.expand(&message) {
+            Ok(m) => m,
+            Err(e) => return respond(response(&id, "prompt", Err(e))),
+        };
+        let queued = || Ok(Some(json!({"disposition": "queued"})));
+        if self.agent.is_streaming() {
+            let outcome = match streaming_behavior {
+                Some(StreamingBehavior::Steer) => {
+                    self.agent.steer(message);
+                    queued()
+                }
+                Some(StreamingBehavior::FollowUp) => {
+                    self.agent.follow_up(message);
+                    queued()
+                }
+                None => Err(AgentError::Busy.to_string()),
+            };
+            return respond(response(&id, "prompt", outcome));
+        }
+        // The response must go out before the run's first event: `on_started` runs before
+        // the run is spawned. A prompt that cannot start answers with its error instead.
+        let respond = Arc::new(Mutex::new(Some(respond)));
+        let started = respond.clone();
+        let started_id = id.clone();
+        let result = self.agent.spawn_prompt(message, images, move || {
+            if let Some(r) = lock(&started).take() {
+                r(response(
+                    &started_id,
+                    "prompt",
+                    Ok(Some(json!({"disposition": "started"}))),
+                ));
+            }
+        });
+        if let Err(e) = result {
+            if let Some(r) = lock(&respond).take() {
+                r(response(&id, "prompt", Err(e.to_string())));
+            }
+        }
+    }
+
+    /// `bash` / `!cmd`: runs a command, streams its output as `bash_execution_update` events
+    /// and records it as a `bashExecution` message (left out of the context when excluded).
+    pub async fn bash(&self, id: Option<Value>, command: &str, exclude: bool) -> Outcome {
+        let cancel = CancellationToken::new();
+        *lock(&self.bash_cancel) = Some(cancel.clone());
+        let agent = &self.agent;
+        let result = agent
+            .execute_bash(command, exclude, cancel, |delta| {
+                let mut ev = serde_json::Map::new();
+                ev.insert("type".into(), "bash_execution_update".into());
+                if let Some(i) = &id {
+                    ev.insert("id".into(), i.clone());
+                }
+                ev.insert("delta".into(), delta.into());
+                agent.emit(Value::Object(ev));
+            })
+            .await;
+        result.map(Some).map_err(|e| e.to_string())
+    }
+
+    /// Stops the running `bash` command, if any.
+    pub fn abort_bash(&self) {
+        if let Some(t) = lock(&self.bash_cancel).as_ref() {
+            t.cancel();
+        }
+    }
+}
