@@ -917,3 +917,86 @@ async fn queue_steering_and_follow_up_while_a_tool_runs() {
     tmux.keys(&["C-d"]);
     tmux.wait_for("EXITED-0");
 }
+
+/// `!cmd` runs through the session host as RPC's `bash` does: its output is shown, the
+/// session holds a `bashExecution` message, and the next prompt's request carries it;
+/// `!!cmd` is shown and saved but kept out of the context; escape cancels a running one.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn bang_commands_are_recorded_and_sent_with_the_next_prompt() {
+    if !enabled() {
+        eprintln!("skipped: set PI_TUI_E2E=1 (needs tmux and the interactive mode wired to `pi`)");
+        return;
+    }
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let agent: PathBuf = tmp.path().join("agent");
+    let cwd = tmp.path().join("cwd");
+    let sessions = tmp.path().join("sessions");
+    for d in [&agent, &cwd, &sessions] {
+        std::fs::create_dir_all(d).expect("mkdir");
+    }
+    let script: Script = serde_json::from_value(json!({"turns": [
+        {"text": "Seen the output."}
+    ]}))
+    .expect("script");
+    let fake = FakeLlm::start(script).await.expect("fake llm");
+    let models = std::fs::read_to_string(format!("{FIXTURES}/tricky/agent/models.json"))
+        .expect("models.json")
+        .replace("127.0.0.1:18765", &format!("127.0.0.1:{}", fake.port()));
+    std::fs::write(agent.join("models.json"), models).expect("write models");
+    let bin =
+        std::env::var("PI_TUI_E2E_BIN").unwrap_or_else(|_| env!("CARGO_BIN_EXE_pi").to_string());
+    let command = format!(
+        "env PI_CODING_AGENT_DIR={} {} --session-dir {} --model fakeoai/fake-model; echo EXITED-$?; sleep 30",
+        shell_quote(&agent),
+        shell_quote(Path::new(&bin)),
+        shell_quote(&sessions)
+    );
+    let tmux = Tmux::start(
+        &format!("pi-tui-e2e-bang-{}", std::process::id()),
+        &cwd,
+        &command,
+    );
+    tmux.wait_for("to interrupt");
+
+    tmux.keys(&["!echo sent-$((40+2))", "Enter"]);
+    tmux.wait_for("sent-42");
+    tmux.keys(&["!!echo private-$((6*7))", "Enter"]);
+    tmux.wait_for("private-42");
+    tmux.keys(&["!sleep 30; echo never-printed", "Enter"]);
+    tmux.wait_for("Running…");
+    tmux.keys(&["Escape"]);
+    let screen = tmux.wait_for("(cancelled)");
+    // (The command line itself names it; its output never came.)
+    assert!(
+        !screen.lines().any(|l| l.trim() == "never-printed"),
+        "{screen}"
+    );
+    tmux.keys(&["!exit 3", "Enter"]);
+    tmux.wait_for("(exit 3)");
+
+    tmux.keys(&["What did it print?", "Enter"]);
+    tmux.wait_for("Seen the output.");
+    let requests = fake.requests();
+    assert_eq!(requests.len(), 1);
+    let sent = requests[0].body["messages"].to_string();
+    assert!(sent.contains("sent-42"), "{sent}");
+    assert!(!sent.contains("private-42"), "{sent}");
+
+    let files = session_files(&sessions);
+    assert_eq!(files.len(), 1, "{files:?}");
+    let bash: Vec<serde_json::Value> = jsonl(&files[0])
+        .into_iter()
+        .filter(|e| e["type"] == "message" && e["message"]["role"] == "bashExecution")
+        .map(|e| e["message"].clone())
+        .collect();
+    assert_eq!(bash.len(), 4, "{bash:?}");
+    assert_eq!(bash[0]["command"], "echo sent-$((40+2))");
+    assert!(bash[0]["output"].as_str().unwrap_or("").contains("sent-42"));
+    assert_eq!(bash[0]["exitCode"], 0);
+    assert_ne!(bash[0]["excludeFromContext"], true);
+    assert_eq!(bash[1]["excludeFromContext"], true);
+    assert_eq!(bash[2]["cancelled"], true);
+    assert_eq!(bash[3]["exitCode"], 3);
+    tmux.keys(&["C-d"]);
+    tmux.wait_for("EXITED-0");
+}

@@ -197,7 +197,7 @@ impl Host {
                     pi_engine::context::transcript::content_text(&v["message"]["content"], "");
                 Some((v["parentId"].as_str().map(str::to_string), text))
             })
-            .ok_or_else(|| fail(format!("Invalid entry ID for forking: {entry_id}")))?;
+            .ok_or_else(|| fail("Invalid entry ID for forking"))?;
         match parent {
             Some(leaf) => self.branch_into_new(&leaf)?,
             None => {

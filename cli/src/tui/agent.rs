@@ -14,6 +14,8 @@ use super::TuiOptions;
 use anyhow::{anyhow, bail};
 use pi_agent::agent::{AgentSession, EventSink, NavigateOptions};
 use pi_agent::host::{Host, HostError};
+use pi_agent::protocol::{Command, Request};
+use serde_json::json;
 use serde_json::Value;
 use std::path::Path;
 use std::sync::mpsc;
@@ -104,18 +106,38 @@ impl AgentSessionDriver {
         &self.env
     }
 
-    /// Pi's input expansion (`/skill:name` when skill commands are enabled, prompt
-    /// templates), the host's as in every mode; `None` after reporting an error (an unknown
-    /// skill).
-    fn expand(&self, text: &str) -> Option<String> {
-        match self.host.expand(text) {
-            Ok(t) => Some(t),
-            Err(e) => {
-                self.report(e);
-                let _ = self.errors.send(serde_json::json!({"type": "agent_end"}));
-                None
-            }
-        }
+    /// The session host this driver is a client of.
+    pub fn host(&self) -> &Arc<Host> {
+        &self.host
+    }
+
+    /// Runs a command through the host, exactly as RPC does. A failure is shown as an
+    /// error (and, for a prompt that did not start, ends the UI's working state).
+    pub fn send(&self, command: Command) {
+        self.send_then(command, |_| {});
+    }
+
+    /// [`send`](Self::send), then `answered` gets the response record (when a `prompt` has
+    /// started, a `compact` or `bash` finished, anything else at once).
+    pub fn send_then(&self, command: Command, answered: impl FnOnce(Value) + Send + 'static) {
+        let errors = self.errors.clone();
+        let kind = command.kind();
+        let _guard = self.runtime.enter();
+        self.host
+            .handle(Request { id: None, command }, move |record| {
+                if record["success"] == false {
+                    let message = record["error"].as_str().unwrap_or("error").to_string();
+                    let event = match kind {
+                        "compact" => json!({"type": "compaction_end", "errorMessage": message}),
+                        _ => json!({"type": "tui_error", "message": message}),
+                    };
+                    let _ = errors.send(event);
+                    if kind == "prompt" {
+                        let _ = errors.send(json!({"type": "agent_end"}));
+                    }
+                }
+                answered(record);
+            });
     }
 
     fn report(&self, text: String) {
@@ -127,34 +149,27 @@ impl AgentSessionDriver {
 
 impl AgentDriver for AgentSessionDriver {
     fn prompt(&mut self, text: &str) {
-        let Some(text) = self.expand(text) else {
-            return;
-        };
-        let agent = self.agent().clone();
-        let errors = self.errors.clone();
-        self.runtime.spawn(async move {
-            if let Err(e) = agent.prompt(&text, Vec::new()).await {
-                let _ =
-                    errors.send(serde_json::json!({"type": "tui_error", "message": e.to_string()}));
-                let _ = errors.send(serde_json::json!({"type": "agent_end"}));
-            }
+        self.send(Command::Prompt {
+            message: text.to_string(),
+            images: Vec::new(),
+            streaming_behavior: None,
         });
     }
 
     fn steer(&mut self, text: &str) {
-        if let Some(text) = self.expand(text) {
-            self.agent().steer(text);
-        }
+        self.send(Command::Steer {
+            message: text.to_string(),
+        });
     }
 
     fn follow_up(&mut self, text: &str) {
-        if let Some(text) = self.expand(text) {
-            self.agent().follow_up(text);
-        }
+        self.send(Command::FollowUp {
+            message: text.to_string(),
+        });
     }
 
     fn abort(&mut self) {
-        self.agent().abort();
+        self.send(Command::Abort);
     }
 
     fn poll_events(&mut self) -> Vec<AgentEvent> {
@@ -220,35 +235,21 @@ impl AgentDriver for AgentSessionDriver {
     }
 
     fn compact(&mut self, instructions: Option<&str>) {
-        let agent = self.agent().clone();
-        let errors = self.errors.clone();
-        let instructions = instructions.map(str::to_string);
-        self.runtime.spawn(async move {
-            if let Err(e) = agent.compact(instructions).await {
-                let _ = errors.send(
-                    serde_json::json!({"type": "compaction_end", "errorMessage": e.to_string()}),
-                );
-            }
+        self.send(Command::Compact {
+            custom_instructions: instructions.map(str::to_string),
         });
     }
 
     fn set_model(&mut self, model: &ModelInfo) {
-        let registry = self.agent().registry();
-        match registry.find(&model.provider, &model.id).cloned() {
-            Some(m) => {
-                if let Err(e) = self.agent().set_model(m) {
-                    self.report(format!("could not set the model: {e}"));
-                }
-            }
-            None => self.report(format!("unknown model {}", model.key())),
-        }
+        self.send(Command::SetModel {
+            provider: model.provider.clone(),
+            model_id: model.id.clone(),
+        });
     }
 
     fn set_thinking(&mut self, level: ThinkingLevel) {
-        if let Some(l) = pi_formats::message::ThinkingLevel::parse(level.as_str()) {
-            if let Err(e) = self.agent().set_thinking_level(l) {
-                self.report(format!("could not set the thinking level: {e}"));
-            }
+        if let Some(level) = pi_formats::message::ThinkingLevel::parse(level.as_str()) {
+            self.send(Command::SetThinkingLevel { level });
         }
     }
 
@@ -272,6 +273,7 @@ impl AgentDriver for AgentSessionDriver {
     }
 
     fn set_session_name(&mut self, name: &str) -> anyhow::Result<()> {
+        // Answered at once, so its error can be returned (the rename dialog shows it).
         Ok(self.agent().set_session_name(name)?)
     }
 
