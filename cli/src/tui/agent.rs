@@ -139,12 +139,6 @@ impl AgentSessionDriver {
                 answered(record);
             });
     }
-
-    fn report(&self, text: String) {
-        let _ = self
-            .errors
-            .send(serde_json::json!({"type": "tui_error", "message": text}));
-    }
 }
 
 impl AgentDriver for AgentSessionDriver {
