@@ -357,10 +357,12 @@ impl Rpc {
                     Some(p) => PathBuf::from(p),
                     None => PathBuf::from(format!("pi-session-{}.html", a.session_id())),
                 };
-                // The same whole-tree, script-free page as `pi sessions export --format html`.
-                let html = a.with_session(pi_engine::export::html::render);
-                std::fs::write(&path, html)
-                    .map_err(|e| format!("cannot write {}: {e}", path.display()))?;
+                // The same page as `pi sessions export --format html` and `/export`.
+                let html = a.with_session(|s| {
+                    pi_engine::export::render(s, pi_engine::export::Format::Html)
+                });
+                crate::commands::sessions::export::write_atomically(&path, &html)
+                    .map_err(|e| format!("{e:#}"))?;
                 Ok(Some(json!({"path": path.display().to_string()})))
             }
             RpcCommand::SwitchSession { session_path: path } => {
