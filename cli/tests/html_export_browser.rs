@@ -201,27 +201,67 @@ fn rich_session() -> Vec<Value> {
             "timestamp": "2026-03-01T10:00:00.000Z", "cwd": "/home/user/proj"}),
         json!({"type": "model_change", "id": "m1", "parentId": null, "timestamp": "2026-03-01T10:00:00.500Z",
             "provider": "fakeoai", "modelId": "fake-model"}),
-        msg("s1", Some("m1"), 1, json!({"role": "system", "content": "",
-            "sections": {"preamble": "You are a careful assistant.", "tools": "<tools>bash</tools>"}, "timestamp": 1})),
-        msg("u1", Some("s1"), 2, json!({"role": "user", "content": "Please list the files", "timestamp": 2})),
-        msg("a1", Some("u1"), 3, json!({"role": "assistant", "provider": "fakeoai", "model": "fake-model",
+        msg(
+            "s1",
+            Some("m1"),
+            1,
+            json!({"role": "system", "content": "",
+            "sections": {"preamble": "You are a careful assistant.", "tools": "<tools>bash</tools>"}, "timestamp": 1}),
+        ),
+        msg(
+            "u1",
+            Some("s1"),
+            2,
+            json!({"role": "user", "content": "Please list the files", "timestamp": 2}),
+        ),
+        msg(
+            "a1",
+            Some("u1"),
+            3,
+            json!({"role": "assistant", "provider": "fakeoai", "model": "fake-model",
             "content": [{"type": "thinking", "thinking": "pondering quasar things"},
                         {"type": "text", "text": "I will look around with zephyr. See https://example.com/docs and [bad](javascript:alert(1))."},
                         {"type": "toolCall", "id": "c1", "name": "bash", "arguments": {"command": "ls"}}],
-            "usage": usage(100, 20, 0.0125), "stopReason": "toolUse", "timestamp": 3})),
-        msg("t1", Some("a1"), 4, json!({"role": "toolResult", "toolCallId": "c1", "toolName": "bash",
-            "content": [{"type": "text", "text": long_output}], "isError": false, "timestamp": 4})),
-        msg("a2", Some("t1"), 5, json!({"role": "assistant", "provider": "fakeoai", "model": "fake-model",
+            "usage": usage(100, 20, 0.0125), "stopReason": "toolUse", "timestamp": 3}),
+        ),
+        msg(
+            "t1",
+            Some("a1"),
+            4,
+            json!({"role": "toolResult", "toolCallId": "c1", "toolName": "bash",
+            "content": [{"type": "text", "text": long_output}], "isError": false, "timestamp": 4}),
+        ),
+        msg(
+            "a2",
+            Some("t1"),
+            5,
+            json!({"role": "assistant", "provider": "fakeoai", "model": "fake-model",
             "content": [{"type": "text", "text": "Done: kumquat"}], "usage": usage(150, 10, 0.02),
-            "stopReason": "stop", "timestamp": 5})),
+            "stopReason": "stop", "timestamp": 5}),
+        ),
         // The other branch, from the first answer's tool result.
-        msg("u2", Some("t1"), 6, json!({"role": "user", "content": "other branch question", "timestamp": 6})),
-        msg("a3", Some("u2"), 7, json!({"role": "assistant", "provider": "other", "model": "second-model",
+        msg(
+            "u2",
+            Some("t1"),
+            6,
+            json!({"role": "user", "content": "other branch question", "timestamp": 6}),
+        ),
+        msg(
+            "a3",
+            Some("u2"),
+            7,
+            json!({"role": "assistant", "provider": "other", "model": "second-model",
             "content": [{"type": "text", "text": "other branch answer"}], "usage": usage(30, 3, 0.001),
-            "stopReason": "stop", "timestamp": 7})),
+            "stopReason": "stop", "timestamp": 7}),
+        ),
         // Back on the first branch.
-        msg("b1", Some("a2"), 8, json!({"role": "bashExecution", "command": "echo hi", "output": "hi\n",
-            "exitCode": 0, "cancelled": false, "truncated": false, "timestamp": 8})),
+        msg(
+            "b1",
+            Some("a2"),
+            8,
+            json!({"role": "bashExecution", "command": "echo hi", "output": "hi\n",
+            "exitCode": 0, "cancelled": false, "truncated": false, "timestamp": 8}),
+        ),
         json!({"type": "compaction", "id": "c9", "parentId": "b1", "timestamp": "2026-03-01T10:00:09.000Z",
             "summary": "Compacted: the files were listed", "firstKeptEntryId": "a2", "tokensBefore": 1234}),
         json!({"type": "branch_summary", "id": "bs", "parentId": "c9", "timestamp": "2026-03-01T10:00:10.000Z",
@@ -232,7 +272,12 @@ fn rich_session() -> Vec<Value> {
             "customType": "note", "content": "secret hidden note", "display": false}),
         json!({"type": "session_info", "id": "n1", "parentId": "cm", "timestamp": "2026-03-01T10:00:13.000Z",
             "name": "Browser test session"}),
-        msg("u3", Some("n1"), 14, json!({"role": "user", "content": "last question", "timestamp": 14})),
+        msg(
+            "u3",
+            Some("n1"),
+            14,
+            json!({"role": "user", "content": "last question", "timestamp": 14}),
+        ),
     ]
 }
 
@@ -255,7 +300,11 @@ fn the_page_searches_filters_toggles_navigates_and_totals_like_stats() {
     // Every export path writes the same page.
     let page = work.join("page.html");
     pi(&agent, &work, &["--export", &f, "page.html"]);
-    let via_sessions = pi(&agent, &work, &["sessions", "export", &f, "--format", "html"]);
+    let via_sessions = pi(
+        &agent,
+        &work,
+        &["sessions", "export", &f, "--format", "html"],
+    );
     assert!(
         std::fs::read_to_string(&page).unwrap() == via_sessions,
         "--export and sessions export differ"
@@ -266,10 +315,7 @@ fn the_page_searches_filters_toggles_navigates_and_totals_like_stats() {
     b.open(&page);
     b.assert_clean("after load");
     b.shot("01-loaded");
-    assert_eq!(
-        b.eval("document.title"),
-        json!("Browser test session · pi")
-    );
+    assert_eq!(b.eval("document.title"), json!("Browser test session · pi"));
 
     // The active branch is shown, from the start; the tree marks it.
     let shown = |b: &mut Browser| -> Vec<String> {
@@ -288,7 +334,9 @@ fn the_page_searches_filters_toggles_navigates_and_totals_like_stats() {
     b.wait("document.getElementById('tree-status').textContent.indexOf('zephyr') >= 0");
     let rows = b.rows();
     assert_eq!(rows.len(), 2, "{rows:?}"); // the match, and the selected leaf that always shows
-    assert!(rows.iter().any(|r| r.contains("assistant: I will look around with zephyr")));
+    assert!(rows
+        .iter()
+        .any(|r| r.contains("assistant: I will look around with zephyr")));
     b.shot("02-search-assistant");
     b.key("Escape");
     b.click("#search");
@@ -296,7 +344,8 @@ fn the_page_searches_filters_toggles_navigates_and_totals_like_stats() {
     b.wait("document.getElementById('tree-status').textContent.indexOf('nebula') >= 0");
     let rows = b.rows();
     assert!(
-        rows.iter().any(|r| r.starts_with("tool bash: line 1 nebula")),
+        rows.iter()
+            .any(|r| r.starts_with("tool bash: line 1 nebula")),
         "{rows:?}"
     );
     b.shot("03-search-tool-result");
@@ -307,7 +356,11 @@ fn the_page_searches_filters_toggles_navigates_and_totals_like_stats() {
     // Filters: each one changes what the tree holds.
     let mut seen = Vec::new();
     for (filter, must, must_not) in [
-        ("default", "assistant: Done: kumquat", "model: fakeoai/fake-model"),
+        (
+            "default",
+            "assistant: Done: kumquat",
+            "model: fakeoai/fake-model",
+        ),
         ("no-tools", "assistant: Done: kumquat", "tool bash:"),
         ("user", "user: other branch question", "assistant:"),
         ("labeled", "milestone", "user: Please list"),
@@ -322,7 +375,10 @@ fn the_page_searches_filters_toggles_navigates_and_totals_like_stats() {
                 .any(|r| r.contains(must_not) && !r.contains("last question")),
             "{filter}: {rows:?}"
         );
-        assert!(!seen.contains(&rows), "{filter} shows what another filter showed");
+        assert!(
+            !seen.contains(&rows),
+            "{filter} shows what another filter showed"
+        );
         seen.push(rows);
         b.shot(&format!("04-filter-{filter}"));
     }
@@ -386,7 +442,8 @@ fn the_page_searches_filters_toggles_navigates_and_totals_like_stats() {
     b.shot("08-other-branch");
 
     // Totals: what `pi sessions stats` counts for this one session.
-    let stats: Value = serde_json::from_str(&pi(&agent, &work, &["sessions", "stats", "--json"])).unwrap();
+    let stats: Value =
+        serde_json::from_str(&pi(&agent, &work, &["sessions", "stats", "--json"])).unwrap();
     let t = &stats["total"];
     let text = |b: &mut Browser, id: &str| -> String {
         b.eval(&format!("document.getElementById('{id}').textContent"))
@@ -395,10 +452,8 @@ fn the_page_searches_filters_toggles_navigates_and_totals_like_stats() {
             .to_string()
     };
     assert!(text(&mut b, "total-messages").starts_with(&format!("{} (", t["messages"])));
-    assert!(text(&mut b, "total-tool-calls").starts_with(&format!(
-        "{} ({} failed)",
-        t["toolCalls"], t["toolErrors"]
-    )));
+    assert!(text(&mut b, "total-tool-calls")
+        .starts_with(&format!("{} ({} failed)", t["toolCalls"], t["toolErrors"])));
     assert_eq!(
         text(&mut b, "total-tokens"),
         format!(
@@ -410,9 +465,12 @@ fn the_page_searches_filters_toggles_navigates_and_totals_like_stats() {
         text(&mut b, "total-cost"),
         format!("${:.4}", t["cost"].as_f64().unwrap())
     );
-    let by_model: Value =
-        serde_json::from_str(&pi(&agent, &work, &["sessions", "stats", "--by", "model", "--json"]))
-            .unwrap();
+    let by_model: Value = serde_json::from_str(&pi(
+        &agent,
+        &work,
+        &["sessions", "stats", "--by", "model", "--json"],
+    ))
+    .unwrap();
     let models = text(&mut b, "total-models");
     for g in by_model["groups"].as_array().unwrap() {
         let key = g["key"].as_str().unwrap();
@@ -431,7 +489,9 @@ fn the_page_searches_filters_toggles_navigates_and_totals_like_stats() {
 
     // The download button gives back the session's lines.
     b.click("#download");
-    let dl = tmp.path().join("dl/0190c000-0000-7000-8000-0000000000aa.jsonl");
+    let dl = tmp
+        .path()
+        .join("dl/0190c000-0000-7000-8000-0000000000aa.jsonl");
     for _ in 0..200 {
         if std::fs::metadata(&dl).is_ok_and(|m| m.len() == bytes.len() as u64) {
             break;
@@ -484,9 +544,12 @@ fn a_hostile_session_runs_no_script() {
     let last = parent.unwrap();
     lines.push(json!({"type": "label", "id": "lab", "parentId": last, "timestamp": "2026-01-01T00:00:02.000Z",
         "targetId": "000", "label": payloads[1]}));
-    lines.push(json!({"type": "session_info", "id": "nam", "parentId": "lab", "name": payloads[2]}));
-    lines.push(json!({"type": "custom_message", "id": "cus", "parentId": "nam", "customType": payloads[4],
-        "content": payloads[3], "display": false}));
+    lines
+        .push(json!({"type": "session_info", "id": "nam", "parentId": "lab", "name": payloads[2]}));
+    lines.push(
+        json!({"type": "custom_message", "id": "cus", "parentId": "nam", "customType": payloads[4],
+        "content": payloads[3], "display": false}),
+    );
     lines.push(json!({"type": payloads[6], "id": "unk", "parentId": "cus", "data": payloads[5]}));
     lines.push(json!({"type": "message", "id": "bsh", "parentId": "unk", "message": {"role": "bashExecution",
         "command": payloads[0], "output": payloads[7], "exitCode": 1}}));
@@ -496,7 +559,15 @@ fn a_hostile_session_runs_no_script() {
     let file = tmp.path().join("hostile.jsonl");
     write_lines(&file, &lines);
     let page = tmp.path().join("hostile.html");
-    pi(&agent, tmp.path(), &["--export", &file.display().to_string(), &page.display().to_string()]);
+    pi(
+        &agent,
+        tmp.path(),
+        &[
+            "--export",
+            &file.display().to_string(),
+            &page.display().to_string(),
+        ],
+    );
 
     let mut b = Browser::start(&chromium, "hostile");
     b.open(&page);
@@ -535,7 +606,10 @@ fn a_hostile_session_runs_no_script() {
     let text = text.as_str().unwrap();
     assert!(text.contains(&format!("<script>alert('{M}')</script>")));
     assert!(text.contains(&format!("<img src=x onerror=alert('{M}')>")));
-    assert!(text.contains("␛]0;pwn7e3␇red"), "terminal escapes not made visible");
+    assert!(
+        text.contains("␛]0;pwn7e3␇red"),
+        "terminal escapes not made visible"
+    );
     assert!(!text.contains('\u{1b}'));
     let title = b.eval("document.getElementById('title').textContent");
     assert_eq!(title, json!(payloads[2]));
@@ -552,8 +626,10 @@ fn a_large_session_page_is_small_and_usable() {
     };
     let tmp = tempfile::tempdir().unwrap();
     let file = tmp.path().join("large.jsonl");
-    let mut lines = vec![json!({"type": "session", "version": 3, "id": "0190d000-0000-7000-8000-000000000001",
-        "timestamp": "2026-01-01T00:00:00.000Z", "cwd": "/p"})];
+    let mut lines = vec![
+        json!({"type": "session", "version": 3, "id": "0190d000-0000-7000-8000-000000000001",
+        "timestamp": "2026-01-01T00:00:00.000Z", "cwd": "/p"}),
+    ];
     let body: String = "fn main() { println!(\"<b>hello</b>\"); } // some code & text\n".repeat(40);
     let mut parent: Option<String> = None;
     let n = 6000;
@@ -576,7 +652,19 @@ fn a_large_session_page_is_small_and_usable() {
     let bytes = write_lines(&file, &lines);
     let page = tmp.path().join("large.html");
     let agent = tmp.path().join("agent");
-    pi(&agent, tmp.path(), &["sessions", "export", &file.display().to_string(), "--format", "html", "-o", &page.display().to_string()]);
+    pi(
+        &agent,
+        tmp.path(),
+        &[
+            "sessions",
+            "export",
+            &file.display().to_string(),
+            "--format",
+            "html",
+            "-o",
+            &page.display().to_string(),
+        ],
+    );
     let size = std::fs::metadata(&page).unwrap().len() as f64;
     let ratio = size / bytes.len() as f64;
     eprintln!(
@@ -591,16 +679,31 @@ fn a_large_session_page_is_small_and_usable() {
     b.assert_clean("large session");
     // Every entry is in the tree, few rows exist; the conversation is rendered in part.
     let status = b.eval("document.getElementById('tree-status').textContent");
-    assert!(status.as_str().unwrap().contains(&format!("/ {n} entries")), "{status}");
-    let row_nodes = b.eval("document.querySelectorAll('#tree .row').length").as_u64().unwrap();
-    assert!(row_nodes > 0 && row_nodes < 200, "{row_nodes} tree rows in the DOM");
-    let cards = b.eval("document.querySelectorAll('#messages .entry').length").as_u64().unwrap();
+    assert!(
+        status.as_str().unwrap().contains(&format!("/ {n} entries")),
+        "{status}"
+    );
+    let row_nodes = b
+        .eval("document.querySelectorAll('#tree .row').length")
+        .as_u64()
+        .unwrap();
+    assert!(
+        row_nodes > 0 && row_nodes < 200,
+        "{row_nodes} tree rows in the DOM"
+    );
+    let cards = b
+        .eval("document.querySelectorAll('#messages .entry').length")
+        .as_u64()
+        .unwrap();
     assert!(cards > 0 && cards < 500, "{cards} entries rendered");
     // Search reaches the far end; choosing the hit shows it.
     b.click("#search");
     b.call(json!({"cmd": "type", "text": format!("marker-{}", n - 1)}));
     b.key("Enter");
-    b.wait(&format!("document.getElementById('messages').textContent.indexOf('marker-{}') >= 0", n - 1));
+    b.wait(&format!(
+        "document.getElementById('messages').textContent.indexOf('marker-{}') >= 0",
+        n - 1
+    ));
     b.shot("01-large-found");
     b.assert_clean("large session search");
 }

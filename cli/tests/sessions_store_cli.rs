@@ -457,15 +457,7 @@ fn html_export_renders_hostile_content_as_text() {
 
     // No element the payloads would have created; no handler or script URL anywhere.
     for tag in [
-        "iframe",
-        "svg",
-        "object",
-        "embed",
-        "form",
-        "base",
-        "link",
-        "img",
-        "a",
+        "iframe", "svg", "object", "embed", "form", "base", "link", "img", "a",
     ] {
         let sel = scraper::Selector::parse(tag).unwrap();
         assert_eq!(doc.select(&sel).count(), 0, "found {tag}");

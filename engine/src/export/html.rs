@@ -161,9 +161,8 @@ fn meta(session: &Session) -> Value {
         .session_name()
         .unwrap_or_else(|| format!("Session {}", content::str_field(&header, "id")));
     let report = session.load_report();
-    let figures = pi_storage::history::session_figures(
-        (0..n as EntryIdx).map(|i| session.entry_line(i)),
-    );
+    let figures =
+        pi_storage::history::session_figures((0..n as EntryIdx).map(|i| session.entry_line(i)));
     json!({
         "title": title,
         "leaf": session.leaf().map_or(-1, i64::from),

@@ -342,7 +342,10 @@ mod tests {
         // Code stays code: fenced and unescaped.
         assert!(md.contains("```sh\n$ echo '<p>'\n```"), "{md}");
         assert!(md.contains("<details><summary>System prompt (10 characters)"));
-        assert!(md.contains("- **Messages:** 4 (1 assistant, 1 bash, 1 system, 1 user)"), "{md}");
+        assert!(
+            md.contains("- **Messages:** 4 (1 assistant, 1 bash, 1 system, 1 user)"),
+            "{md}"
+        );
         assert!(md.contains("input 7 · output 2"), "{md}");
     }
 }
