@@ -499,6 +499,16 @@ fn the_page_searches_filters_toggles_navigates_and_totals_like_stats() {
         std::thread::sleep(std::time::Duration::from_millis(50));
     }
     assert_eq!(std::fs::read(&dl).expect("downloaded JSONL"), bytes);
+
+    // A deep link as Pi's page takes it (?targetId=) opens on that entry's path.
+    let url = format!("file://{}?targetId=a3", page.display());
+    b.call(json!({"cmd": "open", "url": url}));
+    b.wait("document.body.dataset.ready === '1'");
+    let path = shown(&mut b);
+    assert!(
+        path.contains(&"#a3".to_string()) && !path.contains(&"#u3".to_string()),
+        "{path:?}"
+    );
     b.assert_clean("after every interaction");
 }
 

@@ -747,3 +747,48 @@ fn list_from_the_index_equals_list_from_the_files() {
     assert!(files.contains("renamed by an append"));
     assert_eq!(env.ok(&args), files);
 }
+
+#[test]
+fn export_flag_writes_the_same_page_as_sessions_export_and_names_it_like_pi() {
+    let env = Env::new();
+    let file = env.path("work/2026-01-01_abc.jsonl");
+    write_session(
+        &file,
+        &[
+            header(
+                "0190b000-0000-7000-8000-000000000009",
+                "2026-01-01T00:00:00.000Z",
+                "/p",
+            ),
+            user("a", None, "2026-01-01T00:00:01.000Z", "hello <b>there</b>"),
+        ],
+    );
+    let run = |args: &[&str]| {
+        let mut cmd = Command::cargo_bin("pi").unwrap();
+        cmd.current_dir(env.path("work"))
+            .env("HOME", env.dir.path())
+            .env("PI_CODING_AGENT_DIR", env.path("agent"))
+            .args(args)
+            .output()
+            .unwrap()
+    };
+    // No output named: pi-session-<file name without .jsonl>.html here, as Pi names it.
+    let out = run(&["--export", "2026-01-01_abc.jsonl"]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(
+        String::from_utf8_lossy(&out.stdout),
+        "Exported to: pi-session-2026-01-01_abc.html\n"
+    );
+    let page = fs::read(env.path("work/pi-session-2026-01-01_abc.html")).unwrap();
+    let f = file.display().to_string();
+    assert!(page == env.ok_bytes(&["export", &f, "--format", "html"]));
+    // A missing file is an error naming it, and nothing is written.
+    let out = run(&["--export", "missing.jsonl", "out.html"]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("File not found: missing.jsonl"));
+    assert!(!env.path("work/out.html").exists());
+}

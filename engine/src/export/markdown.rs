@@ -324,9 +324,8 @@ mod tests {
         let text = [
             r#"{"type":"session","version":3,"id":"s1","timestamp":"2026-01-01T00:00:00.000Z","cwd":"/p"}"#,
             r#"{"type":"session_info","id":"n","parentId":null,"name":"<b>name</b>"}"#,
-            r#"{"type":"message","id":"a","parentId":"n","message":{"role":"user","content":"<script>alert(1)</script> & <img src=x onerror=y> [2J"}}"#,
-            r#"{"type":"message","id":"b","parentId":"a","message":{"role":"bashExecution","command":"echo '<p>'","output":"<p>
-","exitCode":0}}"#,
+            r#"{"type":"message","id":"a","parentId":"n","message":{"role":"user","content":"<script>alert(1)</script> & <img src=x onerror=y> \u001b[2J"}}"#,
+            r#"{"type":"message","id":"b","parentId":"a","message":{"role":"bashExecution","command":"echo '<p>'","output":"<p>\n","exitCode":0}}"#,
             r#"{"type":"message","id":"c","parentId":"b","message":{"role":"system","content":"be <brief>"}}"#,
             r#"{"type":"message","id":"d","parentId":"c","message":{"role":"assistant","provider":"p","model":"m","content":[{"type":"text","text":"ok"}],"usage":{"input":7,"output":2,"cost":{"total":0.01}}}}"#,
         ]

@@ -602,9 +602,20 @@
   });
 
   // ---------------------------------------------------------------- start
+  // Deep links as Pi's page reads them: ?leafId=…&targetId=… (or #<entry id>).
+  function indexOfId(id) {
+    if (!id) return -1;
+    for (var i = n - 1; i >= 0; i--) if (entry(i).id === id) return i;
+    return -1;
+  }
+  var params = new URLSearchParams(location.search), fromHash = '';
+  try { fromHash = decodeURIComponent(location.hash.slice(1)); } catch (e) { fromHash = ''; }
+  var linked = indexOfId(params.get('targetId') || params.get('leafId') || fromHash);
   renderHeader();
   var start = meta.leaf >= 0 ? meta.leaf : n - 1;
-  if (start >= 0) {
+  if (linked >= 0) {
+    navigate(linked, true);
+  } else if (start >= 0) {
     navigate(start, false);
     // The conversation starts at its beginning, as Pi's page does.
     win.lo = 0; win.hi = Math.min(path.length, CHUNK);
