@@ -122,6 +122,11 @@ pub struct RunArgs {
     #[arg(skip)]
     pub project_trusted: Option<bool>,
 
+    /// Export a session file to HTML and exit (the output file is the first MESSAGE, else
+    /// `pi-session-<file name>.html` here).
+    #[arg(long = "export", value_name = "FILE")]
+    pub export: Option<String>,
+
     /// Messages to send; `@path` includes a file's contents.
     #[arg(value_name = "MESSAGE")]
     pub messages: Vec<String>,
@@ -151,7 +156,12 @@ pub fn run() -> i32 {
     let cli = Cli::parse_from(normalize_args(std::env::args()));
     let result = match cli.command {
         Some(Command::Sessions(args)) => commands::sessions::run(args),
-        None => modes::run(cli.args),
+        None => match cli.args.export.as_deref() {
+            Some(input) => {
+                commands::sessions::export::export_flag(input, cli.args.messages.first())
+            }
+            None => modes::run(cli.args),
+        },
     };
     match result {
         Ok(code) => code,

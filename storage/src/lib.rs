@@ -33,6 +33,7 @@
 
 #![warn(missing_docs)]
 
+pub mod atomic;
 pub mod error;
 pub mod history;
 pub mod ids;

@@ -131,10 +131,11 @@ impl Host {
                     Some(p) => PathBuf::from(p),
                     None => PathBuf::from(format!("pi-session-{}.html", a.session_id())),
                 };
-                // The same whole-tree, script-free page as `pi sessions export --format html`.
-                let html = a.with_session(pi_engine::export::html::render);
-                std::fs::write(&path, html)
-                    .map_err(|e| format!("cannot write {}: {e}", path.display()))?;
+                // The same page as `pi sessions export --format html`, `--export` and `/export`.
+                let html = a.with_session(|s| {
+                    pi_engine::export::render(s, pi_engine::export::Format::Html)
+                });
+                pi_storage::atomic::write_atomically(&path, &html).map_err(|e| e.to_string())?;
                 Ok(Some(json!({"path": path.display().to_string()})))
             }
             Command::SwitchSession { session_path } => {

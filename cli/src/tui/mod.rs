@@ -573,12 +573,9 @@ fn export_session(
         path.map(str::to_string)
             .unwrap_or_else(|| format!("pi-session-{id}.html")),
     );
-    let bytes = match path.extension().and_then(|e| e.to_str()) {
-        Some("jsonl") => session.to_jsonl(),
-        Some("md") => pi_engine::export::markdown::render(&session).into_bytes(),
-        _ => pi_engine::export::html::render(&session).into_bytes(),
-    };
-    std::fs::write(&path, bytes)?;
+    let format = pi_engine::export::Format::for_path(&path);
+    let bytes = pi_engine::export::render(&session, format);
+    pi_storage::atomic::write_atomically(&path, &bytes)?;
     Ok(path)
 }
 

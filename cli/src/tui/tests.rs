@@ -1210,6 +1210,23 @@ mod on_disk {
     }
 
     #[test]
+    fn export_writes_the_page_every_other_export_path_writes() {
+        let p = project();
+        let file = write_session(&p, "sess-x", "x.jsonl");
+        let (d, _rt) = driver(&p, open_args(&file));
+        let written = must(super::super::export_session(&d, &p.cwd, Some("out.html")));
+        let ours = must(std::fs::read(&written));
+        let session = must(pi_engine::session::Session::open(&file));
+        let shared = pi_engine::export::render(&session, pi_engine::export::Format::Html);
+        assert!(ours == shared, "/export differs from the shared renderer");
+        let md = must(super::super::export_session(&d, &p.cwd, Some("out.md")));
+        assert_eq!(
+            must(std::fs::read(&md)),
+            pi_engine::export::render(&session, pi_engine::export::Format::Markdown)
+        );
+    }
+
+    #[test]
     fn fork_picks_a_user_message_and_branches_into_a_new_file() {
         let p = project();
         let original = write_session(&p, "sess-a", "a.jsonl");

@@ -94,23 +94,6 @@ pub(crate) fn pretty(value: &Value) -> String {
     serde_json::to_string_pretty(value).unwrap_or_default()
 }
 
-/// The image MIME types a page may show inline as `data:` URIs. SVG is left out: it is a
-/// document format, and the gain is not worth reasoning about what a browser does with it.
-pub(crate) fn is_safe_image_mime(mime: &str) -> bool {
-    matches!(
-        mime,
-        "image/png" | "image/jpeg" | "image/gif" | "image/webp" | "image/bmp"
-    )
-}
-
-/// Whether `data` is plain base64 (so it cannot end a URI or an attribute early).
-pub(crate) fn is_base64(data: &str) -> bool {
-    !data.is_empty()
-        && data
-            .bytes()
-            .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'+' | b'/' | b'='))
-}
-
 /// What the model and provider of an assistant message were, as `provider/model`.
 pub(crate) fn model_label(message: &Value) -> String {
     let provider = str_field(message, "provider");
@@ -160,12 +143,5 @@ mod tests {
         let m = json!({"role": "system", "content": "", "sections": {"preamble": "a", "tools": "b", "n": 1}});
         assert_eq!(system_text(&m), "a\n\nb");
         assert_eq!(system_text(&json!({"role": "system", "content": "c"})), "c");
-    }
-
-    #[test]
-    fn base64_check_refuses_uri_breakers() {
-        assert!(is_base64("iVBORw0KGgo="));
-        assert!(!is_base64("AA\" onerror=x"));
-        assert!(!is_base64(""));
     }
 }

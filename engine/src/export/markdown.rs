@@ -2,9 +2,16 @@
 //! into an issue or a document.
 //!
 //! Message text is already Markdown (the model writes it, users type it), so it is kept as
-//! written. Tool arguments, tool output and shell runs are code, so they go into fenced
-//! blocks whose fence is longer than any backtick run inside, and cannot close early.
-//! Images are named, not embedded: a Markdown file full of base64 helps no reader.
+//! written — except HTML: `<` and `&` in text become `&lt;` and `&amp;`, so a viewer that
+//! renders inline HTML shows a session's `<script>` or `<img onerror>` as the text it is.
+//! Tool arguments, tool output and shell runs are code, so they go into fenced blocks whose
+//! fence is longer than any backtick run inside, and cannot close early (and HTML in a fence
+//! is never rendered). Control characters anywhere become their visible control pictures,
+//! so the export printed on a terminal cannot drive it. Images are named, not embedded: a
+//! Markdown file full of base64 helps no reader.
+//!
+//! The content matches the HTML page's: header facts, the totals `pi sessions stats` counts,
+//! the system prompt (folded), messages, bash runs, compaction and branch summaries, labels.
 
 use std::fmt::Write as _;
 
@@ -31,13 +38,18 @@ pub fn render(session: &Session) -> String {
             let _ = writeln!(out, "- **{label}:** {}", one_line(value));
         }
     }
+    let parent = content::str_field(&header, "parentSession");
+    if !parent.is_empty() {
+        let _ = writeln!(out, "- **Forked from:** {}", one_line(parent));
+    }
     let path = session.branch_path();
     let _ = writeln!(
         out,
-        "- **Branch:** {} of {} entries (active branch)\n",
+        "- **Branch:** {} of {} entries (active branch)",
         path.entries.len(),
         session.entries().len()
     );
+    totals(session, &mut out);
 
     for idx in path.entries {
         let record = session.entry(idx);
@@ -89,7 +101,50 @@ pub fn render(session: &Session) -> String {
             _ => {}
         }
     }
-    out
+    visible_controls(&out)
+}
+
+/// The whole session's totals, as `pi sessions stats` counts them (every branch).
+fn totals(session: &Session, out: &mut String) {
+    let f = pi_storage::history::session_figures(
+        (0..session.entries().len() as crate::session::EntryIdx).map(|i| session.entry_line(i)),
+    );
+    let roles: Vec<String> = f.roles.iter().map(|(r, n)| format!("{n} {r}")).collect();
+    let models = if f.models.is_empty() {
+        "none".to_string()
+    } else {
+        f.models.join(", ")
+    };
+    let _ = writeln!(out, "- **Models:** {}", one_line(&models));
+    let _ = writeln!(out, "- **Messages:** {} ({})", f.messages, roles.join(", "));
+    let _ = writeln!(
+        out,
+        "- **Tool calls:** {} ({} failed)",
+        f.tool_calls, f.tool_errors
+    );
+    let _ = writeln!(
+        out,
+        "- **Tokens:** input {} · output {} · cache read {} · cache write {}",
+        f.input, f.output, f.cache_read, f.cache_write
+    );
+    let _ = writeln!(out, "- **Cost:** ${:.4}\n", f.cost);
+}
+
+/// Control characters other than line feed and tab as their control pictures (␛, ␇ …).
+fn visible_controls(text: &str) -> String {
+    text.chars()
+        .map(|c| match c {
+            '\n' | '\t' => c,
+            '\u{7f}' => '\u{2421}',
+            c if (c as u32) < 0x20 => char::from_u32(0x2400 + c as u32).unwrap_or(c),
+            c => c,
+        })
+        .collect()
+}
+
+/// Text outside code: `&` and `<` as entities, so no HTML in it is ever rendered.
+fn escape_html(text: &str) -> String {
+    text.replace('&', "&amp;").replace('<', "&lt;")
 }
 
 fn render_message(message: &Value, label: &str, out: &mut String) {
@@ -139,14 +194,20 @@ fn render_message(message: &Value, label: &str, out: &mut String) {
                 out,
             );
             fenced(content::str_field(message, "output"), "", out);
+            if let Some(code) = message.get("exitCode").filter(|c| !c.is_null()) {
+                let _ = writeln!(out, "*Exit code {code}.*\n");
+            }
         }
         "system" => {
-            // The system prompt is long and mostly boilerplate: named, not pasted.
+            // Long and mostly boilerplate: folded, as on the HTML page.
+            let text = content::system_text(message);
             let _ = writeln!(
                 out,
-                "*System prompt: {} characters.*\n",
-                content::system_text(message).chars().count()
+                "<details><summary>System prompt ({} characters)</summary>\n",
+                text.chars().count()
             );
+            fenced(&text, "", out);
+            out.push_str("</details>\n\n");
         }
         "compactionSummary" | "branchSummary" => {
             let _ = writeln!(out, "## Summary{label}\n");
@@ -168,7 +229,7 @@ fn render_content(content_value: &Value, out: &mut String) {
 fn render_block(block: Block<'_>, out: &mut String) {
     match block {
         Block::Text(text) => {
-            out.push_str(text.trim_end());
+            out.push_str(&escape_html(text.trim_end()));
             out.push_str("\n\n");
         }
         Block::Thinking(text) => {
@@ -221,17 +282,19 @@ fn fenced(text: &str, lang: &str, out: &mut String) {
 fn quote(text: &str, out: &mut String) {
     for line in text.trim_end().lines() {
         out.push_str("> ");
-        out.push_str(line);
+        out.push_str(&escape_html(line));
         out.push('\n');
     }
     out.push('\n');
 }
 
-/// Text for a heading or list item: one line.
+/// Text for a heading or list item: one line, HTML escaped.
 fn one_line(text: &str) -> String {
-    text.chars()
+    let flat: String = text
+        .chars()
         .map(|c| if c.is_control() { ' ' } else { c })
-        .collect()
+        .collect();
+    escape_html(&flat)
 }
 
 #[cfg(test)]
@@ -254,5 +317,34 @@ mod tests {
         assert!(md.contains("## Assistant (p/m)"));
         assert!(!md.contains("abandoned"));
         assert!(md.contains("````sh\necho ```\n````"));
+    }
+
+    #[test]
+    fn html_in_text_is_escaped_and_controls_are_visible() {
+        let text = [
+            r#"{"type":"session","version":3,"id":"s1","timestamp":"2026-01-01T00:00:00.000Z","cwd":"/p"}"#,
+            r#"{"type":"session_info","id":"n","parentId":null,"name":"<b>name</b>"}"#,
+            r#"{"type":"message","id":"a","parentId":"n","message":{"role":"user","content":"<script>alert(1)</script> & <img src=x onerror=y> \u001b[2J"}}"#,
+            r#"{"type":"message","id":"b","parentId":"a","message":{"role":"bashExecution","command":"echo '<p>'","output":"<p>\n","exitCode":0}}"#,
+            r#"{"type":"message","id":"c","parentId":"b","message":{"role":"system","content":"be <brief>"}}"#,
+            r#"{"type":"message","id":"d","parentId":"c","message":{"role":"assistant","provider":"p","model":"m","content":[{"type":"text","text":"ok"}],"usage":{"input":7,"output":2,"cost":{"total":0.01}}}}"#,
+        ]
+        .join("\n");
+        let s = Session::from_bytes(text.into_bytes(), Path::new("t")).unwrap();
+        let md = render(&s);
+        assert!(md.contains("# &lt;b>name&lt;/b>"), "{md}");
+        assert!(
+            md.contains("&lt;script>alert(1)&lt;/script> &amp; &lt;img src=x onerror=y> ␛[2J"),
+            "{md}"
+        );
+        assert!(!md.contains("<script") && !md.contains("<img") && !md.contains('\u{1b}'));
+        // Code stays code: fenced and unescaped.
+        assert!(md.contains("```sh\n$ echo '<p>'\n```"), "{md}");
+        assert!(md.contains("<details><summary>System prompt (10 characters)"));
+        assert!(
+            md.contains("- **Messages:** 4 (1 assistant, 1 bash, 1 system, 1 user)"),
+            "{md}"
+        );
+        assert!(md.contains("input 7 · output 2"), "{md}");
     }
 }

@@ -19,6 +19,7 @@
 //! (`docs/history.md` has the measurements behind the choice).
 
 mod extract;
+mod figures;
 mod query;
 mod scan;
 
@@ -27,6 +28,7 @@ use std::time::Duration;
 
 use rusqlite::{params, Connection, ErrorCode, OptionalExtension};
 
+pub use figures::{session_figures, SessionFigures};
 pub use query::{GroupBy, SearchHit, SearchQuery, Stats, StatsQuery, StatsRow};
 pub use scan::RefreshReport;
 

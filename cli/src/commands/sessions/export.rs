@@ -9,7 +9,7 @@ use std::path::{Path, PathBuf};
 
 use anyhow::Context;
 use clap::{Args, ValueEnum};
-use pi_engine::export::{html, markdown, redact};
+use pi_engine::export::{self, redact};
 use pi_engine::session::Session;
 
 use super::store::{resolve_target, StoreArgs, Target};
@@ -18,7 +18,7 @@ use super::store::{resolve_target, StoreArgs, Target};
 pub enum Format {
     /// The session file's lines, byte for byte.
     Jsonl,
-    /// One HTML page with every branch; runs no script.
+    /// One HTML page: the whole tree, search, filters, totals; only its own script runs.
     Html,
     /// The active branch as Markdown.
     Md,
@@ -52,15 +52,16 @@ pub fn run(args: ExportArgs, store_args: &StoreArgs) -> anyhow::Result<i32> {
         Format::Html | Format::Md => {
             let session = Session::from_bytes(bytes, Path::new(&name))
                 .with_context(|| format!("cannot read session {name}"))?;
-            if args.format == Format::Html {
-                html::render(&session).into_bytes()
+            let format = if args.format == Format::Html {
+                export::Format::Html
             } else {
-                markdown::render(&session).into_bytes()
-            }
+                export::Format::Markdown
+            };
+            export::render(&session, format)
         }
     };
     match &args.output {
-        Some(path) => write_atomically(path, &rendered)?,
+        Some(path) => pi_storage::atomic::write_atomically(path, &rendered)?,
         None => {
             let mut out = std::io::stdout().lock();
             match out.write_all(&rendered).and_then(|()| out.flush()) {
@@ -70,6 +71,32 @@ pub fn run(args: ExportArgs, store_args: &StoreArgs) -> anyhow::Result<i32> {
             }
         }
     }
+    Ok(0)
+}
+
+/// `pi --export FILE [OUTPUT]`: Pi's one-step HTML export of a session file. The output
+/// defaults to `pi-session-<file name without .jsonl>.html` in the current directory, as in
+/// Pi; the page is the one every other export path writes.
+pub fn export_flag(input: &str, output: Option<&String>) -> anyhow::Result<i32> {
+    let path = Path::new(input);
+    if !path.exists() {
+        anyhow::bail!("File not found: {}", path.display());
+    }
+    let session =
+        Session::open(path).with_context(|| format!("cannot read session {}", path.display()))?;
+    let output = match output {
+        Some(o) => PathBuf::from(o),
+        None => {
+            let name = path.file_name().map(|n| n.to_string_lossy().into_owned());
+            let stem = name.as_deref().unwrap_or("session");
+            PathBuf::from(format!(
+                "pi-session-{}.html",
+                stem.strip_suffix(".jsonl").unwrap_or(stem)
+            ))
+        }
+    };
+    pi_storage::atomic::write_atomically(&output, &export::render(&session, export::Format::Html))?;
+    println!("Exported to: {}", output.display());
     Ok(0)
 }
 
@@ -95,22 +122,4 @@ fn read_session(arg: &str, store_args: &StoreArgs) -> anyhow::Result<(Vec<u8>, S
             Ok((data.to_jsonl(), id.to_string()))
         }
     }
-}
-
-/// Writes `bytes` to a temp file next to `path`, syncs it, then renames it over `path`, so a
-/// reader never sees half an export and a failed export leaves no partial file.
-fn write_atomically(path: &Path, bytes: &[u8]) -> anyhow::Result<()> {
-    let dir = match path.parent() {
-        Some(dir) if !dir.as_os_str().is_empty() => dir,
-        _ => Path::new("."),
-    };
-    let mut tmp = tempfile::NamedTempFile::new_in(dir)
-        .with_context(|| format!("cannot create a file in {}", dir.display()))?;
-    tmp.write_all(bytes)
-        .and_then(|()| tmp.as_file().sync_data())
-        .with_context(|| format!("cannot write {}", path.display()))?;
-    tmp.persist(path)
-        .map_err(|e| e.error)
-        .with_context(|| format!("cannot write {}", path.display()))?;
-    Ok(())
 }

@@ -5,7 +5,6 @@
 use anyhow::Context as _;
 use clap::Args;
 use pi_engine::session::Session;
-use std::io::Write;
 use std::path::{Path, PathBuf};
 
 #[derive(Debug, Args)]
@@ -27,7 +26,7 @@ pub fn run(args: UpgradeArgs) -> anyhow::Result<i32> {
     let bytes = session.to_jsonl();
     match &args.output {
         Some(out) => {
-            write_atomically(out, &bytes)?;
+            pi_storage::atomic::write_atomically(out, &bytes)?;
             println!(
                 "{} (version {version}) → {}",
                 args.file.display(),
@@ -42,7 +41,7 @@ pub fn run(args: UpgradeArgs) -> anyhow::Result<i32> {
             std::fs::hard_link(&args.file, &backup)
                 .or_else(|_| std::fs::copy(&args.file, &backup).map(|_| ()))
                 .with_context(|| format!("keeping a backup at {}", backup.display()))?;
-            write_atomically(&args.file, &bytes)?;
+            pi_storage::atomic::write_atomically(&args.file, &bytes)?;
             println!(
                 "{}: migrated from version {version} to 3; original kept at {}",
                 args.file.display(),
@@ -60,26 +59,4 @@ fn backup_path(file: &Path, version: f64) -> PathBuf {
     let mut name = file.file_name().unwrap_or_default().to_os_string();
     name.push(format!(".v{version}.bak"));
     file.with_file_name(name)
-}
-
-/// Temp file in the same directory, fsync, rename: readers see the old or the new file.
-fn write_atomically(path: &Path, bytes: &[u8]) -> anyhow::Result<()> {
-    let dir = path
-        .parent()
-        .filter(|p| !p.as_os_str().is_empty())
-        .unwrap_or(Path::new("."));
-    let mut tmp = tempfile::NamedTempFile::new_in(dir)
-        .with_context(|| format!("creating a temporary file in {}", dir.display()))?;
-    tmp.write_all(bytes)?;
-    // Keep the mode of the file being replaced (a temp file starts out 0600).
-    if let Ok(meta) = std::fs::metadata(path) {
-        tmp.as_file().set_permissions(meta.permissions())?;
-    }
-    tmp.as_file().sync_all()?;
-    tmp.persist(path)
-        .with_context(|| format!("renaming the migrated file to {}", path.display()))?;
-    if let Ok(d) = std::fs::File::open(dir) {
-        let _ = d.sync_all();
-    }
-    Ok(())
 }
