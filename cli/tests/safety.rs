@@ -1,0 +1,350 @@
+//! Data safety end to end (issue 14, "Data and safety"): the real `pi` binary against
+//! pi-fake-llm on 127.0.0.1, real files, links and processes. Each test failed before its fix.
+
+use std::io::{BufRead, BufReader, Write};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::mpsc;
+use std::time::{Duration, Instant};
+
+use pi_fake_llm::{FakeLlm, Script};
+use serde_json::{json, Value};
+
+const FIXTURES: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../fixtures/realpi");
+
+/// One run's folders (agent dir, cwd, session dir) and its fake LLM.
+struct Scenario {
+    tmp: tempfile::TempDir,
+    agent: PathBuf,
+    cwd: PathBuf,
+    sessions: PathBuf,
+    _fake: FakeLlm,
+}
+
+impl Scenario {
+    async fn new(turns: Value) -> Scenario {
+        let tmp = tempfile::tempdir().expect("tempdir");
+        let agent = tmp.path().join("agent");
+        let cwd = tmp.path().join("cwd");
+        let sessions = tmp.path().join("sessions");
+        for d in [&agent, &cwd, &sessions] {
+            std::fs::create_dir_all(d).unwrap();
+        }
+        let script: Script = serde_json::from_value(json!({ "turns": turns })).expect("script");
+        let fake = FakeLlm::start(script).await.expect("fake llm");
+        let models = std::fs::read_to_string(format!("{FIXTURES}/tricky/agent/models.json"))
+            .unwrap()
+            .replace("127.0.0.1:18765", &format!("127.0.0.1:{}", fake.port()));
+        std::fs::write(agent.join("models.json"), models).unwrap();
+        Scenario {
+            tmp,
+            agent,
+            cwd,
+            sessions,
+            _fake: fake,
+        }
+    }
+
+    /// `pi` in the scenario's cwd with its agent dir; no session dir flag.
+    fn bare(&self, args: &[&str]) -> Command {
+        let mut c = Command::new(env!("CARGO_BIN_EXE_pi"));
+        c.args(args)
+            .current_dir(&self.cwd)
+            .env("PI_CODING_AGENT_DIR", &self.agent)
+            .env_remove("PI_CODING_AGENT_SESSION_DIR")
+            .env_remove("PI_SESSION_STORE");
+        c
+    }
+
+    /// `pi --session-dir SESSIONS ARGS…`.
+    fn command(&self, args: &[&str]) -> Command {
+        let mut c = self.bare(&["--session-dir", self.sessions.to_str().unwrap()]);
+        c.args(args);
+        c
+    }
+
+    fn run(&self, args: &[&str]) -> std::process::Output {
+        let out = self
+            .command(args)
+            .stdin(Stdio::null())
+            .output()
+            .expect("run pi");
+        out
+    }
+}
+
+fn ok(out: &std::process::Output) -> String {
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "stderr: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+fn read_jsonl(path: &Path) -> Vec<Value> {
+    std::fs::read_to_string(path)
+        .unwrap_or_else(|e| panic!("{}: {e}", path.display()))
+        .lines()
+        .filter(|l| !l.trim().is_empty())
+        .filter_map(|l| serde_json::from_str(l).ok())
+        .collect()
+}
+
+/// A recorded Pi session, its header `cwd` set to `cwd` (the recorded one is gone here).
+fn pi_session_at(dst: &Path, cwd: &Path) {
+    let text = std::fs::read_to_string(format!("{FIXTURES}/sessions/print_plain.jsonl")).unwrap();
+    let (first, rest) = text.split_once('\n').unwrap();
+    let mut header: Value = serde_json::from_str(first).unwrap();
+    header["cwd"] = json!(cwd.display().to_string());
+    std::fs::write(dst, format!("{header}\n{rest}")).unwrap();
+}
+
+/// The id of print_plain.jsonl.
+const PLAIN_ID: &str = "01a22cb7-b1ea-7305-9966-094fe807b477";
+
+/// A backup copy that a lookup by id finds first: its name carries the id and sorts first.
+fn backup_of(sc: &Scenario, original: &Path) -> PathBuf {
+    let backup = sc
+        .sessions
+        .join(format!("2000-01-01T00-00-00-000Z_{PLAIN_ID}.jsonl"));
+    std::fs::copy(original, &backup).unwrap();
+    backup
+}
+
+/// `pi --mode rpc`, one command at a time.
+struct Rpc {
+    child: Child,
+    rx: mpsc::Receiver<Value>,
+    records: Vec<Value>,
+}
+
+impl Rpc {
+    fn start(mut command: Command) -> Rpc {
+        let mut child = command
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::inherit())
+            .spawn()
+            .expect("spawn pi --mode rpc");
+        let stdout = child.stdout.take().unwrap();
+        let (tx, rx) = mpsc::channel();
+        std::thread::spawn(move || {
+            for line in BufReader::new(stdout).lines() {
+                let Ok(line) = line else { break };
+                let v = serde_json::from_str(&line).unwrap_or_else(|_| json!({"_raw": line}));
+                if tx.send(v).is_err() {
+                    break;
+                }
+            }
+        });
+        Rpc {
+            child,
+            rx,
+            records: Vec::new(),
+        }
+    }
+
+    fn send(&mut self, cmd: Value) {
+        let stdin = self.child.stdin.as_mut().unwrap();
+        writeln!(stdin, "{cmd}").unwrap();
+        stdin.flush().unwrap();
+    }
+
+    /// Waits (at most a minute, a hang guard and no timing assert) for a record.
+    fn wait_for(&mut self, what: &str, pred: impl Fn(&Value) -> bool) -> Value {
+        let deadline = Instant::now() + Duration::from_secs(60);
+        loop {
+            if let Some(v) = self.records.iter().find(|v| pred(v)) {
+                return v.clone();
+            }
+            let left = deadline.saturating_duration_since(Instant::now());
+            match self.rx.recv_timeout(left) {
+                Ok(v) => self.records.push(v),
+                Err(_) => panic!("timed out waiting for {what}: {:#?}", self.records),
+            }
+        }
+    }
+
+    fn call(&mut self, id: &str, mut cmd: Value) -> Value {
+        cmd["id"] = json!(id);
+        self.send(cmd);
+        let resp = self.wait_for(id, |v| v["type"] == "response" && v["id"] == id);
+        assert_eq!(resp["success"], true, "{resp}");
+        resp
+    }
+
+    fn close(mut self) -> Vec<Value> {
+        drop(self.child.stdin.take());
+        let status = self.child.wait().expect("wait pi");
+        while let Ok(v) = self.rx.recv_timeout(Duration::from_secs(5)) {
+            self.records.push(v);
+        }
+        assert!(status.success(), "pi --mode rpc: {status}");
+        self.records
+    }
+}
+
+// ------------------------------------------------------------------ 1: the named file
+
+/// `--session FILE` writes to FILE, not to another file of its folder with the same id.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn session_flag_writes_to_the_named_file_not_to_a_copy_with_its_id() {
+    let sc = Scenario::new(json!([{"text": "into the named file"}])).await;
+    let named = sc.sessions.join("named.jsonl");
+    pi_session_at(&named, &sc.cwd);
+    let backup = backup_of(&sc, &named);
+    let before = std::fs::read(&backup).unwrap();
+    let lines = read_jsonl(&named).len();
+    ok(&sc.run(&["--session", named.to_str().unwrap(), "-p", "hello"]));
+    assert_eq!(
+        std::fs::read(&backup).unwrap(),
+        before,
+        "the copy is untouched"
+    );
+    let after = read_jsonl(&named);
+    assert_eq!(after.len(), lines + 2);
+    assert_eq!(
+        after.last().unwrap()["message"]["content"][0]["text"],
+        "into the named file"
+    );
+}
+
+/// `--session LINK` follows the link to its file, wherever that file is (Pi follows it).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn session_flag_on_a_symlink_writes_through_it() {
+    let sc = Scenario::new(json!([{"text": "through the link"}])).await;
+    let elsewhere = sc.tmp.path().join("elsewhere");
+    std::fs::create_dir_all(&elsewhere).unwrap();
+    let real = elsewhere.join("real.jsonl");
+    pi_session_at(&real, &sc.cwd);
+    let link = sc.sessions.join("link.jsonl");
+    std::os::unix::fs::symlink(&real, &link).unwrap();
+    let lines = read_jsonl(&real).len();
+    ok(&sc.run(&["--session", link.to_str().unwrap(), "-p", "hello"]));
+    assert!(link.is_symlink(), "the link stays a link");
+    let after = read_jsonl(&real);
+    assert_eq!(after.len(), lines + 2);
+    assert_eq!(
+        after.last().unwrap()["message"]["content"][0]["text"],
+        "through the link"
+    );
+}
+
+/// RPC `switch_session` writes to the named file too, and reports it as `sessionFile`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn rpc_switch_session_writes_to_the_named_file() {
+    let sc = Scenario::new(json!([{"text": "switched"}])).await;
+    let named = sc.sessions.join("named.jsonl");
+    pi_session_at(&named, &sc.cwd);
+    let backup = backup_of(&sc, &named);
+    let before = std::fs::read(&backup).unwrap();
+    let lines = read_jsonl(&named).len();
+    let mut rpc = Rpc::start(sc.command(&["--mode", "rpc", "--model", "fakeoai/fake-model"]));
+    rpc.call(
+        "s",
+        json!({"type": "switch_session", "sessionPath": named.display().to_string()}),
+    );
+    let state = rpc.call("g", json!({"type": "get_state"}));
+    assert_eq!(state["data"]["sessionFile"], named.display().to_string());
+    rpc.call("p", json!({"type": "prompt", "message": "hello"}));
+    rpc.wait_for("agent_end", |v| v["type"] == "agent_end");
+    rpc.close();
+    assert_eq!(
+        std::fs::read(&backup).unwrap(),
+        before,
+        "the copy is untouched"
+    );
+    assert_eq!(read_jsonl(&named).len(), lines + 2);
+}
+
+// ------------------------------------------- 4: empty files and new paths are fresh sessions
+
+/// An empty session file is a fresh session written into that file (Pi writes its header at
+/// once); a `--session` path that does not exist yet is created there with the conversation.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_empty_file_or_a_new_path_starts_a_session_there() {
+    let sc = Scenario::new(json!([{"text": "first answer"}, {"text": "second answer"}])).await;
+    let empty = sc.sessions.join("empty.jsonl");
+    std::fs::write(&empty, "").unwrap();
+    let out = sc.run(&["--session", empty.to_str().unwrap(), "-p", "hello"]);
+    assert_eq!(ok(&out), "first answer\n");
+    let lines = read_jsonl(&empty);
+    assert_eq!(lines[0]["type"], "session");
+    assert_eq!(lines[0]["version"], 3);
+    assert_eq!(
+        lines[0]["cwd"],
+        sc.cwd.canonicalize().unwrap().display().to_string()
+    );
+    assert!(lines[0]["id"].as_str().is_some_and(|id| !id.is_empty()));
+    assert_eq!(
+        lines.last().unwrap()["message"]["content"][0]["text"],
+        "first answer"
+    );
+
+    // A relative path that does not exist: created there, nowhere else.
+    let out = sc.run(&[
+        "--session",
+        "../sessions/new-here.jsonl",
+        "-p",
+        "hello again",
+    ]);
+    assert_eq!(ok(&out), "second answer\n");
+    let created = sc.sessions.join("new-here.jsonl");
+    let lines = read_jsonl(&created);
+    assert_eq!(lines[0]["type"], "session");
+    assert_eq!(
+        lines.last().unwrap()["message"]["content"][0]["text"],
+        "second answer"
+    );
+    let mut names: Vec<String> = std::fs::read_dir(&sc.sessions)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    names.sort();
+    assert_eq!(names, ["empty.jsonl", "new-here.jsonl"]);
+}
+
+/// A file with content but no valid line is refused, named, and left as it was.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_file_with_only_garbage_is_refused_and_untouched() {
+    let sc = Scenario::new(json!([{"text": "never"}])).await;
+    let junk = sc.sessions.join("junk.jsonl");
+    std::fs::write(&junk, "not json\n").unwrap();
+    let out = sc.run(&["--session", junk.to_str().unwrap(), "-p", "hello"]);
+    assert_ne!(out.status.code(), Some(0));
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("junk.jsonl"),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(std::fs::read_to_string(&junk).unwrap(), "not json\n");
+}
+
+// ---------------------------------------------------------- 6: absolute parentSession
+
+/// `--fork` with a relative path stores the source's absolute path, as Pi does.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn fork_stores_an_absolute_parent_session() {
+    let sc = Scenario::new(json!([{"text": "forked"}])).await;
+    let source = sc.sessions.join("source.jsonl");
+    pi_session_at(&source, &sc.cwd);
+    ok(&sc.run(&["--fork", "../sessions/./source.jsonl", "-p", "hello"]));
+    let fork = std::fs::read_dir(&sc.sessions)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .find(|p| *p != source)
+        .expect("the fork");
+    let header = &read_jsonl(&fork)[0];
+    let parent = header["parentSession"].as_str().unwrap();
+    assert_eq!(
+        Path::new(parent),
+        sc.cwd
+            .canonicalize()
+            .unwrap()
+            .parent()
+            .unwrap()
+            .join("sessions/source.jsonl")
+    );
+}
