@@ -3,6 +3,7 @@
 pub mod commands;
 pub mod modes;
 pub mod tui;
+pub mod visible;
 
 use clap::{Parser, Subcommand};
 

@@ -348,3 +348,96 @@ async fn fork_stores_an_absolute_parent_session() {
             .join("sessions/source.jsonl")
     );
 }
+
+// ------------------------------------------------ 2: terminal escapes are shown, not obeyed
+
+/// OSC 52 (writes the clipboard), CSI 2J (clears the screen), OSC 0 (window title), OSC 8
+/// (a link hidden behind text), and the 8-bit CSI.
+const HOSTILE: &str = "\x1b]52;c;cm0gLXJmIH4=\x07\x1b[2J\x1b]0;owned\x07\x1b]8;;http://evil\x1b\\click\x1b]8;;\x1b\\\u{9b}31m";
+
+/// A session whose name, message text, label, entry ids and cwd all carry escapes.
+fn hostile_session(dir: &Path) -> PathBuf {
+    let file = dir.join("2026-01-01T00-00-00-000Z_hostile-1.jsonl");
+    let lines = [
+        json!({"type": "session", "version": 3, "id": "hostile-1",
+               "timestamp": "2026-01-01T00:00:00.000Z", "cwd": format!("/tmp/x{HOSTILE}")}),
+        json!({"type": "message", "id": "u1", "parentId": null,
+               "timestamp": "2026-01-01T00:00:01.000Z",
+               "message": {"role": "user", "content": format!("findme {HOSTILE} text"),
+                           "timestamp": 1767225601000u64}}),
+        json!({"type": "message", "id": format!("a1{HOSTILE}"), "parentId": "u1",
+               "timestamp": "2026-01-01T00:00:02.000Z",
+               "message": {"role": "assistant", "content": [{"type": "text", "text": format!("answer {HOSTILE}")}],
+                           "api": "openai-completions", "provider": "p", "model": format!("m{HOSTILE}"),
+                           "usage": {"input": 1, "output": 1, "cacheRead": 0, "cacheWrite": 0, "totalTokens": 2,
+                                     "cost": {"input": 0, "output": 0, "cacheRead": 0, "cacheWrite": 0, "total": 0}},
+                           "stopReason": "stop", "timestamp": 1767225602000u64}}),
+        json!({"type": "label", "id": "l1", "parentId": format!("a1{HOSTILE}"),
+               "timestamp": "2026-01-01T00:00:03.000Z", "targetId": "u1", "label": format!("lbl{HOSTILE}")}),
+        json!({"type": "session_info", "id": "n1", "parentId": "l1",
+               "timestamp": "2026-01-01T00:00:04.000Z", "name": format!("name{HOSTILE}")}),
+        // A parent that does not exist: `verify` quotes it.
+        json!({"type": "custom", "id": "c1", "parentId": format!("gone{HOSTILE}"),
+               "timestamp": "2026-01-01T00:00:05.000Z", "customType": "x"}),
+    ];
+    let text: String = lines.iter().map(|l| format!("{l}\n")).collect();
+    std::fs::write(&file, text).unwrap();
+    file
+}
+
+fn assert_no_escapes(what: &str, out: &std::process::Output) -> String {
+    let text = String::from_utf8_lossy(&out.stdout).into_owned();
+    for (stream, bytes) in [("stdout", &out.stdout), ("stderr", &out.stderr)] {
+        let raw = String::from_utf8_lossy(bytes);
+        assert!(
+            !raw.chars()
+                .any(|c| c.is_control() && c != '\n' && c != '\t'),
+            "{what}: a control character reached {stream}: {raw:?}"
+        );
+    }
+    text
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn session_text_never_reaches_the_terminal_as_escapes() {
+    let sc = Scenario::new(json!([])).await;
+    let file = hostile_session(&sc.sessions);
+    let file_arg = file.to_str().unwrap();
+    let dir = sc.sessions.to_str().unwrap();
+
+    let out = sc.bare(&["sessions", "show", file_arg]).output().unwrap();
+    let shown = assert_no_escapes("show", &out);
+    assert!(
+        shown.contains("findme ^[]52;c;cm0gLXJmIH4=^G^[[2J"),
+        "{shown}"
+    );
+    assert!(shown.contains("name    name^[]52"), "{shown}");
+    assert!(shown.contains("[lbl^[]52"), "{shown}");
+    assert!(shown.contains("a1^[]52"), "{shown}");
+    assert!(shown.contains("cwd     /tmp/x^[]52"), "{shown}");
+    assert!(shown.contains("M-^[31m"), "{shown}");
+
+    let out = sc
+        .bare(&["sessions", "list", "--all", "--session-dir", dir])
+        .output()
+        .unwrap();
+    let listed = assert_no_escapes("list", &out);
+    assert!(listed.contains("name^[]52"), "{listed}");
+
+    let out = sc
+        .bare(&["sessions", "search", "findme", "--session-dir", dir])
+        .output()
+        .unwrap();
+    let found = assert_no_escapes("search", &out);
+    assert!(found.contains("^[[2J"), "{found}");
+
+    let out = sc.bare(&["sessions", "verify", file_arg]).output().unwrap();
+    let verified = assert_no_escapes("verify", &out);
+    assert!(verified.contains("gone^[]52"), "{verified}");
+
+    let out = sc
+        .bare(&["sessions", "stats", "--by", "model", "--session-dir", dir])
+        .output()
+        .unwrap();
+    assert_no_escapes("stats", &out);
+}
