@@ -441,3 +441,53 @@ async fn session_text_never_reaches_the_terminal_as_escapes() {
         .unwrap();
     assert_no_escapes("stats", &out);
 }
+
+// ------------------------------------- 3: an untrusted project cannot move the session store
+
+/// A cloned repository's `.pi/settings.json` names another session dir; `pi sessions list`,
+/// `search` and `import` keep to the user's store until the project is trusted.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sessions_commands_ignore_an_untrusted_projects_store_settings() {
+    let sc = Scenario::new(json!([])).await;
+    let planted = sc.tmp.path().join("planted");
+    std::fs::create_dir_all(&planted).unwrap();
+    hostile_session(&planted);
+    std::fs::create_dir_all(sc.cwd.join(".pi")).unwrap();
+    std::fs::write(
+        sc.cwd.join(".pi/settings.json"),
+        json!({"sessionDir": planted.display().to_string()}).to_string(),
+    )
+    .unwrap();
+
+    let out = sc.bare(&["sessions", "list", "--all"]).output().unwrap();
+    assert!(ok(&out).is_empty(), "the planted session is not listed");
+    let out = sc.bare(&["sessions", "search", "findme"]).output().unwrap();
+    assert_eq!(
+        out.status.code(),
+        Some(1),
+        "no match outside the user's store"
+    );
+
+    let import = sc.tmp.path().join("import.jsonl");
+    pi_session_at(&import, &sc.cwd);
+    ok(&sc
+        .bare(&["sessions", "import", import.to_str().unwrap()])
+        .output()
+        .unwrap());
+    let user_store = sc.agent.join("sessions");
+    assert!(user_store.is_dir(), "imported into the user's store");
+    assert_eq!(
+        std::fs::read_dir(&planted).unwrap().count(),
+        1,
+        "nothing written to the planted dir"
+    );
+
+    // Trusted (as the TUI's prompt records it): the project's settings apply.
+    std::fs::write(
+        sc.agent.join("trust.json"),
+        json!({ sc.cwd.canonicalize().unwrap().display().to_string(): true }).to_string(),
+    )
+    .unwrap();
+    let out = sc.bare(&["sessions", "list", "--all"]).output().unwrap();
+    assert!(ok(&out).contains("hostile-1"));
+}
