@@ -491,3 +491,46 @@ async fn sessions_commands_ignore_an_untrusted_projects_store_settings() {
     let out = sc.bare(&["sessions", "list", "--all"]).output().unwrap();
     assert!(ok(&out).contains("hostile-1"));
 }
+
+// ---------------------------------------------- 8: message_end comes after the write
+
+/// `pi --mode json`: every conversation `message_end` printed is in the session file by the
+/// time the run ends in the order printed (the engine test
+/// `message_end_comes_after_the_message_is_written` checks the moment of each event).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn json_mode_message_ends_match_the_saved_messages_in_order() {
+    let sc = Scenario::new(json!([
+        {"tool_calls": [{"name": "bash", "arguments": {"command": "echo hi"}}]},
+        {"text": "done"}
+    ]))
+    .await;
+    let out = sc.run(&["--mode", "json", "--model", "fakeoai/fake-model", "hello"]);
+    let stdout = ok(&out);
+    let ended: Vec<Value> = stdout
+        .lines()
+        .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+        .filter(|e| e["type"] == "message_end")
+        .map(|e| e["message"]["role"].clone())
+        .collect();
+    let file = std::fs::read_dir(&sc.sessions)
+        .unwrap()
+        .next()
+        .unwrap()
+        .unwrap()
+        .path();
+    let saved: Vec<Value> = read_jsonl(&file)
+        .into_iter()
+        .filter(|l| l["type"] == "message")
+        .map(|l| l["message"]["role"].clone())
+        .collect();
+    assert_eq!(ended, saved);
+    assert!(
+        ended.ends_with(&[
+            json!("user"),
+            json!("assistant"),
+            json!("toolResult"),
+            json!("assistant")
+        ]),
+        "{ended:?}"
+    );
+}
