@@ -154,6 +154,8 @@ pub fn run() -> i32 {
         Some(Command::Sessions(args)) => commands::sessions::run(args),
         None => modes::run(cli.args),
     };
+    // Full command output kept for this run's model (`pi-bash-*.log`) goes with the process.
+    pi_engine::tools::remove_output_files();
     match result {
         Ok(code) => code,
         Err(err) => {

@@ -534,3 +534,41 @@ async fn json_mode_message_ends_match_the_saved_messages_in_order() {
         "{ended:?}"
     );
 }
+
+// ------------------------------------------ 9: full-output temp files go with the process
+
+/// A command whose output is truncated keeps its full output in `pi-bash-*.log` for the
+/// model to read during the run; the file is removed when `pi` exits.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn full_output_temp_files_are_removed_when_pi_exits() {
+    let sc = Scenario::new(json!([
+        {"tool_calls": [{"name": "bash", "arguments": {"command": "seq 1 5000"}}]},
+        {"text": "done"}
+    ]))
+    .await;
+    let tmp = sc.tmp.path().join("tmp");
+    std::fs::create_dir_all(&tmp).unwrap();
+    let out = sc
+        .command(&["--model", "fakeoai/fake-model", "-p", "count"])
+        .env("TMPDIR", &tmp)
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    ok(&out);
+    let file = std::fs::read_dir(&sc.sessions)
+        .unwrap()
+        .next()
+        .unwrap()
+        .unwrap()
+        .path();
+    let result = read_jsonl(&file)
+        .into_iter()
+        .find(|l| l["message"]["role"] == "toolResult")
+        .expect("the bash result");
+    let full = result["message"]["details"]["fullOutputPath"]
+        .as_str()
+        .expect("the output was truncated and saved");
+    assert!(Path::new(full).starts_with(&tmp), "{full}");
+    let left: Vec<_> = std::fs::read_dir(&tmp).unwrap().collect();
+    assert!(left.is_empty(), "left behind: {left:?}");
+}
