@@ -572,3 +572,78 @@ async fn full_output_temp_files_are_removed_when_pi_exits() {
     let left: Vec<_> = std::fs::read_dir(&tmp).unwrap().collect();
     assert!(left.is_empty(), "left behind: {left:?}");
 }
+
+// ------------------------------------ 5: the history index is private and forgets deleted text
+
+fn contains(haystack: &[u8], needle: &[u8]) -> bool {
+    haystack.windows(needle.len()).any(|w| w == needle)
+}
+
+/// The index is created 0600, and once a session file is deleted its text is gone from the
+/// index file (no free page, no FTS segment, no WAL frame keeps it).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_history_index_is_private_and_keeps_no_deleted_text() {
+    use std::os::unix::fs::PermissionsExt;
+    let sc = Scenario::new(json!([])).await;
+    let secret = "zqxwvsecretword";
+    let keep = sc.sessions.join("keep.jsonl");
+    pi_session_at(&keep, &sc.cwd);
+    let gone = sc.sessions.join("gone.jsonl");
+    let line = json!({"type": "message", "id": "u9", "parentId": null,
+        "timestamp": "2026-01-01T00:00:01.000Z",
+        "message": {"role": "user", "content": format!("my token {secret} {}", "pad ".repeat(2000)),
+                    "timestamp": 1767225601000u64}});
+    std::fs::write(
+        &gone,
+        format!(
+            "{}\n{line}\n",
+            json!({"type": "session", "version": 3, "id": "gone-1",
+                   "timestamp": "2026-01-01T00:00:00.000Z", "cwd": "/tmp"})
+        ),
+    )
+    .unwrap();
+    let dir = sc.sessions.to_str().unwrap();
+    let out = sc
+        .bare(&["sessions", "search", secret, "--session-dir", dir])
+        .output()
+        .unwrap();
+    assert!(ok(&out).contains("gone"), "indexed");
+    let indexes: Vec<PathBuf> = std::fs::read_dir(&sc.agent)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| {
+            p.file_name()
+                .unwrap()
+                .to_string_lossy()
+                .starts_with("history")
+        })
+        .collect();
+    assert!(!indexes.is_empty());
+    for index in &indexes {
+        let mode = std::fs::metadata(index).unwrap().permissions().mode() & 0o777;
+        assert_eq!(mode, 0o600, "{}", index.display());
+    }
+
+    std::fs::remove_file(&gone).unwrap();
+    let out = sc
+        .bare(&["sessions", "search", secret, "--session-dir", dir])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1), "no match once deleted");
+    for index in std::fs::read_dir(&sc.agent).unwrap() {
+        let path = index.unwrap().path();
+        if path
+            .file_name()
+            .unwrap()
+            .to_string_lossy()
+            .starts_with("history")
+        {
+            let bytes = std::fs::read(&path).unwrap();
+            assert!(
+                !contains(&bytes, secret.as_bytes()),
+                "{} still holds the deleted text",
+                path.display()
+            );
+        }
+    }
+}
