@@ -647,3 +647,56 @@ async fn the_history_index_is_private_and_keeps_no_deleted_text() {
         }
     }
 }
+
+// ----------------------------------- 7: a huge first message is previewed, not printed whole
+
+/// A 4 MB first message: `pi sessions list` prints a capped preview, and the history index
+/// holds at most 64 KiB of its text, yet a word near its start is still found.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_huge_first_message_is_previewed_and_indexed_in_part() {
+    let sc = Scenario::new(json!([])).await;
+    let huge = format!("needleword {}", "lorem ipsum ".repeat(350_000));
+    assert!(huge.len() > 4_000_000);
+    let file = sc.sessions.join("huge.jsonl");
+    let lines = [
+        json!({"type": "session", "version": 3, "id": "huge-1",
+               "timestamp": "2026-01-01T00:00:00.000Z", "cwd": "/tmp"}),
+        json!({"type": "message", "id": "u1", "parentId": null,
+               "timestamp": "2026-01-01T00:00:01.000Z",
+               "message": {"role": "user", "content": huge, "timestamp": 1767225601000u64}}),
+    ];
+    std::fs::write(
+        &file,
+        lines.iter().map(|l| format!("{l}\n")).collect::<String>(),
+    )
+    .unwrap();
+    let dir = sc.sessions.to_str().unwrap();
+
+    for args in [
+        vec!["sessions", "list", "--all", "--session-dir", dir],
+        vec!["sessions", "list", "--all", "--json", "--session-dir", dir],
+    ] {
+        let out = ok(&sc.bare(&args).output().unwrap());
+        assert!(out.contains("needleword lorem"), "{out}");
+        // 500 characters of preview plus the row's other fields.
+        assert!(out.len() < 2_000, "{} bytes printed", out.len());
+    }
+
+    let out = sc
+        .bare(&["sessions", "search", "needleword", "--session-dir", dir])
+        .output()
+        .unwrap();
+    assert!(ok(&out).contains("huge-1"));
+    let index: u64 = std::fs::read_dir(&sc.agent)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| {
+            p.file_name()
+                .unwrap()
+                .to_string_lossy()
+                .starts_with("history")
+        })
+        .map(|p| std::fs::metadata(p).unwrap().len())
+        .sum();
+    assert!(index < 1_000_000, "the index is {index} bytes");
+}

@@ -27,6 +27,7 @@ use std::time::Duration;
 
 use rusqlite::{params, Connection, ErrorCode, OptionalExtension};
 
+pub use extract::MAX_INDEXED_BYTES_PER_ENTRY;
 pub use query::{GroupBy, SearchHit, SearchQuery, Stats, StatsQuery, StatsRow};
 pub use scan::RefreshReport;
 
@@ -39,7 +40,8 @@ use crate::summary::{sort_summaries, ListScope, SessionSummary};
 
 /// Bumped whenever the tables or what goes into them change; an index of another version is
 /// rebuilt from the store.
-const SCHEMA_VERSION: i64 = 2;
+/// 3: first-message previews and indexed text capped (an older index may hold them whole).
+const SCHEMA_VERSION: i64 = 3;
 
 const SCHEMA: &str = "
 CREATE TABLE meta(key TEXT PRIMARY KEY, value TEXT NOT NULL);
