@@ -36,6 +36,9 @@ struct Pattern {
     accept: fn(&str) -> bool,
 }
 
+/// One row of the pattern table: regex, replacement, acceptance check.
+type PatternRow = (&'static str, &'static str, fn(&str) -> bool);
+
 fn any_match(_: &str) -> bool {
     true
 }
@@ -49,7 +52,7 @@ fn patterns() -> &'static [Pattern] {
     static PATTERNS: OnceLock<Vec<Pattern>> = OnceLock::new();
     PATTERNS.get_or_init(|| {
         // Most specific first: `sk-ant-` must win over the generic `sk-`.
-        let table: &[(&str, &str, fn(&str) -> bool)] = &[
+        let table: &[PatternRow] = &[
             (
                 r"(?s)(?P<p>-----BEGIN [A-Z0-9 ]*PRIVATE KEY-----).*?(?P<e>-----END [A-Z0-9 ]*PRIVATE KEY-----)",
                 "${p}[REDACTED]${e}",
