@@ -3,6 +3,7 @@
 pub mod commands;
 pub mod modes;
 pub mod tui;
+pub mod visible;
 
 use clap::{Parser, Subcommand};
 
@@ -163,6 +164,8 @@ pub fn run() -> i32 {
             None => modes::run(cli.args),
         },
     };
+    // Full command output kept for this run's model (`pi-bash-*.log`) goes with the process.
+    pi_agent::tools::remove_output_files();
     match result {
         Ok(code) => code,
         Err(err) => {

@@ -138,10 +138,10 @@ fn a_command_printing_1_gb_streams_to_its_temp_file_in_bounded_memory() {
         r#"{{"id":"big","type":"bash","command":"yes 0123456789012345678901234567890123456789012345678901234567890123456789012345678901234567890123456789 | cut -c1-99 | head -c {SIZE}"}}"#
     )
     .unwrap();
-    drop(stdin);
     let mut response = None;
     let mut streamed = 0u64;
-    for line in BufReader::new(stdout).lines() {
+    let mut lines = BufReader::new(stdout).lines();
+    for line in lines.by_ref() {
         let line = line.unwrap();
         // Skip parsing the many update events; only their size is counted.
         if line.starts_with(r#"{"type":"bash_execution_update""#) {
@@ -151,9 +151,9 @@ fn a_command_printing_1_gb_streams_to_its_temp_file_in_bounded_memory() {
         let v: Value = serde_json::from_str(&line).unwrap();
         if v["type"] == "response" {
             response = Some(v);
+            break;
         }
     }
-    let rss = finish(child);
     let response = response.expect("a response");
     assert_eq!(response["success"], true, "{response}");
     let data = &response["data"];
@@ -162,7 +162,12 @@ fn a_command_printing_1_gb_streams_to_its_temp_file_in_bounded_memory() {
     assert!(data["output"].as_str().unwrap().len() <= 50 * 1024);
     let path = data["fullOutputPath"].as_str().expect("fullOutputPath");
     assert!(Path::new(path).starts_with(dir.path()), "{path}");
+    // All of it, while pi runs; the file goes with the process.
     assert_eq!(std::fs::metadata(path).unwrap().len(), SIZE);
+    drop(stdin);
+    lines.for_each(drop);
+    let rss = finish(child);
+    assert!(!Path::new(path).exists(), "{path} is removed when pi exits");
     assert!(streamed > SIZE, "the output was streamed as updates");
     if let Some(mb) = rss {
         assert!(mb < 200, "peak RSS {mb} MB for 1 GB of output");

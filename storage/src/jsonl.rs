@@ -170,29 +170,34 @@ impl JsonlStore {
     }
 
     fn summarize(&self, path: &Path) -> StoreResult<Option<SessionSummary>> {
-        let buf = fs::read(path).context("read", path)?;
-        let mut lines = jsonl::lines(&buf);
-        let Some(first) = lines.next() else {
-            return Ok(None);
-        };
-        let Ok(header) = SessionHeader::parse(first.bytes) else {
-            return Ok(None);
-        };
-        let mut state = SummaryState::default();
-        for line in lines {
-            state.observe(line.bytes);
-        }
-        let mtime = fs::metadata(path)
-            .and_then(|m| m.modified())
-            .ok()
-            .and_then(|t| t.duration_since(UNIX_EPOCH).ok())
-            .map_or(0, |d| d.as_millis() as i64);
-        Ok(state.finish(&header, path.display().to_string(), mtime))
+        summarize_file(path)
     }
 }
 
+/// The summary of one session file; `None` when it has no valid header.
+pub(crate) fn summarize_file(path: &Path) -> StoreResult<Option<SessionSummary>> {
+    let buf = fs::read(path).context("read", path)?;
+    let mut lines = jsonl::lines(&buf);
+    let Some(first) = lines.next() else {
+        return Ok(None);
+    };
+    let Ok(header) = SessionHeader::parse(first.bytes) else {
+        return Ok(None);
+    };
+    let mut state = SummaryState::default();
+    for line in lines {
+        state.observe(line.bytes);
+    }
+    let mtime = fs::metadata(path)
+        .and_then(|m| m.modified())
+        .ok()
+        .and_then(|t| t.duration_since(UNIX_EPOCH).ok())
+        .map_or(0, |d| d.as_millis() as i64);
+    Ok(state.finish(&header, path.display().to_string(), mtime))
+}
+
 /// Reads only the first line of a file as a header.
-fn read_header_line(path: &Path) -> StoreResult<SessionHeader> {
+pub(crate) fn read_header_line(path: &Path) -> StoreResult<SessionHeader> {
     let file = File::open(path).context("open", path)?;
     let mut first = Vec::new();
     // Headers are small; the cap keeps a huge garbage file from being read whole.
@@ -210,7 +215,7 @@ fn read_header_line(path: &Path) -> StoreResult<SessionHeader> {
     })
 }
 
-fn sync_dir(dir: &Path) -> StoreResult<()> {
+pub(crate) fn sync_dir(dir: &Path) -> StoreResult<()> {
     // Makes a new file's directory entry durable; directories cannot be opened on Windows.
     #[cfg(unix)]
     File::open(dir)
@@ -270,67 +275,17 @@ impl SessionStore for JsonlStore {
             .map(str::to_string)
             .unwrap_or_else(pi_formats::time::now_iso);
         let path = dir.join(session_file_name(&stamp, id.as_str()));
-        // create_new (O_EXCL): two creators of one file cannot both succeed (Pi opens with "wx").
-        let file = match OpenOptions::new()
-            .append(true)
-            .read(true)
-            .create_new(true)
-            .open(&path)
-        {
-            Ok(file) => file,
-            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {
-                return Err(StoreError::SessionExists {
-                    id: id.clone(),
-                    location: path.display().to_string(),
-                })
-            }
-            Err(e) => return Err(e).context("create", &path),
-        };
-        try_lock(&file, id, &path)?;
-        let mut buf = Vec::with_capacity(
-            header.line().len() + 1 + entries.iter().map(|e| e.line().len() + 1).sum::<usize>(),
-        );
-        buf.extend_from_slice(header.line());
-        buf.push(b'\n');
-        for entry in entries {
-            buf.extend_from_slice(entry.line());
-            buf.push(b'\n');
-        }
-        if let Err(e) = (&file).write_all(&buf) {
-            // We created the file (O_EXCL) and hold its lock: a file cut off inside its header
-            // is no session, so it goes, and a later append creates it again.
-            let _ = fs::remove_file(&path);
-            return Err(e).context("write", &path);
-        }
+        let writer = JsonlWriter::create_at(&path, header, entries, self.fsync, CreateMode::New)?;
         if self.fsync == FsyncPolicy::EveryEntry {
-            file.sync_data().context("sync", &path)?;
             sync_dir(&dir)?;
         }
-        self.known().insert(id.clone(), path.clone());
-        Ok(Box::new(JsonlWriter {
-            id: id.clone(),
-            path,
-            file,
-            fsync: self.fsync,
-            tail: Tail::EndsWithNewline,
-        }))
+        self.known().insert(id.clone(), path);
+        Ok(Box::new(writer))
     }
 
     fn open_writer(&self, id: &SessionId) -> StoreResult<Box<dyn SessionWriter>> {
         let path = self.locate(id)?;
-        let file = OpenOptions::new()
-            .append(true)
-            .read(true)
-            .open(&path)
-            .context("open for appending", &path)?;
-        try_lock(&file, id, &path)?;
-        Ok(Box::new(JsonlWriter {
-            id: id.clone(),
-            path,
-            file,
-            fsync: self.fsync,
-            tail: Tail::Unknown,
-        }))
+        Ok(Box::new(JsonlWriter::open_at(&path, id, self.fsync)?))
     }
 
     fn read_header(&self, id: &SessionId) -> StoreResult<SessionHeader> {
@@ -415,6 +370,106 @@ pub struct JsonlWriter {
     file: File,
     fsync: FsyncPolicy,
     tail: Tail,
+}
+
+/// How [`JsonlWriter::create_at`] treats a file already at the path.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum CreateMode {
+    /// The file must not exist (`O_EXCL`; Pi opens new sessions with "wx").
+    New,
+    /// The file may exist if it is empty: Pi turns an empty file named by `--session` into a
+    /// fresh session in place. Checked under the lock, so a racing writer cannot be overwritten.
+    NewOrEmpty,
+}
+
+impl JsonlWriter {
+    /// Creates the session file at `path` with its header and `entries`, holding its lock.
+    pub(crate) fn create_at(
+        path: &Path,
+        header: &SessionHeader,
+        entries: &[StoredEntry],
+        fsync: FsyncPolicy,
+        mode: CreateMode,
+    ) -> StoreResult<JsonlWriter> {
+        let id = header.id();
+        let mut options = OpenOptions::new();
+        options.append(true).read(true);
+        match mode {
+            CreateMode::New => options.create_new(true),
+            CreateMode::NewOrEmpty => options.create(true),
+        };
+        let file = match options.open(path) {
+            Ok(file) => file,
+            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {
+                return Err(StoreError::SessionExists {
+                    id: id.clone(),
+                    location: path.display().to_string(),
+                })
+            }
+            Err(e) => return Err(e).context("create", path),
+        };
+        try_lock(&file, id, path)?;
+        if file.metadata().context("stat", path)?.len() != 0 {
+            return Err(StoreError::SessionExists {
+                id: id.clone(),
+                location: path.display().to_string(),
+            });
+        }
+        let mut buf = Vec::with_capacity(
+            header.line().len() + 1 + entries.iter().map(|e| e.line().len() + 1).sum::<usize>(),
+        );
+        buf.extend_from_slice(header.line());
+        buf.push(b'\n');
+        for entry in entries {
+            buf.extend_from_slice(entry.line());
+            buf.push(b'\n');
+        }
+        if let Err(e) = (&file).write_all(&buf) {
+            // We hold the lock and the file was empty: a file cut off inside its header is no
+            // session. A file we created goes (a later append creates it again); a file that
+            // was there empty is emptied again.
+            match mode {
+                CreateMode::New => {
+                    let _ = fs::remove_file(path);
+                }
+                CreateMode::NewOrEmpty => {
+                    let _ = file.set_len(0);
+                }
+            }
+            return Err(e).context("write", path);
+        }
+        if fsync == FsyncPolicy::EveryEntry {
+            file.sync_data().context("sync", path)?;
+        }
+        Ok(JsonlWriter {
+            id: id.clone(),
+            path: path.to_path_buf(),
+            file,
+            fsync,
+            tail: Tail::EndsWithNewline,
+        })
+    }
+
+    /// Opens the existing session file at `path` for appending, holding its lock.
+    pub(crate) fn open_at(
+        path: &Path,
+        id: &SessionId,
+        fsync: FsyncPolicy,
+    ) -> StoreResult<JsonlWriter> {
+        let file = OpenOptions::new()
+            .append(true)
+            .read(true)
+            .open(path)
+            .context("open for appending", path)?;
+        try_lock(&file, id, path)?;
+        Ok(JsonlWriter {
+            id: id.clone(),
+            path: path.to_path_buf(),
+            file,
+            fsync,
+            tail: Tail::Unknown,
+        })
+    }
 }
 
 impl JsonlWriter {

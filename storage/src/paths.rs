@@ -106,13 +106,18 @@ pub fn resolve_cwd(cwd: &str) -> String {
             .map(|d| d.to_string_lossy().into_owned())
             .unwrap_or_default();
     }
-    let path = Path::new(cwd);
+    resolve_path(Path::new(cwd)).to_string_lossy().into_owned()
+}
+
+/// [`resolve_cwd`] for any path, bytes kept (not lossy): what Pi stores for a file it was
+/// given (`--session`, `--fork`'s `parentSession`). Links are not followed.
+pub fn resolve_path(path: &Path) -> PathBuf {
     let absolute = if path.is_absolute() {
         path.to_path_buf()
     } else {
         match std::env::current_dir() {
             Ok(base) => base.join(path),
-            Err(_) => return cwd.to_string(),
+            Err(_) => return path.to_path_buf(),
         }
     };
     let mut parts: Vec<Component<'_>> = Vec::new();
@@ -127,8 +132,7 @@ pub fn resolve_cwd(cwd: &str) -> String {
             other => parts.push(other),
         }
     }
-    let folded: PathBuf = parts.iter().collect();
-    folded.to_string_lossy().into_owned()
+    parts.iter().collect()
 }
 
 /// The file name Pi gives a session: `<timestamp with : and . as ->_<id>.jsonl`.
@@ -170,4 +174,10 @@ mod tests {
             "2025-12-09T00-52-54-397Z_d97339c6.jsonl"
         );
     }
+}
+
+/// Whether an argument is a path rather than an id (Pi's rule): it contains a path separator
+/// or ends in `.jsonl`. Only such explicit paths may reach files outside the store.
+pub fn is_path_argument(arg: &str) -> bool {
+    arg.contains('/') || arg.contains('\\') || arg.ends_with(".jsonl")
 }

@@ -181,7 +181,7 @@ impl SummaryState {
         // The text is only collected while no first message is known.
         if let Some(text) = text {
             if !text.is_empty() && self.first_message.is_none() && role == "user" {
-                self.first_message = Some(text);
+                self.first_message = Some(preview(text));
             }
         }
     }
@@ -300,9 +300,23 @@ impl SummaryState {
             }
         };
         if !text.is_empty() && self.first_message.is_none() && role == "user" {
-            self.first_message = Some(text);
+            self.first_message = Some(preview(text));
         }
     }
+}
+
+/// Characters of a session's first message kept as its preview (`pi sessions list`,
+/// `/resume`, the history index's session rows). Pi keeps the whole message; a 200 MB paste
+/// would then be printed whole by every listing. Longer messages end in `…`.
+pub const FIRST_MESSAGE_PREVIEW_CHARS: usize = 500;
+
+/// The first [`FIRST_MESSAGE_PREVIEW_CHARS`] characters of `text`, `…` appended when cut.
+fn preview(mut text: String) -> String {
+    if let Some((cut, _)) = text.char_indices().nth(FIRST_MESSAGE_PREVIEW_CHARS) {
+        text.truncate(cut);
+        text.push('…');
+    }
+    text
 }
 
 /// Sorts as Pi does: most recently modified first (ties by location, descending, to be stable).
@@ -346,6 +360,15 @@ mod tests {
                 .to_vec(),
         )
         .unwrap()
+    }
+
+    #[test]
+    fn first_message_previews_are_capped() {
+        let long = "é".repeat(FIRST_MESSAGE_PREVIEW_CHARS + 10);
+        let shown = preview(long);
+        assert_eq!(shown.chars().count(), FIRST_MESSAGE_PREVIEW_CHARS + 1);
+        assert!(shown.ends_with('…'));
+        assert_eq!(preview("short".into()), "short");
     }
 
     #[test]

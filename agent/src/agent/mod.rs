@@ -3,9 +3,10 @@
 //! A run is a sequence of turns. Each turn streams one assistant response from the provider
 //! and executes its tool calls (in parallel, results in call order), until the model stops
 //! calling tools and no steering or follow-up message is queued. Everything is persisted the
-//! way Pi 1.6.0 persists it: each message when its `message_end` is emitted, into the
-//! in-memory [`Session`] and, through storage's [`LazySession`], into the store (the file
-//! appears with the first user or assistant message).
+//! way Pi 1.6.0 persists it: each message at its `message_end`, into the in-memory
+//! [`Session`] and, through storage's [`LazySession`], into the store (the file appears with
+//! the first user or assistant message). The write happens just before
+//! `message_end` is emitted, so a client that sees `message_end` finds the message saved.
 //!
 //! Around the loop the runtime does what Pi's `AgentSession` does: automatic retry of
 //! transient provider errors (the failed attempt stays in the file but is hidden from the

@@ -276,13 +276,16 @@ impl AgentSession {
         }
     }
 
-    /// Emits `message_start`/`message_end` for a message and persists it. Returns the entry id.
+    /// Emits `message_start`, persists the message, then emits `message_end`: a client that
+    /// sees `message_end` finds the message in the session file. (`message_end` comes even
+    /// when the write failed; the error ends the run.) Returns the entry id.
     fn emit_and_persist(&self, message: &Value) -> Result<String, AgentError> {
         self.emit(json!({"type": "message_start", "message": message}));
-        self.emit(json!({"type": "message_end", "message": message}));
-        self.append(NewEntry::Message {
+        let appended = self.append(NewEntry::Message {
             message: message.clone(),
-        })
+        });
+        self.emit(json!({"type": "message_end", "message": message}));
+        appended
     }
 
     /// Pi's `runLoop` (with `agent_start`/`turn_start` first). `initial` holds the prompt
@@ -325,9 +328,12 @@ impl AgentSession {
                 }
                 let message = self.stream_turn(token).await?;
                 let value = assistant_value(&message);
-                last_entry = Some(self.append(NewEntry::Message {
+                let appended = self.append(NewEntry::Message {
                     message: value.clone(),
-                })?);
+                });
+                // After the write, as for every message (see `emit_and_persist`).
+                self.emit(json!({"type": "message_end", "message": value}));
+                last_entry = Some(appended?);
                 new_messages.push(value.clone());
                 if let (Some(attempt), false) = (
                     retry_attempt,
@@ -439,7 +445,7 @@ impl AgentSession {
         if !started {
             self.emit(json!({"type": "message_start", "message": assistant_value(&message)}));
         }
-        self.emit(json!({"type": "message_end", "message": assistant_value(&message)}));
+        // `message_end` is the caller's, once the message is written.
         Ok(message)
     }
 

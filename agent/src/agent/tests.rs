@@ -20,8 +20,6 @@ fn registry(base: &str) -> ModelRegistry {
 }
 
 fn agent(fake: &FakeLlm, cwd: &std::path::Path) -> (AgentSession, Arc<Mutex<Vec<Value>>>) {
-    let reg = registry(&fake.base_url());
-    let model = reg.find("fakeoai", "fake-model").cloned();
     let events = Arc::new(Mutex::new(Vec::new()));
     let sink_events = events.clone();
     let header = NewHeader::new(
@@ -30,6 +28,25 @@ fn agent(fake: &FakeLlm, cwd: &std::path::Path) -> (AgentSession, Arc<Mutex<Vec<
         cwd.display().to_string(),
         None,
     );
+    let a = agent_with(
+        fake,
+        cwd,
+        &header,
+        Persistence::default(),
+        Arc::new(move |v| sink_events.lock().unwrap().push(v)),
+    );
+    (a, events)
+}
+
+fn agent_with(
+    fake: &FakeLlm,
+    cwd: &std::path::Path,
+    header: &NewHeader,
+    persist: Persistence,
+    sink: EventSink,
+) -> AgentSession {
+    let reg = registry(&fake.base_url());
+    let model = reg.find("fakeoai", "fake-model").cloned();
     let retry = RetrySettings {
         base_delay_ms: 10,
         ..Default::default()
@@ -48,14 +65,80 @@ fn agent(fake: &FakeLlm, cwd: &std::path::Path) -> (AgentSession, Arc<Mutex<Vec<
         api_key_resolver: None,
         shell: ShellOptions::default(),
     };
-    let a = AgentSession::new(
-        Session::create(&header),
-        Persistence::default(),
-        opts,
-        Arc::new(move |v| sink_events.lock().unwrap().push(v)),
-    );
+    let a = AgentSession::new(Session::create(header), persist, opts, sink);
     a.start_new().expect("setup entries");
-    (a, events)
+    a
+}
+
+/// A client that sees `message_end` finds the message in the session file: at every
+/// `message_end` the file holds as many messages as `message_end`s were emitted so far.
+#[tokio::test]
+async fn message_end_comes_after_the_message_is_written() {
+    let dir = tempfile::tempdir().unwrap();
+    let fake = FakeLlm::start(Script::turns(vec![
+        Turn {
+            text: Some("Let me check.".into()),
+            tool_calls: vec![ToolCallSpec {
+                name: "bash".into(),
+                arguments: json!({"command": "echo hi"}),
+                id: None,
+            }],
+            ..Default::default()
+        },
+        Turn::text("done"),
+    ]))
+    .await
+    .unwrap();
+    let file = dir.path().join("s.jsonl");
+    let header = NewHeader::new(
+        pi_formats::id::session_id(),
+        pi_formats::time::now_iso(),
+        dir.path().display().to_string(),
+        None,
+    );
+    let persist = Persistence {
+        store: Some(Box::new(pi_storage::JsonlFileStore::new(
+            &file,
+            pi_storage::FsyncPolicy::Never,
+        ))),
+        lazy: Some(LazySession::new(pi_storage::SessionHeader::new(&header))),
+        file: Some(file.clone()),
+    };
+    // (role, messages ended so far, messages in the file) at each message_end.
+    let seen = Arc::new(Mutex::new(Vec::<(String, usize, usize)>::new()));
+    let sink_seen = seen.clone();
+    let sink_file = file.clone();
+    let sink: EventSink = Arc::new(move |v: Value| {
+        if v["type"] != "message_end" {
+            return;
+        }
+        let in_file = std::fs::read_to_string(&sink_file)
+            .unwrap_or_default()
+            .lines()
+            .filter(|l| l.contains(r#""type":"message""#))
+            .count();
+        let mut seen = sink_seen.lock().unwrap();
+        let ended = seen.len() + 1;
+        let role = v["message"]["role"].as_str().unwrap_or("").to_string();
+        seen.push((role, ended, in_file));
+    });
+    let a = agent_with(&fake, dir.path(), &header, persist, sink);
+    a.prompt("hello", vec![]).await.unwrap();
+    let seen = seen.lock().unwrap().clone();
+    let roles: Vec<&str> = seen.iter().map(|(r, ..)| r.as_str()).collect();
+    // The first message (the system prompt) waits in memory for the conversation, as Pi
+    // writes no file before it; every conversation message is in the file at its message_end.
+    assert_eq!(roles.len(), 5, "{seen:?}");
+    assert_eq!(
+        &roles[1..],
+        ["user", "assistant", "toolResult", "assistant"]
+    );
+    for (role, ended, in_file) in seen.iter().skip(1) {
+        assert_eq!(
+            in_file, ended,
+            "message_end of {role} #{ended} came before its message was written"
+        );
+    }
 }
 
 fn types(events: &[Value]) -> Vec<String> {

@@ -10,8 +10,8 @@ use pi_engine::session::Session;
 use pi_formats::header::NewHeader;
 use pi_storage::paths::{session_dir_name, session_file_name, sessions_root};
 use pi_storage::{
-    open_store, JsonlLayout, JsonlStore, LazySession, ListScope, SessionHeader, SessionId,
-    SessionStore, StoreOptions, StoreSpec, StoredEntry,
+    open_store, JsonlFileStore, LazySession, ListScope, SessionHeader, SessionId, SessionStore,
+    StoreOptions, StoreSpec, StoredEntry,
 };
 
 use crate::agent::Persistence;
@@ -54,7 +54,11 @@ impl SessionHome {
             },
             _ => return None,
         };
-        Some(dir.join(session_file_name(&header.timestamp, &header.id)))
+        // Absolute even when the agent or session dir was given relative: the path is
+        // reported (`sessionFile`) and stored as a fork's `parentSession`, as Pi's are.
+        Some(pi_storage::paths::resolve_path(
+            &dir.join(session_file_name(&header.timestamp, &header.id)),
+        ))
     }
 
     /// A new, empty session (written when the conversation starts).
@@ -124,22 +128,29 @@ impl SessionHome {
         ))
     }
 
-    /// Opens a session file for appending.
+    /// Opens a session file for appending. Every write goes to `path` itself (through a link
+    /// if it is one), never to another file of its folder that carries the same session id.
+    /// As in Pi, an empty file or a path that does not exist yet is a fresh session that will
+    /// live there: the empty file gets its header at once, a new path with the conversation.
     pub fn open_file(&self, path: &Path) -> HomeResult<(Session, Persistence)> {
+        // Pi resolves the path (without following links) and reports it absolute.
+        let path = pi_storage::paths::resolve_path(path);
+        match std::fs::metadata(&path) {
+            Ok(meta) if meta.len() == 0 && meta.is_file() => return self.fresh_at(&path, true),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                return self.fresh_at(&path, false)
+            }
+            _ => {}
+        }
         let cache = pi_engine::session::HeadCache::in_agent_dir(&self.agent_dir);
-        let (session, _) = Session::open_cached(path, Some(&cache)).map_err(err)?;
+        let (session, _) = Session::open_cached(&path, Some(&cache)).map_err(err)?;
         if self.no_session {
             return Ok((session, Persistence::default()));
         }
         let id = session
             .session_id()
             .ok_or_else(|| format!("{}: the session header has no id", path.display()))?;
-        let dir = path
-            .parent()
-            .filter(|p| !p.as_os_str().is_empty())
-            .map(Path::to_path_buf)
-            .unwrap_or_else(|| PathBuf::from("."));
-        let store = JsonlStore::open(JsonlLayout::Flat { dir }, Default::default());
+        let store = JsonlFileStore::new(&path, self.store_options.fsync);
         let header_line = session
             .header_line()
             .map(<[u8]>::to_vec)
@@ -153,6 +164,41 @@ impl SessionHome {
             Persistence {
                 store: Some(Box::new(store)),
                 lazy: Some(LazySession::resume(header, writer)),
+                file: Some(path),
+            },
+        ))
+    }
+
+    /// A new session that lives at `path` (Pi's `setSessionFile` on an empty or missing
+    /// file). `write_now`: the file exists empty and gets its header at once, as Pi rewrites
+    /// it; otherwise the file is created with the conversation.
+    fn fresh_at(&self, path: &Path, write_now: bool) -> HomeResult<(Session, Persistence)> {
+        let header = NewHeader::new(
+            pi_formats::id::session_id(),
+            pi_formats::time::now_iso(),
+            self.cwd.clone(),
+            None,
+        );
+        let mut session = Session::create(&header);
+        session.set_path(Some(path.to_path_buf()));
+        if self.no_session {
+            return Ok((session, Persistence::default()));
+        }
+        let store = JsonlFileStore::new(path, self.store_options.fsync);
+        let stored = SessionHeader::new(&header);
+        let lazy = if write_now {
+            let writer = store
+                .create_session(&stored, &[])
+                .map_err(|e| format!("cannot start a session in {}: {e}", path.display()))?;
+            LazySession::resume(stored, writer)
+        } else {
+            LazySession::new(stored)
+        };
+        Ok((
+            session,
+            Persistence {
+                store: Some(Box::new(store)),
+                lazy: Some(lazy),
                 file: Some(path.to_path_buf()),
             },
         ))
@@ -164,6 +210,11 @@ impl SessionHome {
         if path.is_file() {
             return self.open_file(path);
         }
+        // A path (Pi: it contains a separator or ends in .jsonl) that does not exist yet is a
+        // new session to be written there.
+        if pi_storage::paths::is_path_argument(reference) && !path.exists() && !path.is_symlink() {
+            return self.open_file(path);
+        }
         let store = self.store()?;
         let mut matches: Vec<_> = store
             .list_sessions(&ListScope::All)
@@ -172,9 +223,6 @@ impl SessionHome {
             .filter(|s| s.id.as_str().starts_with(reference))
             .collect();
         match matches.len() {
-            0 if reference.ends_with(".jsonl") || reference.contains('/') => {
-                return Err(format!("session file not found: {reference}"))
-            }
             0 => {
                 return Err(format!(
                     "no session matches {reference:?} (not a file, not an id prefix)"

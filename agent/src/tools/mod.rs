@@ -46,6 +46,7 @@ pub use edit::EditTool;
 pub use find::FindTool;
 pub use grep::GrepTool;
 pub use ls::LsTool;
+pub use output::remove_output_files;
 pub use read::ReadTool;
 pub use registry::all_builtin_tools;
 pub use registry::builtin_tool;

@@ -10,6 +10,7 @@ use std::io::BufWriter;
 use std::io::Write;
 use std::os::unix::fs::OpenOptionsExt;
 use std::path::PathBuf;
+use std::sync::Mutex;
 
 use super::truncate::truncate_tail;
 use super::truncate::TruncatedBy;
@@ -17,6 +18,21 @@ use super::truncate::TruncationResult;
 use super::truncate::DEFAULT_MAX_BYTES;
 use super::truncate::DEFAULT_MAX_LINES;
 use super::utf8::Utf8Stream;
+
+/// The temp files this process created. They outlive their command, because the result
+/// tells the model where the full output is and it may read it later in the run, but not the
+/// process: [`remove_output_files`] deletes them when `pi` exits (Pi leaves them in the temp
+/// directory forever).
+static CREATED_FILES: Mutex<Vec<PathBuf>> = Mutex::new(Vec::new());
+
+/// Deletes every full-output temp file this process created (`pi-bash-*.log`); called when
+/// `pi` exits. Files already gone are fine.
+pub fn remove_output_files() {
+    let files = std::mem::take(&mut *CREATED_FILES.lock().unwrap_or_else(|e| e.into_inner()));
+    for path in files {
+        let _ = std::fs::remove_file(path);
+    }
+}
 
 /// What the output looks like right now.
 #[derive(Debug)]
@@ -229,6 +245,10 @@ impl OutputAccumulator {
             .open(&path);
         match opened {
             Ok(file) => {
+                CREATED_FILES
+                    .lock()
+                    .unwrap_or_else(|e| e.into_inner())
+                    .push(path.clone());
                 self.temp_path = Some(path);
                 self.temp_file = Some(BufWriter::with_capacity(256 * 1024, file));
                 let chunks = std::mem::take(&mut self.raw_chunks);

@@ -288,7 +288,10 @@ pub fn build_host(args: &RunArgs, env: &Env, sink: EventSink) -> anyhow::Result<
             pi_formats::id::session_id(),
             pi_formats::time::now_iso(),
             env.home.cwd.clone(),
-            source.path().map(|p| p.display().to_string()),
+            // Absolute, as Pi stores it, whatever form the argument had.
+            source
+                .path()
+                .map(|p| pi_storage::paths::resolve_path(p).display().to_string()),
         );
         let (s, p) = env
             .home

@@ -10,6 +10,8 @@ use ratatui::style::{Modifier, Style};
 use ratatui::text::{Line, Span};
 use unicode_width::UnicodeWidthChar;
 
+use crate::visible::visible_line;
+
 /// Renders Markdown into unwrapped lines (one per source line of output).
 pub fn render(text: &str, theme: &Theme) -> Vec<Line<'static>> {
     let mut r = Renderer {
@@ -414,8 +416,28 @@ pub fn line_width(line: &Line<'_>) -> usize {
 
 /// Word-wraps one styled line to `width` columns: breaks after spaces when a word fits on
 /// the next line, mid-word otherwise. An empty line stays one empty line.
+///
+/// Every transcript line passes here, so this is where control characters in its text (from
+/// a session file or a model) are made visible (`^[`), before widths are measured.
 pub fn wrap_line(line: &Line<'static>, width: usize) -> Vec<Line<'static>> {
     let width = width.max(1);
+    let shown;
+    let line = if line
+        .spans
+        .iter()
+        .any(|s| s.content.chars().any(char::is_control))
+    {
+        let mut copy = line.clone();
+        for span in &mut copy.spans {
+            if let std::borrow::Cow::Owned(text) = visible_line(&span.content) {
+                span.content = text.into();
+            }
+        }
+        shown = copy;
+        &shown
+    } else {
+        line
+    };
     if line_width(line) <= width {
         return vec![line.clone()];
     }

@@ -14,6 +14,8 @@ use ratatui::text::{Line, Span};
 use ratatui::widgets::{Block, Borders, Clear, Paragraph, Widget};
 use ratatui::Frame;
 
+use crate::visible::visible_line;
+
 const SPINNER: [&str; 10] = ["⠋", "⠙", "⠹", "⠸", "⠼", "⠴", "⠦", "⠧", "⠇", "⠏"];
 
 /// Draws the whole screen.
@@ -91,6 +93,28 @@ pub fn draw_into(app: &App, area: Rect, buf: &mut Buffer) {
         None => draw_editor(app, a.bottom, buf),
     }
     draw_footer(app, a.footer, buf);
+    show_controls(area, buf);
+}
+
+/// The last line of defence: a control character that reached a screen cell (a widget that
+/// draws text as it is given, e.g. `Paragraph`) is replaced by its one-column picture, so no
+/// text from a session, a model or a project file is ever sent to the terminal as a command.
+/// Text drawn through [`super::markdown::wrap_line`], [`truncate`] and [`first_line`] was
+/// made visible (`^[`) before layout; this catches whatever else there is.
+pub fn show_controls(area: Rect, buf: &mut Buffer) {
+    for y in area.top()..area.bottom() {
+        for x in area.left()..area.right() {
+            let cell = &mut buf[(x, y)];
+            if cell.symbol().chars().any(char::is_control) {
+                let shown: String = cell
+                    .symbol()
+                    .chars()
+                    .map(crate::visible::control_picture)
+                    .collect();
+                cell.set_symbol(&shown);
+            }
+        }
+    }
 }
 
 fn draw_status(app: &App, area: Rect, buf: &mut Buffer) {
@@ -127,7 +151,7 @@ fn draw_status(app: &App, area: Rect, buf: &mut Buffer) {
 }
 
 fn first_line(s: &str) -> String {
-    let mut l = s.lines().next().unwrap_or("").to_string();
+    let mut l = visible_line(s.lines().next().unwrap_or("")).into_owned();
     if s.lines().count() > 1 {
         l.push_str(" …");
     }
@@ -300,7 +324,9 @@ fn draw_footer(app: &App, area: Rect, buf: &mut Buffer) {
     Paragraph::new(lines).render(area, buf);
 }
 
+/// Cuts to `width` characters, ending in `…`; control characters are shown (`^[`) first.
 fn truncate(s: &str, width: usize) -> String {
+    let s = visible_line(s);
     if s.chars().count() <= width {
         return s.to_string();
     }
@@ -463,7 +489,13 @@ fn draw_dialog(app: &App, d: &Dialog, area: Rect, buf: &mut Buffer) {
 }
 
 fn paint_lines(lines: Vec<Line<'_>>, area: Rect, buf: &mut Buffer) {
-    for (i, line) in lines.iter().enumerate().take(usize::from(area.height)) {
+    for (i, mut line) in lines.into_iter().enumerate().take(usize::from(area.height)) {
+        // `set_line` would drop control characters silently; show them instead.
+        for span in &mut line.spans {
+            if let std::borrow::Cow::Owned(text) = visible_line(&span.content) {
+                span.content = text.into();
+            }
+        }
         let y = area.y + i as u16;
         buf.set_style(
             Rect {
@@ -474,7 +506,7 @@ fn paint_lines(lines: Vec<Line<'_>>, area: Rect, buf: &mut Buffer) {
             },
             line.style,
         );
-        buf.set_line(area.x, y, line, area.width);
+        buf.set_line(area.x, y, &line, area.width);
     }
 }
 

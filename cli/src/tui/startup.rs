@@ -134,4 +134,5 @@ pub fn ask_on_terminal(agent_dir: &Path, prompt: Confirm) -> anyhow::Result<Opti
 pub fn draw(theme: &Theme, prompt: &Confirm, area: Rect, buf: &mut ratatui::buffer::Buffer) {
     let height = super::render::confirm_height(prompt, area.width).min(area.height);
     super::render::draw_confirm(theme, prompt, Rect { height, ..area }, buf);
+    super::render::show_controls(area, buf);
 }

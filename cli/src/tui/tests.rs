@@ -2308,3 +2308,35 @@ fn summarization_retries_show_as_notices() {
     );
     assert!(driver.navigate_tree("zz", &BranchSummary::None).is_err());
 }
+
+/// Escapes in session text (a name, a message) are drawn visibly and never reach the terminal:
+/// no screen cell holds a control character.
+#[test]
+fn control_characters_from_a_session_are_shown_not_sent() {
+    let mut a = app();
+    a.footer.session_name = Some("evil\x1b]0;title\x07".into());
+    a.transcript.push(Item::User("hi \x1b[2J there".into()));
+    a.transcript.push(Item::Assistant {
+        text: "osc \x1b]52;c;Zm9v\x07 done".into(),
+        thinking: String::new(),
+        error: None,
+    });
+    let mut t = match Terminal::new(TestBackend::new(80, 20)) {
+        Ok(t) => t,
+        Err(e) => panic!("test backend: {e}"),
+    };
+    if let Err(e) = t.draw(|f| render::draw(&a, f)) {
+        panic!("draw: {e}");
+    }
+    for cell in t.backend().buffer().content() {
+        assert!(
+            !cell.symbol().chars().any(char::is_control),
+            "{:?}",
+            cell.symbol()
+        );
+    }
+    let text = format!("{}", t.backend());
+    assert!(text.contains("hi ^[[2J there"), "{text}");
+    assert!(text.contains("osc ^[]52;c;Zm9v^G done"), "{text}");
+    assert!(text.contains("evil^[]0;title^G"), "{text}");
+}

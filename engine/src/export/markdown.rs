@@ -288,13 +288,26 @@ fn quote(text: &str, out: &mut String) {
     out.push('\n');
 }
 
-/// Text for a heading or list item: one line, HTML escaped.
+/// Text for a heading or list item (names, labels, model ids, roles, the cwd): one line,
+/// shown as the literal text it is. Message bodies are Markdown by intent; these fields are
+/// not, so HTML (`<img onerror=…>`, `<script>`) and Markdown syntax (links, emphasis, code)
+/// in them are escaped rather than rendered by whoever views the export.
 fn one_line(text: &str) -> String {
-    let flat: String = text
-        .chars()
-        .map(|c| if c.is_control() { ' ' } else { c })
-        .collect();
-    escape_html(&flat)
+    let mut out = String::with_capacity(text.len());
+    for c in text.chars() {
+        match c {
+            c if c.is_control() => out.push(' '),
+            '<' => out.push_str("&lt;"),
+            '>' => out.push_str("&gt;"),
+            '&' => out.push_str("&amp;"),
+            '\\' | '`' | '*' | '_' | '[' | ']' | '#' | '!' | '|' => {
+                out.push('\\');
+                out.push(c);
+            }
+            c => out.push(c),
+        }
+    }
+    out
 }
 
 #[cfg(test)]
@@ -332,7 +345,7 @@ mod tests {
         .join("\n");
         let s = Session::from_bytes(text.into_bytes(), Path::new("t")).unwrap();
         let md = render(&s);
-        assert!(md.contains("# &lt;b>name&lt;/b>"), "{md}");
+        assert!(md.contains("# &lt;b&gt;name&lt;/b&gt;"), "{md}");
         assert!(
             md.contains("&lt;script>alert(1)&lt;/script> &amp; &lt;img src=x onerror=y> ␛[2J"),
             "{md}"
@@ -346,5 +359,32 @@ mod tests {
             "{md}"
         );
         assert!(md.contains("input 7 · output 2"), "{md}");
+    }
+
+    #[test]
+    fn names_labels_and_model_ids_are_text_not_html() {
+        let text = [
+            r#"{"type":"session","version":3,"id":"s1","timestamp":"2026-01-01T00:00:00.000Z","cwd":"/p"}"#,
+            r#"{"type":"message","id":"a","parentId":null,"message":{"role":"user","content":"hi"}}"#,
+            r#"{"type":"message","id":"b","parentId":"a","message":{"role":"assistant","provider":"p","model":"<script>x</script>","content":[{"type":"text","text":"ok"}]}}"#,
+            r#"{"type":"label","id":"l","parentId":"b","targetId":"a","label":"[click](javascript:alert(1))"}"#,
+            r#"{"type":"session_info","id":"n","parentId":"l","name":"<img src=x onerror=alert(1)>"}"#,
+        ]
+        .join("\n");
+        let s = Session::from_bytes(text.into_bytes(), Path::new("t")).unwrap();
+        let md = render(&s);
+        assert!(
+            md.starts_with("# &lt;img src=x onerror=alert(1)&gt;\n"),
+            "{md}"
+        );
+        assert!(
+            md.contains("## Assistant (p/&lt;script&gt;x&lt;/script&gt;)"),
+            "{md}"
+        );
+        assert!(
+            md.contains("label: \\[click\\](javascript:alert(1))"),
+            "{md}"
+        );
+        assert!(!md.contains('<'), "{md}");
     }
 }

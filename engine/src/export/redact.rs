@@ -32,37 +32,64 @@ struct Pattern {
     regex: Regex,
     /// Replacement; `$p` is the kept prefix group where a pattern has one.
     replacement: &'static str,
+    /// A match this rejects is left as it is (what a regex without look-around cannot say).
+    accept: fn(&str) -> bool,
+}
+
+/// One row of the pattern table: regex, replacement, acceptance check.
+type PatternRow = (&'static str, &'static str, fn(&str) -> bool);
+
+fn any_match(_: &str) -> bool {
+    true
+}
+
+/// Generated keys mix in digits; words such as `sk-learn` or `sk-hynix` do not.
+fn has_digit(text: &str) -> bool {
+    text.bytes().any(|b| b.is_ascii_digit())
 }
 
 fn patterns() -> &'static [Pattern] {
     static PATTERNS: OnceLock<Vec<Pattern>> = OnceLock::new();
     PATTERNS.get_or_init(|| {
         // Most specific first: `sk-ant-` must win over the generic `sk-`.
-        let table: &[(&str, &str)] = &[
+        let table: &[PatternRow] = &[
             (
                 r"(?s)(?P<p>-----BEGIN [A-Z0-9 ]*PRIVATE KEY-----).*?(?P<e>-----END [A-Z0-9 ]*PRIVATE KEY-----)",
                 "${p}[REDACTED]${e}",
+                any_match,
             ),
-            (r"\bsk-ant-[A-Za-z0-9_\-]{8,}", "sk-ant-[REDACTED]"),
-            (r"\bsk-[A-Za-z0-9_\-]{16,}", "sk-[REDACTED]"),
-            (r"\bAIza[0-9A-Za-z_\-]{30,}", "AIza[REDACTED]"),
-            (r"\bgithub_pat_[A-Za-z0-9_]{20,}", "github_pat_[REDACTED]"),
-            (r"\b(?P<p>gh[pousr]_)[A-Za-z0-9]{20,}", "${p}[REDACTED]"),
-            (r"\b(?P<p>xox[abposr]-)[A-Za-z0-9\-]{8,}", "${p}[REDACTED]"),
-            (r"\b(?P<p>AKIA|ASIA)[0-9A-Z]{16}\b", "${p}[REDACTED]"),
+            (r"\bsk-ant-[A-Za-z0-9_\-]{8,}", "sk-ant-[REDACTED]", any_match),
+            (r"\bsk-[A-Za-z0-9_\-]{16,}", "sk-[REDACTED]", any_match),
+            // Short keys (self-hosted gateways, old formats): only with a digit in them.
+            (r"\bsk-[A-Za-z0-9_\-]{6,}", "sk-[REDACTED]", has_digit),
+            (r"\bAIza[0-9A-Za-z_\-]{30,}", "AIza[REDACTED]", any_match),
+            (r"\bgithub_pat_[A-Za-z0-9_]{20,}", "github_pat_[REDACTED]", any_match),
+            (r"\b(?P<p>gh[pousr]_)[A-Za-z0-9]{20,}", "${p}[REDACTED]", any_match),
+            (r"\b(?P<p>xox[abposr]-)[A-Za-z0-9\-]{8,}", "${p}[REDACTED]", any_match),
+            (r"\b(?P<p>AKIA|ASIA)[0-9A-Z]{16}\b", "${p}[REDACTED]", any_match),
             (
                 r"(?i)\b(?P<p>bearer\s+)[A-Za-z0-9\-._~+/]{12,}=*",
                 "${p}[REDACTED]",
+                any_match,
+            ),
+            // Assignments whose name says secret, as in `.env` files, shell exports, YAML and
+            // JSON: `aws_secret_access_key=…`, `NPM_TOKEN=…`, `password: …`, `"db_password":
+            // "…"`. The name must end in the word, so `max_tokens=4096` stays.
+            (
+                r#"(?i)(?P<p>\b[A-Za-z0-9_]*(?:_token|_secret|secret_access_key|secret_key|_api_key|apikey|password|passwd)["']?\s*[:=]\s*["']?)[^\s"'`,;]+"#,
+                "${p}[REDACTED]",
+                |value| !value.ends_with("[REDACTED]"),
             ),
         ];
         table
             .iter()
-            .filter_map(|(re, replacement)| {
+            .filter_map(|(re, replacement, accept)| {
                 // The table is constant and covered by tests; a pattern that failed to
                 // compile would only lose its own masking, never panic an export.
                 Regex::new(re).ok().map(|regex| Pattern {
                     regex,
                     replacement,
+                    accept: *accept,
                 })
             })
             .collect()
@@ -79,11 +106,17 @@ pub fn redact_text(text: &str) -> Option<String> {
                 .regex
                 .replace_all(source, |caps: &Captures<'_>| {
                     let mut out = String::new();
-                    caps.expand(pattern.replacement, &mut out);
+                    if (pattern.accept)(&caps[0]) {
+                        caps.expand(pattern.replacement, &mut out);
+                    } else {
+                        out.push_str(&caps[0]);
+                    }
                     out
                 })
                 .into_owned();
-            current = Some(replaced);
+            if replaced != source {
+                current = Some(replaced);
+            }
         }
     }
     current
@@ -199,6 +232,43 @@ mod tests {
             assert_eq!(redact_text(input).as_deref(), Some(want), "{input}");
         }
         assert_eq!(redact_text("skip sk-short and task-list"), None);
+    }
+
+    #[test]
+    fn masks_short_keys_and_secret_assignments() {
+        let cases = [
+            ("key sk-abc123def4 here", "key sk-[REDACTED] here"),
+            (
+                "aws_secret_access_key=wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY",
+                "aws_secret_access_key=[REDACTED]",
+            ),
+            (
+                "export AWS_SECRET_ACCESS_KEY = \"wJalrXUtnFEMI\"",
+                "export AWS_SECRET_ACCESS_KEY = \"[REDACTED]\"",
+            ),
+            ("NPM_TOKEN=abcd1234 next", "NPM_TOKEN=[REDACTED] next"),
+            ("GITHUB_TOKEN: xyz", "GITHUB_TOKEN: [REDACTED]"),
+            ("password=hunter2", "password=[REDACTED]"),
+            (
+                r#"{"db_password": "s3cret"}"#,
+                r#"{"db_password": "[REDACTED]"}"#,
+            ),
+            (
+                "OPENAI_API_KEY=sk-proj-ABCDEFGHIJKLMNOPQRST",
+                "OPENAI_API_KEY=sk-[REDACTED]",
+            ),
+        ];
+        for (input, want) in cases {
+            assert_eq!(redact_text(input).as_deref(), Some(want), "{input}");
+        }
+        for clean in [
+            "max_tokens=4096",
+            "pip install sk-learn",
+            "tokens: 12",
+            "the password is",
+        ] {
+            assert_eq!(redact_text(clean), None, "{clean}");
+        }
     }
 
     #[test]

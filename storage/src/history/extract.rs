@@ -58,8 +58,29 @@ impl Extracted {
     }
 }
 
+/// Bytes of text indexed per entry (all its parts together): search finds words in the
+/// first 64 KiB of a message, tool call or result. A 200 MB paste would otherwise cost the
+/// index several times its size in postings and snippets.
+pub const MAX_INDEXED_BYTES_PER_ENTRY: usize = 64 * 1024;
+
 /// Reads one entry line. `None` for blank, malformed and non-object lines.
 pub(crate) fn extract(line: &[u8]) -> Option<Extracted> {
+    let mut out = extract_uncapped(line)?;
+    let mut budget = MAX_INDEXED_BYTES_PER_ENTRY;
+    for part in &mut out.parts {
+        if part.text.len() > budget {
+            let mut cut = budget;
+            while !part.text.is_char_boundary(cut) {
+                cut -= 1;
+            }
+            part.text.truncate(cut);
+        }
+        budget -= part.text.len();
+    }
+    Some(out)
+}
+
+fn extract_uncapped(line: &[u8]) -> Option<Extracted> {
     let value: Value = serde_json::from_slice(line).ok()?;
     let entry = value.as_object()?;
     fn str_of<'a>(m: &'a Map<String, Value>, key: &str) -> Option<&'a str> {
@@ -360,5 +381,15 @@ mod tests {
         let system =
             extract(br#"{"type":"message","message":{"role":"system","content":"x"}}"#).unwrap();
         assert!(system.parts.is_empty());
+    }
+
+    #[test]
+    fn indexed_text_is_capped_per_entry() {
+        let big = "word ".repeat(40_000);
+        let line = serde_json::json!({"type": "message", "id": "a", "message": {"role": "assistant",
+            "content": [{"type": "text", "text": big}, {"type": "thinking", "thinking": big}]}});
+        let e = extract(line.to_string().as_bytes()).unwrap();
+        let total: usize = e.parts.iter().map(|p| p.text.len()).sum();
+        assert_eq!(total, MAX_INDEXED_BYTES_PER_ENTRY);
     }
 }

@@ -28,6 +28,7 @@ use std::time::Duration;
 
 use rusqlite::{params, Connection, ErrorCode, OptionalExtension};
 
+pub use extract::MAX_INDEXED_BYTES_PER_ENTRY;
 pub use figures::{session_figures, SessionFigures};
 pub use query::{GroupBy, SearchHit, SearchQuery, Stats, StatsQuery, StatsRow};
 pub use scan::RefreshReport;
@@ -41,7 +42,8 @@ use crate::summary::{sort_summaries, ListScope, SessionSummary};
 
 /// Bumped whenever the tables or what goes into them change; an index of another version is
 /// rebuilt from the store.
-const SCHEMA_VERSION: i64 = 2;
+/// 3: first-message previews and indexed text capped (an older index may hold them whole).
+const SCHEMA_VERSION: i64 = 3;
 
 const SCHEMA: &str = "
 CREATE TABLE meta(key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -214,7 +216,10 @@ impl HistoryIndex {
 
     /// Brings the index up to date with a JSONL store; see the module docs.
     pub fn refresh_jsonl(&mut self, store: &JsonlStore) -> StoreResult<RefreshReport> {
-        self.retry_corrupt(|index| scan::refresh_jsonl(index, store, scan::Parts::All))
+        let report =
+            self.retry_corrupt(|index| scan::refresh_jsonl(index, store, scan::Parts::All))?;
+        self.purge_after(&report)?;
+        Ok(report)
     }
 
     /// Brings only the session summaries (what [`HistoryIndex::sessions`] lists) up to date
@@ -223,12 +228,35 @@ impl HistoryIndex {
     /// the files and no text indexing. A later [`HistoryIndex::refresh_jsonl`] indexes the
     /// text those listings skipped.
     pub fn refresh_jsonl_summaries(&mut self, store: &JsonlStore) -> StoreResult<RefreshReport> {
-        self.retry_corrupt(|index| scan::refresh_jsonl(index, store, scan::Parts::Summaries))
+        let report =
+            self.retry_corrupt(|index| scan::refresh_jsonl(index, store, scan::Parts::Summaries))?;
+        self.purge_after(&report)?;
+        Ok(report)
     }
 
     /// Brings the index up to date with any store through the [`SessionStore`] trait.
     pub fn refresh_store(&mut self, store: &dyn SessionStore) -> StoreResult<RefreshReport> {
-        self.retry_corrupt(|index| scan::refresh_store(index, store))
+        let report = self.retry_corrupt(|index| scan::refresh_store(index, store))?;
+        self.purge_after(&report)?;
+        Ok(report)
+    }
+
+    /// After sessions were deleted from the store, their text must not live on in the
+    /// index file: deleted rows are zeroed as they go (`secure_delete`, see [`connect`]),
+    /// FTS5 drops the deleted documents' postings only when its segments are merged
+    /// (`optimize`), and `VACUUM` then rewrites the file without free pages, the WAL
+    /// truncated after it. Deleting a session is rare; a refresh without one costs nothing.
+    fn purge_after(&mut self, report: &RefreshReport) -> StoreResult<()> {
+        if report.sessions_removed == 0 {
+            return Ok(());
+        }
+        self.conn
+            .execute_batch(
+                "INSERT INTO fts(fts) VALUES('optimize');
+                 VACUUM;
+                 PRAGMA wal_checkpoint(TRUNCATE);",
+            )
+            .map_err(|e| StoreError::db("purge deleted sessions", self.location(), e))
     }
 
     /// Runs `f`; if SQLite finds the file corrupt on the way, rebuilds and runs it once more.
@@ -400,7 +428,13 @@ fn fnv1a(bytes: &[u8]) -> u64 {
 }
 
 fn connect(path: &Path) -> rusqlite::Result<Connection> {
+    // The index holds the text of every session: only the owner may read it. A new file is
+    // created 0600 before SQLite opens it (its -wal and -shm files copy the mode); an index
+    // made by an older version is narrowed to 0600 too.
+    private_file(path);
     let conn = Connection::open(path)?;
+    // Deleted text is overwritten, not left in free pages.
+    conn.pragma_update(None, "secure_delete", "ON")?;
     // Several pi processes may refresh at once; each waits for the other's transaction.
     conn.busy_timeout(Duration::from_secs(10))?;
     conn.pragma_update(None, "journal_mode", "WAL")?;
@@ -409,6 +443,23 @@ fn connect(path: &Path) -> rusqlite::Result<Connection> {
     conn.pragma_update(None, "synchronous", "NORMAL")?;
     conn.pragma_update(None, "cache_size", -32_000)?;
     Ok(conn)
+}
+
+/// Creates `path` empty with mode 0600, or narrows an existing file to 0600. Best effort: a
+/// failure here shows up as SQLite's own error when it opens the file.
+fn private_file(path: &Path) {
+    use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
+    match std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .mode(0o600)
+        .open(path)
+    {
+        Ok(_) => {}
+        Err(_) => {
+            let _ = std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o600));
+        }
+    }
 }
 
 /// The connection if `path` holds an index of this version for this source; `None` if it

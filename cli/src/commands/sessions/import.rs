@@ -9,6 +9,8 @@ use std::path::{Path, PathBuf};
 
 use anyhow::Context;
 use clap::Args;
+
+use crate::visible::visible_line;
 use pi_storage::{import_jsonl, CopyAction, ImportOutcome};
 
 use super::store::StoreArgs;
@@ -27,7 +29,7 @@ pub fn run(args: ImportArgs, store_args: &StoreArgs) -> anyhow::Result<i32> {
     for file in &files {
         match import_jsonl(store.as_ref(), file) {
             Ok(outcome) => {
-                println!("{}", describe(file, &outcome));
+                println!("{}", visible_line(&describe(file, &outcome)));
                 match outcome.action {
                     CopyAction::Created { .. } => created += 1,
                     CopyAction::Appended { .. } => appended += 1,
@@ -37,7 +39,10 @@ pub fn run(args: ImportArgs, store_args: &StoreArgs) -> anyhow::Result<i32> {
             }
             Err(e) => {
                 failed += 1;
-                eprintln!("error: {}: {e}", file.display());
+                eprintln!(
+                    "error: {}",
+                    visible_line(&format!("{}: {e}", file.display()))
+                );
             }
         }
     }

@@ -20,6 +20,7 @@ use pi_storage::{ListScope, SessionSummary, StoreOptions, StoreSpec};
 use serde_json::json;
 
 use super::store::StoreArgs;
+use crate::visible::visible_line;
 
 #[derive(Debug, Args)]
 pub struct ListArgs {
@@ -182,7 +183,7 @@ fn write_table(
             writeln!(
                 out,
                 "{}\t{}\t{}\t{}\t{}",
-                s.id,
+                visible_line(s.id.as_str()),
                 human_time(s.modified_ms),
                 s.message_count,
                 s.entry_count,
@@ -198,7 +199,7 @@ fn write_table(
         "ID", "MODIFIED", "MSGS", "ENTRIES"
     )?;
     for s in sessions {
-        let id: String = s.id.as_str().chars().take(id_len).collect();
+        let id: String = visible_line(s.id.as_str()).chars().take(id_len).collect();
         let text = flat(&describe(s));
         let room = width.saturating_sub(id_len + 2 + 16 + 2 + 5 + 2 + 6 + 2);
         writeln!(
@@ -230,8 +231,9 @@ fn human_time(ms: i64) -> String {
     format!("{date} {time}")
 }
 
+/// One line for a person: whitespace runs folded, control characters shown.
 fn flat(text: &str) -> String {
-    text.split_whitespace().collect::<Vec<_>>().join(" ")
+    visible_line(&text.split_whitespace().collect::<Vec<_>>().join(" ")).into_owned()
 }
 
 /// Cuts to `max` terminal columns (wide characters count two), ending in `…` when cut.

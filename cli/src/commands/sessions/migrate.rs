@@ -9,6 +9,8 @@ use std::io::IsTerminal;
 
 use anyhow::{bail, Context};
 use clap::Args;
+
+use crate::visible::visible_line;
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use pi_storage::transfer::CopyProgress;
 use pi_storage::{copy_sessions, CopyAction, StoreSpec};
@@ -76,7 +78,7 @@ pub fn run(args: MigrateArgs, store_args: &StoreArgs) -> anyhow::Result<i32> {
     bar.finish_and_clear();
 
     for problem in &problems_seen {
-        eprintln!("error: {problem}");
+        eprintln!("error: {}", visible_line(&problem.to_string()));
     }
     let created = report.count(|a| matches!(a, CopyAction::Created { .. }));
     let appended = report.count(|a| matches!(a, CopyAction::Appended { .. }));

@@ -10,6 +10,7 @@ use pi_storage::history::{HistoryIndex, HistorySource, SearchHit, SearchQuery};
 use pi_storage::{StoreOptions, StoreSpec};
 
 use super::store::StoreArgs;
+use crate::visible::visible_line;
 
 #[derive(Debug, Args)]
 pub struct SearchArgs {
@@ -75,7 +76,9 @@ pub fn run(args: SearchArgs, store: &StoreArgs) -> anyhow::Result<i32> {
     query.session = args.session.clone();
     query.limit = args.limit;
     if tty {
-        query.highlight = ("\x1b[1;33m".into(), "\x1b[0m".into());
+        // Marks the index puts around matches; turned into colour only after the snippet's
+        // own control characters were made visible (see `write_hit`).
+        query.highlight = (MATCH_START.into(), MATCH_END.into());
     }
     let store = store.resolve()?;
     let index = open_index(&store.spec, &store.options)?;
@@ -100,6 +103,11 @@ pub fn run(args: SearchArgs, store: &StoreArgs) -> anyhow::Result<i32> {
     Ok(if hits.is_empty() { 1 } else { 0 })
 }
 
+/// Private-use characters marking matches in terminal snippets. Session text holding them
+/// gets a harmless highlight at worst; it can never smuggle an escape sequence through.
+const MATCH_START: &str = "\u{E000}";
+const MATCH_END: &str = "\u{E001}";
+
 fn write_hit(out: &mut impl Write, n: usize, hit: &SearchHit, tty: bool) -> std::io::Result<()> {
     let (dim, reset) = if tty {
         ("\x1b[2m", "\x1b[0m")
@@ -120,25 +128,25 @@ fn write_hit(out: &mut impl Write, n: usize, hit: &SearchHit, tty: bool) -> std:
         (None, _) => hit.role.clone(),
     };
     let session: String = hit.session_id.chars().take(8).collect();
-    writeln!(
-        out,
-        "{n:>3}. {time}  {what}  {dim}session {session} entry {} {}{reset}",
+    let place = format!(
+        "session {session} entry {} {}",
         hit.entry_id.as_deref().unwrap_or("-"),
         hit.cwd
+    );
+    writeln!(
+        out,
+        "{n:>3}. {time}  {}  {dim}{}{reset}",
+        visible_line(&what),
+        visible_line(&place)
     )?;
-    let snippet: String = hit
-        .snippet
-        .chars()
-        .map(|c| {
-            if c.is_control() && c != '\x1b' {
-                ' '
-            } else {
-                c
-            }
-        })
-        .collect();
-    writeln!(out, "     {}", snippet.trim())?;
-    writeln!(out, "     {dim}{}{reset}", open_command(hit))
+    let mut snippet = visible_line(hit.snippet.trim()).into_owned();
+    if tty {
+        snippet = snippet
+            .replace(MATCH_START, "\x1b[1;33m")
+            .replace(MATCH_END, "\x1b[0m");
+    }
+    writeln!(out, "     {snippet}")?;
+    writeln!(out, "     {dim}{}{reset}", visible_line(&open_command(hit)))
 }
 
 /// The command that opens a hit: the session tree with the entry's branch marked.

@@ -5,6 +5,8 @@
 //! `*` marks the active path (the leaf, or `--at ENTRY`).
 
 use clap::Args;
+
+use crate::visible::visible_line;
 use pi_engine::session::{EntryIdx, HeadCache, Kind, Session};
 use serde_json::Value;
 use std::collections::HashSet;
@@ -44,22 +46,24 @@ pub fn render(session: &Session, width: usize, out: &mut impl Write) -> std::io:
     writeln!(
         out,
         "session {}  (version {})",
-        header["id"].as_str().unwrap_or("?"),
-        header
-            .get("version")
-            .map_or("1".to_string(), |v| v.to_string())
+        visible_line(header["id"].as_str().unwrap_or("?")),
+        visible_line(
+            &header
+                .get("version")
+                .map_or("1".to_string(), |v| v.to_string())
+        )
     )?;
     if let Some(cwd) = header["cwd"].as_str() {
-        writeln!(out, "cwd     {cwd}")?;
+        writeln!(out, "cwd     {}", visible_line(cwd))?;
     }
     if let Some(name) = session.session_name() {
-        writeln!(out, "name    {name}")?;
+        writeln!(out, "name    {}", visible_line(&name))?;
     }
     writeln!(
         out,
         "entries {}  leaf {}",
         session.entries().len(),
-        session.leaf_id().unwrap_or("(none)")
+        visible_line(session.leaf_id().unwrap_or("(none)"))
     )?;
     let problems = &session.load_report().skipped_lines;
     if !problems.is_empty() {
@@ -107,7 +111,7 @@ pub fn render(session: &Session, width: usize, out: &mut impl Write) -> std::io:
         writeln!(
             out,
             "{marker} {shown_prefix}{connector}{}",
-            describe(session, idx, width)
+            visible_line(&describe(session, idx, width))
         )?;
         let children = &tree.children[idx as usize];
         if children.len() == 1 {

@@ -9,6 +9,7 @@ use pi_storage::history::{GroupBy, Stats, StatsQuery, StatsRow};
 
 use super::search::{open_index, parse_time};
 use super::store::StoreArgs;
+use crate::visible::visible_line;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum By {
@@ -129,7 +130,7 @@ fn write_text(
         writeln!(out, "\nBy {by:?}")?;
     }
     for r in &stats.groups {
-        let key: String = r.key.chars().take(key_width).collect();
+        let key: String = visible_line(&r.key).chars().take(key_width).collect();
         // Bars only on a terminal; piped output keeps plain columns.
         let bar = if tty {
             format!("{:<24}  ", bar(measure(r), max, 24))

@@ -45,13 +45,20 @@ pub struct StoreSettings {
 
 impl StoreSettings {
     /// Reads `<agentDir>/settings.json`, then `<cwd>/.pi/settings.json` on top (Pi's merge
-    /// order). Missing files are normal; a file that is not JSON is reported, naming it.
+    /// order) when the project is trusted. Missing files are normal; a file that is not JSON
+    /// is reported, naming it.
+    ///
+    /// A cloned repository must not redirect where `pi sessions` imports, lists or searches,
+    /// so the project file counts only after trust, decided as the agent modes decide it
+    /// without a prompt: a saved decision in `trust.json`, else `defaultProjectTrust`, else
+    /// not trusted (a project without trust-requiring files is trusted, as in Pi).
     pub fn load(agent_dir: &Path, cwd: &Path) -> anyhow::Result<StoreSettings> {
         let mut settings = StoreSettings::default();
-        for file in [
-            agent_dir.join("settings.json"),
-            cwd.join(".pi").join("settings.json"),
-        ] {
+        let mut files = vec![agent_dir.join("settings.json")];
+        if project_trusted(agent_dir, cwd)? {
+            files.push(cwd.join(".pi").join("settings.json"));
+        }
+        for file in files {
             let text = match std::fs::read_to_string(&file) {
                 Ok(text) => text,
                 Err(e) if e.kind() == std::io::ErrorKind::NotFound => continue,
@@ -69,6 +76,24 @@ impl StoreSettings {
         }
         Ok(settings)
     }
+}
+
+/// Whether `cwd`'s project files may apply, decided without asking (see [`StoreSettings::load`]).
+fn project_trusted(agent_dir: &Path, cwd: &Path) -> anyhow::Result<bool> {
+    use pi_agent::config::{self, resolve_trust, TrustDecision, TrustInputs, TrustStore};
+    let global = config::Settings::load_global(agent_dir);
+    let decision = resolve_trust(
+        cwd,
+        &TrustStore::new(agent_dir),
+        TrustInputs {
+            override_: None,
+            default: global.default_project_trust(),
+            interactive: false,
+            home: config::home_dir(),
+        },
+    )
+    .map_err(|e| anyhow::anyhow!("{e}"))?;
+    Ok(matches!(decision, TrustDecision::Trusted))
 }
 
 /// A store resolved from the flags, environment and settings.
@@ -119,11 +144,7 @@ pub enum Target {
     Stored(SessionId),
 }
 
-/// Whether an argument is a path rather than an id: it contains a path separator or ends
-/// in `.jsonl`. Only such explicit paths may reach files outside the store.
-pub fn is_path_argument(arg: &str) -> bool {
-    arg.contains('/') || arg.contains('\\') || arg.ends_with(".jsonl")
-}
+pub use pi_storage::paths::is_path_argument;
 
 /// Resolves `ID|FILE`: a path is a file; anything else is a full session id, a unique id
 /// prefix, or a session name, looked up in the store only.
@@ -193,7 +214,7 @@ mod tests {
     }
 
     #[test]
-    fn settings_merge_project_over_global() {
+    fn settings_merge_project_over_global_only_when_trusted() {
         let dir = tempfile::tempdir().unwrap();
         let agent = dir.path().join("agent");
         let cwd = dir.path().join("proj");
@@ -209,6 +230,13 @@ mod tests {
             r#"{"sessionStore":"redb:/b.redb"}"#,
         )
         .unwrap();
+        // Not trusted (no decision, defaultProjectTrust "ask"): the project file is ignored.
+        let s = StoreSettings::load(&agent, &cwd).unwrap();
+        assert_eq!(s.session_store.as_deref(), Some("sqlite:/a.db"));
+        // Trusted once (trust.json, as the TUI's prompt saves it): it applies on top.
+        pi_agent::config::TrustStore::new(&agent)
+            .set(&cwd.canonicalize().unwrap(), Some(true))
+            .unwrap();
         let s = StoreSettings::load(&agent, &cwd).unwrap();
         assert_eq!(s.session_store.as_deref(), Some("redb:/b.redb"));
         assert_eq!(s.session_dir.as_deref(), Some("/s"));

@@ -2,6 +2,8 @@
 //! Exit code 0 only when every file is clean.
 
 use clap::Args;
+
+use crate::visible::visible_line;
 use pi_engine::session::verify::{verify_bytes, Problem};
 use std::path::PathBuf;
 
@@ -36,14 +38,18 @@ pub fn run(args: VerifyArgs) -> anyhow::Result<i32> {
             println!("{out}");
             continue;
         }
+        // Paths and messages may quote the file's own bytes: shown, never obeyed.
+        let name = file.display().to_string();
+        let name = visible_line(&name);
         if problems.is_empty() {
-            println!("{}: ok", file.display());
+            println!("{name}: ok");
         }
         for p in &problems {
+            let message = visible_line(&p.message);
             if p.line == 0 {
-                println!("{}: {}", file.display(), p.message);
+                println!("{name}: {message}");
             } else {
-                println!("{}:{}: {}", file.display(), p.line, p.message);
+                println!("{name}:{}: {message}", p.line);
             }
         }
     }
