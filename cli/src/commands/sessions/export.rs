@@ -75,7 +75,7 @@ pub fn run(args: ExportArgs, store_args: &StoreArgs) -> anyhow::Result<i32> {
 
 /// The session's JSONL bytes and a name for messages. A file is read as it is (its exact
 /// bytes); a stored session is the stored lines, each followed by a line feed.
-fn read_session(arg: &str, store_args: &StoreArgs) -> anyhow::Result<(Vec<u8>, String)> {
+pub(super) fn read_session(arg: &str, store_args: &StoreArgs) -> anyhow::Result<(Vec<u8>, String)> {
     // A path never needs the store: exporting a file works whatever store is configured.
     if super::store::is_path_argument(arg) {
         let bytes = std::fs::read(arg).with_context(|| format!("cannot read {arg}"))?;
