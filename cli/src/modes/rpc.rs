@@ -15,6 +15,7 @@ use pi_engine::agent::AgentSession;
 use pi_engine::llm::Model;
 use pi_engine::session::Session;
 use pi_formats::header::NewHeader;
+use pi_formats::message::ThinkingLevel;
 use serde_json::{json, Map, Value};
 use tokio::io::{AsyncBufReadExt, BufReader};
 use tokio::task::JoinSet;
@@ -69,23 +70,28 @@ pub fn model_json(m: &Model) -> Value {
 struct Rpc {
     agent: AgentSession,
     env: Env,
-    /// `--models` patterns for `cycle_model`.
-    scoped: Vec<Model>,
+    /// `--models` (else `enabledModels`) for `cycle_model`, with their `:level`s.
+    scoped: Vec<pi_engine::config::ScopedModel>,
+    /// Whether a provider has credentials (for the available models).
+    has_auth: Box<dyn Fn(&str) -> bool + Send + Sync>,
     bash_cancel: Arc<Mutex<Option<CancellationToken>>>,
 }
 
 /// Runs the RPC loop until stdin closes, then waits for running work to finish.
 pub async fn run(args: RunArgs) -> anyhow::Result<i32> {
+    if args.messages.iter().any(|m| m.starts_with('@')) {
+        // Pi: stdin carries the commands, so there is no first message to attach files to.
+        anyhow::bail!("@file arguments are not supported in RPC mode");
+    }
     let env = Env::new(&args)?;
     let agent = build_agent(&args, &env, stdout_sink())?;
-    let scoped: Vec<Model> = super::scoped_models(&args, &env)
-        .into_iter()
-        .map(|s| s.model)
-        .collect();
+    let scoped = super::scoped_models(&args, &env);
+    let has_auth = Box::new(super::auth_check(&env, args.api_key.is_some()));
     let rpc = Arc::new(Rpc {
         agent,
         env,
         scoped,
+        has_auth,
         bash_cancel: Arc::new(Mutex::new(None)),
     });
     let mut tasks = JoinSet::new();
@@ -121,6 +127,16 @@ pub async fn run(args: RunArgs) -> anyhow::Result<i32> {
 }
 
 impl Rpc {
+    /// Models whose provider has credentials, from the agent's current registry.
+    fn available_models(&self) -> Vec<Model> {
+        self.agent
+            .registry()
+            .models
+            .into_iter()
+            .filter(|m| (self.has_auth)(&m.provider))
+            .collect()
+    }
+
     async fn handle(self: Arc<Self>, request: Request, tasks: &mut JoinSet<()>) {
         let Request { id, command } = request;
         match command {
@@ -282,27 +298,48 @@ impl Rpc {
                 Ok(Some(model_json(&m)))
             }
             RpcCommand::CycleModel => {
-                let list = if self.scoped.is_empty() {
-                    a.registry().models
+                // Pi's cycleModel: the scope (only its models that have credentials) with
+                // each pattern's level, else every available model.
+                let available = self.available_models();
+                let list: Vec<(Model, Option<ThinkingLevel>)> = if self.scoped.is_empty() {
+                    available.into_iter().map(|m| (m, None)).collect()
                 } else {
-                    self.scoped.clone()
+                    self.scoped
+                        .iter()
+                        .filter(|s| {
+                            available
+                                .iter()
+                                .any(|m| m.provider == s.model.provider && m.id == s.model.id)
+                        })
+                        .map(|s| (s.model.clone(), s.thinking_level))
+                        .collect()
                 };
-                if list.len() < 2 {
-                    return Ok(None);
-                }
                 let cur = a.model();
                 let pos = cur.and_then(|c| {
                     list.iter()
-                        .position(|m| m.provider == c.provider && m.id == c.id)
+                        .position(|(m, _)| m.provider == c.provider && m.id == c.id)
                 });
-                let next = list[pos.map_or(0, |p| (p + 1) % list.len())].clone();
-                a.set_model(next.clone()).map_err(e)?;
-                Ok(Some(json!({"model": model_json(&next),
+                let next = match pos {
+                    _ if list.is_empty() => return Ok(None),
+                    None => 0,
+                    Some(_) if list.len() == 1 => return Ok(None),
+                    Some(p) => (p + 1) % list.len(),
+                };
+                let (model, explicit) = list[next].clone();
+                // Pi's level for a switch: the pattern's, the model's own setting, the
+                // default setting, else the current level (then clamped to the model).
+                let cfg = &self.env.settings.config;
+                let level = explicit
+                    .or_else(|| cfg.model_thinking_level(&model.provider, &model.id))
+                    .or_else(|| cfg.default_thinking_level())
+                    .unwrap_or_else(|| a.thinking_level());
+                a.switch_model(model.clone(), level).map_err(e)?;
+                Ok(Some(json!({"model": model_json(&model),
                     "thinkingLevel": a.thinking_level().as_str(),
                     "isScoped": !self.scoped.is_empty()})))
             }
             RpcCommand::GetAvailableModels => Ok(Some(json!({"models":
-                a.registry().models.iter().map(model_json).collect::<Vec<_>>()}))),
+                self.available_models().iter().map(model_json).collect::<Vec<_>>()}))),
             RpcCommand::SetThinkingLevel { level } => {
                 a.set_thinking_level(*level).map_err(e)?;
                 Ok(None)

@@ -47,6 +47,7 @@ fn agent(fake: &FakeLlm, cwd: &std::path::Path) -> (AgentSession, Arc<Mutex<Vec<
         api_key: None,
         api_key_resolver: None,
         shell: ShellOptions::default(),
+        requests: RequestOptions::default(),
     };
     let a = AgentSession::new(
         Session::create(&header),

@@ -45,6 +45,8 @@ pub use edit::edit_text;
 pub use edit::EditTool;
 pub use find::FindTool;
 pub use grep::GrepTool;
+pub use image::prompt_image;
+pub use image::PromptImage;
 pub use ls::LsTool;
 pub use read::ReadTool;
 pub use registry::all_builtin_tools;
@@ -110,6 +112,10 @@ pub struct ToolOutput {
     /// Set for results that are errors without having been thrown, such as bash's non-zero exit,
     /// and for thrown errors turned into results by [`ToolError::into_output`].
     pub is_error: bool,
+    /// Machine-readable result for programmatic callers (Pi's `structuredContent`, e.g.
+    /// bash's output, exit code and wall time); shown in `tool_execution_end` events, never
+    /// stored in the session.
+    pub structured: Option<Value>,
 }
 
 impl ToolOutput {
@@ -119,6 +125,7 @@ impl ToolOutput {
             content: vec![ContentBlock::Text(text.into())],
             details: None,
             is_error: false,
+            structured: None,
         }
     }
 
@@ -164,6 +171,7 @@ impl ToolError {
             content: vec![ContentBlock::Text(self.message)],
             details: Some(Value::Object(serde_json::Map::new())),
             is_error: true,
+            structured: None,
         }
     }
 }
