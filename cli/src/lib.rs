@@ -124,7 +124,7 @@ pub struct RunArgs {
     pub no_context_files: bool,
 
     /// Interactive terminal mode: fullscreen (default) or regular.
-    #[arg(long = "tui-mode", value_name = "MODE", value_parser = ["fullscreen", "regular"])]
+    #[arg(long = "tui-mode", value_name = "MODE")]
     pub tui_mode: Option<String>,
 
     /// Show the interactive startup information even when `quietStartup` is set.
@@ -249,6 +249,16 @@ pub fn run() -> i32 {
     if cli.command.is_none() {
         for warning in check_run_args(&mut cli.args) {
             eprintln!("Warning: {warning}");
+        }
+        if let Some(mode) = cli
+            .args
+            .tui_mode
+            .as_deref()
+            .filter(|m| !matches!(*m, "regular" | "fullscreen"))
+        {
+            // Pi's wording and exit code.
+            eprintln!("Error: Invalid TUI mode \"{mode}\". Valid values: regular, fullscreen");
+            return 1;
         }
         if cli.args.version {
             println!("{}", env!("CARGO_PKG_VERSION"));
