@@ -9,7 +9,13 @@ use clap::{Parser, Subcommand};
 
 /// pi: a minimal terminal coding agent.
 #[derive(Debug, Parser)]
-#[command(name = "pi", version, about, args_conflicts_with_subcommands = true)]
+#[command(
+    name = "pi",
+    version,
+    about,
+    args_conflicts_with_subcommands = true,
+    disable_version_flag = true
+)]
 pub struct Cli {
     #[command(subcommand)]
     pub command: Option<Command>,
@@ -21,6 +27,15 @@ pub struct Cli {
 /// The flags of an agent run (Pi's top-level options).
 #[derive(Debug, Clone, Default, clap::Args)]
 pub struct RunArgs {
+    /// Print the version and exit (Pi spells it `-v`).
+    #[arg(short = 'v', long = "version")]
+    pub version: bool,
+
+    /// Export a session file to HTML and exit; the first message, if any, names the output
+    /// (default `pi-session-<name>.html` in the current directory).
+    #[arg(long, value_name = "FILE")]
+    pub export: Option<String>,
+
     /// Non-interactive: process the prompt(s) and print the final answer.
     #[arg(short = 'p', long = "print")]
     pub print: bool,
@@ -78,7 +93,7 @@ pub struct RunArgs {
     pub no_session: bool,
 
     /// Name the session.
-    #[arg(short = 'n', long)]
+    #[arg(short = 'n', long, allow_hyphen_values = true)]
     pub name: Option<String>,
 
     /// Tools to enable (comma-separated names or patterns; +name/-name adjust the defaults).
@@ -101,9 +116,21 @@ pub struct RunArgs {
     #[arg(long = "system-prompt")]
     pub system_prompt: Option<String>,
 
-    /// Append text to the system prompt.
-    #[arg(long = "append-system-prompt")]
-    pub append_system_prompt: Option<String>,
+    /// Append text or a file's contents to the system prompt (repeatable).
+    #[arg(long = "append-system-prompt", value_name = "TEXT|FILE")]
+    pub append_system_prompt: Vec<String>,
+
+    /// Do not load AGENTS.md / CLAUDE.md context files.
+    #[arg(long = "no-context-files", visible_alias = "nc")]
+    pub no_context_files: bool,
+
+    /// Interactive terminal mode: fullscreen (default) or regular.
+    #[arg(long = "tui-mode", value_name = "MODE")]
+    pub tui_mode: Option<String>,
+
+    /// Show the interactive startup information even when `quietStartup` is set.
+    #[arg(long)]
+    pub verbose: bool,
 
     /// Session store: jsonl, jsonl:DIR, redb:PATH or sqlite:PATH.
     #[arg(long = "session-store")]
@@ -123,11 +150,6 @@ pub struct RunArgs {
     #[arg(skip)]
     pub project_trusted: Option<bool>,
 
-    /// Export a session file to HTML and exit (the output file is the first MESSAGE, else
-    /// `pi-session-<file name>.html` here).
-    #[arg(long = "export", value_name = "FILE")]
-    pub export: Option<String>,
-
     /// Messages to send; `@path` includes a file's contents.
     #[arg(value_name = "MESSAGE")]
     pub messages: Vec<String>,
@@ -139,22 +161,111 @@ pub enum Command {
     Sessions(commands::sessions::SessionsArgs),
 }
 
-/// Pi spells some short flags with two letters (`-xt`, `-nbt`, `-nt`, `-na`); clap only
-/// knows single-letter shorts, so they are rewritten to their long forms first.
+/// Pi's short flags of more than one letter, and the long flags they stand for.
+const MULTI_LETTER_SHORTS: &[(&str, &str)] = &[
+    ("-nc", "--no-context-files"),
+    ("-ne", "--no-extensions"),
+    ("-ns", "--no-skills"),
+    ("-np", "--no-prompt-templates"),
+    ("-nt", "--no-tools"),
+    ("-nbt", "--no-builtin-tools"),
+    ("-na", "--no-approve"),
+    ("-xt", "--exclude-tools"),
+];
+
+/// Pi spells some short flags with two or three letters (`-nc`, `-xt`, `-nbt`, …); clap
+/// would read `-nc` as `-n c` (a session named "c"), so they are rewritten to their long
+/// forms first. Only flags are rewritten: not the value of a flag that takes one
+/// (`--name -nc`), nor anything after `--` (a prompt may start with `-`).
 fn normalize_args(args: impl Iterator<Item = String>) -> Vec<String> {
-    args.map(|a| match a.as_str() {
-        "-xt" => "--exclude-tools".to_string(),
-        "-nbt" => "--no-builtin-tools".to_string(),
-        "-nt" => "--no-tools".to_string(),
-        "-na" => "--no-approve".to_string(),
-        _ => a,
-    })
-    .collect()
+    use clap::CommandFactory;
+    let command = Cli::command();
+    // `Some(optional)` for a flag that takes a value (`optional`: only when the next
+    // argument is not a flag, as `--list-models [search]`).
+    let takes_value = |arg: &str| -> Option<bool> {
+        let found = if let Some(long) = arg.strip_prefix("--") {
+            command.get_arguments().find(|a| {
+                a.get_long() == Some(long) || a.get_all_aliases().is_some_and(|v| v.contains(&long))
+            })
+        } else if let Some(short) = arg.strip_prefix('-').filter(|s| s.chars().count() == 1) {
+            let c = short.chars().next();
+            command.get_arguments().find(|a| a.get_short() == c)
+        } else {
+            None
+        };
+        let a = found.filter(|a| a.get_action().takes_values() && !a.is_positional())?;
+        Some(a.get_num_args().is_some_and(|n| n.min_values() == 0))
+    };
+    let mut out = Vec::new();
+    let mut args = args.peekable();
+    // The program name.
+    out.extend(args.next());
+    // A subcommand (`pi sessions …`) has its own flags.
+    if args
+        .peek()
+        .is_some_and(|a| command.get_subcommands().any(|c| c.get_name() == a))
+    {
+        out.extend(args);
+        return out;
+    }
+    while let Some(arg) = args.next() {
+        if arg == "--" {
+            out.push(arg);
+            out.extend(args);
+            break;
+        }
+        if let Some(optional) = takes_value(&arg) {
+            out.push(arg);
+            if !optional || args.peek().is_some_and(|next| !next.starts_with('-')) {
+                out.extend(args.next());
+            }
+            continue;
+        }
+        match MULTI_LETTER_SHORTS.iter().find(|(short, _)| *short == arg) {
+            Some((_, long)) => out.push((*long).to_string()),
+            None => out.push(arg),
+        }
+    }
+    out
+}
+
+/// What Pi's argument parser only warns about: an unknown `--thinking` level is dropped
+/// (the settings decide) instead of ending the run.
+fn check_run_args(args: &mut RunArgs) -> Vec<String> {
+    let mut warnings = Vec::new();
+    if let Some(level) = &args.thinking {
+        if pi_formats::message::ThinkingLevel::parse(level).is_none() {
+            warnings.push(format!(
+                "Invalid thinking level \"{level}\". Valid values: off, minimal, low, medium, high, xhigh, max"
+            ));
+            args.thinking = None;
+        }
+    }
+    warnings
 }
 
 /// Runs the command line and returns the process exit code.
 pub fn run() -> i32 {
-    let cli = Cli::parse_from(normalize_args(std::env::args()));
+    let mut cli = Cli::parse_from(normalize_args(std::env::args()));
+    if cli.command.is_none() {
+        for warning in check_run_args(&mut cli.args) {
+            eprintln!("Warning: {warning}");
+        }
+        if let Some(mode) = cli
+            .args
+            .tui_mode
+            .as_deref()
+            .filter(|m| !matches!(*m, "regular" | "fullscreen"))
+        {
+            // Pi's wording and exit code.
+            eprintln!("Error: Invalid TUI mode \"{mode}\". Valid values: regular, fullscreen");
+            return 1;
+        }
+        if cli.args.version {
+            println!("{}", env!("CARGO_PKG_VERSION"));
+            return 0;
+        }
+    }
     let result = match cli.command {
         Some(Command::Sessions(args)) => commands::sessions::run(args),
         None => match cli.args.export.as_deref() {

@@ -51,6 +51,10 @@ pub enum AgentError {
     /// No model is selected (none given and none in the session).
     #[error("No model selected. Use --model provider/id or set_model")]
     NoModel,
+    /// The model's provider has no API key (none from `--api-key`, auth.json, the
+    /// environment or models.json) and no configured headers: Pi refuses before sending.
+    #[error("No API key found for {0}.\n\nSet the provider's API key in the environment, in auth.json or models.json, or pass --api-key.")]
+    NoApiKey(String),
     /// A prompt arrived while a run is in progress without a streaming behavior.
     #[error("Agent is already processing. Specify streamingBehavior ('steer' or 'followUp') to queue the message.")]
     Busy,
@@ -117,6 +121,22 @@ pub struct AgentOptions {
     pub api_key_resolver: Option<ApiKeyResolver>,
     /// `shellPath`, `shellCommandPrefix` and `<agentDir>/bin` for the bash tool.
     pub shell: ShellOptions,
+    /// How model requests are made (`thinkingBudgets`, `httpProxy`, `httpIdleTimeoutMs`,
+    /// `images.blockImages`).
+    pub requests: RequestOptions,
+}
+
+/// Settings that shape each model request of the agent loop.
+#[derive(Debug, Clone, Default)]
+pub struct RequestOptions {
+    /// `thinkingBudgets`: token budgets per level for budget-based thinking.
+    pub thinking_budgets: crate::llm::ThinkingBudgets,
+    /// A client built with the proxy and idle timeout of the settings (a shared default
+    /// client otherwise).
+    pub client: Option<reqwest::Client>,
+    /// `images.blockImages`: images in user messages and tool results reach the model as
+    /// "Image reading is disabled." (they stay in the session).
+    pub block_images: bool,
 }
 
 /// How the bash tool runs commands (settings `shellPath`, `shellCommandPrefix`).
@@ -496,6 +516,29 @@ impl AgentSession {
             self.set_thinking_level(new)?;
         }
         Ok(())
+    }
+
+    /// Pi's model switch with a wanted level (cycling, `/model`): the model change, then the
+    /// level clamped to the new model, recorded only when it differs from the current one.
+    pub fn switch_model(
+        &self,
+        model: Model,
+        level: ThinkingLevel,
+    ) -> Result<ThinkingLevel, AgentError> {
+        self.append(NewEntry::ModelChange {
+            provider: model.provider.clone(),
+            model_id: model.id.clone(),
+        })?;
+        let (old, new) = {
+            let mut st = lock(&self.shared.state);
+            let new = clamp_level(&model, level);
+            st.opts.model = Some(model);
+            (st.opts.thinking, new)
+        };
+        if old != new {
+            self.set_thinking_level(new)?;
+        }
+        Ok(new)
     }
 
     /// Sets the thinking level (clamped to the model), persisting and emitting the change.

@@ -52,6 +52,39 @@ fn user_message(text: &str, images: &[Value]) -> Value {
     json!({"role": "user", "content": content, "timestamp": now_millis()})
 }
 
+/// Pi's `blockImages` filter on a message about to be sent: each image of a user message
+/// or tool result becomes "Image reading is disabled." (repeats next to each other once).
+fn block_images(message: &mut Value) {
+    const BLOCKED: &str = "Image reading is disabled.";
+    let role = message.get("role").and_then(Value::as_str);
+    if !matches!(role, Some("user" | "toolResult")) {
+        return;
+    }
+    let Some(content) = message.get_mut("content").and_then(Value::as_array_mut) else {
+        return;
+    };
+    if !content.iter().any(|c| c["type"] == "image") {
+        return;
+    }
+    let mut out: Vec<Value> = Vec::with_capacity(content.len());
+    for block in content.drain(..) {
+        let block = if block["type"] == "image" {
+            json!({"type": "text", "text": BLOCKED})
+        } else {
+            block
+        };
+        let repeat = block["type"] == "text"
+            && block["text"] == BLOCKED
+            && out
+                .last()
+                .is_some_and(|p| p["type"] == "text" && p["text"] == BLOCKED);
+        if !repeat {
+            out.push(block);
+        }
+    }
+    *content = out;
+}
+
 /// An assistant message as Pi writes it (with its `role`).
 fn assistant_value(m: &AssistantMessage) -> Value {
     serde_json::to_value(AgentMessage::Assistant(m.clone())).unwrap_or(Value::Null)
@@ -62,6 +95,14 @@ fn tool_output_json(out: &ToolOutput) -> Value {
     m.insert("content".into(), out.content_json());
     if let Some(d) = &out.details {
         m.insert("details".into(), d.clone());
+    }
+    if let Some(s) = &out.structured {
+        m.insert("structuredContent".into(), s.clone());
+        // A tool that returned (not threw) an error result carries its own `isError`,
+        // as Pi's bash result for a non-zero exit does; only such results are structured.
+        if out.is_error {
+            m.insert("isError".into(), true.into());
+        }
     }
     Value::Object(m)
 }
@@ -114,9 +155,10 @@ impl AgentSession {
 
     /// Claims the run slot (checked before any event is emitted).
     pub fn begin_run(&self) -> Result<CancellationToken, AgentError> {
-        if self.model().is_none() {
+        let Some(model) = self.model() else {
             return Err(AgentError::NoModel);
-        }
+        };
+        self.check_auth(&model.provider)?;
         let mut run = lock(&self.shared.run);
         if run.is_some() {
             return Err(AgentError::Busy);
@@ -124,6 +166,40 @@ impl AgentSession {
         let token = CancellationToken::new();
         *run = Some(token.clone());
         Ok(token)
+    }
+
+    /// Pi's pre-flight check: a request without credentials is never sent (the provider
+    /// would only answer 401, and the message would be written for nothing).
+    fn check_auth(&self, provider: &str) -> Result<(), AgentError> {
+        let st = lock(&self.shared.state);
+        let key = st.opts.api_key_for(provider);
+        if key.is_none() && st.opts.registry.resolve_headers(provider, None).is_empty() {
+            return Err(AgentError::NoApiKey(provider.to_string()));
+        }
+        Ok(())
+    }
+
+    /// Pi's `agent_end.willRetry`: the run ended on a retryable error (not an overflow,
+    /// which compaction handles), auto-retry is on, attempts are left and no abort came.
+    fn will_retry(
+        &self,
+        last: Option<&AssistantMessage>,
+        attempt: u32,
+        token: &CancellationToken,
+    ) -> bool {
+        let Some(last) = last else { return false };
+        if token.is_cancelled() || last.stop_reason != StopReason::Error {
+            return false;
+        }
+        let (retry, window) = {
+            let st = lock(&self.shared.state);
+            let window = st.opts.model.as_ref().map_or(0, |m| m.context_window);
+            (st.opts.retry, window)
+        };
+        retry.enabled
+            && attempt < retry.max_retries
+            && !is_context_overflow(last, window)
+            && is_retryable_error(last.error_message.as_deref().unwrap_or_default())
     }
 
     async fn prompt_inner(
@@ -370,7 +446,8 @@ impl AgentSession {
             }
             break;
         }
-        self.emit(json!({"type": "agent_end", "messages": new_messages}));
+        let will_retry = self.will_retry(last.as_ref(), retry_attempt.unwrap_or(0), token);
+        self.emit(json!({"type": "agent_end", "messages": new_messages, "willRetry": will_retry}));
         Ok(LoopEnd { last, last_entry })
     }
 
@@ -384,7 +461,11 @@ impl AgentSession {
             let path = SessionPath::new(s, &branch.entries);
             let projection = context::project(&path);
             let values: Vec<Value> = projection.messages().cloned().collect();
-            let messages = context::convert_to_llm(&values)
+            let mut converted = context::convert_to_llm(&values);
+            if st.opts.requests.block_images {
+                converted.iter_mut().for_each(block_images);
+            }
+            let messages = converted
                 .into_iter()
                 .filter_map(|v| serde_json::from_value::<AgentMessage>(v).ok())
                 .collect();
@@ -397,6 +478,8 @@ impl AgentSession {
                     .resolve_headers(&model.provider, api_key.as_deref()),
                 api_key,
                 reasoning: (level != ThinkingLevel::Off).then_some(level),
+                thinking_budgets: st.opts.requests.thinking_budgets,
+                client: st.opts.requests.client.clone(),
                 session_id: s.session_id(),
                 cancel: token.child_token(),
                 ..Default::default()

@@ -64,6 +64,7 @@ fn agent_with(
         api_key: None,
         api_key_resolver: None,
         shell: ShellOptions::default(),
+        requests: RequestOptions::default(),
     };
     let a = AgentSession::new(Session::create(header), persist, opts, sink);
     a.start_new().expect("setup entries");

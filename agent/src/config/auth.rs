@@ -6,8 +6,8 @@
 //! environment) or `!command`, resolved by [`resolve_config_value`] like models.json values.
 //!
 //! The file is created with mode 0600. One whose permissions give group or others any
-//! access is refused ([`ConfigError::InsecurePermissions`]): the caller warns and goes on
-//! without it, rather than using a secret that others can read.
+//! access is still used, as Pi uses it, but [`AuthStore::load_or_warn`] says so: the
+//! secrets in it are readable by other users until it is `chmod 600`.
 
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -61,6 +61,7 @@ impl AuthStore {
     /// Loads, or on any problem returns an empty store and the problem as a warning line
     /// (what startup wants: a bad auth.json must not stop Pi, but must be said).
     pub fn load_or_warn(agent_dir: &Path, warnings: &mut Vec<String>) -> AuthStore {
+        warnings.extend(permission_warning(&agent_dir.join("auth.json")));
         AuthStore::load(agent_dir).unwrap_or_else(|e| {
             warnings.push(e.to_string());
             AuthStore {
@@ -72,7 +73,6 @@ impl AuthStore {
 
     /// Loads an auth file at an explicit path.
     pub fn open(path: &Path) -> ConfigResult<AuthStore> {
-        check_permissions(path)?;
         let data = match read_optional(path)? {
             None => Map::new(),
             Some(text) if text.trim().is_empty() => Map::new(),
@@ -162,7 +162,7 @@ impl AuthStore {
         // Re-read so a login in another Pi process meanwhile is kept.
         let mut current = match AuthStore::open(&self.path) {
             Ok(store) => store.data,
-            Err(ConfigError::InsecurePermissions { .. }) | Err(ConfigError::Parse { .. }) => {
+            Err(ConfigError::Parse { .. }) => {
                 return Err(ConfigError::Invalid {
                     path: self.path.clone(),
                     message: "not rewritten: fix the file first".into(),
@@ -206,27 +206,24 @@ fn create_private_dir(dir: &Path) -> std::io::Result<()> {
     builder.create(dir)
 }
 
+/// A warning when `path` gives group or others any access (`None` when it is private or
+/// missing).
 #[cfg(unix)]
-fn check_permissions(path: &Path) -> ConfigResult<()> {
+fn permission_warning(path: &Path) -> Option<String> {
     use std::os::unix::fs::PermissionsExt;
-    match std::fs::metadata(path) {
-        Ok(meta) => {
-            let mode = meta.permissions().mode() & 0o777;
-            if mode & 0o077 != 0 {
-                return Err(ConfigError::InsecurePermissions {
-                    path: path.to_path_buf(),
-                    mode,
-                });
-            }
-            Ok(())
-        }
-        Err(_) => Ok(()),
-    }
+    let mode = std::fs::metadata(path).ok()?.permissions().mode() & 0o777;
+    (mode & 0o077 != 0).then(|| {
+        format!(
+            "{} is readable by other users (mode {mode:o}); it is used, but run `chmod 600 {}`",
+            path.display(),
+            path.display()
+        )
+    })
 }
 
 #[cfg(not(unix))]
-fn check_permissions(_path: &Path) -> ConfigResult<()> {
-    Ok(())
+fn permission_warning(_path: &Path) -> Option<String> {
+    None
 }
 
 fn parse_credential(value: &Value) -> Option<Credential> {
@@ -392,7 +389,7 @@ mod tests {
 
     #[cfg(unix)]
     #[test]
-    fn created_private_and_insecure_files_refused() {
+    fn created_private_and_loose_files_used_with_a_warning() {
         use std::os::unix::fs::PermissionsExt;
         let tmp = tempfile::tempdir().unwrap();
         let agent = tmp.path().join("agent");
@@ -410,16 +407,13 @@ mod tests {
         );
 
         std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o644)).unwrap();
-        let err = AuthStore::load(&agent).unwrap_err();
-        assert!(matches!(
-            err,
-            ConfigError::InsecurePermissions { mode: 0o644, .. }
-        ));
-        assert!(err.to_string().contains("chmod 600"), "{err}");
+        // Pi uses a loose file; we do too, and say how to fix it.
         let mut warnings = Vec::new();
         let store = AuthStore::load_or_warn(&agent, &mut warnings);
-        assert!(store.providers().is_empty());
+        assert_eq!(store.api_key("openai", &|_| None).as_deref(), Some("sk-1"));
         assert_eq!(warnings.len(), 1);
+        assert!(warnings[0].contains("chmod 600"), "{warnings:?}");
+        assert!(warnings[0].contains("644"), "{warnings:?}");
         // A rewrite keeps 0600 even over a loosened file once it is fixed.
         std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o600)).unwrap();
         let mut store = AuthStore::load(&agent).unwrap();

@@ -43,16 +43,6 @@ pub enum ConfigError {
         /// What is wrong.
         message: String,
     },
-    /// A file holding secrets is readable by group or others; it is not used.
-    #[error(
-        "refusing to use {path}: permissions {mode:o} allow group/other access; run `chmod 600 {path}`"
-    )]
-    InsecurePermissions {
-        /// The file.
-        path: PathBuf,
-        /// Its permission bits.
-        mode: u32,
-    },
     /// A write to project settings while the project is not trusted.
     #[error("project is not trusted; refusing to write project settings {path}")]
     Untrusted {

@@ -17,7 +17,7 @@ use serde_json::{json, Value};
 use tokio_util::sync::CancellationToken;
 
 use crate::agent::{AgentError, AgentSession};
-use crate::config::Resources;
+use crate::config::{Resources, ScopedModel};
 use crate::llm::Model;
 use crate::protocol::{response, Command, Outcome, Request, StreamingBehavior};
 
@@ -25,9 +25,12 @@ pub use lifecycle::{HostError, MissingCwd, MissingSessionCwd};
 pub use sessions::SessionHome;
 pub use views::{model_json, tree_json};
 
+/// Whether a provider has credentials (auth.json, environment, models.json, `--api-key`).
+pub type HasAuth = Arc<dyn Fn(&str) -> bool + Send + Sync>;
+
 /// What the host knows besides the agent: where sessions live, what input expands to, and
 /// the `--models` scope. Changes on `/reload` and when a session of another directory opens.
-#[derive(Debug, Clone)]
+#[derive(Clone)]
 pub struct HostSetup {
     /// Where sessions are opened and created.
     pub home: SessionHome,
@@ -35,8 +38,13 @@ pub struct HostSetup {
     pub resources: Resources,
     /// `enableSkillCommands`: `/skill:name` expands to the skill.
     pub skill_commands: bool,
-    /// `--models`: what `cycle_model` cycles through (all models when empty).
-    pub scoped: Vec<Model>,
+    /// `--models` (else `enabledModels`) with each pattern's level: what `cycle_model`
+    /// cycles through (every available model when empty).
+    pub scoped: Vec<ScopedModel>,
+    /// Which providers have credentials: the models a user can pick.
+    pub has_auth: HasAuth,
+    /// The merged settings (`modelThinkingLevels`, `defaultThinkingLevel` for model switches).
+    pub settings: Arc<crate::config::Settings>,
 }
 
 /// The agent and its session lifecycle, shared by the tasks that answer commands.
@@ -66,6 +74,17 @@ impl Host {
     /// The agent (for views and for what has no command: navigation, labels).
     pub fn agent(&self) -> &AgentSession {
         &self.agent
+    }
+
+    /// The models whose provider has credentials, from the agent's current registry.
+    pub fn available_models(&self) -> Vec<Model> {
+        let has_auth = lock(&self.setup).has_auth.clone();
+        self.agent
+            .registry()
+            .models
+            .into_iter()
+            .filter(|m| has_auth(&m.provider))
+            .collect()
     }
 
     /// A copy of the current setup.

@@ -9,6 +9,7 @@ use serde_json::{json, Map, Value};
 use super::Host;
 use crate::llm::Model;
 use crate::protocol::{Command, Outcome};
+use pi_formats::message::ThinkingLevel;
 
 /// A model as Pi's RPC shows it.
 pub fn model_json(m: &Model) -> Value {
@@ -61,29 +62,51 @@ impl Host {
                 Ok(Some(model_json(&m)))
             }
             Command::CycleModel => {
-                let scoped = self.setup().scoped;
-                let is_scoped = !scoped.is_empty();
-                let list = if is_scoped {
-                    scoped
+                // Pi's cycleModel: the scope (only its models that have credentials) with
+                // each pattern's level, else every available model.
+                let setup = self.setup();
+                let available = self.available_models();
+                let is_scoped = !setup.scoped.is_empty();
+                let list: Vec<(Model, Option<ThinkingLevel>)> = if is_scoped {
+                    setup
+                        .scoped
+                        .iter()
+                        .filter(|s| {
+                            available
+                                .iter()
+                                .any(|m| m.provider == s.model.provider && m.id == s.model.id)
+                        })
+                        .map(|s| (s.model.clone(), s.thinking_level))
+                        .collect()
                 } else {
-                    a.registry().models
+                    available.into_iter().map(|m| (m, None)).collect()
                 };
-                if list.len() < 2 {
-                    return Ok(None);
-                }
                 let cur = a.model();
                 let pos = cur.and_then(|c| {
                     list.iter()
-                        .position(|m| m.provider == c.provider && m.id == c.id)
+                        .position(|(m, _)| m.provider == c.provider && m.id == c.id)
                 });
-                let next = list[pos.map_or(0, |p| (p + 1) % list.len())].clone();
-                a.set_model(next.clone()).map_err(e)?;
-                Ok(Some(json!({"model": model_json(&next),
+                let next = match pos {
+                    _ if list.is_empty() => return Ok(None),
+                    None => 0,
+                    Some(_) if list.len() == 1 => return Ok(None),
+                    Some(p) => (p + 1) % list.len(),
+                };
+                let (model, explicit) = list[next].clone();
+                // Pi's level for a switch: the pattern's, the model's own setting, the
+                // default setting, else the current level (then clamped to the model).
+                let cfg = &setup.settings;
+                let level = explicit
+                    .or_else(|| cfg.model_thinking_level(&model.provider, &model.id))
+                    .or_else(|| cfg.default_thinking_level())
+                    .unwrap_or_else(|| a.thinking_level());
+                a.switch_model(model.clone(), level).map_err(e)?;
+                Ok(Some(json!({"model": model_json(&model),
                     "thinkingLevel": a.thinking_level().as_str(),
                     "isScoped": is_scoped})))
             }
             Command::GetAvailableModels => Ok(Some(json!({"models":
-                a.registry().models.iter().map(model_json).collect::<Vec<_>>()}))),
+                self.available_models().iter().map(model_json).collect::<Vec<_>>()}))),
             Command::SetThinkingLevel { level } => {
                 a.set_thinking_level(*level).map_err(e)?;
                 Ok(None)

@@ -26,6 +26,33 @@ pub(crate) fn client(options: &StreamOptions) -> reqwest::Client {
         .clone()
 }
 
+/// A client for the settings Pi applies to its HTTP dispatcher: `httpProxy` (used only when
+/// no `HTTP_PROXY`/`HTTPS_PROXY` is set, as Pi fills those in; `NO_PROXY` still applies)
+/// and `httpIdleTimeoutMs` (how long a request may wait for response headers or for the
+/// next piece of the body; `0` disables it).
+pub fn settings_client(
+    http_proxy: Option<&str>,
+    idle_timeout_ms: u64,
+) -> Result<reqwest::Client, String> {
+    let mut builder =
+        reqwest::Client::builder().user_agent(concat!("pi-rust/", env!("CARGO_PKG_VERSION")));
+    let env_proxy = ["HTTP_PROXY", "HTTPS_PROXY", "http_proxy", "https_proxy"]
+        .iter()
+        .any(|k| std::env::var_os(k).is_some_and(|v| !v.is_empty()));
+    if let Some(proxy) = http_proxy.map(str::trim).filter(|p| !p.is_empty()) {
+        if !env_proxy {
+            let proxy = reqwest::Proxy::all(proxy)
+                .map_err(|e| format!("Invalid httpProxy setting {proxy:?}: {e}"))?
+                .no_proxy(reqwest::NoProxy::from_env());
+            builder = builder.proxy(proxy);
+        }
+    }
+    if idle_timeout_ms > 0 {
+        builder = builder.read_timeout(std::time::Duration::from_millis(idle_timeout_ms));
+    }
+    builder.build().map_err(|e| error_chain(&e))
+}
+
 /// How an API's SDK words an HTTP error; Pi's error messages (and so the overflow regexes
 /// that read them) follow the SDK.
 #[derive(Debug, Clone, Copy)]

@@ -49,6 +49,7 @@ use serde_json::{Map, Value};
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
+pub use http::settings_client;
 pub use model::{api, builtin_models, find_model, InputKind, Model, ModelCost};
 pub use models_json::{load_models, resolve_config_value, ModelRegistry, ModelsJsonError};
 pub use overflow::is_context_overflow;

@@ -185,6 +185,7 @@ impl UpdateThrottle {
             content: vec![ContentBlock::Text(snapshot.content)],
             details: Some(Value::Object(details)),
             is_error: false,
+            structured: None,
         });
     }
 
@@ -392,6 +393,31 @@ fn format_output(
     (text, Some(Value::Object(details)))
 }
 
+/// Output limit of `structuredContent.output` (Pi's `STRUCTURED_OUTPUT_MAX_BYTES`).
+const STRUCTURED_OUTPUT_MAX_BYTES: usize = 1024 * 1024;
+
+/// Pi's `structuredContent` of a finished command: the whole output (up to 1 MiB), whether
+/// it was cut, the full output's file when it was, the exit code and the wall time in
+/// seconds to one decimal.
+fn structured_content(
+    output: &OutputAccumulator,
+    full_output_path: Option<&Path>,
+    exit_code: i32,
+    elapsed: Duration,
+) -> Value {
+    let (text, truncated) = output.read_full_output(STRUCTURED_OUTPUT_MAX_BYTES);
+    let mut m = Map::new();
+    m.insert("output".into(), text.into());
+    m.insert("truncated".into(), truncated.into());
+    if let (true, Some(path)) = (truncated, full_output_path) {
+        m.insert("full_output_path".into(), path.display().to_string().into());
+    }
+    m.insert("exit_code".into(), exit_code.into());
+    let tenths = (elapsed.as_millis() as f64 / 100.0).round() / 10.0;
+    m.insert("wall_time_seconds".into(), json!(tenths));
+    Value::Object(m)
+}
+
 fn append_status(text: &str, status: &str) -> String {
     if text.is_empty() {
         status.to_string()
@@ -441,7 +467,9 @@ impl Tool for BashTool {
             content: Vec::new(),
             details: None,
             is_error: false,
+            structured: None,
         });
+        let started = Instant::now();
         let result = exec(&command, ctx, timeout, &cancel, &mut output, on_update).await;
         output.finish();
         let snapshot = output.snapshot(true);
@@ -467,6 +495,12 @@ impl Tool for BashTool {
             Err(ExecFailure::Other(message)) => Err(ToolError::new(message)),
             Ok(exit_code) => {
                 let (text, details) = format_output(&snapshot, last_line_bytes, "(no output)");
+                let structured = Some(structured_content(
+                    &output,
+                    snapshot.full_output_path.as_deref(),
+                    exit_code,
+                    started.elapsed(),
+                ));
                 if exit_code != 0 {
                     return Ok(ToolOutput {
                         content: vec![ContentBlock::Text(append_status(
@@ -475,12 +509,14 @@ impl Tool for BashTool {
                         ))],
                         details,
                         is_error: true,
+                        structured,
                     });
                 }
                 Ok(ToolOutput {
                     content: vec![ContentBlock::Text(text)],
                     details,
                     is_error: false,
+                    structured,
                 })
             }
         }

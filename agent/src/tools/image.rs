@@ -103,6 +103,47 @@ pub(crate) fn detect_image_mime_type(buffer: &[u8]) -> Option<&'static str> {
     None
 }
 
+/// An image file prepared for a prompt as Pi's `@file` arguments attach it (no resizing:
+/// Pi leaves that to the request): BMP becomes PNG, other supported types pass as they are.
+#[derive(Debug, Clone, PartialEq)]
+pub enum PromptImage {
+    /// An image block's `mimeType` and base64 `data`, with Pi's notes (a conversion).
+    Attached {
+        mime_type: String,
+        data: String,
+        hints: Vec<&'static str>,
+    },
+    /// The file is an image that cannot be sent; Pi's note says why.
+    Omitted(&'static str),
+}
+
+/// `None` when `bytes` are not a supported image (the file is then text).
+pub fn prompt_image(bytes: &[u8]) -> Option<PromptImage> {
+    use base64::Engine as _;
+    let sniff = &bytes[..bytes.len().min(IMAGE_SNIFF_BYTES)];
+    let mime_type = detect_image_mime_type(sniff)?;
+    let (bytes, mime_type, hints) =
+        if mime_type == "image/bmp" {
+            match super::bmp::bmp_to_png(bytes) {
+                Some(png) => (
+                    png,
+                    "image/png",
+                    vec!["[Image converted from image/bmp to image/png.]"],
+                ),
+                None => return Some(PromptImage::Omitted(
+                    "[Image omitted: could not be converted to a supported inline image format.]",
+                )),
+            }
+        } else {
+            (bytes.to_vec(), mime_type, Vec::new())
+        };
+    Some(PromptImage::Attached {
+        mime_type: mime_type.to_string(),
+        data: base64::engine::general_purpose::STANDARD.encode(&bytes),
+        hints,
+    })
+}
+
 #[cfg(test)]
 pub(crate) mod tests {
     use super::*;

@@ -45,6 +45,8 @@ pub use edit::edit_text;
 pub use edit::EditTool;
 pub use find::FindTool;
 pub use grep::GrepTool;
+pub use image::prompt_image;
+pub use image::PromptImage;
 pub use ls::LsTool;
 pub use output::remove_output_files;
 pub use read::ReadTool;
@@ -111,6 +113,10 @@ pub struct ToolOutput {
     /// Set for results that are errors without having been thrown, such as bash's non-zero exit,
     /// and for thrown errors turned into results by [`ToolError::into_output`].
     pub is_error: bool,
+    /// Machine-readable result for programmatic callers (Pi's `structuredContent`, e.g.
+    /// bash's output, exit code and wall time); shown in `tool_execution_end` events, never
+    /// stored in the session.
+    pub structured: Option<Value>,
 }
 
 impl ToolOutput {
@@ -120,6 +126,7 @@ impl ToolOutput {
             content: vec![ContentBlock::Text(text.into())],
             details: None,
             is_error: false,
+            structured: None,
         }
     }
 
@@ -165,6 +172,7 @@ impl ToolError {
             content: vec![ContentBlock::Text(self.message)],
             details: Some(Value::Object(serde_json::Map::new())),
             is_error: true,
+            structured: None,
         }
     }
 }

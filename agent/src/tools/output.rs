@@ -152,6 +152,52 @@ impl OutputAccumulator {
         }
     }
 
+    /// All the output for programmatic callers (Pi's `readFullOutput`): everything when it
+    /// fits in `max_bytes`, else its first and last halves around an "omitted" marker, and
+    /// whether anything was left out. Call after [`Self::close_temp_file`].
+    pub(crate) fn read_full_output(&self, max_bytes: usize) -> (String, bool) {
+        use std::io::{Read, Seek, SeekFrom};
+        let Some(path) = &self.temp_path else {
+            return (
+                String::from_utf8_lossy(&self.raw_chunks.concat()).into_owned(),
+                false,
+            );
+        };
+        // Only the two halves are read: the file can be gigabytes.
+        let read = || -> std::io::Result<(String, bool)> {
+            let mut file = File::open(path)?;
+            let size = file.metadata()?.len();
+            if size <= max_bytes as u64 {
+                let mut bytes = Vec::new();
+                file.read_to_end(&mut bytes)?;
+                return Ok((String::from_utf8_lossy(&bytes).into_owned(), false));
+            }
+            let head_len = max_bytes / 2;
+            let tail_len = max_bytes - head_len;
+            let mut head = vec![0; head_len];
+            file.read_exact(&mut head)?;
+            let mut tail = vec![0; tail_len];
+            file.seek(SeekFrom::Start(size - tail_len as u64))?;
+            file.read_exact(&mut tail)?;
+            // Cut at character boundaries: an incomplete sequence at the head's end and
+            // continuation bytes at the tail's start are dropped.
+            if let Err(e) = std::str::from_utf8(&head) {
+                if e.error_len().is_none() {
+                    head.truncate(e.valid_up_to());
+                }
+            }
+            let skip = tail.iter().take_while(|b| *b & 0xc0 == 0x80).count();
+            let omitted = size - head_len as u64 - tail_len as u64;
+            let text = format!(
+                "{}\n\n[... {omitted} bytes omitted ...]\n\n{}",
+                String::from_utf8_lossy(&head),
+                String::from_utf8_lossy(&tail[skip..])
+            );
+            Ok((text, true))
+        };
+        read().unwrap_or_else(|_| (self.tail_text.clone(), true))
+    }
+
     /// Flushes and closes the temp file.
     pub(crate) fn close_temp_file(&mut self) {
         if let Some(mut file) = self.temp_file.take() {

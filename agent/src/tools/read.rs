@@ -321,6 +321,7 @@ fn read_image(bytes: &[u8], mime_type: &str, ctx: &ToolContext) -> ToolOutput {
         ],
         details,
         is_error: false,
+        structured: None,
     }
 }
 
@@ -389,6 +390,7 @@ fn text_output(
         content: vec![ContentBlock::Text(text)],
         details,
         is_error: false,
+        structured: None,
     })
 }
 

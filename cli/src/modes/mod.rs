@@ -36,6 +36,10 @@ pub enum Mode {
 
 /// Dispatches to a mode.
 pub fn run(args: RunArgs) -> anyhow::Result<i32> {
+    if let (Some(provider), None, None) = (&args.provider, &args.model, &args.list_models) {
+        // Pi's start-up error, for every mode.
+        bail!("--provider requires --model (for example: --provider {provider} --model <pattern>)");
+    }
     let mode = match args.mode.as_deref() {
         Some("json") => Mode::Json,
         Some("rpc") => Mode::Rpc,
@@ -221,18 +225,62 @@ impl Env {
     }
 }
 
-/// Expands `@file` arguments into the file's contents (Pi's file arguments).
-pub fn expand_messages(messages: &[String]) -> anyhow::Result<Vec<String>> {
+/// The prompts of a run after Pi's `@file` arguments are read: the files' text goes in
+/// front of the first message, and image files are attached to it.
+#[derive(Debug, Default)]
+pub struct Prompts {
+    pub messages: Vec<String>,
+    /// Image blocks (`{"type":"image","data","mimeType"}`) for the first message.
+    pub images: Vec<serde_json::Value>,
+}
+
+/// Reads `@file` arguments as Pi's `processFileArguments` does: each file named by its
+/// absolute path, text in a `<file>` element, images attached (with an empty element, or
+/// Pi's note when an image cannot be sent), empty files skipped, a missing file an error.
+pub fn expand_messages(messages: &[String]) -> anyhow::Result<Prompts> {
     let mut files = String::new();
+    let mut images = Vec::new();
     let mut plain = Vec::new();
     for m in messages {
-        match m.strip_prefix('@') {
-            Some(path) if !path.is_empty() => {
-                let text = std::fs::read_to_string(path)
-                    .with_context(|| format!("cannot read @{path}"))?;
-                files.push_str(&format!("<file name=\"{path}\">\n{text}\n</file>\n"));
+        let Some(arg) = m.strip_prefix('@').filter(|p| !p.is_empty()) else {
+            plain.push(m.clone());
+            continue;
+        };
+        let path = std::path::absolute(expand_home(arg))
+            .with_context(|| format!("cannot resolve @{arg}"))?;
+        let name = path.display();
+        let bytes = match std::fs::read(&path) {
+            Ok(bytes) => bytes,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => bail!("File not found: {name}"),
+            Err(e) => bail!("Could not read file {name}: {e}"),
+        };
+        if bytes.is_empty() {
+            continue;
+        }
+        match pi_agent::tools::prompt_image(&bytes) {
+            Some(pi_agent::tools::PromptImage::Attached {
+                mime_type,
+                data,
+                hints,
+            }) => {
+                images.push(
+                    serde_json::json!({"type": "image", "data": data, "mimeType": mime_type}),
+                );
+                files.push_str(&format!(
+                    "<file name=\"{name}\">{}</file>\n",
+                    hints.join("\n")
+                ));
             }
-            _ => plain.push(m.clone()),
+            Some(pi_agent::tools::PromptImage::Omitted(note)) => {
+                files.push_str(&format!("<file name=\"{name}\">{note}</file>\n"));
+            }
+            None => {
+                let text = String::from_utf8(bytes).map_err(|_| {
+                    anyhow!("Could not read file {name}: not UTF-8 text nor a supported image")
+                })?;
+                let text = text.strip_prefix('\u{feff}').unwrap_or(&text);
+                files.push_str(&format!("<file name=\"{name}\">\n{text}\n</file>\n"));
+            }
         }
     }
     if !files.is_empty() {
@@ -242,7 +290,18 @@ pub fn expand_messages(messages: &[String]) -> anyhow::Result<Vec<String>> {
             None => plain.push(files),
         }
     }
-    Ok(plain)
+    Ok(Prompts {
+        messages: plain,
+        images,
+    })
+}
+
+/// `~/…` as Pi's `resolveReadPath` expands it.
+fn expand_home(path: &str) -> PathBuf {
+    match (path.strip_prefix("~/"), std::env::var_os("HOME")) {
+        (Some(rest), Some(home)) => PathBuf::from(home).join(rest),
+        _ => PathBuf::from(path),
+    }
 }
 
 /// Piped stdin (not a terminal), read whole; `None` for a terminal or empty input.
@@ -314,16 +373,7 @@ pub fn build_host(args: &RunArgs, env: &Env, sink: EventSink) -> anyhow::Result<
         (s, p, false)
     };
 
-    let has_auth = {
-        let resolver = api_key_resolver(env);
-        let registry = env.registry.clone();
-        let inline = args.api_key.clone();
-        move |provider: &str| {
-            inline.is_some()
-                || (resolver.0)(provider).is_some()
-                || registry.resolve_api_key(provider).is_some()
-        }
-    };
+    let has_auth = auth_check(env, args.api_key.is_some());
     let flag_level = match &args.thinking {
         Some(l) => Some(ThinkingLevel::parse(l).ok_or_else(|| {
             anyhow!(
@@ -351,13 +401,7 @@ pub fn build_host(args: &RunArgs, env: &Env, sink: EventSink) -> anyhow::Result<
     }
     let explicit = resolution.model.map(|m| (m, resolution.thinking_level));
     let scoped = scoped_models(args, env);
-    let available: Vec<Model> = env
-        .registry
-        .models
-        .iter()
-        .filter(|m| has_auth(&m.provider))
-        .cloned()
-        .collect();
+    let available = available_models(env, &has_auth);
     let initial = pi_agent::config::find_initial_model(
         &scoped,
         resumed,
@@ -383,7 +427,8 @@ pub fn build_host(args: &RunArgs, env: &Env, sink: EventSink) -> anyhow::Result<
         tools: tools.clone(),
         prompt: PromptOptions {
             system_prompt: args.system_prompt.clone(),
-            append_system_prompt: args.append_system_prompt.clone(),
+            append_system_prompt: (!args.append_system_prompt.is_empty())
+                .then(|| args.append_system_prompt.join("\n\n")),
             system_message: Some(system_message(env, &tools)),
             reloaded: false,
         },
@@ -401,6 +446,7 @@ pub fn build_host(args: &RunArgs, env: &Env, sink: EventSink) -> anyhow::Result<
                 .map(str::to_string),
             bin_dir: Some(env.home.agent_dir.join("bin")),
         },
+        requests: request_options(env)?,
     };
     let mut opts = opts;
     if let (false, Some(m)) = (resumed, opts.model.as_ref()) {
@@ -460,9 +506,53 @@ pub fn build_host(args: &RunArgs, env: &Env, sink: EventSink) -> anyhow::Result<
             home: env.home.clone(),
             resources: env.resources.clone(),
             skill_commands: env.settings.config.enable_skill_commands(),
-            scoped: scoped.into_iter().map(|s| s.model).collect(),
+            scoped,
+            has_auth: Arc::new(has_auth),
+            settings: env.settings.config.clone(),
         },
     ))
+}
+
+/// The settings that shape model requests: `thinkingBudgets`, `images.blockImages`, and an
+/// HTTP client for `httpProxy` (global settings only, as Pi reads it before trusting any
+/// project) and `httpIdleTimeoutMs`.
+pub fn request_options(env: &Env) -> anyhow::Result<pi_agent::agent::RequestOptions> {
+    let cfg = &env.settings.config;
+    let idle_ms = cfg.http_idle_timeout_ms().map_err(|e| anyhow!(e))?;
+    let proxy = cfg
+        .global()
+        .get("httpProxy")
+        .and_then(serde_json::Value::as_str);
+    let client = pi_agent::llm::settings_client(proxy, idle_ms).map_err(|e| anyhow!(e))?;
+    Ok(pi_agent::agent::RequestOptions {
+        thinking_budgets: cfg.thinking_budgets().unwrap_or_default(),
+        client: Some(client),
+        block_images: cfg.block_images(),
+    })
+}
+
+/// Whether a provider has credentials: `--api-key` (when given), auth.json, the environment,
+/// models.json, or configured headers (what Pi's `hasConfiguredAuth` accepts).
+pub fn auth_check(env: &Env, inline_api_key: bool) -> impl Fn(&str) -> bool {
+    let resolver = api_key_resolver(env);
+    let registry = env.registry.clone();
+    move |provider: &str| {
+        inline_api_key
+            || (resolver.0)(provider).is_some()
+            || registry.resolve_api_key(provider).is_some()
+            || !registry.resolve_headers(provider, None).is_empty()
+    }
+}
+
+/// The models a user can use now (Pi's `getAvailableSnapshot`): those whose provider has
+/// credentials, in registry order.
+pub fn available_models(env: &Env, has_auth: &dyn Fn(&str) -> bool) -> Vec<Model> {
+    env.registry
+        .models
+        .iter()
+        .filter(|m| has_auth(&m.provider))
+        .cloned()
+        .collect()
 }
 
 /// The session's system message, as `engine::config` builds it (context files, skills,
@@ -488,8 +578,15 @@ pub(crate) fn system_message(
 pub(crate) fn api_key_resolver(env: &Env) -> pi_agent::agent::ApiKeyResolver {
     let mut warnings = Vec::new();
     let resolver = api_key_resolver_quiet(env, &mut warnings);
+    // The resolver is built more than once per run (model choice, the agent): each
+    // auth.json problem is said once.
+    static SAID: std::sync::Mutex<Vec<String>> = std::sync::Mutex::new(Vec::new());
+    let mut said = SAID.lock().unwrap_or_else(|e| e.into_inner());
     for w in warnings {
-        eprintln!("Warning: {w}");
+        if !said.contains(&w) {
+            eprintln!("Warning: {w}");
+            said.push(w);
+        }
     }
     resolver
 }
@@ -508,16 +605,20 @@ pub(crate) fn api_key_resolver_quiet(
     }))
 }
 
-/// `--models` patterns resolved to models (for `cycle_model` and the starting model).
+/// `--models` patterns, else the `enabledModels` setting (as Pi), resolved to models (for
+/// `cycle_model` and the starting model).
 pub fn scoped_models(args: &RunArgs, env: &Env) -> Vec<pi_agent::config::ScopedModel> {
-    let Some(list) = &args.models else {
-        return Vec::new();
+    let patterns: Vec<String> = match &args.models {
+        Some(list) => list
+            .split(',')
+            .map(|s| s.trim().to_string())
+            .filter(|s| !s.is_empty())
+            .collect(),
+        None => env.settings.config.enabled_models().unwrap_or_default(),
     };
-    let patterns: Vec<String> = list
-        .split(',')
-        .map(|s| s.trim().to_string())
-        .filter(|s| !s.is_empty())
-        .collect();
+    if patterns.is_empty() {
+        return Vec::new();
+    }
     let (scoped, warnings) = pi_agent::config::resolve_model_scope(&patterns, &env.registry.models);
     for w in warnings {
         eprintln!("Warning: {w}");

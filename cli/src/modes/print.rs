@@ -14,7 +14,10 @@ use crate::RunArgs;
 /// Runs print or json mode.
 pub async fn run(args: RunArgs, mode: Mode) -> anyhow::Result<i32> {
     let env = Env::new(&args)?;
-    let mut messages = expand_messages(&args.messages)?;
+    let super::Prompts {
+        mut messages,
+        images,
+    } = expand_messages(&args.messages)?;
     if let Some(stdin) = read_piped_stdin() {
         // Piped input joins the first message (Pi: stdin content, then the prompt).
         match messages.first_mut() {
@@ -38,9 +41,13 @@ pub async fn run(args: RunArgs, mode: Mode) -> anyhow::Result<i32> {
         }
     }
     let mut last = None;
+    let mut images = Some(images);
     for m in &messages {
         let text = host.expand(m).map_err(|e| anyhow::anyhow!(e))?;
-        let outcome = agent.prompt(&text, Vec::new()).await?;
+        // `@image` attachments belong to the first message.
+        let outcome = agent
+            .prompt(&text, images.take().unwrap_or_default())
+            .await?;
         last = outcome.last_assistant;
     }
     if mode == Mode::Json {
@@ -73,17 +80,7 @@ pub async fn run(args: RunArgs, mode: Mode) -> anyhow::Result<i32> {
 
 /// `--list-models [pattern]`: the models that have credentials, as Pi lists them.
 pub fn list_models(env: &Env, pattern: &str) -> anyhow::Result<i32> {
-    let resolver = super::api_key_resolver(env);
-    let available: Vec<_> = env
-        .registry
-        .models
-        .iter()
-        .filter(|m| {
-            (resolver.0)(&m.provider).is_some()
-                || env.registry.resolve_api_key(&m.provider).is_some()
-        })
-        .cloned()
-        .collect();
+    let available = super::available_models(env, &super::auth_check(env, false));
     let search = (!pattern.is_empty()).then_some(pattern);
     print!(
         "{}",

@@ -21,6 +21,10 @@ fn output(v: &Value) {
 
 /// Runs the RPC loop until stdin closes, then waits for running work to finish.
 pub async fn run(args: RunArgs) -> anyhow::Result<i32> {
+    if args.messages.iter().any(|m| m.starts_with('@')) {
+        // Pi: stdin carries the commands, so there is no first message to attach files to.
+        anyhow::bail!("@file arguments are not supported in RPC mode");
+    }
     let env = Env::new(&args)?;
     let host = build_host(&args, &env, stdout_sink())?;
     let mut reader = BufReader::new(tokio::io::stdin());

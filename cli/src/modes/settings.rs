@@ -88,7 +88,8 @@ impl Settings {
         let mut options =
             ResourceOptions::new(agent_dir, cwd, self.trusted).with_settings(&self.config);
         options.system_prompt = args.system_prompt.clone();
-        options.append_system_prompt = args.append_system_prompt.iter().cloned().collect();
+        options.append_system_prompt = args.append_system_prompt.clone();
+        options.no_context_files = args.no_context_files;
         Resources::load(&options)
     }
 }

@@ -506,7 +506,8 @@ pub fn read_ui(env: &crate::modes::Env, args: &crate::RunArgs) -> Reloaded {
     Reloaded {
         loaded,
         commands,
-        quiet_startup: cfg.quiet_startup().is_some(),
+        // `--verbose` overrides `quietStartup`, as in Pi.
+        quiet_startup: cfg.quiet_startup().is_some() && !args.verbose,
         double_escape: cfg.double_escape_action().to_string(),
         theme: cfg.theme().unwrap_or("dark").to_string(),
         show_thinking: !cfg.hide_thinking_block(),

@@ -6,7 +6,9 @@
 //!
 //! 1. the context entries: the path, or with a compaction on it, the latest
 //!    compaction, the kept entries from its `firstKeptEntryId` (system messages
-//!    excluded: the compaction carries its own), and everything after it;
+//!    excluded: the compaction carries its own), and everything after it; a
+//!    compaction with a `retainedTail` (the seeds' newer format) carries its kept
+//!    messages itself and projects to its summary plus that tail;
 //! 2. each entry projected to messages, with the latest `context_edit` per
 //!    target applied;
 //! 3. model and thinking level from the whole path.
@@ -83,8 +85,14 @@ pub fn context_entry_positions<S: EntrySource + ?Sized>(path: &S) -> Vec<usize> 
     let first_index = (0..path.len())
         .find(|&i| compaction_id.is_some() && path.id(i) == compaction_id)
         .unwrap_or(compaction_pos);
-    let first_kept = compaction.get("firstKeptEntryId").and_then(Value::as_str);
     let mut positions = vec![compaction_pos];
+    if retained_tail(&compaction).is_some() {
+        // A compaction that carries its kept messages (`retainedTail`, the newer harness
+        // format) is a checkpoint of its own: nothing before it is walked.
+        positions.extend(first_index + 1..path.len());
+        return positions;
+    }
+    let first_kept = compaction.get("firstKeptEntryId").and_then(Value::as_str);
     let mut found = false;
     for i in 0..first_index {
         if first_kept.is_some() && path.id(i) == first_kept {
@@ -266,13 +274,21 @@ pub fn entry_messages(entry: &Value) -> Vec<Value> {
             copy_key(&mut m, entry, "tokensBefore");
             m.insert("timestamp".into(), js_date_value(entry.get("timestamp")));
             let summary = Value::Object(m);
-            match entry.get("systemMessage") {
+            let mut out = match entry.get("systemMessage") {
                 Some(system) if crate::js::truthy(Some(system)) => vec![system.clone(), summary],
                 _ => vec![summary],
-            }
+            };
+            out.extend(retained_tail(entry).into_iter().flatten().cloned());
+            out
         }
         _ => Vec::new(),
     }
+}
+
+/// A compaction's `retainedTail`: the messages it kept, stored with it (absent in Pi 1.6's
+/// own compactions, which name the first kept entry instead).
+pub fn retained_tail(compaction: &Value) -> Option<&Vec<Value>> {
+    compaction.get("retainedTail").and_then(Value::as_array)
 }
 
 fn copy_key(m: &mut Map<String, Value>, from: &Value, key: &str) {

@@ -38,6 +38,30 @@ fn compaction_keeps_from_first_kept_and_skips_system_messages() {
 }
 
 #[test]
+fn retained_tail_compaction_is_a_checkpoint() {
+    // The seeds' session format: the compaction carries the kept messages; entries before
+    // it are not walked, even when `firstKeptEntryId` names one of them.
+    let path = vec![
+        msg("a", None, "user", "old"),
+        msg("b", Some("a"), "assistant", "old reply"),
+        json!({"type":"compaction","id":"c","parentId":"b","timestamp":"2026-01-01T00:00:00.000Z",
+               "summary":"S","firstKeptEntryId":"a","tokensBefore":10,
+               "retainedTail":[{"role":"user","content":"latest request"},
+                               {"role":"assistant","content":[{"type":"text","text":"latest reply"}],"stopReason":"stop"}]}),
+        msg("d", Some("c"), "user", "after"),
+    ];
+    assert_eq!(context_entry_positions(path.as_slice()), vec![2, 3]);
+    let messages: Vec<Value> = project(path.as_slice()).messages().cloned().collect();
+    let roles: Vec<_> = messages
+        .iter()
+        .map(|m| m["role"].as_str().unwrap())
+        .collect();
+    assert_eq!(roles, ["compactionSummary", "user", "assistant", "user"]);
+    assert_eq!(messages[1]["content"], json!("latest request"));
+    assert_eq!(messages[3]["content"][0]["text"], json!("after"));
+}
+
+#[test]
 fn dangling_first_kept_drops_everything_before() {
     let path = vec![
         msg("a", None, "user", "old"),

@@ -39,6 +39,40 @@ pub enum ProblemKind {
     ExtraHeader,
 }
 
+/// How bad a problem is: an error loses or changes data; a warning is something Pi reads
+/// fine (a file Pi itself can write) that a person may still want to know about.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Severity {
+    Error,
+    Warning,
+}
+
+impl ProblemKind {
+    /// Whether the file is damaged (error) or only unusual (warning).
+    pub fn severity(self) -> Severity {
+        match self {
+            ProblemKind::NotASession
+            | ProblemKind::MalformedLine
+            | ProblemKind::TornTail
+            | ProblemKind::DuplicateId
+            | ProblemKind::MissingId
+            | ProblemKind::OrphanParent
+            | ProblemKind::ParentCycle
+            | ProblemKind::ExtraHeader => Severity::Error,
+            // Pi writes, migrates or ignores these without losing anything: a compaction
+            // whose kept entry is on another branch (Pi then keeps nothing before it), a
+            // label on a deleted entry, entry types and roles of newer versions.
+            ProblemKind::MissingFinalNewline
+            | ProblemKind::LegacyVersion
+            | ProblemKind::DanglingFirstKept
+            | ProblemKind::DanglingTarget
+            | ProblemKind::UnknownEntryType
+            | ProblemKind::UnknownRole => Severity::Warning,
+        }
+    }
+}
+
 /// One problem and where it is.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Problem {
@@ -251,6 +285,9 @@ fn check_compactions(session: &Session, problems: &mut Vec<Problem>) {
             continue;
         }
         let value = session.entry_value(i as u32);
+        if crate::context::retained_tail(&value).is_some() {
+            continue; // carries its kept messages; `firstKeptEntryId` is not used
+        }
         let Some(first_kept) = value.get("firstKeptEntryId").and_then(Value::as_str) else {
             problems.push(Problem {
                 line: r.line,

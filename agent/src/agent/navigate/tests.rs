@@ -10,7 +10,7 @@ use pi_storage::{JsonlLayout, JsonlStore, LazySession, SessionHeader};
 use serde_json::{json, Value};
 
 use super::*;
-use crate::agent::{AgentOptions, PromptOptions, ShellOptions};
+use crate::agent::{AgentOptions, PromptOptions, RequestOptions, ShellOptions};
 use crate::llm::models_json::parse_models_json;
 use crate::llm::ModelRegistry;
 use crate::tools::{select_builtin_tools, ToolSelection};
@@ -113,6 +113,7 @@ fn setup_with_delay(fake: &FakeLlm, dir: &Path, base_delay_ms: u64) -> Setup {
         api_key: None,
         api_key_resolver: None,
         shell: ShellOptions::default(),
+        requests: RequestOptions::default(),
     };
     let store = JsonlStore::open(
         JsonlLayout::Flat {

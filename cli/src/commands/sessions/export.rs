@@ -80,7 +80,9 @@ pub fn run(args: ExportArgs, store_args: &StoreArgs) -> anyhow::Result<i32> {
 pub fn export_flag(input: &str, output: Option<&String>) -> anyhow::Result<i32> {
     let path = Path::new(input);
     if !path.exists() {
-        anyhow::bail!("File not found: {}", path.display());
+        // Pi names the file by its absolute path.
+        let shown = std::path::absolute(path).unwrap_or_else(|_| path.to_path_buf());
+        anyhow::bail!("File not found: {}", shown.display());
     }
     let session =
         Session::open(path).with_context(|| format!("cannot read session {}", path.display()))?;
@@ -102,7 +104,7 @@ pub fn export_flag(input: &str, output: Option<&String>) -> anyhow::Result<i32> 
 
 /// The session's JSONL bytes and a name for messages. A file is read as it is (its exact
 /// bytes); a stored session is the stored lines, each followed by a line feed.
-fn read_session(arg: &str, store_args: &StoreArgs) -> anyhow::Result<(Vec<u8>, String)> {
+pub(super) fn read_session(arg: &str, store_args: &StoreArgs) -> anyhow::Result<(Vec<u8>, String)> {
     // A path never needs the store: exporting a file works whatever store is configured.
     if super::store::is_path_argument(arg) {
         let bytes = std::fs::read(arg).with_context(|| format!("cannot read {arg}"))?;

@@ -9,12 +9,16 @@ use pi_engine::context::{self, SessionPath};
 use pi_engine::session::{EntryIdx, HeadCache, PathWalk, Session, Tree};
 use serde_json::{json, Map, Value};
 use std::io::Write;
-use std::path::PathBuf;
+use std::path::Path;
+
+use super::store::{is_path_argument, StoreArgs};
 
 #[derive(Debug, Args)]
 pub struct InspectArgs {
-    /// The session file (.jsonl).
-    pub file: PathBuf,
+    /// The session file (.jsonl), or a session id, unique id prefix or name in the store
+    /// (as `--session` takes it).
+    #[arg(value_name = "FILE|ID")]
+    pub file: String,
     /// Build the branch and context from this entry instead of the leaf.
     #[arg(long)]
     pub leaf: Option<String>,
@@ -27,13 +31,20 @@ pub struct InspectArgs {
     pub keep_recent_tokens: Vec<u64>,
 }
 
-pub fn run(args: InspectArgs) -> anyhow::Result<i32> {
-    // Through the head cache in the agent dir (never beside or inside FILE).
-    let (mut session, _) = Session::open_cached(&args.file, Some(&HeadCache::from_env()))?;
+pub fn run(args: InspectArgs, store_args: &StoreArgs) -> anyhow::Result<i32> {
+    let path = Path::new(&args.file);
+    let mut session = if path.is_file() || is_path_argument(&args.file) {
+        // Through the head cache in the agent dir (never beside or inside FILE).
+        Session::open_cached(path, Some(&HeadCache::from_env()))?.0
+    } else {
+        let (bytes, name) = super::export::read_session(&args.file, store_args)?;
+        Session::from_bytes(bytes, Path::new(&name))
+            .with_context(|| format!("cannot read session {name}"))?
+    };
     if let Some(leaf) = &args.leaf {
         session
             .branch(leaf)
-            .with_context(|| format!("--leaf {leaf} in {}", args.file.display()))?;
+            .with_context(|| format!("--leaf {leaf} in {}", args.file))?;
     }
     let stdout = std::io::stdout();
     let mut out = std::io::BufWriter::new(stdout.lock());

@@ -51,7 +51,7 @@ pub enum SessionsCommand {
 /// Dispatches a `pi sessions` subcommand; returns the exit code.
 pub fn run(args: SessionsArgs) -> anyhow::Result<i32> {
     match args.command {
-        SessionsCommand::Inspect(args) => inspect::run(args),
+        SessionsCommand::Inspect(a) => inspect::run(a, &args.store),
         SessionsCommand::Show(args) => show::run(args),
         SessionsCommand::Verify(args) => verify::run(args),
         SessionsCommand::Upgrade(args) => upgrade::run(args),

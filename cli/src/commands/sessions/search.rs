@@ -47,12 +47,31 @@ pub struct SearchArgs {
 pub fn open_index(spec: &StoreSpec, options: &StoreOptions) -> anyhow::Result<HistoryIndex> {
     let source = HistorySource::open(spec, options).map_err(|e| anyhow!("{e}"))?;
     let path = source.index_path(spec, options);
-    let (index, _report) = source
+    // The first build reads every session once, which can take a while on a big history:
+    // say so before, and what it did after, so a silent wait is not mistaken for a hang.
+    let first_build = !path.exists();
+    if first_build {
+        eprintln!(
+            "pi: building the history index {} (first use: every session is read once)…",
+            path.display()
+        );
+    }
+    let started = std::time::Instant::now();
+    let (index, report) = source
         .open_index(&path)
         .map_err(|e| anyhow!("{e}"))
         .with_context(|| format!("history index {}", path.display()))?;
     if let Some(why) = index.rebuilt() {
         eprintln!("pi: history index {} rebuilt ({why})", path.display());
+    }
+    if first_build || index.rebuilt().is_some() {
+        eprintln!(
+            "pi: indexed {} session(s), {} line(s), {:.1} MB in {:.1} s",
+            report.sessions_updated,
+            report.lines_read,
+            report.bytes_read as f64 / 1e6,
+            started.elapsed().as_secs_f64()
+        );
     }
     Ok(index)
 }

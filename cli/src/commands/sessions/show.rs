@@ -97,7 +97,9 @@ pub fn render(session: &Session, width: usize, out: &mut impl Write) -> std::io:
         };
         stack.push((root, prefix.to_string(), connector));
     }
+    let mut reached = vec![false; session.entries().len()];
     while let Some((idx, prefix, connector)) = stack.pop() {
+        reached[idx as usize] = true;
         let base_prefix = prefix
             .strip_suffix("│  ")
             .or_else(|| prefix.strip_suffix("   "))
@@ -130,6 +132,22 @@ pub fn render(session: &Session, width: usize, out: &mut impl Write) -> std::io:
                 (false, false) => format!("{prefix}│  "),
             };
             stack.push((child, child_prefix, if last { "└─ " } else { "├─ " }));
+        }
+    }
+    // Entries whose ancestors loop hang below no root: list them rather than drop them
+    // without a word.
+    let unreached: Vec<EntryIdx> = (0..reached.len() as EntryIdx)
+        .filter(|&i| !reached[i as usize])
+        .collect();
+    if !unreached.is_empty() {
+        writeln!(
+            out,
+            "\nwarning: {} entr{} on or under a parent cycle (no root reaches them); see pi sessions verify",
+            unreached.len(),
+            if unreached.len() == 1 { "y is" } else { "ies are" }
+        )?;
+        for idx in unreached {
+            writeln!(out, "! {}", describe(session, idx, width))?;
         }
     }
     Ok(())
