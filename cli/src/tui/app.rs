@@ -246,6 +246,11 @@ pub struct App {
     pub resume_at_start: bool,
     /// Printed on the main screen after the UI closes.
     pub exit_message: Option<String>,
+    /// Wall-clock milliseconds, set by the loop before it hands over events (tests set it),
+    /// so `update` itself reads no clock.
+    pub now_ms: i64,
+    /// When each running tool call started (`now_ms`), for the duration bash shows.
+    pub tool_started: std::collections::HashMap<String, i64>,
 }
 
 impl App {
@@ -289,6 +294,8 @@ impl App {
             last_assistant: None,
             resume_at_start: false,
             exit_message: None,
+            now_ms: 0,
+            tool_started: std::collections::HashMap::new(),
         }
     }
 
@@ -375,6 +382,7 @@ impl App {
                         ),
                         _ => None,
                     };
+                    let failed = error.is_some();
                     if !text.trim().is_empty() {
                         self.last_assistant = Some(text.clone());
                     }
@@ -405,6 +413,8 @@ impl App {
                                 output: String::new(),
                                 is_error: false,
                                 done: false,
+                                diff: None,
+                                duration_ms: None,
                             });
                         }
                     }
@@ -419,24 +429,34 @@ impl App {
                             .pointer("/cost/total")
                             .and_then(Value::as_f64)
                             .unwrap_or(0.0);
-                        self.footer.context_tokens =
-                            n("input") + n("output") + n("cacheRead") + n("cacheWrite");
+                        // An aborted or failed reply says nothing about the context size
+                        // (Pi takes the last assistant usage that is neither).
+                        if !failed {
+                            self.footer.context_tokens =
+                                n("input") + n("output") + n("cacheRead") + n("cacheWrite");
+                        }
                     }
                 }
                 Some("toolResult") => {
                     let id = m.get("toolCallId").and_then(Value::as_str).unwrap_or("");
                     let output = text_of(content, "text", "text");
                     let is_error = m.get("isError").and_then(Value::as_bool).unwrap_or(false);
+                    let edit_diff = m
+                        .pointer("/details/diff")
+                        .and_then(Value::as_str)
+                        .map(str::to_string);
                     if let Some(Item::Tool {
                         output: o,
                         is_error: e,
                         done,
+                        diff,
                         ..
                     }) = self.transcript.tool_mut(id)
                     {
                         *o = output;
                         *e = is_error;
                         *done = true;
+                        *diff = edit_diff;
                     }
                 }
                 Some(role @ ("compactionSummary" | "branchSummary")) => {
@@ -563,18 +583,13 @@ impl App {
     pub fn open_settings(&mut self) {
         let bool_opts = || vec!["false".to_string(), "true".to_string()];
         let b = |v: bool| usize::from(v);
-        let level = ThinkingLevel::ALL
-            .iter()
-            .position(|l| *l == self.thinking)
-            .unwrap_or(0);
+        let levels = ThinkingLevel::available(self.model.as_ref());
+        let level = levels.iter().position(|l| *l == self.thinking).unwrap_or(0);
         let items = vec![
             Setting {
                 key: "defaultThinkingLevel",
                 label: "Thinking level",
-                options: ThinkingLevel::ALL
-                    .iter()
-                    .map(|l| l.as_str().to_string())
-                    .collect(),
+                options: levels.iter().map(|l| l.as_str().to_string()).collect(),
                 value: level,
             },
             Setting {
@@ -986,13 +1001,9 @@ impl App {
             "trust" => out.push(Effect::OpenTrust),
             "hotkeys" => self.dialog = Some(Dialog::Hotkeys),
             "quit" | "exit" => out.push(Effect::Quit),
-            other => {
-                // Skills and prompt templates expand in the agent; send them as prompts.
-                if self.commands.iter().any(|c| c.name == other) {
-                    return false;
-                }
-                self.notice(format!("Unknown command: /{other}"));
-            }
+            // Skills, prompt templates and anything that is no command (a path such as
+            // `/usr/local/bin/python crashes`) go to the agent as prompts, as in Pi.
+            _ => return false,
         }
         true
     }
@@ -1042,8 +1053,10 @@ impl App {
                         t.cache_read += u.cache_read;
                         t.cache_write += u.cache_write;
                         t.cost += u.cost;
-                        self.footer.context_tokens =
-                            u.input + u.output + u.cache_read + u.cache_write;
+                        if error.is_none() {
+                            self.footer.context_tokens =
+                                u.input + u.output + u.cache_read + u.cache_write;
+                        }
                     }
                     if let Some(Item::Assistant { text, error: e, .. }) = self.last_assistant_item()
                     {
@@ -1055,14 +1068,19 @@ impl App {
                     }
                 }
             }
-            AgentEvent::ToolStart { id, name, args } => self.transcript.push(Item::Tool {
-                id,
-                name,
-                args,
-                output: String::new(),
-                is_error: false,
-                done: false,
-            }),
+            AgentEvent::ToolStart { id, name, args } => {
+                self.tool_started.insert(id.clone(), self.now_ms);
+                self.transcript.push(Item::Tool {
+                    id,
+                    name,
+                    args,
+                    output: String::new(),
+                    is_error: false,
+                    done: false,
+                    diff: None,
+                    duration_ms: None,
+                })
+            }
             AgentEvent::ToolUpdate { id, output } => {
                 if let Some(Item::Tool { output: o, .. }) = self.transcript.tool_mut(&id) {
                     *o = output;
@@ -1072,17 +1090,26 @@ impl App {
                 id,
                 output,
                 is_error,
+                diff: edit_diff,
             } => {
+                let took = self
+                    .tool_started
+                    .remove(&id)
+                    .map(|start| (self.now_ms - start).max(0) as u64);
                 if let Some(Item::Tool {
                     output: o,
                     is_error: e,
                     done,
+                    diff,
+                    duration_ms,
                     ..
                 }) = self.transcript.tool_mut(&id)
                 {
                     *o = output;
                     *e = is_error;
                     *done = true;
+                    *diff = edit_diff;
+                    *duration_ms = took;
                 }
             }
             AgentEvent::QueueUpdate {
@@ -1108,7 +1135,10 @@ impl App {
                 editor_text,
             } => {
                 self.summarizing_branch = false;
+                // The footer totals cover the whole session file, not the branch shown.
+                let totals = self.footer.totals;
                 self.load_messages(&messages);
+                self.footer.totals = totals;
                 if let Some(text) = editor_text {
                     if self.editor.text().trim().is_empty() {
                         self.editor.set_text(&text);
@@ -1346,8 +1376,7 @@ fn on_key(app: &mut App, k: KeyEvent, out: &mut Vec<Effect>) {
         return;
     }
     if m("app.thinking.cycle") {
-        let reasoning = app.model.as_ref().is_none_or(|m| m.reasoning);
-        app.thinking = app.thinking.next(reasoning);
+        app.thinking = app.thinking.next(app.model.as_ref());
         out.push(Effect::SetThinking(app.thinking));
         return;
     }

@@ -20,6 +20,7 @@ fn models() -> Vec<ModelInfo> {
         name: id.into(),
         context_window: w,
         reasoning: r,
+        xhigh: id == "gpt-5",
     };
     vec![
         m("anthropic", "claude-sonnet-4-5", true, 200_000),
@@ -88,9 +89,9 @@ fn conversation(app: &mut App) {
         AgentEvent::TextDelta("Let me look at the manifest.".into()),
         AgentEvent::MessageEnd { role: "assistant".into(), usage: Some(Usage { input: 1200, output: 80, cache_read: 15000, cache_write: 900, cost: 0.0123 }), error: None },
         AgentEvent::ToolStart { id: "t1".into(), name: "read".into(), args: r#"{"path":"Cargo.toml"}"#.into() },
-        AgentEvent::ToolEnd { id: "t1".into(), output: (1..=9).map(|i| format!("line {i}")).collect::<Vec<_>>().join("\n"), is_error: false },
+        AgentEvent::ToolEnd { id: "t1".into(), output: (1..=9).map(|i| format!("line {i}")).collect::<Vec<_>>().join("\n"), is_error: false, diff: None },
         AgentEvent::ToolStart { id: "t2".into(), name: "bash".into(), args: r#"{"command":"cargo build"}"#.into() },
-        AgentEvent::ToolEnd { id: "t2".into(), output: "error[E0432]: unresolved import".into(), is_error: true },
+        AgentEvent::ToolEnd { id: "t2".into(), output: "error[E0432]: unresolved import".into(), is_error: true, diff: None },
         AgentEvent::MessageStart { role: "assistant".into(), text: String::new() },
         AgentEvent::TextDelta("## Fix\n\nAdd the **missing** crate:\n\n```rust\nuse foo::bar; // needed\nlet n = 42;\n```\n\n- run `cargo build`\n- done".into()),
         AgentEvent::MessageEnd { role: "assistant".into(), usage: Some(Usage { input: 1500, output: 120, cache_read: 16000, cache_write: 0, cost: 0.02 }), error: None },
@@ -927,7 +928,8 @@ fn pi_json_events_parse() {
         Some(AgentEvent::ToolEnd {
             id: "c".into(),
             output: "ok".into(),
-            is_error: false
+            is_error: false,
+            diff: None
         })
     );
     assert_eq!(
@@ -2250,6 +2252,72 @@ mod on_disk {
         );
         assert!(notices.last().is_some_and(|n| n.starts_with("Reloaded")));
     }
+
+    /// A session whose answers used another model, with two branches that both spent.
+    fn write_branched_session(p: &Project) -> PathBuf {
+        let cwd = p.cwd.display().to_string();
+        let usage = |input: u64| {
+            serde_json::json!({"input":input,"output":10,"cacheRead":0,"cacheWrite":0,
+                "totalTokens":input+10,"cost":{"total":0.5}})
+        };
+        let answer = |id: &str, parent: &str, input: u64, stop: &str| {
+            serde_json::json!({"type":"message","id":id,"parentId":parent,
+                "timestamp":"2026-01-01T00:00:03.000Z",
+                "message":{"role":"assistant","content":[{"type":"text","text":id}],
+                    "provider":"openai","model":"gpt-4.1","usage":usage(input),
+                    "stopReason":stop,"timestamp":3}})
+            .to_string()
+        };
+        let lines = [
+            serde_json::json!({"type":"session","version":3,"id":"sess-b",
+                "timestamp":"2026-01-01T00:00:00.000Z","cwd":cwd})
+            .to_string(),
+            r#"{"type":"model_change","id":"m1","parentId":null,"timestamp":"2026-01-01T00:00:00.500Z","provider":"openai","modelId":"gpt-4.1"}"#.to_string(),
+            r#"{"type":"message","id":"u1","parentId":"m1","timestamp":"2026-01-01T00:00:01.000Z","message":{"role":"user","content":"first","timestamp":1}}"#.to_string(),
+            answer("a1", "u1", 1000, "stop"),
+            // The branch left behind: its answer cost too.
+            answer("a2", "u1", 2000, "stop"),
+            // The current branch ends in an aborted answer that reports no usage.
+            r#"{"type":"message","id":"u2","parentId":"a1","timestamp":"2026-01-01T00:00:04.000Z","message":{"role":"user","content":"second","timestamp":4}}"#.to_string(),
+            serde_json::json!({"type":"message","id":"a3","parentId":"u2",
+                "timestamp":"2026-01-01T00:00:05.000Z",
+                "message":{"role":"assistant","content":[],"provider":"openai","model":"gpt-4.1",
+                    "usage":{"input":0,"output":0,"cacheRead":0,"cacheWrite":0,"cost":{"total":0}},
+                    "stopReason":"aborted","errorMessage":"Request was aborted","timestamp":5}})
+            .to_string(),
+        ];
+        let path = p.sessions.join("b.jsonl");
+        must(std::fs::write(&path, lines.join("\n") + "\n"));
+        path
+    }
+
+    #[test]
+    fn resume_shows_the_sessions_model_and_whole_file_totals() {
+        let p = project();
+        let current = write_session(&p, "sess-cur", "cur.jsonl");
+        let other = write_branched_session(&p);
+        let (mut d, _rt) = driver(&p, open_args(&current));
+        let mut a = App::new(p.cwd.clone());
+        a.model = Some(super::models()[0].clone());
+        session_ops::resume(
+            &mut a,
+            &mut d,
+            &p.agent,
+            &other.display().to_string(),
+            MissingCwd::Ask,
+        );
+        assert_eq!(
+            a.model.as_ref().map(|m| m.key()).as_deref(),
+            Some("openai/gpt-4.1"),
+            "{:?}",
+            notices(&a)
+        );
+        // Both branches' answers count, as in Pi's footer; the aborted one adds nothing.
+        assert_eq!(a.footer.totals.input, 3000);
+        assert_eq!(a.footer.totals.output, 20);
+        // The context size is that of the last answer that was not aborted.
+        assert_eq!(a.footer.context_tokens, 1010);
+    }
 }
 
 #[test]
@@ -2292,4 +2360,88 @@ fn summarization_retries_show_as_notices() {
         }]
     );
     assert!(driver.navigate_tree("zz", &BranchSummary::None).is_err());
+}
+
+#[test]
+fn a_slash_prompt_that_is_no_command_is_sent() {
+    let mut a = app();
+    let out = typed(&mut a, "/usr/local/bin/python crashes, why?");
+    assert!(out.is_empty());
+    let out = update(&mut a, key(KeyCode::Enter));
+    assert_eq!(
+        out,
+        vec![Effect::Prompt("/usr/local/bin/python crashes, why?".into())]
+    );
+    assert!(a.editor.is_empty());
+    // A real command still runs as one.
+    typed(&mut a, "/hotkeys");
+    update(&mut a, key(KeyCode::Enter));
+    assert!(matches!(a.dialog, Some(Dialog::Hotkeys)));
+}
+
+#[test]
+fn shift_tab_offers_xhigh_only_where_the_model_has_it() {
+    let mut a = app();
+    a.thinking = ThinkingLevel::High;
+    let backtab = || Msg::Key(KeyEvent::new(KeyCode::BackTab, KeyModifiers::SHIFT));
+    // claude-sonnet-4-5 declares no xhigh: high wraps to off.
+    assert_eq!(
+        update(&mut a, backtab()),
+        vec![Effect::SetThinking(ThinkingLevel::Off)]
+    );
+    // gpt-5 (in this list) declares it.
+    a.model = a.models.iter().find(|m| m.id == "gpt-5").cloned();
+    a.thinking = ThinkingLevel::High;
+    update(&mut a, backtab());
+    assert_eq!(a.thinking, ThinkingLevel::XHigh);
+    // /settings offers the same levels.
+    a.model = a.models.first().cloned();
+    a.open_settings();
+    match &a.dialog {
+        Some(Dialog::Settings(s)) => assert!(!s.items[0].options.contains(&"xhigh".to_string())),
+        other => panic!("{other:?}"),
+    }
+}
+
+#[test]
+fn an_aborted_turn_keeps_the_context_size() {
+    let mut a = app();
+    conversation(&mut a);
+    let before = a.footer.context_tokens;
+    assert!(before > 0);
+    update(
+        &mut a,
+        Msg::Agent(AgentEvent::MessageStart {
+            role: "assistant".into(),
+            text: String::new(),
+        }),
+    );
+    update(
+        &mut a,
+        Msg::Agent(AgentEvent::MessageEnd {
+            role: "assistant".into(),
+            usage: Some(Usage::default()),
+            error: Some("Request was aborted".into()),
+        }),
+    );
+    assert_eq!(a.footer.context_tokens, before);
+}
+
+#[test]
+fn settings_show_auto_compaction_as_configured() {
+    let opts = super::TuiOptions::new(PathBuf::from("/work/project"));
+    // On unless settings turn it off, as in Pi.
+    assert!(opts.auto_compact);
+    let driver = FakeDriver::default();
+    let mut a = super::initial_app(&opts, &driver);
+    assert!(a.footer.auto_compact);
+    a.open_settings();
+    match &a.dialog {
+        Some(Dialog::Settings(s)) => {
+            let item = s.items.iter().find(|i| i.key == "compaction.enabled");
+            let item = item.map(|i| i.options[i.value].as_str());
+            assert_eq!(item, Some("true"));
+        }
+        other => panic!("{other:?}"),
+    }
 }
