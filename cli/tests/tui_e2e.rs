@@ -1011,3 +1011,37 @@ async fn shift_enter_under_tmux_extended_keys() {
         "first line\nsecond line"
     );
 }
+
+/// A provider error that Pi retries: the countdown shows, a message typed during the wait
+/// is queued (not refused with "Agent is already processing"), escape cancels the retry.
+#[tokio::test(flavor = "multi_thread")]
+async fn retry_wait_queues_input_and_escape_cancels() {
+    if !enabled() {
+        eprintln!("skipped: set PI_TUI_E2E=1");
+        return;
+    }
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let (agent, cwd, _sessions, command) = pi_dirs(tmp.path(), "");
+    // A long backoff, so the wait is still on while we type.
+    std::fs::write(
+        agent.join("settings.json"),
+        r#"{"retry": {"baseDelayMs": 60000, "maxRetries": 3}}"#,
+    )
+    .expect("settings");
+    let _fake = fake_llm_with(
+        &agent,
+        json!([{"http_error": {"status": 503, "body": {"error": {"message": "overloaded"}}}}]),
+    )
+    .await;
+    let name = format!("pi-tui-e2e-retry-{}", std::process::id());
+    let tmux = Tmux::start(&name, &cwd, &command);
+    tmux.wait_for("to interrupt");
+    tmux.keys(&["Do the thing", "Enter"]);
+    tmux.wait_for("Retrying (1/3) in");
+    tmux.keys(&["also this", "Enter"]);
+    let screen = tmux.wait_for("Steering: also this");
+    assert!(!screen.contains("already processing"), "{screen}");
+    tmux.keys(&["Escape"]);
+    let screen = tmux.wait_for("Retry failed after 1 attempts");
+    assert!(!screen.contains("Retrying (1/3)"), "{screen}");
+}

@@ -251,6 +251,27 @@ pub struct App {
     pub now_ms: i64,
     /// When each running tool call started (`now_ms`), for the duration bash shows.
     pub tool_started: std::collections::HashMap<String, i64>,
+    /// A failed request waiting to be retried.
+    pub retry: Option<RetryWait>,
+    /// The transcript's height and total line count on the last frame (the renderer
+    /// writes it), so paging moves by a screenful.
+    pub view: std::cell::Cell<(u16, u64)>,
+}
+
+/// A retry the agent waits for: shown as Pi's countdown in the status line.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RetryWait {
+    pub attempt: u64,
+    pub max_attempts: u64,
+    /// When the retry fires (`now_ms` clock).
+    pub due_ms: i64,
+}
+
+impl RetryWait {
+    /// Whole seconds left, rounded up (0 once due).
+    pub fn seconds_left(&self, now_ms: i64) -> i64 {
+        ((self.due_ms - now_ms).max(0) + 999) / 1000
+    }
 }
 
 impl App {
@@ -296,6 +317,8 @@ impl App {
             exit_message: None,
             now_ms: 0,
             tool_started: std::collections::HashMap::new(),
+            retry: None,
+            view: std::cell::Cell::new((0, 0)),
         }
     }
 
@@ -999,7 +1022,7 @@ impl App {
             },
             "reload" => out.push(Effect::Reload),
             "trust" => out.push(Effect::OpenTrust),
-            "hotkeys" => self.dialog = Some(Dialog::Hotkeys),
+            "hotkeys" => self.dialog = Some(Dialog::Hotkeys(0)),
             "quit" | "exit" => out.push(Effect::Quit),
             // Skills, prompt templates and anything that is no command (a path such as
             // `/usr/local/bin/python crashes`) go to the agent as prompts, as in Pi.
@@ -1010,9 +1033,13 @@ impl App {
 
     fn on_agent(&mut self, ev: AgentEvent) {
         match ev {
-            AgentEvent::AgentStart => self.working = true,
+            AgentEvent::AgentStart => {
+                self.working = true;
+                self.retry = None;
+            }
             AgentEvent::AgentEnd => {
                 self.working = false;
+                self.retry = None;
                 self.steering.clear();
                 self.follow_up.clear();
             }
@@ -1154,6 +1181,33 @@ impl App {
                 self.summarizing_branch = false;
                 self.transcript
                     .push(Item::Error(format!("Navigation failed: {e}")));
+            }
+            AgentEvent::RetryStart {
+                attempt,
+                max_attempts,
+                delay_ms,
+            } => {
+                // The turn that failed has ended, but the agent is not done: what is typed
+                // now is queued (Pi keeps streaming through the wait).
+                self.working = true;
+                self.retry = Some(RetryWait {
+                    attempt,
+                    max_attempts,
+                    due_ms: self.now_ms + delay_ms as i64,
+                });
+            }
+            AgentEvent::RetryEnd {
+                success,
+                attempt,
+                final_error,
+            } => {
+                self.retry = None;
+                if !success {
+                    self.transcript.push(Item::Error(format!(
+                        "Retry failed after {attempt} attempts: {}",
+                        final_error.as_deref().unwrap_or("Unknown error")
+                    )));
+                }
             }
             AgentEvent::Notice(t) => self.notice(t),
             AgentEvent::Error(e) => self.transcript.push(Item::Error(e)),
@@ -1423,13 +1477,31 @@ fn on_key(app: &mut App, k: KeyEvent, out: &mut Vec<Effect>) {
         app.complete_path();
         return;
     }
-    if m("tui.altScreen.pageUp") {
-        app.scroll = app.scroll.saturating_add(10);
-        return;
-    }
-    if m("tui.altScreen.pageDown") {
-        app.scroll = app.scroll.saturating_sub(10);
-        return;
+    // Transcript scrolling: a page is the transcript's height on the last frame.
+    let (height, total) = app.view.get();
+    let page = u64::from(height.max(1));
+    let top = total.saturating_sub(page);
+    let scroll_by = |app: &mut App, up: bool, n: u64| {
+        app.scroll = if up {
+            app.scroll.saturating_add(n).min(top)
+        } else {
+            app.scroll.saturating_sub(n)
+        };
+    };
+    for (action, up, n) in [
+        ("tui.altScreen.pageUp", true, page),
+        ("tui.altScreen.pageDown", false, page),
+        ("tui.altScreen.halfPageUp", true, page.div_ceil(2)),
+        ("tui.altScreen.halfPageDown", false, page.div_ceil(2)),
+        ("tui.altScreen.lineUp", true, 1),
+        ("tui.altScreen.lineDown", false, 1),
+        ("tui.altScreen.top", true, u64::MAX),
+        ("tui.altScreen.bottom", false, u64::MAX),
+    ] {
+        if m(action) {
+            scroll_by(app, up, n);
+            return;
+        }
     }
     let e = &mut app.editor;
     if m("tui.editor.historyPrevious") {
@@ -1517,8 +1589,26 @@ fn on_dialog_key(app: &mut App, k: KeyEvent, out: &mut Vec<Effect>) {
     };
     // Each arm puts the dialog back (possibly changed) or leaves it closed.
     let next: Option<Dialog> = match dialog {
-        Dialog::Hotkeys => {
-            (!(m("tui.select.cancel") || m("tui.select.confirm"))).then_some(Dialog::Hotkeys)
+        Dialog::Hotkeys(scroll) => {
+            if m("tui.select.cancel") || m("tui.select.confirm") {
+                None
+            } else {
+                // The list scrolls when the screen is too short for it.
+                let page = usize::from(app.view.get().0.max(2)) / 2;
+                let last = super::dialogs::HOTKEYS.len().saturating_sub(1);
+                let scroll = if m("tui.select.up") {
+                    scroll.saturating_sub(1)
+                } else if m("tui.select.down") {
+                    scroll + 1
+                } else if m("tui.select.pageUp") {
+                    scroll.saturating_sub(page)
+                } else if m("tui.select.pageDown") {
+                    scroll + page
+                } else {
+                    scroll
+                };
+                Some(Dialog::Hotkeys(scroll.min(last)))
+            }
         }
         Dialog::ModelPicker(mut p) => {
             if m("tui.select.cancel") {

@@ -174,6 +174,19 @@ pub enum AgentEvent {
     TreeNavigationAborted,
     /// A tree navigation failed; nothing changed.
     TreeNavigationFailed(String),
+    /// A failed request will be retried after `delay_ms` (Pi's `auto_retry_start`); the
+    /// agent is still busy, so input is queued and escape cancels the retry.
+    RetryStart {
+        attempt: u64,
+        max_attempts: u64,
+        delay_ms: u64,
+    },
+    /// The retries are over (`auto_retry_end`).
+    RetryEnd {
+        success: bool,
+        attempt: u64,
+        final_error: Option<String>,
+    },
     /// Something for the user that is not part of the conversation.
     Notice(String),
     Error(String),
@@ -208,10 +221,19 @@ impl AgentEvent {
             "agent_start" => AgentEvent::AgentStart,
             // `agent_settled` also ends runs that failed before `agent_start`.
             "agent_end" | "agent_settled" => AgentEvent::AgentEnd,
-            "auto_retry_start" => AgentEvent::Notice(format!(
-                "Retrying (attempt {})...",
-                v.get("attempt").and_then(Value::as_u64).unwrap_or(1)
-            )),
+            "auto_retry_start" => AgentEvent::RetryStart {
+                attempt: u64_at(v, "attempt").max(1),
+                max_attempts: u64_at(v, "maxAttempts"),
+                delay_ms: u64_at(v, "delayMs"),
+            },
+            "auto_retry_end" => AgentEvent::RetryEnd {
+                success: v.get("success").and_then(Value::as_bool).unwrap_or(false),
+                attempt: u64_at(v, "attempt"),
+                final_error: v
+                    .get("finalError")
+                    .and_then(Value::as_str)
+                    .map(str::to_string),
+            },
             // Pi shows the error and a retry countdown; the retried attempt and the end of
             // the loop change nothing on this screen.
             "summarization_retry_scheduled" => AgentEvent::Notice(format!(

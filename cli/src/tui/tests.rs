@@ -2376,7 +2376,7 @@ fn a_slash_prompt_that_is_no_command_is_sent() {
     // A real command still runs as one.
     typed(&mut a, "/hotkeys");
     update(&mut a, key(KeyCode::Enter));
-    assert!(matches!(a.dialog, Some(Dialog::Hotkeys)));
+    assert!(matches!(a.dialog, Some(Dialog::Hotkeys(_))));
 }
 
 #[test]
@@ -2444,4 +2444,182 @@ fn settings_show_auto_compaction_as_configured() {
         }
         other => panic!("{other:?}"),
     }
+}
+
+#[test]
+fn a_retry_wait_queues_input_counts_down_and_escape_cancels_it() {
+    let mut a = app();
+    a.now_ms = 10_000;
+    let parsed = AgentEvent::from_pi_json(&serde_json::json!({"type": "auto_retry_start",
+        "attempt": 1, "maxAttempts": 3, "delayMs": 2000, "errorMessage": "503 overloaded"}));
+    assert_eq!(
+        parsed,
+        Some(AgentEvent::RetryStart {
+            attempt: 1,
+            max_attempts: 3,
+            delay_ms: 2000
+        })
+    );
+    for ev in [
+        AgentEvent::AgentStart,
+        AgentEvent::MessageStart {
+            role: "assistant".into(),
+            text: String::new(),
+        },
+        AgentEvent::MessageEnd {
+            role: "assistant".into(),
+            usage: None,
+            error: Some("503 overloaded".into()),
+        },
+        AgentEvent::AgentEnd,
+    ]
+    .into_iter()
+    .chain(parsed)
+    {
+        update(&mut a, Msg::Agent(ev));
+    }
+    assert!(screen(&a, 70, 20).contains("Retrying (1/3) in 2s... (escape to cancel)"));
+    a.now_ms = 11_200;
+    assert!(screen(&a, 70, 20).contains("Retrying (1/3) in 1s..."));
+    // Typed while the retry waits: queued as steering, not refused as a second prompt.
+    typed(&mut a, "also check the logs");
+    let out = update(&mut a, key(KeyCode::Enter));
+    assert_eq!(out, vec![Effect::Steer("also check the logs".into())]);
+    // Escape cancels the retry (the agent's abort ends the wait).
+    let out = update(&mut a, key(KeyCode::Esc));
+    assert!(out.contains(&Effect::Abort), "{out:?}");
+    let end = AgentEvent::from_pi_json(&serde_json::json!({"type": "auto_retry_end",
+        "success": false, "attempt": 1, "finalError": "Retry cancelled"}));
+    for ev in end.into_iter().chain([AgentEvent::AgentEnd]) {
+        update(&mut a, Msg::Agent(ev));
+    }
+    let shown = screen(&a, 70, 20);
+    assert!(
+        shown.contains("Retry failed after 1 attempts: Retry cancelled"),
+        "{shown}"
+    );
+    assert!(!shown.contains("Retrying ("), "{shown}");
+}
+
+#[test]
+fn tools_render_as_pi_shows_them() {
+    let mut a = app();
+    a.now_ms = 5_000;
+    let output: String = (1..=8).map(|i| format!("out {i}\n")).collect();
+    let diff = " 1 keep\n-2 old line\n+2 new line";
+    let events = vec![
+        AgentEvent::ToolStart {
+            id: "b".into(),
+            name: "bash".into(),
+            args: r#"{"command":"make test"}"#.into(),
+        },
+        AgentEvent::ToolEnd {
+            id: "b".into(),
+            output,
+            is_error: false,
+            diff: None,
+        },
+        AgentEvent::ToolStart {
+            id: "w".into(),
+            name: "write".into(),
+            args: serde_json::json!({"path": "notes.txt", "content": "first\nsecond"}).to_string(),
+        },
+        AgentEvent::ToolEnd {
+            id: "w".into(),
+            output: "Successfully wrote 12 bytes to notes.txt".into(),
+            is_error: false,
+            diff: None,
+        },
+        AgentEvent::ToolStart {
+            id: "e".into(),
+            name: "edit".into(),
+            args: serde_json::json!({"path": "src/a.rs", "oldText": "old line", "newText": "new line"})
+                .to_string(),
+        },
+    ];
+    for (i, e) in events.into_iter().enumerate() {
+        if i == 1 {
+            a.now_ms = 6_500;
+        }
+        update(&mut a, Msg::Agent(e));
+    }
+    let end = AgentEvent::from_pi_json(&serde_json::json!({"type": "tool_execution_end",
+        "toolCallId": "e", "toolName": "edit", "isError": false,
+        "result": {"content": [{"type": "text", "text": "Successfully replaced text in src/a.rs."}],
+                   "details": {"diff": diff, "firstChangedLine": 2}}}));
+    if let Some(e) = end {
+        update(&mut a, Msg::Agent(e));
+    }
+    let shown = screen(&a, 70, 40);
+    // bash: the command, the last five lines behind a count of the earlier ones, the time.
+    assert!(shown.contains("$ make test"), "{shown}");
+    assert!(
+        shown.contains("... (3 earlier lines, ctrl+o to expand)"),
+        "{shown}"
+    );
+    assert!(!shown.contains("out 3 ") && shown.contains("out 4") && shown.contains("out 8"));
+    assert!(shown.contains("Took 1.5s"), "{shown}");
+    // write: the content written.
+    assert!(
+        shown.contains("write notes.txt") && shown.contains("second"),
+        "{shown}"
+    );
+    // edit: the diff from the result, not the one-line confirmation.
+    assert!(
+        shown.contains("-2 old line") && shown.contains("+2 new line"),
+        "{shown}"
+    );
+    assert!(!shown.contains("Successfully replaced"), "{shown}");
+    // A session loaded from disk shows the diff too.
+    let mut b = app();
+    b.load_messages(&[
+        serde_json::json!({"role": "assistant", "content": [{"type": "toolCall", "id": "e",
+            "name": "edit", "arguments": {"path": "src/a.rs"}}], "stopReason": "toolUse"}),
+        serde_json::json!({"role": "toolResult", "toolCallId": "e", "toolName": "edit",
+            "content": [{"type": "text", "text": "ok"}], "details": {"diff": diff},
+            "isError": false}),
+    ]);
+    assert!(screen(&b, 70, 20).contains("+2 new line"));
+}
+
+#[test]
+fn hotkeys_show_every_row_and_paging_moves_a_screenful() {
+    let mut a = app();
+    typed(&mut a, "/hotkeys");
+    update(&mut a, key(KeyCode::Esc));
+    update(&mut a, key(KeyCode::Enter));
+    // Tall enough: every shortcut is listed, the last one included.
+    let shown = screen(&a, 70, 40);
+    assert!(shown.contains("scroll to the end and follow"), "{shown}");
+    // Too short: the list scrolls to its end.
+    for _ in 0..40 {
+        update(&mut a, key(KeyCode::Down));
+    }
+    let shown = screen(&a, 70, 16);
+    assert!(shown.contains("scroll to the end and follow"), "{shown}");
+    update(&mut a, key(KeyCode::Esc));
+
+    for i in 0..100 {
+        update(
+            &mut a,
+            Msg::Agent(AgentEvent::Notice(format!("notice {i}"))),
+        );
+    }
+    screen(&a, 70, 30);
+    let (height, total) = a.view.get();
+    assert!(height > 10 && total >= 200, "{height} {total}");
+    update(&mut a, key(KeyCode::PageUp));
+    assert_eq!(a.scroll, u64::from(height));
+    // ctrl+home goes to the top, ctrl+end back to the end (following new output).
+    update(
+        &mut a,
+        Msg::Key(KeyEvent::new(KeyCode::Home, KeyModifiers::CONTROL)),
+    );
+    assert_eq!(a.scroll, total - u64::from(height));
+    assert!(screen(&a, 70, 30).contains("notice 0 "));
+    update(
+        &mut a,
+        Msg::Key(KeyEvent::new(KeyCode::End, KeyModifiers::CONTROL)),
+    );
+    assert_eq!(a.scroll, 0);
 }
