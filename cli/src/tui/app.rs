@@ -112,6 +112,8 @@ pub enum Effect {
         value: serde_json::Value,
     },
     SaveScopedModels(Vec<String>),
+    /// `/session`: show the session's file, id, message counts, tokens and cost.
+    SessionInfo,
 }
 
 /// Footer data.
@@ -137,6 +139,7 @@ pub const BUILTIN_COMMANDS: &[(&str, &str)] = &[
     ("model", "Select model (opens selector UI)"),
     ("scoped-models", "Enable/disable models for ctrl+p cycling"),
     ("settings", "Open settings menu"),
+    ("thinking", "Set the thinking level"),
     ("resume", "Resume a different session"),
     ("new", "Start a new session"),
     ("name", "Set session display name"),
@@ -253,6 +256,8 @@ pub struct App {
     pub tool_started: std::collections::HashMap<String, i64>,
     /// A failed request waiting to be retried.
     pub retry: Option<RetryWait>,
+    /// ctrl+] (true) or ctrl+alt+] (false) was pressed: the next character is the target.
+    pub jump: Option<bool>,
     /// The transcript's height and total line count on the last frame (the renderer
     /// writes it), so paging moves by a screenful.
     pub view: std::cell::Cell<(u16, u64)>,
@@ -318,6 +323,7 @@ impl App {
             now_ms: 0,
             tool_started: std::collections::HashMap::new(),
             retry: None,
+            jump: None,
             view: std::cell::Cell::new((0, 0)),
         }
     }
@@ -534,6 +540,58 @@ impl App {
         self.footer.git_branch = super::git_branch(&cwd);
         self.files.clear();
         self.cwd = cwd;
+    }
+
+    /// `/session`, as Pi prints it: file and id, message counts, tokens and cost (the
+    /// totals cover the whole file, like the footer).
+    pub fn session_info(&mut self, session: Option<&pi_engine::session::Session>) {
+        let Some(s) = session else {
+            self.notice("No session");
+            return;
+        };
+        let (mut user, mut assistant, mut calls, mut results) = (0, 0, 0, 0);
+        for i in 0..s.entry_count() {
+            let idx = i as pi_engine::session::EntryIdx;
+            let record = s.entry(idx);
+            if record.is_message_with_role("user") {
+                user += 1;
+            } else if record.is_message_with_role("assistant") {
+                assistant += 1;
+                let v = s.entry_value(idx);
+                calls += v
+                    .pointer("/message/content")
+                    .and_then(serde_json::Value::as_array)
+                    .map_or(0, |parts| {
+                        parts
+                            .iter()
+                            .filter(|p| p.get("type").and_then(|t| t.as_str()) == Some("toolCall"))
+                            .count()
+                    });
+            } else if record.is_message_with_role("toolResult") {
+                results += 1;
+            }
+        }
+        let t = super::session_ops::session_totals(s);
+        let mut text = String::from("Session Info\n\n");
+        if let Some(name) = s.session_name() {
+            text.push_str(&format!("Name: {name}\n"));
+        }
+        let file = s
+            .path()
+            .map(|p| p.display().to_string())
+            .unwrap_or_else(|| "In-memory".into());
+        text.push_str(&format!(
+            "File: {file}\nID: {}\n\nMessages\nUser: {user}\nAssistant: {assistant}\nTool Calls: {calls}\nTool Results: {results}\nTotal: {}\n\nTokens\nInput: {}\nOutput: {}\nCache Read: {}\nCache Write: {}\nTotal: {}\n\nCost\nTotal: ${:.4}",
+            s.session_id().unwrap_or_default(),
+            user + assistant + results,
+            t.input,
+            t.output,
+            t.cache_read,
+            t.cache_write,
+            t.input + t.output + t.cache_read + t.cache_write,
+            t.cost
+        ));
+        self.notice(text);
     }
 
     pub fn notice(&mut self, text: impl Into<String>) {
@@ -985,15 +1043,40 @@ impl App {
                 }
                 None => self.notice("Usage: /name <name>"),
             },
-            "session" => {
-                let t = self.footer.totals;
-                let info = format!(
-                    "Session: {}\nModel: {}\nTokens: {} in, {} out, {} cache read, {} cache write\nCost: ${:.4}",
-                    self.footer.session_name.as_deref().unwrap_or("(unnamed)"),
-                    self.model.as_ref().map(ModelInfo::key).unwrap_or_else(|| "(none)".into()),
-                    t.input, t.output, t.cache_read, t.cache_write, t.cost
-                );
-                self.notice(info);
+            // The loop reads the session (file, id, message counts) and calls `session_info`.
+            "session" => out.push(Effect::SessionInfo),
+            "thinking" => {
+                let levels = ThinkingLevel::available(self.model.as_ref());
+                match arg.as_deref() {
+                    None => {
+                        let options = levels
+                            .iter()
+                            .map(|l| (l.as_str().to_string(), Some(Effect::SetThinking(*l))))
+                            .collect();
+                        self.dialog = Some(Dialog::Confirm(Confirm {
+                            title: "Thinking level".into(),
+                            message: String::new(),
+                            selected: levels.iter().position(|l| *l == self.thinking).unwrap_or(0),
+                            options,
+                            cancelled: String::new(),
+                        }));
+                    }
+                    Some(text) => match ThinkingLevel::parse(text) {
+                        Some(l) if levels.contains(&l) => {
+                            self.thinking = l;
+                            out.push(Effect::SetThinking(l));
+                            self.notice(format!("Thinking level: {}", l.as_str()));
+                        }
+                        _ => self.transcript.push(Item::Error(format!(
+                            "Invalid thinking level \"{text}\" for this model. Available: {}",
+                            levels
+                                .iter()
+                                .map(|l| l.as_str())
+                                .collect::<Vec<_>>()
+                                .join(", ")
+                        ))),
+                    },
+                }
             }
             "tree" => out.push(Effect::OpenTree),
             "fork" => out.push(Effect::OpenFork),
@@ -1503,6 +1586,35 @@ fn on_key(app: &mut App, k: KeyEvent, out: &mut Vec<Effect>) {
             return;
         }
     }
+    if let Some(forward) = app.jump.take() {
+        if let Some(c) = is_char(&k) {
+            app.editor.jump_to(c, forward);
+        }
+        return;
+    }
+    if m("tui.editor.jumpForward") || m("tui.editor.jumpBackward") {
+        app.jump = Some(m("tui.editor.jumpForward"));
+        return;
+    }
+    if m("tui.editor.undo") {
+        app.editor.undo();
+        app.update_completion();
+        return;
+    }
+    // Edits are undo steps; moving the cursor is not.
+    let edits = [
+        "tui.editor.deleteWordBackward",
+        "tui.editor.deleteCharBackward",
+        "tui.editor.deleteCharForward",
+        "tui.editor.deleteToLineStart",
+        "tui.editor.deleteToLineEnd",
+        "tui.editor.yank",
+    ];
+    if edits.iter().any(|a| m(a)) {
+        app.editor.checkpoint(false);
+    } else if let Some(c) = is_char(&k) {
+        app.editor.checkpoint(!c.is_whitespace());
+    }
     let e = &mut app.editor;
     if m("tui.editor.historyPrevious") {
         e.history_prev();
@@ -1534,6 +1646,8 @@ fn on_key(app: &mut App, k: KeyEvent, out: &mut Vec<Effect>) {
         e.delete_to_line_start();
     } else if m("tui.editor.deleteToLineEnd") {
         e.delete_to_line_end();
+    } else if m("tui.editor.yank") {
+        e.yank();
     } else if let Some(c) = is_char(&k) {
         e.insert_char(c);
     } else {

@@ -413,7 +413,11 @@ fn apply_effect(
         }
         Effect::Compact(i) => driver.compact(i.as_deref()),
         Effect::SetModel(m) => driver.set_model(&m),
-        Effect::SetThinking(l) => driver.set_thinking(l),
+        Effect::SetThinking(l) => {
+            app.thinking = l;
+            driver.set_thinking(l);
+        }
+        Effect::SessionInfo => app.session_info(driver.session().as_ref()),
         Effect::NavigateTree { entry, summary } => {
             // The outcome arrives as an agent event (a summary takes a model call).
             if let Err(e) = driver.navigate_tree(&entry, &summary) {
@@ -594,12 +598,27 @@ fn export_session(
             .unwrap_or_else(|| format!("pi-session-{id}.html")),
     );
     let bytes = match path.extension().and_then(|e| e.to_str()) {
-        Some("jsonl") => session.to_jsonl(),
+        Some("jsonl") => branch_jsonl(&session),
         Some("md") => pi_engine::export::markdown::render(&session).into_bytes(),
         _ => pi_engine::export::html::render(&session).into_bytes(),
     };
     std::fs::write(&path, bytes)?;
     Ok(path)
+}
+
+/// The header and the entries of the active branch, root first, each line as stored: what
+/// Pi's `/export file.jsonl` writes (other branches stay out).
+fn branch_jsonl(session: &pi_engine::session::Session) -> Vec<u8> {
+    let mut out = Vec::new();
+    if let Some(header) = session.header_line() {
+        out.extend_from_slice(header);
+        out.push(b'\n');
+    }
+    for idx in session.branch_path().entries {
+        out.extend_from_slice(session.entry_line(idx));
+        out.push(b'\n');
+    }
+    out
 }
 
 /// Refreshes what depends on the session after /resume, /new or /clone.

@@ -2318,6 +2318,40 @@ mod on_disk {
         // The context size is that of the last answer that was not aborted.
         assert_eq!(a.footer.context_tokens, 1010);
     }
+
+    #[test]
+    fn session_info_and_export_of_the_active_branch() {
+        let p = project();
+        let other = write_branched_session(&p);
+        let (d, _rt) = driver(&p, open_args(&other));
+        let mut a = App::new(p.cwd.clone());
+        typed(&mut a, "/session");
+        update(&mut a, key(KeyCode::Esc));
+        assert_eq!(
+            update(&mut a, key(KeyCode::Enter)),
+            vec![Effect::SessionInfo]
+        );
+        a.session_info(d.session().as_ref());
+        let info = notices(&a).pop().unwrap_or_default();
+        assert!(
+            info.contains(&format!("File: {}", other.display())),
+            "{info}"
+        );
+        assert!(info.contains("ID: sess-b"), "{info}");
+        assert!(
+            info.contains("User: 2") && info.contains("Assistant: 3"),
+            "{info}"
+        );
+        assert!(info.contains("Input: 3000"), "{info}");
+
+        // `/export f.jsonl` writes the header and the active branch only (a2 is off it).
+        let out = must(super::super::export_session(&d, &p.cwd, Some("f.jsonl")));
+        let ids: Vec<String> = lines_of(&out)
+            .iter()
+            .map(|l| l["id"].as_str().unwrap_or("").to_string())
+            .collect();
+        assert_eq!(ids, ["sess-b", "m1", "u1", "a1", "u2", "a3"]);
+    }
 }
 
 #[test]
@@ -2622,4 +2656,51 @@ fn hotkeys_show_every_row_and_paging_moves_a_screenful() {
         Msg::Key(KeyEvent::new(KeyCode::End, KeyModifiers::CONTROL)),
     );
     assert_eq!(a.scroll, 0);
+}
+
+#[test]
+fn editor_yank_undo_and_jump() {
+    let mut a = app();
+    typed(&mut a, "hello big world");
+    update(&mut a, ctrl('w'));
+    assert_eq!(a.editor.text(), "hello big ");
+    update(&mut a, ctrl('a'));
+    update(&mut a, ctrl('y'));
+    assert_eq!(a.editor.text(), "worldhello big ");
+    // ctrl+- takes back the yank, then the deletion, then the last typed word.
+    update(&mut a, ctrl('-'));
+    assert_eq!(a.editor.text(), "hello big ");
+    update(&mut a, ctrl('-'));
+    assert_eq!(a.editor.text(), "hello big world");
+    update(&mut a, ctrl('-'));
+    assert_eq!(a.editor.text(), "hello big ");
+    // ctrl+] then a character jumps to it.
+    update(&mut a, ctrl('a'));
+    update(&mut a, ctrl(']'));
+    update(&mut a, key(KeyCode::Char('b')));
+    assert_eq!(a.editor.cursor(), (0, 6));
+    update(&mut a, key(KeyCode::Char('X')));
+    assert_eq!(a.editor.text(), "hello Xbig ");
+}
+
+#[test]
+fn thinking_command_sets_or_picks_a_level() {
+    let mut a = app();
+    a.thinking = ThinkingLevel::Low;
+    typed(&mut a, "/thinking high");
+    let out = update(&mut a, key(KeyCode::Enter));
+    assert_eq!(out, vec![Effect::SetThinking(ThinkingLevel::High)]);
+    assert_eq!(a.thinking, ThinkingLevel::High);
+    // claude-sonnet-4-5 has no xhigh here.
+    typed(&mut a, "/thinking xhigh");
+    assert!(update(&mut a, key(KeyCode::Enter)).is_empty());
+    assert_eq!(a.thinking, ThinkingLevel::High);
+    // Without a level: a picker of the model's levels, on the current one.
+    typed(&mut a, "/thinking");
+    update(&mut a, key(KeyCode::Esc));
+    update(&mut a, key(KeyCode::Enter));
+    assert!(matches!(a.dialog, Some(Dialog::Confirm(_))));
+    update(&mut a, key(KeyCode::Up));
+    let out = update(&mut a, key(KeyCode::Enter));
+    assert_eq!(out, vec![Effect::SetThinking(ThinkingLevel::Medium)]);
 }
