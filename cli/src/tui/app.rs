@@ -258,6 +258,8 @@ pub struct App {
     pub retry: Option<RetryWait>,
     /// ctrl+] (true) or ctrl+alt+] (false) was pressed: the next character is the target.
     pub jump: Option<bool>,
+    /// The transcript index of the last status line (see [`App::status`]).
+    pub status_at: Option<usize>,
     /// The transcript's height and total line count on the last frame (the renderer
     /// writes it), so paging moves by a screenful.
     pub view: std::cell::Cell<(u16, u64)>,
@@ -324,6 +326,7 @@ impl App {
             tool_started: std::collections::HashMap::new(),
             retry: None,
             jump: None,
+            status_at: None,
             view: std::cell::Cell::new((0, 0)),
         }
     }
@@ -377,6 +380,7 @@ impl App {
             .filter(|i| matches!(i, Item::Header(_)))
             .cloned();
         self.transcript.clear();
+        self.status_at = None;
         self.transcript.extend(header);
         self.footer.totals = Usage::default();
         self.footer.context_tokens = 0;
@@ -594,6 +598,20 @@ impl App {
         self.notice(text);
     }
 
+    /// A one-line status, as Pi's `showStatus`: it replaces the previous status line when
+    /// nothing was added after it, so cycling models does not fill the transcript.
+    pub fn status(&mut self, text: String) {
+        let n = self.transcript.len();
+        if n > 0 && self.status_at == Some(n - 1) {
+            if let Some(Item::Notice(t)) = self.transcript.last_mut() {
+                *t = text;
+                return;
+            }
+        }
+        self.transcript.push(Item::Notice(text));
+        self.status_at = Some(self.transcript.len() - 1);
+    }
+
     pub fn notice(&mut self, text: impl Into<String>) {
         self.transcript.push(Item::Notice(text.into()));
     }
@@ -760,6 +778,17 @@ impl App {
             };
             out.push(Effect::SetThinking(self.thinking));
         }
+        let name = if model.name.is_empty() {
+            &model.id
+        } else {
+            &model.name
+        };
+        let thinking = if model.reasoning {
+            format!(" (thinking: {})", self.thinking.as_str())
+        } else {
+            String::new()
+        };
+        self.status(format!("Switched to {name}{thinking}"));
     }
 
     /// Sends what was held during a branch summary, as Pi flushes its compaction queue
@@ -1515,6 +1544,7 @@ fn on_key(app: &mut App, k: KeyEvent, out: &mut Vec<Effect>) {
     if m("app.thinking.cycle") {
         app.thinking = app.thinking.next(app.model.as_ref());
         out.push(Effect::SetThinking(app.thinking));
+        app.status(format!("Thinking level: {}", app.thinking.as_str()));
         return;
     }
     if m("app.thinking.toggle") {

@@ -2704,3 +2704,27 @@ fn thinking_command_sets_or_picks_a_level() {
     let out = update(&mut a, key(KeyCode::Enter));
     assert_eq!(out, vec![Effect::SetThinking(ThinkingLevel::Medium)]);
 }
+
+#[test]
+fn cycling_models_and_thinking_says_so_on_one_status_line() {
+    let mut a = app();
+    let before = a.transcript.len();
+    update(&mut a, ctrl('p'));
+    update(&mut a, ctrl('p'));
+    let notices: Vec<&Item> = a.transcript.items()[before..].iter().collect();
+    // claude-haiku-4-5 (no reasoning: thinking goes off), then gpt-5: the second status
+    // replaced the first.
+    assert_eq!(
+        notices,
+        [&Item::Notice("Switched to gpt-5 (thinking: off)".into())]
+    );
+    update(
+        &mut a,
+        Msg::Key(KeyEvent::new(KeyCode::BackTab, KeyModifiers::SHIFT)),
+    );
+    assert_eq!(
+        a.transcript.items().last(),
+        Some(&Item::Notice("Thinking level: minimal".into()))
+    );
+    assert_eq!(a.transcript.len(), before + 1);
+}
