@@ -260,6 +260,8 @@ pub struct App {
     pub jump: Option<bool>,
     /// The transcript index of the last status line (see [`App::status`]).
     pub status_at: Option<usize>,
+    /// Large pastes shown in the editor as markers: (marker, text), numbered from 1.
+    pub pastes: Vec<(String, String)>,
     /// The transcript's height and total line count on the last frame (the renderer
     /// writes it), so paging moves by a screenful.
     pub view: std::cell::Cell<(u16, u64)>,
@@ -327,6 +329,7 @@ impl App {
             retry: None,
             jump: None,
             status_at: None,
+            pastes: Vec::new(),
             view: std::cell::Cell::new((0, 0)),
         }
     }
@@ -964,7 +967,19 @@ impl App {
         }
     }
 
+    /// The editor text with paste markers replaced by what was pasted.
+    fn expand_pastes(&self, text: String) -> String {
+        self.pastes
+            .iter()
+            .fold(text, |t, (marker, pasted)| t.replace(marker, pasted))
+    }
+
     fn submit(&mut self, follow_up: bool, out: &mut Vec<Effect>) {
+        if !self.pastes.is_empty() {
+            let text = self.expand_pastes(self.editor.text());
+            self.pastes.clear();
+            self.editor.set_text(&text);
+        }
         let text = self.editor.text();
         let trimmed = text.trim();
         if trimmed.is_empty() {
@@ -1367,7 +1382,22 @@ pub fn update(app: &mut App, msg: Msg) -> Vec<Effect> {
                 }
             }
             None => {
-                app.editor.insert_str(&text);
+                app.editor.checkpoint(false);
+                let text = text.replace("\r\n", "\n").replace('\r', "\n");
+                let lines = text.split('\n').count();
+                let chars = text.chars().count();
+                // A large paste shows as a marker, as in Pi; submit expands it.
+                if lines > 10 || chars > 1000 {
+                    let marker = if lines > 10 {
+                        format!("[paste #{} +{lines} lines]", app.pastes.len() + 1)
+                    } else {
+                        format!("[paste #{} {chars} chars]", app.pastes.len() + 1)
+                    };
+                    app.pastes.push((marker.clone(), text));
+                    app.editor.insert_str(&marker);
+                } else {
+                    app.editor.insert_str(&text);
+                }
                 app.update_completion();
             }
         },

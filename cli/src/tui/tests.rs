@@ -2728,3 +2728,29 @@ fn cycling_models_and_thinking_says_so_on_one_status_line() {
     );
     assert_eq!(a.transcript.len(), before + 1);
 }
+
+#[test]
+fn large_pastes_show_as_markers_and_are_sent_whole() {
+    let mut a = app();
+    let big: String = (1..=12).map(|i| format!("row {i}\n")).collect();
+    let big = big.trim_end().to_string();
+    typed(&mut a, "look: ");
+    update(&mut a, Msg::Paste(big.clone()));
+    update(&mut a, Msg::Paste("x".repeat(1500)));
+    assert_eq!(
+        a.editor.text(),
+        "look: [paste #1 +12 lines][paste #2 1500 chars]"
+    );
+    assert!(screen(&a, 80, 20).contains("[paste #1 +12 lines]"));
+    // A small paste goes in as it is.
+    update(&mut a, Msg::Paste(" ok".into()));
+    let out = update(&mut a, key(KeyCode::Enter));
+    assert_eq!(
+        out,
+        vec![Effect::Prompt(format!(
+            "look: {big}{} ok",
+            "x".repeat(1500)
+        ))]
+    );
+    assert!(a.pastes.is_empty());
+}
