@@ -2054,6 +2054,12 @@ fn tree_key(
         return Some(Dialog::Tree(t));
     }
     if m("tui.select.cancel") {
+        // Escape clears a search first, then closes.
+        if !t.search.is_empty() {
+            t.search.clear();
+            t.rebuild();
+            return Some(Dialog::Tree(t));
+        }
         return None;
     }
     if m("tui.select.confirm") {
@@ -2122,6 +2128,13 @@ fn tree_key(
         t.move_by(-10);
     } else if m("tui.select.pageDown") || k.code == KeyCode::Right {
         t.move_by(10);
+    } else if k.code == KeyCode::Backspace && !t.search.is_empty() {
+        t.search.pop();
+        t.rebuild();
+    } else if let Some(c) = is_char(k) {
+        // Typing searches the tree, as in Pi's tree selector.
+        t.search.push(c);
+        t.rebuild();
     }
     Some(Dialog::Tree(t))
 }

@@ -662,6 +662,7 @@ fn draw_tree(app: &App, t: &TreeNav, area: Rect, buf: &mut Buffer) {
     let mut lines = Vec::new();
     let hint = match &t.label_edit {
         Some(l) => Line::from(vec![Span::styled("Label: ", theme.fg(theme.warning)), Span::raw(l.as_str()), Span::styled("█", theme.fg(theme.accent))]),
+        None if !t.search.is_empty() => Line::from(vec![Span::styled("Search: ", theme.fg(theme.dim)), Span::raw(t.search.as_str()), Span::styled(" (escape clears)", theme.fg(theme.dim))]),
         None => Line::styled("↑↓ move · ←→ page · ctrl+←/→ fold · ctrl+o filter · shift+l label · shift+t label time · enter select", theme.fg(theme.dim)),
     };
     lines.push(hint);

@@ -2754,3 +2754,36 @@ fn large_pastes_show_as_markers_and_are_sent_whole() {
     );
     assert!(a.pastes.is_empty());
 }
+
+#[test]
+fn typing_in_the_tree_searches_it() {
+    let mut a = tree_app();
+    let all = match &a.dialog {
+        Some(Dialog::Tree(t)) => t.rows.len(),
+        other => panic!("{other:?}"),
+    };
+    typed(&mut a, "AGAIN");
+    let texts = |a: &App| match &a.dialog {
+        Some(Dialog::Tree(t)) => t
+            .rows
+            .iter()
+            .map(|r| t.nodes[r.node].text.clone())
+            .collect::<Vec<_>>(),
+        other => panic!("{other:?}"),
+    };
+    // Any case; the entries whose text holds the query.
+    let found = texts(&a);
+    assert!(!found.is_empty() && found.len() < all, "{found:?}");
+    assert!(
+        found.iter().all(|t| t.to_lowercase().contains("again")),
+        "{found:?}"
+    );
+    assert!(screen(&a, 80, 24).contains("Search: AGAIN"));
+    update(&mut a, key(KeyCode::Backspace));
+    assert!(screen(&a, 80, 24).contains("Search: AGAI"));
+    // Escape clears the search, a second escape closes the tree.
+    update(&mut a, key(KeyCode::Esc));
+    assert_eq!(texts(&a).len(), all);
+    update(&mut a, key(KeyCode::Esc));
+    assert!(a.dialog.is_none());
+}
