@@ -30,6 +30,8 @@ fn app_with(messages: usize) -> App {
                 output: (0..30).map(|l| format!("test case_{l} ... ok")).collect::<Vec<_>>().join("\n"),
                 is_error: false,
                 done: true,
+                diff: None,
+                duration_ms: Some(1_500),
             },
             _ => Item::Assistant { text: "All tests pass now.".into(), thinking: String::new(), error: None },
         };

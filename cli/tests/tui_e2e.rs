@@ -23,11 +23,22 @@ fn enabled() -> bool {
 
 struct Tmux {
     name: String,
+    /// A private tmux server (`-L`), for tests that change server options.
+    socket: Option<String>,
 }
 
 impl Tmux {
     fn start(name: &str, cwd: &Path, command: &str) -> Tmux {
-        let status = Command::new("tmux")
+        Tmux::start_on(None, name, cwd, command)
+    }
+
+    /// A tmux command on this session's server.
+    fn tmux(&self) -> Command {
+        tmux_on(self.socket.as_deref())
+    }
+
+    fn start_on(socket: Option<&str>, name: &str, cwd: &Path, command: &str) -> Tmux {
+        let status = tmux_on(socket)
             .args([
                 "new-session",
                 "-d",
@@ -46,11 +57,13 @@ impl Tmux {
         assert!(status.success());
         Tmux {
             name: name.to_string(),
+            socket: socket.map(str::to_string),
         }
     }
 
     fn keys(&self, keys: &[&str]) {
-        let status = Command::new("tmux")
+        let status = self
+            .tmux()
             .args(["send-keys", "-t", &self.name])
             .args(keys)
             .status()
@@ -59,7 +72,8 @@ impl Tmux {
     }
 
     fn capture(&self) -> String {
-        let out = Command::new("tmux")
+        let out = self
+            .tmux()
             .args(["capture-pane", "-p", "-t", &self.name])
             .output()
             .expect("capture-pane");
@@ -67,7 +81,7 @@ impl Tmux {
     }
 
     fn alive(&self) -> bool {
-        Command::new("tmux")
+        self.tmux()
             .args(["has-session", "-t", &self.name])
             .output()
             .is_ok_and(|o| o.status.success())
@@ -95,10 +109,22 @@ impl Tmux {
 
 impl Drop for Tmux {
     fn drop(&mut self) {
-        let _ = Command::new("tmux")
-            .args(["kill-session", "-t", &self.name])
-            .status();
+        // A private server goes with its session (it holds nothing else of use).
+        let args: &[&str] = if self.socket.is_some() {
+            &["kill-server"]
+        } else {
+            &["kill-session", "-t", &self.name]
+        };
+        let _ = self.tmux().args(args).status();
     }
+}
+
+fn tmux_on(socket: Option<&str>) -> Command {
+    let mut c = Command::new("tmux");
+    if let Some(s) = socket {
+        c.args(["-L", s, "-f", "/dev/null"]);
+    }
+    c
 }
 
 fn shell_quote(p: &Path) -> String {
@@ -916,6 +942,108 @@ async fn queue_steering_and_follow_up_while_a_tool_runs() {
     assert_eq!(kept.len(), 1, "{saved:?}");
     tmux.keys(&["C-d"]);
     tmux.wait_for("EXITED-0");
+}
+
+/// A fake LLM answering `turns`, with `models.json` in `agent` pointing at it.
+async fn fake_llm_with(agent: &Path, turns: serde_json::Value) -> FakeLlm {
+    let script: Script = serde_json::from_value(json!({ "turns": turns })).expect("script");
+    let fake = FakeLlm::start(script).await.expect("fake llm");
+    let models = std::fs::read_to_string(format!("{FIXTURES}/tricky/agent/models.json"))
+        .expect("models.json")
+        .replace("127.0.0.1:18765", &format!("127.0.0.1:{}", fake.port()));
+    std::fs::write(agent.join("models.json"), models).expect("write models");
+    fake
+}
+
+/// Temp dirs `agent`, `cwd`, `sessions` and the shell command running `pi` in them.
+fn pi_dirs(tmp: &Path, extra: &str) -> (PathBuf, PathBuf, PathBuf, String) {
+    let agent = tmp.join("agent");
+    let cwd = tmp.join("cwd");
+    let sessions = tmp.join("sessions");
+    for d in [&agent, &cwd, &sessions] {
+        std::fs::create_dir_all(d).expect("mkdir");
+    }
+    let bin =
+        std::env::var("PI_TUI_E2E_BIN").unwrap_or_else(|_| env!("CARGO_BIN_EXE_pi").to_string());
+    let command = format!(
+        "env PI_CODING_AGENT_DIR={} {} --session-dir {} --model fakeoai/fake-model {extra}; echo EXITED-$?; sleep 30",
+        shell_quote(&agent),
+        shell_quote(Path::new(&bin)),
+        shell_quote(&sessions)
+    );
+    (agent, cwd, sessions, command)
+}
+
+/// Pi's documented tmux set-up (`extended-keys on`): shift+enter inserts a new line and
+/// enter still submits. tmux forwards modified keys only to a pane that asks for them.
+#[tokio::test(flavor = "multi_thread")]
+async fn shift_enter_under_tmux_extended_keys() {
+    if !enabled() {
+        eprintln!("skipped: set PI_TUI_E2E=1");
+        return;
+    }
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let (agent, cwd, sessions, command) = pi_dirs(tmp.path(), "");
+    let _fake = fake_llm_with(&agent, json!([{"text": "Got both lines."}])).await;
+    let socket = format!("pi-tui-e2e-keys-{}", std::process::id());
+    // A server with the option set before pi starts (a placeholder session keeps it up).
+    let _holder = Tmux::start_on(Some(&socket), "holder", &cwd, "sleep 60");
+    let status = tmux_on(Some(&socket))
+        .args(["set", "-g", "extended-keys", "on"])
+        .status()
+        .expect("tmux set");
+    assert!(status.success());
+    let tmux = Tmux::start_on(Some(&socket), "pi", &cwd, &command);
+    tmux.wait_for("to interrupt");
+    tmux.keys(&["first line", "S-Enter", "second line"]);
+    let screen = tmux.wait_for("second line");
+    assert!(!screen.contains("Got both lines."), "{screen}");
+    tmux.keys(&["Enter"]);
+    let screen = tmux.wait_for("Got both lines.");
+    eprintln!("{screen}");
+    let file = session_files(&sessions).pop().expect("session file");
+    let user = jsonl(&file)
+        .into_iter()
+        .find(|l| l["message"]["role"] == "user")
+        .expect("user message");
+    assert_eq!(
+        user["message"]["content"][0]["text"],
+        "first line\nsecond line"
+    );
+}
+
+/// A provider error that Pi retries: the countdown shows, a message typed during the wait
+/// is queued (not refused with "Agent is already processing"), escape cancels the retry.
+#[tokio::test(flavor = "multi_thread")]
+async fn retry_wait_queues_input_and_escape_cancels() {
+    if !enabled() {
+        eprintln!("skipped: set PI_TUI_E2E=1");
+        return;
+    }
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let (agent, cwd, _sessions, command) = pi_dirs(tmp.path(), "");
+    // A long backoff, so the wait is still on while we type.
+    std::fs::write(
+        agent.join("settings.json"),
+        r#"{"retry": {"baseDelayMs": 60000, "maxRetries": 3}}"#,
+    )
+    .expect("settings");
+    let _fake = fake_llm_with(
+        &agent,
+        json!([{"http_error": {"status": 503, "body": {"error": {"message": "overloaded"}}}}]),
+    )
+    .await;
+    let name = format!("pi-tui-e2e-retry-{}", std::process::id());
+    let tmux = Tmux::start(&name, &cwd, &command);
+    tmux.wait_for("to interrupt");
+    tmux.keys(&["Do the thing", "Enter"]);
+    tmux.wait_for("Retrying (1/3) in");
+    tmux.keys(&["also this", "Enter"]);
+    let screen = tmux.wait_for("Steering: also this");
+    assert!(!screen.contains("already processing"), "{screen}");
+    tmux.keys(&["Escape"]);
+    let screen = tmux.wait_for("Retry failed after 1 attempts");
+    assert!(!screen.contains("Retrying (1/3)"), "{screen}");
 }
 
 /// `!cmd` runs through the session host as RPC's `bash` does: its output is shown, the

@@ -275,6 +275,14 @@ impl AgentDriver for AgentSessionDriver {
         self.agent().messages()
     }
 
+    fn current_model(&self) -> Option<ModelInfo> {
+        self.agent().model().map(|m| ModelInfo::from_engine(&m))
+    }
+
+    fn thinking_level(&self) -> Option<ThinkingLevel> {
+        ThinkingLevel::parse(self.agent().thinking_level().as_str())
+    }
+
     fn switch_session(&mut self, location: &str, missing_cwd: MissingCwd) -> anyhow::Result<()> {
         self.host
             .switch_session(location, missing_cwd)
@@ -512,6 +520,7 @@ pub fn read_ui(env: &crate::modes::Env, args: &crate::RunArgs) -> Reloaded {
         theme: cfg.theme().unwrap_or("dark").to_string(),
         show_thinking: !cfg.hide_thinking_block(),
         skip_branch_prompt: cfg.branch_summary().skip_prompt,
+        auto_compact: cfg.compaction(None).map_or(true, |c| c.enabled),
         external_editor: cfg
             .get("externalEditor")
             .and_then(Value::as_str)
@@ -585,6 +594,7 @@ pub fn run_with_args(mut args: crate::RunArgs) -> anyhow::Result<i32> {
     opts.skip_branch_prompt = ui.skip_branch_prompt;
     opts.show_thinking = ui.show_thinking;
     opts.external_editor = ui.external_editor;
+    opts.auto_compact = ui.auto_compact;
     opts.scoped_models = ui.scoped_models.iter().map(|(k, _)| k.clone()).collect();
     opts.scoped_thinking = ui
         .scoped_models

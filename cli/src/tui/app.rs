@@ -117,6 +117,8 @@ pub enum Effect {
         value: serde_json::Value,
     },
     SaveScopedModels(Vec<String>),
+    /// `/session`: show the session's file, id, message counts, tokens and cost.
+    SessionInfo,
 }
 
 /// Footer data.
@@ -142,6 +144,7 @@ pub const BUILTIN_COMMANDS: &[(&str, &str)] = &[
     ("model", "Select model (opens selector UI)"),
     ("scoped-models", "Enable/disable models for ctrl+p cycling"),
     ("settings", "Open settings menu"),
+    ("thinking", "Set the thinking level"),
     ("resume", "Resume a different session"),
     ("new", "Start a new session"),
     ("name", "Set session display name"),
@@ -253,6 +256,38 @@ pub struct App {
     pub exit_message: Option<String>,
     /// `!cmd`s running now (escape cancels them).
     pub bash_running: usize,
+    /// Wall-clock milliseconds, set by the loop before it hands over events (tests set it),
+    /// so `update` itself reads no clock.
+    pub now_ms: i64,
+    /// When each running tool call started (`now_ms`), for the duration bash shows.
+    pub tool_started: std::collections::HashMap<String, i64>,
+    /// A failed request waiting to be retried.
+    pub retry: Option<RetryWait>,
+    /// ctrl+] (true) or ctrl+alt+] (false) was pressed: the next character is the target.
+    pub jump: Option<bool>,
+    /// The transcript index of the last status line (see [`App::status`]).
+    pub status_at: Option<usize>,
+    /// Large pastes shown in the editor as markers: (marker, text), numbered from 1.
+    pub pastes: Vec<(String, String)>,
+    /// The transcript's height and total line count on the last frame (the renderer
+    /// writes it), so paging moves by a screenful.
+    pub view: std::cell::Cell<(u16, u64)>,
+}
+
+/// A retry the agent waits for: shown as Pi's countdown in the status line.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RetryWait {
+    pub attempt: u64,
+    pub max_attempts: u64,
+    /// When the retry fires (`now_ms` clock).
+    pub due_ms: i64,
+}
+
+impl RetryWait {
+    /// Whole seconds left, rounded up (0 once due).
+    pub fn seconds_left(&self, now_ms: i64) -> i64 {
+        ((self.due_ms - now_ms).max(0) + 999) / 1000
+    }
 }
 
 impl App {
@@ -297,6 +332,13 @@ impl App {
             resume_at_start: false,
             exit_message: None,
             bash_running: 0,
+            now_ms: 0,
+            tool_started: std::collections::HashMap::new(),
+            retry: None,
+            jump: None,
+            status_at: None,
+            pastes: Vec::new(),
+            view: std::cell::Cell::new((0, 0)),
         }
     }
 
@@ -349,6 +391,7 @@ impl App {
             .filter(|i| matches!(i, Item::Header(_)))
             .cloned();
         self.transcript.clear();
+        self.status_at = None;
         self.transcript.extend(header);
         self.footer.totals = Usage::default();
         self.footer.context_tokens = 0;
@@ -383,6 +426,7 @@ impl App {
                         ),
                         _ => None,
                     };
+                    let failed = error.is_some();
                     if !text.trim().is_empty() {
                         self.last_assistant = Some(text.clone());
                     }
@@ -413,6 +457,8 @@ impl App {
                                 output: String::new(),
                                 is_error: false,
                                 done: false,
+                                diff: None,
+                                duration_ms: None,
                             });
                         }
                     }
@@ -427,24 +473,34 @@ impl App {
                             .pointer("/cost/total")
                             .and_then(Value::as_f64)
                             .unwrap_or(0.0);
-                        self.footer.context_tokens =
-                            n("input") + n("output") + n("cacheRead") + n("cacheWrite");
+                        // An aborted or failed reply says nothing about the context size
+                        // (Pi takes the last assistant usage that is neither).
+                        if !failed {
+                            self.footer.context_tokens =
+                                n("input") + n("output") + n("cacheRead") + n("cacheWrite");
+                        }
                     }
                 }
                 Some("toolResult") => {
                     let id = m.get("toolCallId").and_then(Value::as_str).unwrap_or("");
                     let output = text_of(content, "text", "text");
                     let is_error = m.get("isError").and_then(Value::as_bool).unwrap_or(false);
+                    let edit_diff = m
+                        .pointer("/details/diff")
+                        .and_then(Value::as_str)
+                        .map(str::to_string);
                     if let Some(Item::Tool {
                         output: o,
                         is_error: e,
                         done,
+                        diff,
                         ..
                     }) = self.transcript.tool_mut(id)
                     {
                         *o = output;
                         *e = is_error;
                         *done = true;
+                        *diff = edit_diff;
                     }
                 }
                 Some(role @ ("compactionSummary" | "branchSummary")) => {
@@ -528,6 +584,72 @@ impl App {
         }
     }
 
+    /// `/session`, as Pi prints it: file and id, message counts, tokens and cost (the
+    /// totals cover the whole file, like the footer).
+    pub fn session_info(&mut self, session: Option<&pi_engine::session::Session>) {
+        let Some(s) = session else {
+            self.notice("No session");
+            return;
+        };
+        let (mut user, mut assistant, mut calls, mut results) = (0, 0, 0, 0);
+        for i in 0..s.entry_count() {
+            let idx = i as pi_engine::session::EntryIdx;
+            let record = s.entry(idx);
+            if record.is_message_with_role("user") {
+                user += 1;
+            } else if record.is_message_with_role("assistant") {
+                assistant += 1;
+                let v = s.entry_value(idx);
+                calls += v
+                    .pointer("/message/content")
+                    .and_then(serde_json::Value::as_array)
+                    .map_or(0, |parts| {
+                        parts
+                            .iter()
+                            .filter(|p| p.get("type").and_then(|t| t.as_str()) == Some("toolCall"))
+                            .count()
+                    });
+            } else if record.is_message_with_role("toolResult") {
+                results += 1;
+            }
+        }
+        let t = super::session_ops::session_totals(s);
+        let mut text = String::from("Session Info\n\n");
+        if let Some(name) = s.session_name() {
+            text.push_str(&format!("Name: {name}\n"));
+        }
+        let file = s
+            .path()
+            .map(|p| p.display().to_string())
+            .unwrap_or_else(|| "In-memory".into());
+        text.push_str(&format!(
+            "File: {file}\nID: {}\n\nMessages\nUser: {user}\nAssistant: {assistant}\nTool Calls: {calls}\nTool Results: {results}\nTotal: {}\n\nTokens\nInput: {}\nOutput: {}\nCache Read: {}\nCache Write: {}\nTotal: {}\n\nCost\nTotal: ${:.4}",
+            s.session_id().unwrap_or_default(),
+            user + assistant + results,
+            t.input,
+            t.output,
+            t.cache_read,
+            t.cache_write,
+            t.input + t.output + t.cache_read + t.cache_write,
+            t.cost
+        ));
+        self.notice(text);
+    }
+
+    /// A one-line status, as Pi's `showStatus`: it replaces the previous status line when
+    /// nothing was added after it, so cycling models does not fill the transcript.
+    pub fn status(&mut self, text: String) {
+        let n = self.transcript.len();
+        if n > 0 && self.status_at == Some(n - 1) {
+            if let Some(Item::Notice(t)) = self.transcript.last_mut() {
+                *t = text;
+                return;
+            }
+        }
+        self.transcript.push(Item::Notice(text));
+        self.status_at = Some(self.transcript.len() - 1);
+    }
+
     pub fn notice(&mut self, text: impl Into<String>) {
         self.transcript.push(Item::Notice(text.into()));
     }
@@ -598,18 +720,13 @@ impl App {
     pub fn open_settings(&mut self) {
         let bool_opts = || vec!["false".to_string(), "true".to_string()];
         let b = |v: bool| usize::from(v);
-        let level = ThinkingLevel::ALL
-            .iter()
-            .position(|l| *l == self.thinking)
-            .unwrap_or(0);
+        let levels = ThinkingLevel::available(self.model.as_ref());
+        let level = levels.iter().position(|l| *l == self.thinking).unwrap_or(0);
         let items = vec![
             Setting {
                 key: "defaultThinkingLevel",
                 label: "Thinking level",
-                options: ThinkingLevel::ALL
-                    .iter()
-                    .map(|l| l.as_str().to_string())
-                    .collect(),
+                options: levels.iter().map(|l| l.as_str().to_string()).collect(),
                 value: level,
             },
             Setting {
@@ -699,6 +816,17 @@ impl App {
             };
             out.push(Effect::SetThinking(self.thinking));
         }
+        let name = if model.name.is_empty() {
+            &model.id
+        } else {
+            &model.name
+        };
+        let thinking = if model.reasoning {
+            format!(" (thinking: {})", self.thinking.as_str())
+        } else {
+            String::new()
+        };
+        self.status(format!("Switched to {name}{thinking}"));
     }
 
     /// Sends what was held during a branch summary, as Pi flushes its compaction queue
@@ -874,7 +1002,19 @@ impl App {
         }
     }
 
+    /// The editor text with paste markers replaced by what was pasted.
+    fn expand_pastes(&self, text: String) -> String {
+        self.pastes
+            .iter()
+            .fold(text, |t, (marker, pasted)| t.replace(marker, pasted))
+    }
+
     fn submit(&mut self, follow_up: bool, out: &mut Vec<Effect>) {
+        if !self.pastes.is_empty() {
+            let text = self.expand_pastes(self.editor.text());
+            self.pastes.clear();
+            self.editor.set_text(&text);
+        }
         let text = self.editor.text();
         let trimmed = text.trim();
         if trimmed.is_empty() {
@@ -977,15 +1117,40 @@ impl App {
                 }
                 None => self.notice("Usage: /name <name>"),
             },
-            "session" => {
-                let t = self.footer.totals;
-                let info = format!(
-                    "Session: {}\nModel: {}\nTokens: {} in, {} out, {} cache read, {} cache write\nCost: ${:.4}",
-                    self.footer.session_name.as_deref().unwrap_or("(unnamed)"),
-                    self.model.as_ref().map(ModelInfo::key).unwrap_or_else(|| "(none)".into()),
-                    t.input, t.output, t.cache_read, t.cache_write, t.cost
-                );
-                self.notice(info);
+            // The loop reads the session (file, id, message counts) and calls `session_info`.
+            "session" => out.push(Effect::SessionInfo),
+            "thinking" => {
+                let levels = ThinkingLevel::available(self.model.as_ref());
+                match arg.as_deref() {
+                    None => {
+                        let options = levels
+                            .iter()
+                            .map(|l| (l.as_str().to_string(), Some(Effect::SetThinking(*l))))
+                            .collect();
+                        self.dialog = Some(Dialog::Confirm(Confirm {
+                            title: "Thinking level".into(),
+                            message: String::new(),
+                            selected: levels.iter().position(|l| *l == self.thinking).unwrap_or(0),
+                            options,
+                            cancelled: String::new(),
+                        }));
+                    }
+                    Some(text) => match ThinkingLevel::parse(text) {
+                        Some(l) if levels.contains(&l) => {
+                            self.thinking = l;
+                            out.push(Effect::SetThinking(l));
+                            self.notice(format!("Thinking level: {}", l.as_str()));
+                        }
+                        _ => self.transcript.push(Item::Error(format!(
+                            "Invalid thinking level \"{text}\" for this model. Available: {}",
+                            levels
+                                .iter()
+                                .map(|l| l.as_str())
+                                .collect::<Vec<_>>()
+                                .join(", ")
+                        ))),
+                    },
+                }
             }
             "tree" => out.push(Effect::OpenTree),
             "fork" => out.push(Effect::OpenFork),
@@ -1014,24 +1179,24 @@ impl App {
             },
             "reload" => out.push(Effect::Reload),
             "trust" => out.push(Effect::OpenTrust),
-            "hotkeys" => self.dialog = Some(Dialog::Hotkeys),
+            "hotkeys" => self.dialog = Some(Dialog::Hotkeys(0)),
             "quit" | "exit" => out.push(Effect::Quit),
-            other => {
-                // Skills and prompt templates expand in the agent; send them as prompts.
-                if self.commands.iter().any(|c| c.name == other) {
-                    return false;
-                }
-                self.notice(format!("Unknown command: /{other}"));
-            }
+            // Skills, prompt templates and anything that is no command (a path such as
+            // `/usr/local/bin/python crashes`) go to the agent as prompts, as in Pi.
+            _ => return false,
         }
         true
     }
 
     fn on_agent(&mut self, ev: AgentEvent) {
         match ev {
-            AgentEvent::AgentStart => self.working = true,
+            AgentEvent::AgentStart => {
+                self.working = true;
+                self.retry = None;
+            }
             AgentEvent::AgentEnd => {
                 self.working = false;
+                self.retry = None;
                 self.steering.clear();
                 self.follow_up.clear();
             }
@@ -1072,8 +1237,10 @@ impl App {
                         t.cache_read += u.cache_read;
                         t.cache_write += u.cache_write;
                         t.cost += u.cost;
-                        self.footer.context_tokens =
-                            u.input + u.output + u.cache_read + u.cache_write;
+                        if error.is_none() {
+                            self.footer.context_tokens =
+                                u.input + u.output + u.cache_read + u.cache_write;
+                        }
                     }
                     if let Some(Item::Assistant { text, error: e, .. }) = self.last_assistant_item()
                     {
@@ -1085,14 +1252,19 @@ impl App {
                     }
                 }
             }
-            AgentEvent::ToolStart { id, name, args } => self.transcript.push(Item::Tool {
-                id,
-                name,
-                args,
-                output: String::new(),
-                is_error: false,
-                done: false,
-            }),
+            AgentEvent::ToolStart { id, name, args } => {
+                self.tool_started.insert(id.clone(), self.now_ms);
+                self.transcript.push(Item::Tool {
+                    id,
+                    name,
+                    args,
+                    output: String::new(),
+                    is_error: false,
+                    done: false,
+                    diff: None,
+                    duration_ms: None,
+                })
+            }
             AgentEvent::ToolUpdate { id, output } => {
                 if let Some(Item::Tool { output: o, .. }) = self.transcript.tool_mut(&id) {
                     *o = output;
@@ -1102,17 +1274,26 @@ impl App {
                 id,
                 output,
                 is_error,
+                diff: edit_diff,
             } => {
+                let took = self
+                    .tool_started
+                    .remove(&id)
+                    .map(|start| (self.now_ms - start).max(0) as u64);
                 if let Some(Item::Tool {
                     output: o,
                     is_error: e,
                     done,
+                    diff,
+                    duration_ms,
                     ..
                 }) = self.transcript.tool_mut(&id)
                 {
                     *o = output;
                     *e = is_error;
                     *done = true;
+                    *diff = edit_diff;
+                    *duration_ms = took;
                 }
             }
             AgentEvent::QueueUpdate {
@@ -1138,7 +1319,10 @@ impl App {
                 editor_text,
             } => {
                 self.summarizing_branch = false;
+                // The footer totals cover the whole session file, not the branch shown.
+                let totals = self.footer.totals;
                 self.load_messages(&messages);
+                self.footer.totals = totals;
                 if let Some(text) = editor_text {
                     if self.editor.text().trim().is_empty() {
                         self.editor.set_text(&text);
@@ -1154,6 +1338,33 @@ impl App {
                 self.summarizing_branch = false;
                 self.transcript
                     .push(Item::Error(format!("Navigation failed: {e}")));
+            }
+            AgentEvent::RetryStart {
+                attempt,
+                max_attempts,
+                delay_ms,
+            } => {
+                // The turn that failed has ended, but the agent is not done: what is typed
+                // now is queued (Pi keeps streaming through the wait).
+                self.working = true;
+                self.retry = Some(RetryWait {
+                    attempt,
+                    max_attempts,
+                    due_ms: self.now_ms + delay_ms as i64,
+                });
+            }
+            AgentEvent::RetryEnd {
+                success,
+                attempt,
+                final_error,
+            } => {
+                self.retry = None;
+                if !success {
+                    self.transcript.push(Item::Error(format!(
+                        "Retry failed after {attempt} attempts: {}",
+                        final_error.as_deref().unwrap_or("Unknown error")
+                    )));
+                }
             }
             AgentEvent::Notice(t) => self.notice(t),
             AgentEvent::Error(e) => self.transcript.push(Item::Error(e)),
@@ -1201,7 +1412,22 @@ pub fn update(app: &mut App, msg: Msg) -> Vec<Effect> {
                 }
             }
             None => {
-                app.editor.insert_str(&text);
+                app.editor.checkpoint(false);
+                let text = text.replace("\r\n", "\n").replace('\r', "\n");
+                let lines = text.split('\n').count();
+                let chars = text.chars().count();
+                // A large paste shows as a marker, as in Pi; submit expands it.
+                if lines > 10 || chars > 1000 {
+                    let marker = if lines > 10 {
+                        format!("[paste #{} +{lines} lines]", app.pastes.len() + 1)
+                    } else {
+                        format!("[paste #{} {chars} chars]", app.pastes.len() + 1)
+                    };
+                    app.pastes.push((marker.clone(), text));
+                    app.editor.insert_str(&marker);
+                } else {
+                    app.editor.insert_str(&text);
+                }
                 app.update_completion();
             }
         },
@@ -1374,9 +1600,9 @@ fn on_key(app: &mut App, k: KeyEvent, out: &mut Vec<Effect>) {
         return;
     }
     if m("app.thinking.cycle") {
-        let reasoning = app.model.as_ref().is_none_or(|m| m.reasoning);
-        app.thinking = app.thinking.next(reasoning);
+        app.thinking = app.thinking.next(app.model.as_ref());
         out.push(Effect::SetThinking(app.thinking));
+        app.status(format!("Thinking level: {}", app.thinking.as_str()));
         return;
     }
     if m("app.thinking.toggle") {
@@ -1422,13 +1648,60 @@ fn on_key(app: &mut App, k: KeyEvent, out: &mut Vec<Effect>) {
         app.complete_path();
         return;
     }
-    if m("tui.altScreen.pageUp") {
-        app.scroll = app.scroll.saturating_add(10);
+    // Transcript scrolling: a page is the transcript's height on the last frame.
+    let (height, total) = app.view.get();
+    let page = u64::from(height.max(1));
+    let top = total.saturating_sub(page);
+    let scroll_by = |app: &mut App, up: bool, n: u64| {
+        app.scroll = if up {
+            app.scroll.saturating_add(n).min(top)
+        } else {
+            app.scroll.saturating_sub(n)
+        };
+    };
+    for (action, up, n) in [
+        ("tui.altScreen.pageUp", true, page),
+        ("tui.altScreen.pageDown", false, page),
+        ("tui.altScreen.halfPageUp", true, page.div_ceil(2)),
+        ("tui.altScreen.halfPageDown", false, page.div_ceil(2)),
+        ("tui.altScreen.lineUp", true, 1),
+        ("tui.altScreen.lineDown", false, 1),
+        ("tui.altScreen.top", true, u64::MAX),
+        ("tui.altScreen.bottom", false, u64::MAX),
+    ] {
+        if m(action) {
+            scroll_by(app, up, n);
+            return;
+        }
+    }
+    if let Some(forward) = app.jump.take() {
+        if let Some(c) = is_char(&k) {
+            app.editor.jump_to(c, forward);
+        }
         return;
     }
-    if m("tui.altScreen.pageDown") {
-        app.scroll = app.scroll.saturating_sub(10);
+    if m("tui.editor.jumpForward") || m("tui.editor.jumpBackward") {
+        app.jump = Some(m("tui.editor.jumpForward"));
         return;
+    }
+    if m("tui.editor.undo") {
+        app.editor.undo();
+        app.update_completion();
+        return;
+    }
+    // Edits are undo steps; moving the cursor is not.
+    let edits = [
+        "tui.editor.deleteWordBackward",
+        "tui.editor.deleteCharBackward",
+        "tui.editor.deleteCharForward",
+        "tui.editor.deleteToLineStart",
+        "tui.editor.deleteToLineEnd",
+        "tui.editor.yank",
+    ];
+    if edits.iter().any(|a| m(a)) {
+        app.editor.checkpoint(false);
+    } else if let Some(c) = is_char(&k) {
+        app.editor.checkpoint(!c.is_whitespace());
     }
     let e = &mut app.editor;
     if m("tui.editor.historyPrevious") {
@@ -1461,6 +1734,8 @@ fn on_key(app: &mut App, k: KeyEvent, out: &mut Vec<Effect>) {
         e.delete_to_line_start();
     } else if m("tui.editor.deleteToLineEnd") {
         e.delete_to_line_end();
+    } else if m("tui.editor.yank") {
+        e.yank();
     } else if let Some(c) = is_char(&k) {
         e.insert_char(c);
     } else {
@@ -1516,8 +1791,26 @@ fn on_dialog_key(app: &mut App, k: KeyEvent, out: &mut Vec<Effect>) {
     };
     // Each arm puts the dialog back (possibly changed) or leaves it closed.
     let next: Option<Dialog> = match dialog {
-        Dialog::Hotkeys => {
-            (!(m("tui.select.cancel") || m("tui.select.confirm"))).then_some(Dialog::Hotkeys)
+        Dialog::Hotkeys(scroll) => {
+            if m("tui.select.cancel") || m("tui.select.confirm") {
+                None
+            } else {
+                // The list scrolls when the screen is too short for it.
+                let page = usize::from(app.view.get().0.max(2)) / 2;
+                let last = super::dialogs::HOTKEYS.len().saturating_sub(1);
+                let scroll = if m("tui.select.up") {
+                    scroll.saturating_sub(1)
+                } else if m("tui.select.down") {
+                    scroll + 1
+                } else if m("tui.select.pageUp") {
+                    scroll.saturating_sub(page)
+                } else if m("tui.select.pageDown") {
+                    scroll + page
+                } else {
+                    scroll
+                };
+                Some(Dialog::Hotkeys(scroll.min(last)))
+            }
         }
         Dialog::ModelPicker(mut p) => {
             if m("tui.select.cancel") {
@@ -1789,6 +2082,12 @@ fn tree_key(
         return Some(Dialog::Tree(t));
     }
     if m("tui.select.cancel") {
+        // Escape clears a search first, then closes.
+        if !t.search.is_empty() {
+            t.search.clear();
+            t.rebuild();
+            return Some(Dialog::Tree(t));
+        }
         return None;
     }
     if m("tui.select.confirm") {
@@ -1857,6 +2156,13 @@ fn tree_key(
         t.move_by(-10);
     } else if m("tui.select.pageDown") || k.code == KeyCode::Right {
         t.move_by(10);
+    } else if k.code == KeyCode::Backspace && !t.search.is_empty() {
+        t.search.pop();
+        t.rebuild();
+    } else if let Some(c) = is_char(k) {
+        // Typing searches the tree, as in Pi's tree selector.
+        t.search.push(c);
+        t.rebuild();
     }
     Some(Dialog::Tree(t))
 }

@@ -304,7 +304,8 @@ pub enum Dialog {
     BranchPrompt(BranchPrompt),
     Fork(ForkPicker),
     Confirm(Confirm),
-    Hotkeys,
+    /// /hotkeys, scrolled down by this many rows.
+    Hotkeys(usize),
 }
 
 /// The hotkeys list for /hotkeys: (action id, description).
@@ -325,6 +326,19 @@ pub const HOTKEYS: &[(&str, &str)] = &[
     ("app.tools.expand", "expand/collapse tool output"),
     ("app.editor.external", "external editor"),
     ("tui.input.tab", "complete paths and commands"),
+    ("app.message.copy", "copy the last answer"),
+    ("tui.editor.cursorLineStart", "start of line"),
+    ("tui.editor.cursorLineEnd", "end of line"),
+    ("tui.editor.deleteWordBackward", "delete word backward"),
+    ("tui.editor.deleteToLineStart", "delete to line start"),
+    ("tui.editor.deleteToLineEnd", "delete to line end"),
+    ("tui.altScreen.pageUp", "scroll the transcript up a page"),
+    (
+        "tui.altScreen.pageDown",
+        "scroll the transcript down a page",
+    ),
+    ("tui.altScreen.top", "scroll to the beginning"),
+    ("tui.altScreen.bottom", "scroll to the end and follow"),
 ];
 
 #[cfg(test)]

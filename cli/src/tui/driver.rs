@@ -44,16 +44,25 @@ impl ThinkingLevel {
         ThinkingLevel::ALL.into_iter().find(|l| l.as_str() == s)
     }
 
-    /// The next level, wrapping; a model without reasoning only has `off`.
-    pub fn next(self, reasoning: bool) -> ThinkingLevel {
-        if !reasoning {
-            return ThinkingLevel::Off;
+    /// The levels shift+tab offers for `model` (all but `xhigh` without a model): `off`
+    /// alone without reasoning, `xhigh` only where the model declares it (Pi's
+    /// `getAvailableThinkingLevels`).
+    pub fn available(model: Option<&ModelInfo>) -> Vec<ThinkingLevel> {
+        match model {
+            Some(m) if !m.reasoning => vec![ThinkingLevel::Off],
+            Some(m) if m.xhigh => ThinkingLevel::ALL.to_vec(),
+            _ => ThinkingLevel::ALL[..5].to_vec(),
         }
-        let i = ThinkingLevel::ALL
-            .iter()
-            .position(|l| *l == self)
-            .unwrap_or(0);
-        ThinkingLevel::ALL[(i + 1) % ThinkingLevel::ALL.len()]
+    }
+
+    /// The next level `model` offers, wrapping.
+    pub fn next(self, model: Option<&ModelInfo>) -> ThinkingLevel {
+        let levels = ThinkingLevel::available(model);
+        let i = levels.iter().position(|l| *l == self);
+        match i {
+            Some(i) => levels[(i + 1) % levels.len()],
+            None => levels[0],
+        }
     }
 }
 
@@ -66,6 +75,8 @@ pub struct ModelInfo {
     pub name: String,
     pub context_window: u64,
     pub reasoning: bool,
+    /// The model declares the `xhigh` thinking level.
+    pub xhigh: bool,
 }
 
 impl ModelInfo {
@@ -76,6 +87,9 @@ impl ModelInfo {
             name: m.name.clone(),
             context_window: m.context_window,
             reasoning: m.reasoning,
+            xhigh: m
+                .supported_thinking_levels()
+                .contains(&pi_formats::message::ThinkingLevel::Xhigh),
         }
     }
 
@@ -137,6 +151,8 @@ pub enum AgentEvent {
         id: String,
         output: String,
         is_error: bool,
+        /// The edit tool's diff (`result.details.diff`).
+        diff: Option<String>,
     },
     /// The queues as the agent holds them now.
     QueueUpdate {
@@ -158,6 +174,19 @@ pub enum AgentEvent {
     TreeNavigationAborted,
     /// A tree navigation failed; nothing changed.
     TreeNavigationFailed(String),
+    /// A failed request will be retried after `delay_ms` (Pi's `auto_retry_start`); the
+    /// agent is still busy, so input is queued and escape cancels the retry.
+    RetryStart {
+        attempt: u64,
+        max_attempts: u64,
+        delay_ms: u64,
+    },
+    /// The retries are over (`auto_retry_end`).
+    RetryEnd {
+        success: bool,
+        attempt: u64,
+        final_error: Option<String>,
+    },
     /// Something for the user that is not part of the conversation.
     Notice(String),
     Error(String),
@@ -192,10 +221,19 @@ impl AgentEvent {
             "agent_start" => AgentEvent::AgentStart,
             // `agent_settled` also ends runs that failed before `agent_start`.
             "agent_end" | "agent_settled" => AgentEvent::AgentEnd,
-            "auto_retry_start" => AgentEvent::Notice(format!(
-                "Retrying (attempt {})...",
-                v.get("attempt").and_then(Value::as_u64).unwrap_or(1)
-            )),
+            "auto_retry_start" => AgentEvent::RetryStart {
+                attempt: u64_at(v, "attempt").max(1),
+                max_attempts: u64_at(v, "maxAttempts"),
+                delay_ms: u64_at(v, "delayMs"),
+            },
+            "auto_retry_end" => AgentEvent::RetryEnd {
+                success: v.get("success").and_then(Value::as_bool).unwrap_or(false),
+                attempt: u64_at(v, "attempt"),
+                final_error: v
+                    .get("finalError")
+                    .and_then(Value::as_str)
+                    .map(str::to_string),
+            },
             // Pi shows the error and a retry countdown; the retried attempt and the end of
             // the loop change nothing on this screen.
             "summarization_retry_scheduled" => AgentEvent::Notice(format!(
@@ -273,6 +311,10 @@ impl AgentEvent {
                     .map(text_of_content)
                     .unwrap_or_default(),
                 is_error: v.get("isError").and_then(Value::as_bool).unwrap_or(false),
+                diff: v
+                    .pointer("/result/details/diff")
+                    .and_then(Value::as_str)
+                    .map(str::to_string),
             },
             "queue_update" => {
                 let list = |key: &str| -> Vec<String> {
@@ -340,6 +382,16 @@ pub trait AgentDriver {
     fn session(&self) -> Option<pi_engine::session::Session>;
     /// Takes the queued steering and follow-up messages back (alt+up).
     fn clear_queue(&mut self) -> (Vec<String>, Vec<String>);
+
+    /// The model the agent uses now (a resumed session restores its own).
+    fn current_model(&self) -> Option<ModelInfo> {
+        None
+    }
+
+    /// The thinking level the agent uses now.
+    fn thinking_level(&self) -> Option<ThinkingLevel> {
+        None
+    }
 
     /// The current context's messages as Pi message JSON, to rebuild the transcript after
     /// opening or switching sessions.
@@ -491,6 +543,8 @@ pub struct Reloaded {
     pub show_thinking: bool,
     pub skip_branch_prompt: bool,
     pub external_editor: Option<String>,
+    /// `compaction.enabled` (on unless set to false), shown in the footer and /settings.
+    pub auto_compact: bool,
     /// Models for ctrl+p as `provider/id`, with a thinking level where the pattern gave one.
     pub scoped_models: Vec<(String, Option<ThinkingLevel>)>,
     /// Problems found while loading, one line each.

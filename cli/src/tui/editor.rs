@@ -13,6 +13,12 @@ pub struct Editor {
     history_pos: Option<usize>,
     /// The unsent text kept while browsing history.
     draft: String,
+    /// The text the last ctrl+w / ctrl+u / ctrl+k removed, for ctrl+y.
+    killed: String,
+    /// States to go back to with undo: (lines, row, col), oldest first.
+    undo: Vec<(Vec<String>, usize, usize)>,
+    /// The last change typed a word character: more typing joins the same undo step.
+    typing: bool,
 }
 
 impl Default for Editor {
@@ -24,6 +30,9 @@ impl Default for Editor {
             history: Vec::new(),
             history_pos: None,
             draft: String::new(),
+            killed: String::new(),
+            undo: Vec::new(),
+            typing: false,
         }
     }
 }
@@ -218,6 +227,7 @@ impl Editor {
         let to = self.word_left_col();
         let line = &mut self.lines[self.row];
         let (a, b) = (char_to_byte(line, to), char_to_byte(line, self.col));
+        self.killed = line[a..b].to_string();
         line.replace_range(a..b, "");
         self.col = to;
     }
@@ -225,6 +235,7 @@ impl Editor {
     pub fn delete_to_line_start(&mut self) {
         let line = &mut self.lines[self.row];
         let b = char_to_byte(line, self.col);
+        self.killed = line[..b].to_string();
         line.replace_range(..b, "");
         self.col = 0;
     }
@@ -232,7 +243,59 @@ impl Editor {
     pub fn delete_to_line_end(&mut self) {
         let line = &mut self.lines[self.row];
         let b = char_to_byte(line, self.col);
+        self.killed = line[b..].to_string();
         line.truncate(b);
+    }
+
+    /// ctrl+y: puts back what the last word or line deletion removed.
+    pub fn yank(&mut self) {
+        let text = self.killed.clone();
+        self.insert_str(&text);
+    }
+
+    /// Remembers the state before an edit, for undo. Typing word characters in a row is
+    /// one step (as in Pi), so undo takes back a word, not a letter.
+    pub fn checkpoint(&mut self, typing_word: bool) {
+        if typing_word && self.typing {
+            return;
+        }
+        self.typing = typing_word;
+        let state = (self.lines.clone(), self.row, self.col);
+        if self.undo.last() != Some(&state) {
+            self.undo.push(state);
+            // Bounded: a long session of edits must not grow without end.
+            if self.undo.len() > 200 {
+                self.undo.remove(0);
+            }
+        }
+    }
+
+    /// ctrl+-: back to the state before the last edit step.
+    pub fn undo(&mut self) -> bool {
+        self.typing = false;
+        match self.undo.pop() {
+            Some((lines, row, col)) => {
+                self.lines = lines;
+                self.row = row;
+                self.col = col;
+                true
+            }
+            None => false,
+        }
+    }
+
+    /// ctrl+] then a character: moves to its next occurrence on the line (backward with
+    /// `forward` false); stays put when there is none.
+    pub fn jump_to(&mut self, target: char, forward: bool) {
+        let chars: Vec<char> = self.lines[self.row].chars().collect();
+        let found = if forward {
+            (self.col + 1..chars.len()).find(|&i| chars[i] == target)
+        } else {
+            (0..self.col).rev().find(|&i| chars[i] == target)
+        };
+        if let Some(i) = found {
+            self.col = i;
+        }
     }
 
     /// Up: moves within the text, and past the first line browses older prompts (Pi's

@@ -5,7 +5,7 @@
 //! transcript cache line counts per item.
 
 use super::theme::Theme;
-use pulldown_cmark::{CodeBlockKind, Event, HeadingLevel, Options, Parser, Tag, TagEnd};
+use pulldown_cmark::{Alignment, CodeBlockKind, Event, HeadingLevel, Options, Parser, Tag, TagEnd};
 use ratatui::style::{Modifier, Style};
 use ratatui::text::{Line, Span};
 use unicode_width::UnicodeWidthChar;
@@ -22,6 +22,8 @@ pub fn render(text: &str, theme: &Theme) -> Vec<Line<'static>> {
         list: Vec::new(),
         quote: 0,
         code: None,
+        table: None,
+        link: None,
     };
     let parser = Parser::new_ext(
         text,
@@ -47,6 +49,71 @@ struct Renderer<'t> {
     quote: usize,
     /// Language of the open code block.
     code: Option<String>,
+    /// The table being read: drawn with borders once complete (columns need all rows).
+    table: Option<Table>,
+    /// The open link: its URL, and where its text starts in `cur`.
+    link: Option<(String, usize)>,
+}
+
+/// A table's column alignments and its rows of cells (the header row first).
+struct Table {
+    aligns: Vec<Alignment>,
+    rows: Vec<Vec<Vec<Span<'static>>>>,
+}
+
+fn spans_width(spans: &[Span<'_>]) -> usize {
+    spans
+        .iter()
+        .flat_map(|s| s.content.chars())
+        .map(|c| c.width().unwrap_or(0))
+        .sum()
+}
+
+impl Table {
+    /// Pi's table: box-drawing borders, a rule under the header, cells padded to the
+    /// column width and aligned as the delimiter row says.
+    fn lines(self, border: Style) -> Vec<Line<'static>> {
+        let cols = self.rows.iter().map(Vec::len).max().unwrap_or(0);
+        let widths: Vec<usize> = (0..cols)
+            .map(|c| {
+                self.rows
+                    .iter()
+                    .filter_map(|r| r.get(c))
+                    .map(|cell| spans_width(cell))
+                    .max()
+                    .unwrap_or(0)
+            })
+            .collect();
+        let rule = |l: &str, m: &str, r: &str| {
+            let parts: Vec<String> = widths.iter().map(|w| "─".repeat(w + 2)).collect();
+            Line::styled(format!("{l}{}{r}", parts.join(m)), border)
+        };
+        let mut out = vec![rule("┌", "┬", "┐")];
+        let n = self.rows.len();
+        for (i, row) in self.rows.into_iter().enumerate() {
+            let mut spans = vec![Span::styled("│", border)];
+            let mut cells = row.into_iter();
+            for (c, w) in widths.iter().enumerate() {
+                let cell = cells.next().unwrap_or_default();
+                let pad = w - spans_width(&cell).min(*w);
+                let (left, right) = match self.aligns.get(c) {
+                    Some(Alignment::Right) => (pad, 0),
+                    Some(Alignment::Center) => (pad / 2, pad - pad / 2),
+                    _ => (0, pad),
+                };
+                spans.push(Span::raw(" ".repeat(left + 1)));
+                spans.extend(cell);
+                spans.push(Span::raw(" ".repeat(right + 1)));
+                spans.push(Span::styled("│", border));
+            }
+            out.push(Line::from(spans));
+            if i == 0 && n > 1 {
+                out.push(rule("├", "┼", "┤"));
+            }
+        }
+        out.push(rule("└", "┴", "┘"));
+        out
+    }
 }
 
 impl Renderer<'_> {
@@ -137,11 +204,12 @@ impl Renderer<'_> {
                 self.blank();
                 let theme = self.theme;
                 self.push_style(|_| theme.bold(theme.md_heading));
-                if level != HeadingLevel::H1 {
+                // Pi marks H1 by underline and H2 by bold alone; deeper levels keep `### `.
+                if level as usize >= 3 {
                     let hashes = "#".repeat(level as usize);
                     self.cur
                         .push(Span::styled(format!("{hashes} "), self.style()));
-                } else {
+                } else if level == HeadingLevel::H1 {
                     let s = self.style().add_modifier(Modifier::UNDERLINED);
                     self.styles.push(s);
                 }
@@ -188,14 +256,25 @@ impl Renderer<'_> {
             Tag::Emphasis => self.push_style(|s| s.add_modifier(Modifier::ITALIC)),
             Tag::Strong => self.push_style(|s| s.add_modifier(Modifier::BOLD)),
             Tag::Strikethrough => self.push_style(|s| s.add_modifier(Modifier::CROSSED_OUT)),
-            Tag::Link { .. } => {
+            Tag::Link { dest_url, .. } => {
                 let c = self.theme.md_link;
                 self.push_style(|s| s.fg(c).add_modifier(Modifier::UNDERLINED));
+                self.link = Some((dest_url.to_string(), self.cur.len()));
             }
-            Tag::TableRow | Tag::TableHead => self.flush(),
-            Tag::TableCell => self
-                .cur
-                .push(Span::styled("│ ", self.theme.fg(self.theme.muted))),
+            Tag::Table(aligns) => {
+                self.blank();
+                self.table = Some(Table {
+                    aligns,
+                    rows: Vec::new(),
+                });
+            }
+            Tag::TableRow | Tag::TableHead => {
+                self.cur.clear();
+                if let Some(t) = self.table.as_mut() {
+                    t.rows.push(Vec::new());
+                }
+            }
+            Tag::TableCell => self.cur.clear(),
             _ => {}
         }
     }
@@ -231,11 +310,39 @@ impl Renderer<'_> {
                 }
             }
             TagEnd::Item => self.flush(),
-            TagEnd::Emphasis | TagEnd::Strong | TagEnd::Strikethrough | TagEnd::Link => {
+            TagEnd::Emphasis | TagEnd::Strong | TagEnd::Strikethrough => {
                 self.styles.pop();
             }
-            TagEnd::TableHead | TagEnd::TableRow => self.flush(),
-            TagEnd::Table => self.blank(),
+            TagEnd::Link => {
+                self.styles.pop();
+                // Pi prints the address after the text, unless the text is the address.
+                if let Some((url, start)) = self.link.take() {
+                    let text: String = self.cur[start.min(self.cur.len())..]
+                        .iter()
+                        .map(|s| s.content.as_ref())
+                        .collect();
+                    let bare = url.strip_prefix("mailto:").unwrap_or(&url);
+                    if !url.is_empty() && text != url && text != bare {
+                        self.cur.push(Span::styled(
+                            format!(" ({url})"),
+                            self.theme.fg(self.theme.dim),
+                        ));
+                    }
+                }
+            }
+            TagEnd::TableCell => {
+                let cell = std::mem::take(&mut self.cur);
+                if let Some(row) = self.table.as_mut().and_then(|t| t.rows.last_mut()) {
+                    row.push(cell);
+                }
+            }
+            TagEnd::TableHead | TagEnd::TableRow => {}
+            TagEnd::Table => {
+                if let Some(t) = self.table.take() {
+                    self.lines.extend(t.lines(self.theme.fg(self.theme.muted)));
+                }
+                self.blank();
+            }
             _ => {}
         }
     }
@@ -525,6 +632,32 @@ mod tests {
                 "```rust",
                 "  let x = 1; // one",
                 "```"
+            ]
+        );
+    }
+
+    #[test]
+    fn tables_links_and_headings_as_pi() {
+        let t = Theme::dark();
+        let out = plain(&render(
+            "## Results\n\n### Detail\n\n| Name | Count | Mid |\n|:-----|------:|:---:|\n| alpha | 1 | x |\n| b | 200 | yyy |\n\nSee [the docs](https://example.com/docs) or <https://example.com>.\n",
+            &t,
+        ));
+        assert_eq!(
+            out,
+            vec![
+                "Results",
+                "",
+                "### Detail",
+                "",
+                "┌───────┬───────┬─────┐",
+                "│ Name  │ Count │ Mid │",
+                "├───────┼───────┼─────┤",
+                "│ alpha │     1 │  x  │",
+                "│ b     │   200 │ yyy │",
+                "└───────┴───────┴─────┘",
+                "",
+                "See the docs (https://example.com/docs) or https://example.com.",
             ]
         );
     }

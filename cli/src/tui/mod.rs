@@ -29,6 +29,7 @@ pub mod app;
 pub mod dialogs;
 pub mod driver;
 pub mod editor;
+pub mod input;
 pub mod keys;
 pub mod markdown;
 pub mod render;
@@ -42,7 +43,7 @@ pub mod tree;
 mod tests;
 
 use app::{App, Effect, Msg};
-use crossterm::event::{self, Event, KeyEventKind};
+use crossterm::event::{Event, KeyEventKind};
 use crossterm::terminal::{self, EnterAlternateScreen, LeaveAlternateScreen};
 use crossterm::{
     event::{DisableBracketedPaste, EnableBracketedPaste},
@@ -87,6 +88,8 @@ pub struct TuiOptions {
     pub show_thinking: bool,
     /// `--resume`: start with the session picker open.
     pub open_resume: bool,
+    /// `compaction.enabled`.
+    pub auto_compact: bool,
 }
 
 impl TuiOptions {
@@ -114,6 +117,7 @@ impl TuiOptions {
             model: None,
             show_thinking: true,
             open_resume: false,
+            auto_compact: true,
         }
     }
 }
@@ -190,14 +194,16 @@ pub fn initial_app(opts: &TuiOptions, driver: &dyn AgentDriver) -> App {
     app.thinking = opts.thinking;
     app.commands = opts.commands.clone();
     app.footer.git_branch = git_branch(&opts.cwd);
-    if let Some(s) = driver.session() {
-        app.footer.session_name = s.session_name();
-    }
+    app.footer.auto_compact = opts.auto_compact;
     app.push_header(&opts.loaded);
     // `-c` / `--session`: show the conversation so far.
     let messages = driver.messages();
     if !messages.is_empty() {
         app.load_messages(&messages);
+    }
+    if let Some(s) = driver.session() {
+        app.footer.session_name = s.session_name();
+        app.footer.totals = session_ops::session_totals(&s);
     }
     for w in warnings {
         app.notice(w);
@@ -232,8 +238,10 @@ pub(crate) fn git_branch(cwd: &std::path::Path) -> Option<String> {
 /// Puts the terminal back: raw mode off, main screen, cursor shown. Safe to call twice.
 fn restore_terminal() {
     let _ = terminal::disable_raw_mode();
+    let mut out = io::stdout();
+    let _ = out.write_all(input::DISABLE_EXTENDED_KEYS.as_bytes());
     let _ = execute!(
-        io::stdout(),
+        out,
         DisableBracketedPaste,
         LeaveAlternateScreen,
         crossterm::cursor::Show
@@ -242,8 +250,16 @@ fn restore_terminal() {
 
 fn setup_terminal() -> anyhow::Result<Terminal<CrosstermBackend<io::Stdout>>> {
     terminal::enable_raw_mode()?;
-    execute!(io::stdout(), EnterAlternateScreen, EnableBracketedPaste)?;
+    enter_screen()?;
     Ok(Terminal::new(CrosstermBackend::new(io::stdout()))?)
+}
+
+/// The alternate screen, bracketed paste and extended key reporting (shift+enter).
+fn enter_screen() -> io::Result<()> {
+    let mut out = io::stdout();
+    execute!(out, EnterAlternateScreen, EnableBracketedPaste)?;
+    out.write_all(input::ENABLE_EXTENDED_KEYS.as_bytes())?;
+    out.flush()
 }
 
 /// Restores the terminal when dropped, so `?` and early returns cannot leave it raw; then
@@ -279,6 +295,7 @@ pub fn run(mut opts: TuiOptions) -> anyhow::Result<i32> {
         default_hook(info);
     }));
 
+    let mut tty = input::TtyInput::open()?;
     let mut terminal = setup_terminal()?;
     let mut guard = TerminalGuard { exit_message: None };
     let (tx, rx) = mpsc::channel::<Msg>();
@@ -300,22 +317,18 @@ pub fn run(mut opts: TuiOptions) -> anyhow::Result<i32> {
     loop {
         terminal.draw(|f| render::draw(&app, f))?;
         let mut effects = Vec::new();
-        if event::poll(Duration::from_millis(50))? {
-            // Drain what is ready, so a paste or key repeat costs one frame, not one each.
-            loop {
-                match event::read()? {
-                    Event::Key(k) if k.kind != KeyEventKind::Release => {
-                        effects.extend(app::update(&mut app, Msg::Key(k)))
-                    }
-                    Event::Paste(s) => effects.extend(app::update(&mut app, Msg::Paste(s))),
-                    // Resize: the next draw reflows (heights are cached per width).
-                    _ => {}
+        // What is ready is read at once, so a paste or key repeat costs one frame, not one
+        // each. A resize needs no event: the next draw reflows (heights are cached per width).
+        for ev in tty.read(Duration::from_millis(50))? {
+            match ev {
+                Event::Key(k) if k.kind != KeyEventKind::Release => {
+                    effects.extend(app::update(&mut app, Msg::Key(k)))
                 }
-                if !event::poll(Duration::ZERO)? {
-                    break;
-                }
+                Event::Paste(s) => effects.extend(app::update(&mut app, Msg::Paste(s))),
+                _ => {}
             }
         }
+        app.now_ms = now_ms();
         for ev in driver.poll_events() {
             effects.extend(app::update(&mut app, Msg::Agent(ev)));
         }
@@ -400,7 +413,11 @@ fn apply_effect(
         }
         Effect::Compact(i) => driver.compact(i.as_deref()),
         Effect::SetModel(m) => driver.set_model(&m),
-        Effect::SetThinking(l) => driver.set_thinking(l),
+        Effect::SetThinking(l) => {
+            app.thinking = l;
+            driver.set_thinking(l);
+        }
+        Effect::SessionInfo => app.session_info(driver.session().as_ref()),
         Effect::NavigateTree { entry, summary } => {
             // The outcome arrives as an agent event (a summary takes a model call).
             if let Err(e) = driver.navigate_tree(&entry, &summary) {
@@ -480,7 +497,7 @@ fn apply_effect(
                 .arg(file.path())
                 .status();
             terminal::enable_raw_mode()?;
-            execute!(io::stdout(), EnterAlternateScreen, EnableBracketedPaste)?;
+            enter_screen()?;
             terminal.clear()?;
             match status {
                 Ok(s) if s.success() => {
@@ -499,7 +516,7 @@ fn apply_effect(
                 libc::raise(libc::SIGTSTP);
             }
             terminal::enable_raw_mode()?;
-            execute!(io::stdout(), EnterAlternateScreen, EnableBracketedPaste)?;
+            enter_screen()?;
             terminal.clear()?;
         }
         Effect::Copy(text) => {
@@ -573,10 +590,29 @@ fn export_session(
         path.map(str::to_string)
             .unwrap_or_else(|| format!("pi-session-{id}.html")),
     );
-    let format = pi_engine::export::Format::for_path(&path);
-    let bytes = pi_engine::export::render(&session, format);
+    // Pi's `/export f.jsonl` writes the active branch; the other formats are the page and
+    // document every export path writes.
+    let bytes = match path.extension().and_then(|e| e.to_str()) {
+        Some("jsonl") => branch_jsonl(&session),
+        _ => pi_engine::export::render(&session, pi_engine::export::Format::for_path(&path)),
+    };
     pi_storage::atomic::write_atomically(&path, &bytes)?;
     Ok(path)
+}
+
+/// The header and the entries of the active branch, root first, each line as stored: what
+/// Pi's `/export file.jsonl` writes (other branches stay out).
+fn branch_jsonl(session: &pi_engine::session::Session) -> Vec<u8> {
+    let mut out = Vec::new();
+    if let Some(header) = session.header_line() {
+        out.extend_from_slice(header);
+        out.push(b'\n');
+    }
+    for idx in session.branch_path().entries {
+        out.extend_from_slice(session.entry_line(idx));
+        out.push(b'\n');
+    }
+    out
 }
 
 /// Refreshes what depends on the session after /resume, /new or /clone.

@@ -45,9 +45,8 @@ fn bottom_height(app: &App, area: Rect) -> u16 {
     let max = area.height.saturating_sub(4).max(3);
     match &app.dialog {
         Some(Dialog::Tree(_)) | Some(Dialog::Resume(_)) => max,
-        Some(Dialog::ModelPicker(_)) | Some(Dialog::ScopedModels(_)) | Some(Dialog::Hotkeys) => {
-            14.min(max)
-        }
+        Some(Dialog::ModelPicker(_)) | Some(Dialog::ScopedModels(_)) => 14.min(max),
+        Some(Dialog::Hotkeys(_)) => (HOTKEYS.len() as u16 + 2).min(max),
         Some(Dialog::Settings(s)) => (s.items.len() as u16 + 4).min(max),
         Some(Dialog::BranchPrompt(_)) => 8.min(max),
         Some(Dialog::Fork(_)) => 16.min(max),
@@ -85,6 +84,8 @@ fn areas(app: &App, area: Rect) -> Areas {
 pub fn draw_into(app: &App, area: Rect, buf: &mut Buffer) {
     let a = areas(app, area);
     let theme = &app.theme;
+    let total = app.transcript.layout(a.transcript.width, app.flags, theme);
+    app.view.set((a.transcript.height, total));
     app.transcript
         .render(a.transcript, buf, app.scroll, app.flags, theme);
     draw_status(app, a.status, buf);
@@ -134,7 +135,16 @@ fn draw_status(app: &App, area: Rect, buf: &mut Buffer) {
     }
     if app.working || app.compacting || app.summarizing_branch {
         let spin = SPINNER[(app.tick % SPINNER.len() as u64) as usize];
-        let (what, verb) = if app.summarizing_branch {
+        let retrying;
+        let (what, verb) = if let Some(r) = app.retry.filter(|_| app.working) {
+            retrying = format!(
+                "Retrying ({}/{}) in {}s...",
+                r.attempt,
+                r.max_attempts,
+                r.seconds_left(app.now_ms)
+            );
+            (retrying.as_str(), "cancel")
+        } else if app.summarizing_branch {
             ("Summarizing branch...", "cancel")
         } else if app.compacting {
             ("Compacting context...", "interrupt")
@@ -368,12 +378,15 @@ fn draw_dialog(app: &App, d: &Dialog, area: Rect, buf: &mut Buffer) {
     let theme = &app.theme;
     Clear.render(area, buf);
     match d {
-        Dialog::Hotkeys => {
+        Dialog::Hotkeys(scroll) => {
             let block = dialog_block(theme, "Keyboard shortcuts");
             let inner = block.inner(area);
             block.render(area, buf);
+            let fits = usize::from(inner.height);
+            let start = (*scroll).min(HOTKEYS.len().saturating_sub(fits));
             let lines: Vec<Line<'_>> = HOTKEYS
                 .iter()
+                .skip(start)
                 .map(|(id, what)| {
                     Line::from(vec![
                         Span::styled(format!("{:<16}", app.keys.hint(id)), theme.fg(theme.accent)),
@@ -681,6 +694,7 @@ fn draw_tree(app: &App, t: &TreeNav, area: Rect, buf: &mut Buffer) {
     let mut lines = Vec::new();
     let hint = match &t.label_edit {
         Some(l) => Line::from(vec![Span::styled("Label: ", theme.fg(theme.warning)), Span::raw(l.as_str()), Span::styled("█", theme.fg(theme.accent))]),
+        None if !t.search.is_empty() => Line::from(vec![Span::styled("Search: ", theme.fg(theme.dim)), Span::raw(t.search.as_str()), Span::styled(" (escape clears)", theme.fg(theme.dim))]),
         None => Line::styled("↑↓ move · ←→ page · ctrl+←/→ fold · ctrl+o filter · shift+l label · shift+t label time · enter select", theme.fg(theme.dim)),
     };
     lines.push(hint);

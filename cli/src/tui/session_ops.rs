@@ -249,6 +249,7 @@ fn apply_reloaded_quietly(app: &mut App, agent_dir: &Path, r: Reloaded) {
     app.settings.theme = r.theme;
     app.settings.skip_branch_prompt = r.skip_branch_prompt;
     app.settings.external_editor = r.external_editor;
+    app.footer.auto_compact = r.auto_compact;
     app.flags.show_thinking = r.show_thinking;
     app.scoped = r.scoped_models.iter().map(|(k, _)| k.clone()).collect();
     app.scoped_thinking = r
@@ -342,9 +343,46 @@ pub fn open_resume(
 /// Refreshes what depends on the session after a switch (/resume, /new, /fork, /import).
 pub fn after_switch(app: &mut App, driver: &dyn AgentDriver) {
     app.load_messages(&driver.messages());
-    app.footer.session_name = driver.session().and_then(|s| s.session_name());
+    let session = driver.session();
+    app.footer.session_name = session.as_ref().and_then(|s| s.session_name());
+    if let Some(s) = &session {
+        app.footer.totals = session_totals(s);
+    }
+    // A resumed or imported session brings its own model and thinking level.
+    if let Some(model) = driver.current_model() {
+        app.model = Some(model);
+    }
+    if let Some(level) = driver.thinking_level() {
+        app.thinking = level;
+    }
     app.steering.clear();
     app.follow_up.clear();
+}
+
+/// Usage summed over every assistant message in the session file, all branches included,
+/// as Pi's footer counts it (what was spent, not what the current branch holds).
+pub fn session_totals(session: &Session) -> super::driver::Usage {
+    let mut t = super::driver::Usage::default();
+    for i in 0..session.entry_count() {
+        let idx = i as pi_engine::session::EntryIdx;
+        if !session.entry(idx).is_message_with_role("assistant") {
+            continue;
+        }
+        let value = session.entry_value(idx);
+        let Some(u) = value.pointer("/message/usage") else {
+            continue;
+        };
+        let n = |k: &str| u.get(k).and_then(Value::as_u64).unwrap_or(0);
+        t.input += n("input");
+        t.output += n("output");
+        t.cache_read += n("cacheRead");
+        t.cache_write += n("cacheWrite");
+        t.cost += u
+            .pointer("/cost/total")
+            .and_then(Value::as_f64)
+            .unwrap_or(0.0);
+    }
+    t
 }
 
 /// /trust (Pi's trust selector): the saved decision for the project folder and this run's,

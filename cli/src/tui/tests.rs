@@ -20,6 +20,7 @@ fn models() -> Vec<ModelInfo> {
         name: id.into(),
         context_window: w,
         reasoning: r,
+        xhigh: id == "gpt-5",
     };
     vec![
         m("anthropic", "claude-sonnet-4-5", true, 200_000),
@@ -88,9 +89,9 @@ fn conversation(app: &mut App) {
         AgentEvent::TextDelta("Let me look at the manifest.".into()),
         AgentEvent::MessageEnd { role: "assistant".into(), usage: Some(Usage { input: 1200, output: 80, cache_read: 15000, cache_write: 900, cost: 0.0123 }), error: None },
         AgentEvent::ToolStart { id: "t1".into(), name: "read".into(), args: r#"{"path":"Cargo.toml"}"#.into() },
-        AgentEvent::ToolEnd { id: "t1".into(), output: (1..=9).map(|i| format!("line {i}")).collect::<Vec<_>>().join("\n"), is_error: false },
+        AgentEvent::ToolEnd { id: "t1".into(), output: (1..=9).map(|i| format!("line {i}")).collect::<Vec<_>>().join("\n"), is_error: false, diff: None },
         AgentEvent::ToolStart { id: "t2".into(), name: "bash".into(), args: r#"{"command":"cargo build"}"#.into() },
-        AgentEvent::ToolEnd { id: "t2".into(), output: "error[E0432]: unresolved import".into(), is_error: true },
+        AgentEvent::ToolEnd { id: "t2".into(), output: "error[E0432]: unresolved import".into(), is_error: true, diff: None },
         AgentEvent::MessageStart { role: "assistant".into(), text: String::new() },
         AgentEvent::TextDelta("## Fix\n\nAdd the **missing** crate:\n\n```rust\nuse foo::bar; // needed\nlet n = 42;\n```\n\n- run `cargo build`\n- done".into()),
         AgentEvent::MessageEnd { role: "assistant".into(), usage: Some(Usage { input: 1500, output: 120, cache_read: 16000, cache_write: 0, cost: 0.02 }), error: None },
@@ -927,7 +928,8 @@ fn pi_json_events_parse() {
         Some(AgentEvent::ToolEnd {
             id: "c".into(),
             output: "ok".into(),
-            is_error: false
+            is_error: false,
+            diff: None
         })
     );
     assert_eq!(
@@ -2265,6 +2267,106 @@ mod on_disk {
         );
         assert!(notices.last().is_some_and(|n| n.starts_with("Reloaded")));
     }
+
+    /// A session whose answers used another model, with two branches that both spent.
+    fn write_branched_session(p: &Project) -> PathBuf {
+        let cwd = p.cwd.display().to_string();
+        let usage = |input: u64| {
+            serde_json::json!({"input":input,"output":10,"cacheRead":0,"cacheWrite":0,
+                "totalTokens":input+10,"cost":{"total":0.5}})
+        };
+        let answer = |id: &str, parent: &str, input: u64, stop: &str| {
+            serde_json::json!({"type":"message","id":id,"parentId":parent,
+                "timestamp":"2026-01-01T00:00:03.000Z",
+                "message":{"role":"assistant","content":[{"type":"text","text":id}],
+                    "provider":"openai","model":"gpt-4.1","usage":usage(input),
+                    "stopReason":stop,"timestamp":3}})
+            .to_string()
+        };
+        let lines = [
+            serde_json::json!({"type":"session","version":3,"id":"sess-b",
+                "timestamp":"2026-01-01T00:00:00.000Z","cwd":cwd})
+            .to_string(),
+            r#"{"type":"model_change","id":"m1","parentId":null,"timestamp":"2026-01-01T00:00:00.500Z","provider":"openai","modelId":"gpt-4.1"}"#.to_string(),
+            r#"{"type":"message","id":"u1","parentId":"m1","timestamp":"2026-01-01T00:00:01.000Z","message":{"role":"user","content":"first","timestamp":1}}"#.to_string(),
+            answer("a1", "u1", 1000, "stop"),
+            // The branch left behind: its answer cost too.
+            answer("a2", "u1", 2000, "stop"),
+            // The current branch ends in an aborted answer that reports no usage.
+            r#"{"type":"message","id":"u2","parentId":"a1","timestamp":"2026-01-01T00:00:04.000Z","message":{"role":"user","content":"second","timestamp":4}}"#.to_string(),
+            serde_json::json!({"type":"message","id":"a3","parentId":"u2",
+                "timestamp":"2026-01-01T00:00:05.000Z",
+                "message":{"role":"assistant","content":[],"provider":"openai","model":"gpt-4.1",
+                    "usage":{"input":0,"output":0,"cacheRead":0,"cacheWrite":0,"cost":{"total":0}},
+                    "stopReason":"aborted","errorMessage":"Request was aborted","timestamp":5}})
+            .to_string(),
+        ];
+        let path = p.sessions.join("b.jsonl");
+        must(std::fs::write(&path, lines.join("\n") + "\n"));
+        path
+    }
+
+    #[test]
+    fn resume_shows_the_sessions_model_and_whole_file_totals() {
+        let p = project();
+        let current = write_session(&p, "sess-cur", "cur.jsonl");
+        let other = write_branched_session(&p);
+        let (mut d, _rt) = driver(&p, open_args(&current));
+        let mut a = App::new(p.cwd.clone());
+        a.model = Some(super::models()[0].clone());
+        session_ops::resume(
+            &mut a,
+            &mut d,
+            &p.agent,
+            &other.display().to_string(),
+            MissingCwd::Ask,
+        );
+        assert_eq!(
+            a.model.as_ref().map(|m| m.key()).as_deref(),
+            Some("openai/gpt-4.1"),
+            "{:?}",
+            notices(&a)
+        );
+        // Both branches' answers count, as in Pi's footer; the aborted one adds nothing.
+        assert_eq!(a.footer.totals.input, 3000);
+        assert_eq!(a.footer.totals.output, 20);
+        // The context size is that of the last answer that was not aborted.
+        assert_eq!(a.footer.context_tokens, 1010);
+    }
+
+    #[test]
+    fn session_info_and_export_of_the_active_branch() {
+        let p = project();
+        let other = write_branched_session(&p);
+        let (d, _rt) = driver(&p, open_args(&other));
+        let mut a = App::new(p.cwd.clone());
+        typed(&mut a, "/session");
+        update(&mut a, key(KeyCode::Esc));
+        assert_eq!(
+            update(&mut a, key(KeyCode::Enter)),
+            vec![Effect::SessionInfo]
+        );
+        a.session_info(d.session().as_ref());
+        let info = notices(&a).pop().unwrap_or_default();
+        assert!(
+            info.contains(&format!("File: {}", other.display())),
+            "{info}"
+        );
+        assert!(info.contains("ID: sess-b"), "{info}");
+        assert!(
+            info.contains("User: 2") && info.contains("Assistant: 3"),
+            "{info}"
+        );
+        assert!(info.contains("Input: 3000"), "{info}");
+
+        // `/export f.jsonl` writes the header and the active branch only (a2 is off it).
+        let out = must(super::super::export_session(&d, &p.cwd, Some("f.jsonl")));
+        let ids: Vec<String> = lines_of(&out)
+            .iter()
+            .map(|l| l["id"].as_str().unwrap_or("").to_string())
+            .collect();
+        assert_eq!(ids, ["sess-b", "m1", "u1", "a1", "u2", "a3"]);
+    }
 }
 
 #[test]
@@ -2339,4 +2441,396 @@ fn control_characters_from_a_session_are_shown_not_sent() {
     assert!(text.contains("hi ^[[2J there"), "{text}");
     assert!(text.contains("osc ^[]52;c;Zm9v^G done"), "{text}");
     assert!(text.contains("evil^[]0;title^G"), "{text}");
+}
+
+#[test]
+fn a_slash_prompt_that_is_no_command_is_sent() {
+    let mut a = app();
+    let out = typed(&mut a, "/usr/local/bin/python crashes, why?");
+    assert!(out.is_empty());
+    let out = update(&mut a, key(KeyCode::Enter));
+    assert_eq!(
+        out,
+        vec![Effect::Prompt("/usr/local/bin/python crashes, why?".into())]
+    );
+    assert!(a.editor.is_empty());
+    // A real command still runs as one.
+    typed(&mut a, "/hotkeys");
+    update(&mut a, key(KeyCode::Enter));
+    assert!(matches!(a.dialog, Some(Dialog::Hotkeys(_))));
+}
+
+#[test]
+fn shift_tab_offers_xhigh_only_where_the_model_has_it() {
+    let mut a = app();
+    a.thinking = ThinkingLevel::High;
+    let backtab = || Msg::Key(KeyEvent::new(KeyCode::BackTab, KeyModifiers::SHIFT));
+    // claude-sonnet-4-5 declares no xhigh: high wraps to off.
+    assert_eq!(
+        update(&mut a, backtab()),
+        vec![Effect::SetThinking(ThinkingLevel::Off)]
+    );
+    // gpt-5 (in this list) declares it.
+    a.model = a.models.iter().find(|m| m.id == "gpt-5").cloned();
+    a.thinking = ThinkingLevel::High;
+    update(&mut a, backtab());
+    assert_eq!(a.thinking, ThinkingLevel::XHigh);
+    // /settings offers the same levels.
+    a.model = a.models.first().cloned();
+    a.open_settings();
+    match &a.dialog {
+        Some(Dialog::Settings(s)) => assert!(!s.items[0].options.contains(&"xhigh".to_string())),
+        other => panic!("{other:?}"),
+    }
+}
+
+#[test]
+fn an_aborted_turn_keeps_the_context_size() {
+    let mut a = app();
+    conversation(&mut a);
+    let before = a.footer.context_tokens;
+    assert!(before > 0);
+    update(
+        &mut a,
+        Msg::Agent(AgentEvent::MessageStart {
+            role: "assistant".into(),
+            text: String::new(),
+        }),
+    );
+    update(
+        &mut a,
+        Msg::Agent(AgentEvent::MessageEnd {
+            role: "assistant".into(),
+            usage: Some(Usage::default()),
+            error: Some("Request was aborted".into()),
+        }),
+    );
+    assert_eq!(a.footer.context_tokens, before);
+}
+
+#[test]
+fn settings_show_auto_compaction_as_configured() {
+    let opts = super::TuiOptions::new(PathBuf::from("/work/project"));
+    // On unless settings turn it off, as in Pi.
+    assert!(opts.auto_compact);
+    let driver = FakeDriver::default();
+    let mut a = super::initial_app(&opts, &driver);
+    assert!(a.footer.auto_compact);
+    a.open_settings();
+    match &a.dialog {
+        Some(Dialog::Settings(s)) => {
+            let item = s.items.iter().find(|i| i.key == "compaction.enabled");
+            let item = item.map(|i| i.options[i.value].as_str());
+            assert_eq!(item, Some("true"));
+        }
+        other => panic!("{other:?}"),
+    }
+}
+
+#[test]
+fn a_retry_wait_queues_input_counts_down_and_escape_cancels_it() {
+    let mut a = app();
+    a.now_ms = 10_000;
+    let parsed = AgentEvent::from_pi_json(&serde_json::json!({"type": "auto_retry_start",
+        "attempt": 1, "maxAttempts": 3, "delayMs": 2000, "errorMessage": "503 overloaded"}));
+    assert_eq!(
+        parsed,
+        Some(AgentEvent::RetryStart {
+            attempt: 1,
+            max_attempts: 3,
+            delay_ms: 2000
+        })
+    );
+    for ev in [
+        AgentEvent::AgentStart,
+        AgentEvent::MessageStart {
+            role: "assistant".into(),
+            text: String::new(),
+        },
+        AgentEvent::MessageEnd {
+            role: "assistant".into(),
+            usage: None,
+            error: Some("503 overloaded".into()),
+        },
+        AgentEvent::AgentEnd,
+    ]
+    .into_iter()
+    .chain(parsed)
+    {
+        update(&mut a, Msg::Agent(ev));
+    }
+    assert!(screen(&a, 70, 20).contains("Retrying (1/3) in 2s... (escape to cancel)"));
+    a.now_ms = 11_200;
+    assert!(screen(&a, 70, 20).contains("Retrying (1/3) in 1s..."));
+    // Typed while the retry waits: queued as steering, not refused as a second prompt.
+    typed(&mut a, "also check the logs");
+    let out = update(&mut a, key(KeyCode::Enter));
+    assert_eq!(out, vec![Effect::Steer("also check the logs".into())]);
+    // Escape cancels the retry (the agent's abort ends the wait).
+    let out = update(&mut a, key(KeyCode::Esc));
+    assert!(out.contains(&Effect::Abort), "{out:?}");
+    let end = AgentEvent::from_pi_json(&serde_json::json!({"type": "auto_retry_end",
+        "success": false, "attempt": 1, "finalError": "Retry cancelled"}));
+    for ev in end.into_iter().chain([AgentEvent::AgentEnd]) {
+        update(&mut a, Msg::Agent(ev));
+    }
+    let shown = screen(&a, 70, 20);
+    assert!(
+        shown.contains("Retry failed after 1 attempts: Retry cancelled"),
+        "{shown}"
+    );
+    assert!(!shown.contains("Retrying ("), "{shown}");
+}
+
+#[test]
+fn tools_render_as_pi_shows_them() {
+    let mut a = app();
+    a.now_ms = 5_000;
+    let output: String = (1..=8).map(|i| format!("out {i}\n")).collect();
+    let diff = " 1 keep\n-2 old line\n+2 new line";
+    let events = vec![
+        AgentEvent::ToolStart {
+            id: "b".into(),
+            name: "bash".into(),
+            args: r#"{"command":"make test"}"#.into(),
+        },
+        AgentEvent::ToolEnd {
+            id: "b".into(),
+            output,
+            is_error: false,
+            diff: None,
+        },
+        AgentEvent::ToolStart {
+            id: "w".into(),
+            name: "write".into(),
+            args: serde_json::json!({"path": "notes.txt", "content": "first\nsecond"}).to_string(),
+        },
+        AgentEvent::ToolEnd {
+            id: "w".into(),
+            output: "Successfully wrote 12 bytes to notes.txt".into(),
+            is_error: false,
+            diff: None,
+        },
+        AgentEvent::ToolStart {
+            id: "e".into(),
+            name: "edit".into(),
+            args: serde_json::json!({"path": "src/a.rs", "oldText": "old line", "newText": "new line"})
+                .to_string(),
+        },
+    ];
+    for (i, e) in events.into_iter().enumerate() {
+        if i == 1 {
+            a.now_ms = 6_500;
+        }
+        update(&mut a, Msg::Agent(e));
+    }
+    let end = AgentEvent::from_pi_json(&serde_json::json!({"type": "tool_execution_end",
+        "toolCallId": "e", "toolName": "edit", "isError": false,
+        "result": {"content": [{"type": "text", "text": "Successfully replaced text in src/a.rs."}],
+                   "details": {"diff": diff, "firstChangedLine": 2}}}));
+    if let Some(e) = end {
+        update(&mut a, Msg::Agent(e));
+    }
+    let shown = screen(&a, 70, 40);
+    // bash: the command, the last five lines behind a count of the earlier ones, the time.
+    assert!(shown.contains("$ make test"), "{shown}");
+    assert!(
+        shown.contains("... (3 earlier lines, ctrl+o to expand)"),
+        "{shown}"
+    );
+    assert!(!shown.contains("out 3 ") && shown.contains("out 4") && shown.contains("out 8"));
+    assert!(shown.contains("Took 1.5s"), "{shown}");
+    // write: the content written.
+    assert!(
+        shown.contains("write notes.txt") && shown.contains("second"),
+        "{shown}"
+    );
+    // edit: the diff from the result, not the one-line confirmation.
+    assert!(
+        shown.contains("-2 old line") && shown.contains("+2 new line"),
+        "{shown}"
+    );
+    assert!(!shown.contains("Successfully replaced"), "{shown}");
+    // A session loaded from disk shows the diff too.
+    let mut b = app();
+    b.load_messages(&[
+        serde_json::json!({"role": "assistant", "content": [{"type": "toolCall", "id": "e",
+            "name": "edit", "arguments": {"path": "src/a.rs"}}], "stopReason": "toolUse"}),
+        serde_json::json!({"role": "toolResult", "toolCallId": "e", "toolName": "edit",
+            "content": [{"type": "text", "text": "ok"}], "details": {"diff": diff},
+            "isError": false}),
+    ]);
+    assert!(screen(&b, 70, 20).contains("+2 new line"));
+}
+
+#[test]
+fn hotkeys_show_every_row_and_paging_moves_a_screenful() {
+    let mut a = app();
+    typed(&mut a, "/hotkeys");
+    update(&mut a, key(KeyCode::Esc));
+    update(&mut a, key(KeyCode::Enter));
+    // Tall enough: every shortcut is listed, the last one included.
+    let shown = screen(&a, 70, 40);
+    assert!(shown.contains("scroll to the end and follow"), "{shown}");
+    // Too short: the list scrolls to its end.
+    for _ in 0..40 {
+        update(&mut a, key(KeyCode::Down));
+    }
+    let shown = screen(&a, 70, 16);
+    assert!(shown.contains("scroll to the end and follow"), "{shown}");
+    update(&mut a, key(KeyCode::Esc));
+
+    for i in 0..100 {
+        update(
+            &mut a,
+            Msg::Agent(AgentEvent::Notice(format!("notice {i}"))),
+        );
+    }
+    screen(&a, 70, 30);
+    let (height, total) = a.view.get();
+    assert!(height > 10 && total >= 200, "{height} {total}");
+    update(&mut a, key(KeyCode::PageUp));
+    assert_eq!(a.scroll, u64::from(height));
+    // ctrl+home goes to the top, ctrl+end back to the end (following new output).
+    update(
+        &mut a,
+        Msg::Key(KeyEvent::new(KeyCode::Home, KeyModifiers::CONTROL)),
+    );
+    assert_eq!(a.scroll, total - u64::from(height));
+    assert!(screen(&a, 70, 30).contains("notice 0 "));
+    update(
+        &mut a,
+        Msg::Key(KeyEvent::new(KeyCode::End, KeyModifiers::CONTROL)),
+    );
+    assert_eq!(a.scroll, 0);
+}
+
+#[test]
+fn editor_yank_undo_and_jump() {
+    let mut a = app();
+    typed(&mut a, "hello big world");
+    update(&mut a, ctrl('w'));
+    assert_eq!(a.editor.text(), "hello big ");
+    update(&mut a, ctrl('a'));
+    update(&mut a, ctrl('y'));
+    assert_eq!(a.editor.text(), "worldhello big ");
+    // ctrl+- takes back the yank, then the deletion, then the last typed word.
+    update(&mut a, ctrl('-'));
+    assert_eq!(a.editor.text(), "hello big ");
+    update(&mut a, ctrl('-'));
+    assert_eq!(a.editor.text(), "hello big world");
+    update(&mut a, ctrl('-'));
+    assert_eq!(a.editor.text(), "hello big ");
+    // ctrl+] then a character jumps to it.
+    update(&mut a, ctrl('a'));
+    update(&mut a, ctrl(']'));
+    update(&mut a, key(KeyCode::Char('b')));
+    assert_eq!(a.editor.cursor(), (0, 6));
+    update(&mut a, key(KeyCode::Char('X')));
+    assert_eq!(a.editor.text(), "hello Xbig ");
+}
+
+#[test]
+fn thinking_command_sets_or_picks_a_level() {
+    let mut a = app();
+    a.thinking = ThinkingLevel::Low;
+    typed(&mut a, "/thinking high");
+    let out = update(&mut a, key(KeyCode::Enter));
+    assert_eq!(out, vec![Effect::SetThinking(ThinkingLevel::High)]);
+    assert_eq!(a.thinking, ThinkingLevel::High);
+    // claude-sonnet-4-5 has no xhigh here.
+    typed(&mut a, "/thinking xhigh");
+    assert!(update(&mut a, key(KeyCode::Enter)).is_empty());
+    assert_eq!(a.thinking, ThinkingLevel::High);
+    // Without a level: a picker of the model's levels, on the current one.
+    typed(&mut a, "/thinking");
+    update(&mut a, key(KeyCode::Esc));
+    update(&mut a, key(KeyCode::Enter));
+    assert!(matches!(a.dialog, Some(Dialog::Confirm(_))));
+    update(&mut a, key(KeyCode::Up));
+    let out = update(&mut a, key(KeyCode::Enter));
+    assert_eq!(out, vec![Effect::SetThinking(ThinkingLevel::Medium)]);
+}
+
+#[test]
+fn cycling_models_and_thinking_says_so_on_one_status_line() {
+    let mut a = app();
+    let before = a.transcript.len();
+    update(&mut a, ctrl('p'));
+    update(&mut a, ctrl('p'));
+    let notices: Vec<&Item> = a.transcript.items()[before..].iter().collect();
+    // claude-haiku-4-5 (no reasoning: thinking goes off), then gpt-5: the second status
+    // replaced the first.
+    assert_eq!(
+        notices,
+        [&Item::Notice("Switched to gpt-5 (thinking: off)".into())]
+    );
+    update(
+        &mut a,
+        Msg::Key(KeyEvent::new(KeyCode::BackTab, KeyModifiers::SHIFT)),
+    );
+    assert_eq!(
+        a.transcript.items().last(),
+        Some(&Item::Notice("Thinking level: minimal".into()))
+    );
+    assert_eq!(a.transcript.len(), before + 1);
+}
+
+#[test]
+fn large_pastes_show_as_markers_and_are_sent_whole() {
+    let mut a = app();
+    let big: String = (1..=12).map(|i| format!("row {i}\n")).collect();
+    let big = big.trim_end().to_string();
+    typed(&mut a, "look: ");
+    update(&mut a, Msg::Paste(big.clone()));
+    update(&mut a, Msg::Paste("x".repeat(1500)));
+    assert_eq!(
+        a.editor.text(),
+        "look: [paste #1 +12 lines][paste #2 1500 chars]"
+    );
+    assert!(screen(&a, 80, 20).contains("[paste #1 +12 lines]"));
+    // A small paste goes in as it is.
+    update(&mut a, Msg::Paste(" ok".into()));
+    let out = update(&mut a, key(KeyCode::Enter));
+    assert_eq!(
+        out,
+        vec![Effect::Prompt(format!(
+            "look: {big}{} ok",
+            "x".repeat(1500)
+        ))]
+    );
+    assert!(a.pastes.is_empty());
+}
+
+#[test]
+fn typing_in_the_tree_searches_it() {
+    let mut a = tree_app();
+    let all = match &a.dialog {
+        Some(Dialog::Tree(t)) => t.rows.len(),
+        other => panic!("{other:?}"),
+    };
+    typed(&mut a, "AGAIN");
+    let texts = |a: &App| match &a.dialog {
+        Some(Dialog::Tree(t)) => t
+            .rows
+            .iter()
+            .map(|r| t.nodes[r.node].text.clone())
+            .collect::<Vec<_>>(),
+        other => panic!("{other:?}"),
+    };
+    // Any case; the entries whose text holds the query.
+    let found = texts(&a);
+    assert!(!found.is_empty() && found.len() < all, "{found:?}");
+    assert!(
+        found.iter().all(|t| t.to_lowercase().contains("again")),
+        "{found:?}"
+    );
+    assert!(screen(&a, 80, 24).contains("Search: AGAIN"));
+    update(&mut a, key(KeyCode::Backspace));
+    assert!(screen(&a, 80, 24).contains("Search: AGAI"));
+    // Escape clears the search, a second escape closes the tree.
+    update(&mut a, key(KeyCode::Esc));
+    assert_eq!(texts(&a).len(), all);
+    update(&mut a, key(KeyCode::Esc));
+    assert!(a.dialog.is_none());
 }

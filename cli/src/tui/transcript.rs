@@ -32,6 +32,10 @@ pub enum Item {
         output: String,
         is_error: bool,
         done: bool,
+        /// The edit tool's diff (`details.diff` of its result).
+        diff: Option<String>,
+        /// How long the call ran (known for calls seen live, not for loaded sessions).
+        duration_ms: Option<u64>,
     },
     Error(String),
     Notice(String),
@@ -278,6 +282,8 @@ pub fn item_lines(item: &Item, width: u16, flags: ViewFlags, theme: &Theme) -> V
             output,
             is_error,
             done,
+            diff,
+            duration_ms,
             ..
         } => {
             let bg = if *is_error {
@@ -285,34 +291,16 @@ pub fn item_lines(item: &Item, width: u16, flags: ViewFlags, theme: &Theme) -> V
             } else {
                 theme.tool_bg
             };
-            let mut body = vec![Line::from(vec![
-                Span::styled(name.clone(), theme.bold(theme.text)),
-                Span::styled(format!(" {}", summarize_args(args)), theme.fg(theme.accent)),
-            ])];
-            let out_lines: Vec<&str> = output.lines().collect();
-            let shown = if flags.tools_expanded {
-                out_lines.len()
-            } else {
-                out_lines.len().min(TOOL_PREVIEW_LINES)
-            };
-            if !out_lines.is_empty() {
-                body.push(Line::default());
-            }
-            let out_style = theme.fg(if *is_error { theme.error } else { theme.muted });
-            for l in &out_lines[..shown] {
-                body.push(Line::styled(l.replace('\t', "    "), out_style));
-            }
-            if shown < out_lines.len() {
-                body.push(Line::styled(
-                    format!(
-                        "... ({} more lines, ctrl+o to expand)",
-                        out_lines.len() - shown
-                    ),
-                    theme.fg(theme.dim),
-                ));
-            }
+            let body = tool_body(name, args, output, *is_error, diff.as_deref(), flags, theme);
+            let mut body = body;
             if !done {
                 body.push(Line::styled("running...", theme.fg(theme.dim)));
+            } else if let Some(ms) = duration_ms.filter(|_| name == "bash") {
+                body.push(Line::default());
+                body.push(Line::styled(
+                    format!("Took {:.1}s", ms as f64 / 1000.0),
+                    theme.fg(theme.dim),
+                ));
             }
             let body = markdown::wrap_all(&body, inner);
             out.extend(pad_style(indent(body, " "), Style::default().bg(bg)));
@@ -370,6 +358,135 @@ pub fn item_lines(item: &Item, width: u16, flags: ViewFlags, theme: &Theme) -> V
         }
     }
     out
+}
+
+/// Lines of a file body shown while tools are collapsed (Pi's read and write previews).
+const FILE_PREVIEW_LINES: usize = 10;
+
+/// The lines of a tool call, Pi's way per tool: `$ command` and the last lines of output for
+/// bash, the file content for write, the diff for edit, the first lines of output otherwise.
+fn tool_body(
+    name: &str,
+    args: &str,
+    output: &str,
+    is_error: bool,
+    diff: Option<&str>,
+    flags: ViewFlags,
+    theme: &Theme,
+) -> Vec<Line<'static>> {
+    let parsed: serde_json::Value = serde_json::from_str(args).unwrap_or_default();
+    let arg = |k: &str| parsed.get(k).and_then(|v| v.as_str());
+    let out_style = theme.fg(if is_error { theme.error } else { theme.muted });
+    let more = |n: usize, tail: &str| {
+        Line::styled(
+            format!("... ({n} {tail}, ctrl+o to expand)"),
+            theme.fg(theme.dim),
+        )
+    };
+    let text_lines = |text: &str, style: Style| -> Vec<Line<'static>> {
+        text.lines()
+            .map(|l| Line::styled(l.replace('\t', "    "), style))
+            .collect()
+    };
+    let title = |rest: String| {
+        Line::from(vec![
+            Span::styled(name.to_string(), theme.bold(theme.text)),
+            Span::styled(format!(" {rest}"), theme.fg(theme.accent)),
+        ])
+    };
+    let mut body = Vec::new();
+    match name {
+        "bash" => {
+            body.push(Line::styled(
+                format!("$ {}", arg("command").unwrap_or("...")),
+                theme.bold(theme.text),
+            ));
+            let lines = text_lines(output.trim(), out_style);
+            if !lines.is_empty() {
+                body.push(Line::default());
+            }
+            // Collapsed, bash shows its last lines: that is where the result and errors are.
+            if !flags.tools_expanded && lines.len() > TOOL_PREVIEW_LINES {
+                let skipped = lines.len() - TOOL_PREVIEW_LINES;
+                body.push(more(skipped, "earlier lines"));
+                body.extend(lines.into_iter().skip(skipped));
+            } else {
+                body.extend(lines);
+            }
+        }
+        "write" => {
+            body.push(title(
+                arg("path")
+                    .or(arg("file_path"))
+                    .unwrap_or("...")
+                    .to_string(),
+            ));
+            let content = text_lines(arg("content").unwrap_or(""), theme.fg(theme.muted));
+            if !content.is_empty() {
+                body.push(Line::default());
+                let total = content.len();
+                let shown = if flags.tools_expanded {
+                    total
+                } else {
+                    total.min(FILE_PREVIEW_LINES)
+                };
+                body.extend(content.into_iter().take(shown));
+                if shown < total {
+                    body.push(more(total - shown, &format!("more lines, {total} total")));
+                }
+            }
+            if is_error && !output.trim().is_empty() {
+                body.push(Line::default());
+                body.extend(text_lines(output, theme.fg(theme.error)));
+            }
+        }
+        "edit" => {
+            body.push(title(
+                arg("path")
+                    .or(arg("file_path"))
+                    .unwrap_or("...")
+                    .to_string(),
+            ));
+            match diff {
+                Some(d) if !is_error => {
+                    body.push(Line::default());
+                    body.extend(d.lines().map(|l| {
+                        let color = if l.starts_with('+') {
+                            theme.success
+                        } else if l.starts_with('-') {
+                            theme.error
+                        } else {
+                            theme.dim
+                        };
+                        Line::styled(l.replace('\t', "    "), theme.fg(color))
+                    }));
+                }
+                _ if !output.trim().is_empty() && is_error => {
+                    body.push(Line::default());
+                    body.extend(text_lines(output, theme.fg(theme.error)));
+                }
+                _ => {}
+            }
+        }
+        _ => {
+            body.push(title(summarize_args(args)));
+            let lines = text_lines(output, out_style);
+            let shown = if flags.tools_expanded {
+                lines.len()
+            } else {
+                lines.len().min(TOOL_PREVIEW_LINES)
+            };
+            if !lines.is_empty() {
+                body.push(Line::default());
+            }
+            let total = lines.len();
+            body.extend(lines.into_iter().take(shown));
+            if shown < total {
+                body.push(more(total - shown, "more lines"));
+            }
+        }
+    }
+    body
 }
 
 /// A one-line summary of tool arguments: Pi shows the path or command, not the JSON.

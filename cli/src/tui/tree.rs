@@ -94,6 +94,8 @@ pub struct TreeNav {
     pub show_label_time: bool,
     /// Label being edited for the selected node.
     pub label_edit: Option<String>,
+    /// Typed search: only entries whose text or label contains it (any case) are shown.
+    pub search: String,
 }
 
 fn message_text(v: &Value) -> String {
@@ -201,6 +203,7 @@ impl TreeNav {
             selected: 0,
             show_label_time: false,
             label_edit: None,
+            search: String::new(),
         };
         nav.rebuild();
         // Start on the leaf, as Pi does.
@@ -212,6 +215,16 @@ impl TreeNav {
 
     fn visible(&self, i: usize) -> bool {
         let n = &self.nodes[i];
+        if !self.search.is_empty() {
+            let q = self.search.to_lowercase();
+            let hit = n.text.to_lowercase().contains(&q)
+                || n.label
+                    .as_ref()
+                    .is_some_and(|l| l.to_lowercase().contains(&q));
+            if !hit {
+                return false;
+            }
+        }
         match self.filter {
             Filter::All => true,
             Filter::Default => !matches!(n.kind, NodeKind::Meta(_)),
