@@ -169,11 +169,55 @@ impl Rpc {
                     });
                 });
             }
+            RpcCommand::GetMessages => self.write_messages(&id),
             other => {
                 let r = self.simple(&id, &other);
                 output(&r);
             }
         }
+    }
+
+    /// `get_messages`, written as it is projected: the response line is the one
+    /// [`success`] would build, but each message is serialized and dropped in turn,
+    /// so a huge uncompacted session costs one entry's values, not all of them.
+    fn write_messages(&self, id: &Option<Value>) {
+        use std::io::Write;
+        let mut head = Map::new();
+        if let Some(id) = id {
+            head.insert("id".into(), id.clone());
+        }
+        head.insert("type".into(), "response".into());
+        head.insert("command".into(), "get_messages".into());
+        head.insert("success".into(), true.into());
+        let head = Value::Object(head).to_string();
+        // The session lock is taken before stdout's: the order of every event
+        // emitted while the session is locked.
+        self.agent.with_session(|s| {
+            let branch = s.branch_path();
+            let path = pi_engine::context::SessionPath::new(s, &branch.entries);
+            let stdout = std::io::stdout();
+            let mut out = std::io::BufWriter::new(stdout.lock());
+            let mut result = out
+                .write_all(&head.as_bytes()[..head.len() - 1])
+                .and_then(|()| out.write_all(b",\"data\":{\"messages\":["));
+            let mut first = true;
+            pi_engine::context::project_each(&path, |_, messages| {
+                for m in &messages {
+                    if result.is_err() {
+                        return;
+                    }
+                    let sep: &[u8] = if first { b"" } else { b"," };
+                    first = false;
+                    result = out
+                        .write_all(sep)
+                        .and_then(|()| serde_json::to_writer(&mut out, m).map_err(Into::into));
+                }
+            });
+            // A closed stdout (reader gone) must not kill the agent, as for every line.
+            let _ = result
+                .and_then(|()| out.write_all(b"]}}\n"))
+                .and_then(|()| out.flush());
+        });
     }
 
     fn prompt(
@@ -434,7 +478,7 @@ impl Rpc {
                 a.set_session_name(name).map_err(e)?;
                 Ok(None)
             }
-            RpcCommand::GetMessages => Ok(Some(json!({"messages": a.messages()}))),
+            RpcCommand::GetMessages => Ok(Some(json!({"messages": a.messages()}))), // see write_messages
             // Prompt templates and skills (extensions are not supported).
             RpcCommand::GetCommands => {
                 let r = &self.env.resources;
@@ -508,7 +552,7 @@ impl Rpc {
             m.insert("sessionName".into(), name.into());
         }
         m.insert("autoCompactionEnabled".into(), a.auto_compaction().into());
-        m.insert("messageCount".into(), a.messages().len().into());
+        m.insert("messageCount".into(), a.message_count().into());
         m.insert("pendingMessageCount".into(), a.pending_count().into());
         Value::Object(m)
     }
@@ -549,9 +593,8 @@ impl Rpc {
         let tokens = a.with_session(|s| {
             let branch = s.branch_path();
             let path = pi_engine::context::SessionPath::new(s, &branch.entries);
-            let values = path.values();
             let projection = pi_engine::context::project(&path);
-            pi_engine::compaction::estimate_projected_context_tokens(&projection, &values)
+            pi_engine::compaction::estimate_projected_context_tokens(&projection, &path)
         });
         let (tok, pct) = if tokens.last_usage_index.is_some() && window > 0 {
             (
