@@ -347,6 +347,10 @@ def write_md(results, started):
         if "## Notes on this run" in old:
             notes = old[old.index("## Notes on this run"):old.index("## Raw results") if "## Raw results" in old else None]
     body = "\n".join(out)
+    # turns.py's section (per-turn cost) is its own; keep it where it was.
+    if OUT_MD.exists() and "<!-- turns:begin -->" in old and "<!-- turns:end -->" in old:
+        turns = old[old.index("<!-- turns:begin -->"):old.index("<!-- turns:end -->") + len("<!-- turns:end -->")]
+        body = body.replace("\n## Raw results\n", "\n" + turns + "\n\n## Raw results\n")
     if notes:
         body = body.replace("\n## Raw results\n", "\n" + notes.rstrip() + "\n\n## Raw results\n")
     OUT_MD.write_text(body)

@@ -5,6 +5,9 @@
 #   benches/compare-pi/run.sh                # 3 corpora: 1/4, 1/2 and all of SESSIONS/TOTAL_MB/BIG_MB
 #   SESSIONS=1000 TOTAL_MB=1100 BIG_MB=200 RUNS=5 benches/compare-pi/run.sh
 #   PI_DIR=/tmp/realpi benches/compare-pi/run.sh   # reuse an installed Pi (bin/node + pi/)
+#   TURNS=only benches/compare-pi/run.sh      # only the per-turn section (turns.py: resume + prompt,
+#                                             # RPC turns, inspect/export/get_messages, TUI first frame)
+#   TURNS=0 benches/compare-pi/run.sh         # only the history tables
 #
 # Needs: cargo, npm (for the install), python3, /usr/bin/time; ripgrep and gnuplot are
 # installed with apt-get when missing and possible.
@@ -35,7 +38,20 @@ command -v gnuplot >/dev/null || apt-get install -y gnuplot-nox || echo "no gnup
 #    rebuild half the dependency tree. SKIP_BUILD=1 uses what is there.
 export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-$REPO/target}"
 if [ -z "${SKIP_BUILD:-}" ]; then
-  (cd "$REPO" && cargo build --release -p pi-cli --bin pi -p pi-benches --bin gen-corpus --bin history-bench)
+  (cd "$REPO" && cargo build --release -p pi-cli --bin pi -p pi-benches --bin gen-corpus --bin history-bench \
+     --bin gen-session -p pi-fake-llm --bin pi-fake-llm)
+fi
+
+TURNS="${TURNS:-1}"
+PI_PKG="$PI_DIR/pi/node_modules/@earendil-works/pi-coding-agent"
+run_turns() {
+  REPO="$REPO" OUR_PI="$CARGO_TARGET_DIR/release/pi" FAKE_LLM="$CARGO_TARGET_DIR/release/pi-fake-llm" \
+  GEN_SESSION="$CARGO_TARGET_DIR/release/gen-session" PI_NODE="$PI_DIR/bin/node" PI_PKG_DIR="$PI_PKG" \
+  TURNS_WORK="${TURNS_WORK:-$WORK/turns}" RUNS="${TURNS_RUNS:-3}" python3 "$HERE/turns.py"
+}
+if [ "$TURNS" = only ]; then
+  run_turns
+  exit 0
 fi
 
 # 3. Corpora (reproducible: same arguments, same bytes). Regenerated when missing.
@@ -55,3 +71,8 @@ done
 REPO="$REPO" OUR_PI="$CARGO_TARGET_DIR/release/pi" HISTORY_BENCH="$CARGO_TARGET_DIR/release/history-bench" \
 PI_NODE="$PI_DIR/bin/node" PI_PKG_DIR="$PI_DIR/pi/node_modules/@earendil-works/pi-coding-agent" \
 RUNS="$RUNS" CORPORA="$CORPORA" python3 "$HERE/bench.py"
+
+# 5. Per-turn cost on huge sessions (its own section of docs/performance.md).
+if [ "$TURNS" != 0 ]; then
+  run_turns
+fi

@@ -22,6 +22,9 @@ pub struct SessionSpec {
     pub compaction_every: usize,
     /// Every this many turns, branch back a few turns (an abandoned branch).
     pub branch_every: usize,
+    /// End with a compaction keeping the last few turns (a session "compacted near
+    /// its end": its context is small whatever the file's size).
+    pub final_compaction: bool,
 }
 
 impl SessionSpec {
@@ -31,6 +34,7 @@ impl SessionSpec {
             target_bytes,
             compaction_every: 400,
             branch_every: 97,
+            final_compaction: false,
         }
     }
 }
@@ -242,13 +246,12 @@ pub fn write_session(spec: &SessionSpec, out: &mut impl Write) -> std::io::Resul
                 },
             )?;
         }
-        if turn.is_multiple_of(spec.compaction_every) && path.len() > 40 {
+        let last = em.written >= spec.target_bytes && spec.final_compaction;
+        if (turn.is_multiple_of(spec.compaction_every) || last) && path.len() > 40 {
             let first_kept = path[path.len() - 30].clone();
             let goal = text(&mut rng, 30, 40);
             let progress = text(&mut rng, 150, 200);
-            append(
-                &mut em,
-                &mut path,
+            let id = em.emit(
                 NewEntry::Compaction {
                     summary: format!("## Goal\n{goal}\n\n## Progress\n{progress}"),
                     first_kept_entry_id: Some(first_kept),
@@ -260,7 +263,9 @@ pub fn write_session(spec: &SessionSpec, out: &mut impl Write) -> std::io::Resul
                     from_hook: Some(false),
                     system_message: None,
                 },
+                path.last().cloned(),
             )?;
+            path.push(id);
             context_tokens = 8000;
         }
     }

@@ -190,7 +190,7 @@ fn pi_mono_v1_fixtures_migrate_and_match_real_pi() {
             "context",
             "llmMessages",
         ] {
-            let ours = rename(report.get(key).unwrap(), &ours_map);
+            let ours = rename(&report.get(key).unwrap(), &ours_map);
             let pi = rename(&oracle[key], &pi_map);
             assert!(ours == pi, "{name}: {key} differs");
         }

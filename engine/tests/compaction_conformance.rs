@@ -239,9 +239,7 @@ fn check_case(case: &Case) -> Result<bool, Vec<String>> {
         "estimateContextTokens",
         &ect,
     );
-    let usage = last_assistant_usage(&branch)
-        .cloned()
-        .unwrap_or(Value::Null);
+    let usage = last_assistant_usage(&branch).unwrap_or(Value::Null);
     check_value(
         &mut errors,
         "tokenEstimates",

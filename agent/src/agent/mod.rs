@@ -584,6 +584,24 @@ impl AgentSession {
         })
     }
 
+    /// The same messages one at a time, for writing them out without holding them
+    /// all (RPC `get_messages` on a huge uncompacted session). The session stays
+    /// locked while `each` runs.
+    pub fn for_each_message(&self, mut each: impl FnMut(&Value)) {
+        self.with_session(|s| {
+            let branch = s.branch_path();
+            let path = SessionPath::new(s, &branch.entries);
+            context::project_each(&path, |_, messages| messages.iter().for_each(&mut each));
+        })
+    }
+
+    /// How many messages the context holds, without keeping any of them.
+    pub fn message_count(&self) -> usize {
+        let mut n = 0;
+        self.for_each_message(|_| n += 1);
+        n
+    }
+
     /// Replaces the session (new session, switch, fork, clone). Queues are cleared.
     pub fn replace_session(&self, session: Session, persist: Persistence) {
         let mut st = lock(&self.shared.state);

@@ -685,31 +685,21 @@ impl AgentSession {
             }
             let s = &st.session;
             let branch = s.branch_path();
+            // Types, ids and timestamps come from the index: only the context
+            // entries are parsed (by the projection), never the whole branch.
             let path = SessionPath::new(s, &branch.entries);
-            let values = path.values();
-            // A response older than the latest compaction reflects the old context.
-            let latest_compaction_ms = values
-                .iter()
-                .rev()
-                .find(|e| e["type"] == "compaction")
-                .and_then(|e| e["timestamp"].as_str())
-                .and_then(pi_formats::time::parse_millis);
-            if latest_compaction_ms.is_some_and(|c| last.timestamp as f64 <= c) {
+            if compaction::latest_compaction_millis(&path)
+                .is_some_and(|c| last.timestamp as f64 <= c)
+            {
                 return;
             }
-            let projection = context::project(&path);
-            let has_edits = projection.entries.iter().any(|e| {
-                values
-                    .get(e.pos)
-                    .is_some_and(|v| v["type"] == "context_edit")
-            });
             let usage = serde_json::to_value(&last.usage).unwrap_or(Value::Null);
-            let direct = compaction::calculate_context_tokens(&usage);
-            let tokens = if has_edits || last.stop_reason == StopReason::Error || direct == 0 {
-                compaction::estimate_projected_context_tokens(&projection, &values).tokens
-            } else {
-                direct
-            };
+            let tokens = compaction::context_tokens_after_response(
+                &context::project(&path),
+                &path,
+                &usage,
+                last.stop_reason == StopReason::Error,
+            );
             let settings = compaction::CompactionSettings {
                 enabled: true,
                 ..st.opts.compaction
@@ -737,9 +727,8 @@ impl AgentSession {
             let s = &st.session;
             let branch = s.branch_path();
             let path = SessionPath::new(s, &branch.entries);
-            let values = path.values();
             let tokens =
-                compaction::estimate_projected_context_tokens(&context::project(&path), &values)
+                compaction::estimate_projected_context_tokens(&context::project(&path), &path)
                     .tokens;
             let settings = compaction::CompactionSettings {
                 enabled: true,
@@ -784,9 +773,9 @@ impl AgentSession {
             let st = lock(&self.shared.state);
             let s = &st.session;
             let branch = s.branch_path();
-            let values = SessionPath::new(s, &branch.entries).values();
+            let path = SessionPath::new(s, &branch.entries);
             if st.opts.model.is_none()
-                || compaction::prepare_compaction(&values, &st.opts.compaction).is_none()
+                || compaction::prepare_compaction(&path, &st.opts.compaction).is_none()
             {
                 return Err(AgentError::Other("nothing to compact".into()));
             }
@@ -799,13 +788,14 @@ impl AgentSession {
             lock(&this.shared.state).is_compacting = false;
             Err(AgentError::Other(msg))
         };
-        let (prep, summarizer, options, values) = {
+        let (prep, summarizer, options, no_prep_reason) = {
             let mut st = lock(&self.shared.state);
             st.is_compacting = true;
             let s = &st.session;
             let branch = s.branch_path();
-            let values = SessionPath::new(s, &branch.entries).values();
-            let prep = compaction::prepare_compaction(&values, &st.opts.compaction);
+            let path = SessionPath::new(s, &branch.entries);
+            let prep = compaction::prepare_compaction(&path, &st.opts.compaction);
+            let no_prep_reason = compaction::no_preparation_reason(&path);
             let mut source = Map::new();
             source.insert("source".into(), "compaction".into());
             source.insert("reason".into(), reason.as_str().into());
@@ -822,14 +812,10 @@ impl AgentSession {
                 reasoning,
                 retry: st.opts.retry,
             };
-            (prep, summarizer, options, values)
+            (prep, summarizer, options, no_prep_reason)
         };
         let Some(prep) = prep else {
-            return fail(
-                self,
-                compaction::no_preparation_reason(&values).to_string(),
-                false,
-            );
+            return fail(self, no_prep_reason.to_string(), false);
         };
         let Some(summarizer) = summarizer else {
             return fail(self, "No model selected".into(), false);
@@ -865,8 +851,7 @@ impl AgentSession {
             let s = &st.session;
             let branch = s.branch_path();
             let path = SessionPath::new(s, &branch.entries);
-            let values = path.values();
-            compaction::estimate_projected_context_tokens(&context::project(&path), &values).tokens
+            compaction::estimate_projected_context_tokens(&context::project(&path), &path).tokens
         };
         let mut out = Map::new();
         out.insert("summary".into(), result.summary.into());

@@ -203,6 +203,7 @@ impl Host {
                 a.set_session_name(name).map_err(e)?;
                 Ok(None)
             }
+            // (RPC streams it with `write_messages_response`; this is the same answer whole.)
             Command::GetMessages => Ok(Some(json!({"messages": a.messages()}))),
             // Prompt templates and skills (extensions are not supported).
             Command::GetCommands => {
@@ -228,6 +229,42 @@ impl Host {
         }
     }
 
+    /// The `get_messages` response record written as it is projected: each message is
+    /// serialized and dropped in turn, so a huge uncompacted session costs one entry's
+    /// values, not all of them. Bytes equal to `response(id, "get_messages", …)` + `\n`.
+    pub fn write_messages_response(
+        &self,
+        id: &Option<Value>,
+        out: &mut dyn std::io::Write,
+    ) -> std::io::Result<()> {
+        let head = crate::protocol::response(id, "get_messages", Ok(None)).to_string();
+        // The session lock is taken before the output's: the order of every event emitted
+        // while the session is locked.
+        self.agent.with_session(|s| {
+            let branch = s.branch_path();
+            let path = pi_engine::context::SessionPath::new(s, &branch.entries);
+            let mut result = out
+                .write_all(&head.as_bytes()[..head.len() - 1])
+                .and_then(|()| out.write_all(b",\"data\":{\"messages\":["));
+            let mut first = true;
+            pi_engine::context::project_each(&path, |_, messages| {
+                for m in &messages {
+                    if result.is_err() {
+                        return;
+                    }
+                    let sep: &[u8] = if first { b"" } else { b"," };
+                    first = false;
+                    result = out
+                        .write_all(sep)
+                        .and_then(|()| serde_json::to_writer(&mut *out, m).map_err(Into::into));
+                }
+            });
+            result
+                .and_then(|()| out.write_all(b"]}}\n"))
+                .and_then(|()| out.flush())
+        })
+    }
+
     /// Pi's `get_state`.
     pub fn state(&self) -> Value {
         let a = &self.agent;
@@ -250,7 +287,7 @@ impl Host {
             m.insert("sessionName".into(), name.into());
         }
         m.insert("autoCompactionEnabled".into(), a.auto_compaction().into());
-        m.insert("messageCount".into(), a.messages().len().into());
+        m.insert("messageCount".into(), a.message_count().into());
         m.insert("pendingMessageCount".into(), a.pending_count().into());
         Value::Object(m)
     }
@@ -291,9 +328,8 @@ impl Host {
         let tokens = a.with_session(|s| {
             let branch = s.branch_path();
             let path = pi_engine::context::SessionPath::new(s, &branch.entries);
-            let values = path.values();
             let projection = pi_engine::context::project(&path);
-            pi_engine::compaction::estimate_projected_context_tokens(&projection, &values)
+            pi_engine::compaction::estimate_projected_context_tokens(&projection, &path)
         });
         let (tok, pct) = if tokens.last_usage_index.is_some() && window > 0 {
             (

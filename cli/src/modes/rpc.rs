@@ -7,7 +7,7 @@
 //! ([`pi_agent::host::Host`]), which runs long commands (prompt runs, compaction, bash) on
 //! tasks so `abort`, `steer` and state queries are answered while they work.
 
-use pi_agent::protocol::{command::decode_record, response, Decoded};
+use pi_agent::protocol::{command::decode_record, response, Command, Decoded, Request};
 use serde_json::Value;
 use tokio::io::{AsyncBufReadExt, BufReader};
 
@@ -49,6 +49,16 @@ pub async fn run(args: RunArgs) -> anyhow::Result<i32> {
         match decode_record(&buf) {
             Decoded::Blank => continue,
             Decoded::Rejected(r) => output(&response(&r.id, &r.command, Err(r.message))),
+            Decoded::Command(Request {
+                id,
+                command: Command::GetMessages,
+            }) => {
+                // Streamed straight to stdout: a huge context is never one value.
+                let stdout = std::io::stdout();
+                let mut out = std::io::BufWriter::new(stdout.lock());
+                // A closed stdout (reader gone) must not kill the agent, as for every line.
+                let _ = host.write_messages_response(&id, &mut out);
+            }
             Decoded::Command(request) => {
                 pending += 1;
                 let answered = answered.clone();

@@ -61,8 +61,10 @@ pub use summarize::{
     SummaryOptions, SummaryRequest, SummaryResponse, NO_CONTENT_SUMMARY,
 };
 pub use tokens::{
-    calculate_context_tokens, estimate_context_tokens, estimate_projected_context_tokens,
-    estimate_tokens, last_assistant_usage, should_compact, ContextTokens, ESTIMATED_IMAGE_CHARS,
+    calculate_context_tokens, context_tokens_after_response, estimate_context_tokens,
+    estimate_projected_context_tokens, estimate_tokens, last_assistant_usage,
+    latest_compaction_millis, should_compact, ContextTokens, ContextTokensAcc,
+    ESTIMATED_IMAGE_CHARS,
 };
 
 use serde::{Deserialize, Serialize};

@@ -12,7 +12,7 @@
 use super::file_ops::{FileLists, FileOps};
 use super::tokens::{estimate_projected_context_tokens, estimate_tokens};
 use super::CompactionSettings;
-use crate::context::{entry_messages, project, ProjectedEntry};
+use crate::context::{entry_messages, project, EntrySource};
 use crate::js;
 use serde::ser::SerializeStruct;
 use serde::{Serialize, Serializer};
@@ -159,15 +159,18 @@ impl CutEntry for Raw<'_> {
     }
 }
 
-/// A projected entry with its source entry.
+/// A projected entry: where its source is on the path, the source's type, and
+/// the messages it contributes. The source itself is parsed only where a rule
+/// needs more than its type (see [`is_recovery_omission_suffix`]).
 struct Projected<'a> {
-    source: &'a Value,
+    pos: usize,
+    kind: &'a str,
     messages: &'a [Value],
 }
 
 impl CutEntry for Projected<'_> {
     fn is_compaction(&self) -> bool {
-        kind_of(self.source) == "compaction"
+        self.kind == "compaction"
     }
     fn messages(&self) -> std::borrow::Cow<'_, [Value]> {
         std::borrow::Cow::Borrowed(self.messages)
@@ -267,7 +270,8 @@ pub fn find_cut_point(
 }
 
 /// Pi's `findProjectedCutPoint`.
-fn find_projected_cut_point(
+fn find_projected_cut_point<S: EntrySource + ?Sized>(
+    path: &S,
     entries: &[Projected<'_>],
     start: usize,
     end: usize,
@@ -285,7 +289,7 @@ fn find_projected_cut_point(
     else {
         return no_cut;
     };
-    if exceeded_budget && is_recovery_omission_suffix(&entries[cut + 1..end]) {
+    if exceeded_budget && is_recovery_omission_suffix(path, &entries[cut + 1..end]) {
         cut += 1;
     }
     let cut = include_metadata(entries, cut, start);
@@ -297,68 +301,72 @@ fn find_projected_cut_point(
 /// metadata, keeping it would keep nothing the model sees, so the cut moves one
 /// entry on. Any visible input after the cut, an edit replacing something outside
 /// the suffix, or a compaction keeps the cut where it is.
-fn is_recovery_omission_suffix(suffix: &[Projected<'_>]) -> bool {
-    let intrinsically_visible = |e: &Projected<'_>| {
-        kind_of(e.source) != "context_edit" && !entry_messages(e.source).is_empty()
-    };
-    let omitted = |e: &Projected<'_>| intrinsically_visible(e) && e.messages.is_empty();
+fn is_recovery_omission_suffix<S: EntrySource + ?Sized>(
+    path: &S,
+    suffix: &[Projected<'_>],
+) -> bool {
+    // The suffix is the kept part's tail: parsing its sources is cheap.
+    let sources: Vec<std::borrow::Cow<'_, Value>> =
+        suffix.iter().map(|e| path.value(e.pos)).collect();
+    let intrinsically_visible =
+        |n: usize| suffix[n].kind != "context_edit" && !entry_messages(&sources[n]).is_empty();
+    let omitted = |n: usize| intrinsically_visible(n) && suffix[n].messages.is_empty();
     let id_of = |v: &Value| v.get("id").and_then(Value::as_str).map(str::to_string);
-    let omitted_ids: Vec<Option<String>> = suffix
-        .iter()
-        .filter(|e| omitted(e))
-        .map(|e| id_of(e.source))
+    let omitted_ids: Vec<Option<String>> = (0..suffix.len())
+        .filter(|&n| omitted(n))
+        .map(|n| id_of(&sources[n]))
         .collect();
-    let has_external_replacement = suffix.iter().any(|e| {
-        kind_of(e.source) == "context_edit"
+    let has_external_replacement = (0..suffix.len()).any(|n| {
+        suffix[n].kind == "context_edit"
             // A missing `replacement` is not `null` in Pi's strict comparison.
-            && e.source.get("replacement") != Some(&Value::Null)
+            && sources[n].get("replacement") != Some(&Value::Null)
             && !omitted_ids.contains(
-                &e.source.get("targetId").and_then(Value::as_str).map(str::to_string),
+                &sources[n].get("targetId").and_then(Value::as_str).map(str::to_string),
             )
     });
     if has_external_replacement {
         return false;
     }
-    let has_omitted_assistant = suffix.iter().any(|e| {
-        kind_of(e.source) == "message"
-            && e.source.get("message").and_then(role_of) == Some("assistant")
-            && omitted(e)
+    let has_omitted_assistant = (0..suffix.len()).any(|n| {
+        suffix[n].kind == "message"
+            && sources[n].get("message").and_then(role_of) == Some("assistant")
+            && omitted(n)
     });
     has_omitted_assistant
-        && suffix
-            .iter()
-            .all(|e| kind_of(e.source) != "compaction" && (!intrinsically_visible(e) || omitted(e)))
+        && (0..suffix.len())
+            .all(|n| suffix[n].kind != "compaction" && (!intrinsically_visible(n) || omitted(n)))
 }
 
 /// A projected entry's contribution to the summary: nothing from the compaction
 /// itself (its summary travels as `previousSummary`), and no system messages.
-fn summarizable_messages<'a>(entry: &'a Projected<'a>) -> impl Iterator<Item = Value> + 'a {
-    let skip = entry.is_compaction();
-    entry
-        .messages
-        .iter()
-        .filter(move |m| !skip && role_of(m) != Some("system"))
-        .cloned()
+/// The messages are moved out, not copied.
+fn summarizable_messages(is_compaction: bool, messages: Vec<Value>) -> impl Iterator<Item = Value> {
+    messages
+        .into_iter()
+        .filter(move |m| !is_compaction && role_of(m) != Some("system"))
 }
 
 /// Pi's `prepareCompaction` over a root-first branch. `None` when there is
 /// nothing to compact (see [`no_preparation_reason`] for Pi's wording).
-pub fn prepare_compaction(
-    path: &[Value],
+pub fn prepare_compaction<S: EntrySource + ?Sized>(
+    path: &S,
     settings: &CompactionSettings,
 ) -> Option<CompactionPreparation> {
-    if path.last().is_some_and(|e| kind_of(e) == "compaction") {
+    if !path.is_empty() && path.kind(path.len() - 1) == "compaction" {
         return None;
     }
     let projection = project(path);
+    let tokens_before = estimate_projected_context_tokens(&projection, path).tokens;
+    // Only the projected messages are held; sources are read from the path where a
+    // rule needs them (the previous compaction, the kept tail's suffix check).
     let entries: Vec<Projected<'_>> = projection
         .entries
         .iter()
-        .filter_map(|ProjectedEntry { pos, messages }| {
-            Some(Projected {
-                source: path.get(*pos)?,
-                messages,
-            })
+        .filter(|e| e.pos < path.len())
+        .map(|e| Projected {
+            pos: e.pos,
+            kind: path.kind(e.pos),
+            messages: &e.messages,
         })
         .collect();
     // The newest compaction is projected first; older ones inside its kept range
@@ -366,36 +374,47 @@ pub fn prepare_compaction(
     let previous = entries
         .iter()
         .position(|e| e.is_compaction() && !e.messages.is_empty());
-    let previous_summary = previous.and_then(|i| match entries[i].source.get("summary") {
-        None | Some(Value::Null) => None,
-        Some(Value::String(s)) => Some(s.clone()),
-        other => Some(js::to_js_string(other)),
-    });
+    let previous_source = previous.map(|i| path.value(entries[i].pos));
+    let previous_summary =
+        previous_source
+            .as_deref()
+            .and_then(|source| match source.get("summary") {
+                None | Some(Value::Null) => None,
+                Some(Value::String(s)) => Some(s.clone()),
+                other => Some(js::to_js_string(other)),
+            });
     let boundary_start = previous.map_or(0, |i| i + 1);
     let boundary_end = entries.len();
-    let tokens_before = estimate_projected_context_tokens(&projection, path).tokens;
     let cut = find_projected_cut_point(
+        path,
         &entries,
         boundary_start,
         boundary_end,
         settings.keep_recent_tokens,
     );
-    let first_kept = entries.get(cut.first_kept_entry_index)?.source;
-    let first_kept_entry_id = first_kept
-        .get("id")
-        .and_then(Value::as_str)
+    let first_kept = entries.get(cut.first_kept_entry_index)?;
+    let first_kept_entry_id = path
+        .id(first_kept.pos)
         .filter(|id| !id.is_empty())?
         .to_string();
     let history_end = match cut.turn_start_index {
         Some(turn_start) if cut.is_split_turn => turn_start,
         _ => cut.first_kept_entry_index,
     };
-    let span = |from: usize, to: usize| -> Vec<Value> {
-        entries
-            .get(from..to.max(from))
-            .unwrap_or(&[])
-            .iter()
-            .flat_map(summarizable_messages)
+    let is_compaction: Vec<bool> = entries.iter().map(CutEntry::is_compaction).collect();
+    drop(entries);
+    // The summarized spans take their messages out of the projection.
+    let mut owned: Vec<Vec<Value>> = projection
+        .entries
+        .into_iter()
+        .filter(|e| e.pos < path.len())
+        .map(|e| e.messages)
+        .collect();
+    let mut span = |from: usize, to: usize| -> Vec<Value> {
+        let to = to.max(from).min(owned.len());
+        let from = from.min(to);
+        (from..to)
+            .flat_map(|i| summarizable_messages(is_compaction[i], std::mem::take(&mut owned[i])))
             .collect()
     };
     let messages_to_summarize = span(boundary_start, history_end);
@@ -408,8 +427,8 @@ pub fn prepare_compaction(
         return None;
     }
     let mut file_ops = FileOps::default();
-    if let Some(i) = previous {
-        file_ops.add_from_details(entries[i].source);
+    if let Some(source) = &previous_source {
+        file_ops.add_from_details(source);
     }
     for message in messages_to_summarize.iter().chain(&turn_prefix_messages) {
         file_ops.add_from_message(message);
@@ -427,8 +446,8 @@ pub fn prepare_compaction(
 }
 
 /// Why [`prepare_compaction`] gave nothing, in Pi's words (what `/compact` reports).
-pub fn no_preparation_reason(path: &[Value]) -> &'static str {
-    if path.last().is_some_and(|e| kind_of(e) == "compaction") {
+pub fn no_preparation_reason<S: EntrySource + ?Sized>(path: &S) -> &'static str {
+    if !path.is_empty() && path.kind(path.len() - 1) == "compaction" {
         REASON_ALREADY_COMPACTED
     } else {
         REASON_TOO_SMALL

@@ -3,7 +3,7 @@
 
 use super::CompactionSettings;
 use crate::context::transcript::current_system_message;
-use crate::context::{ProjectedEntry, Projection};
+use crate::context::{EntrySource, ProjectedEntry, Projection};
 use crate::js::{self, str_len, truthy, utf16_len};
 use serde::Serialize;
 use serde_json::Value;
@@ -126,12 +126,15 @@ fn assistant_usage(message: &Value) -> Option<&Value> {
 }
 
 /// Pi's `getLastAssistantUsage`: the last valid assistant usage among path entries.
-pub fn last_assistant_usage(entries: &[Value]) -> Option<&Value> {
-    entries.iter().rev().find_map(|entry| {
-        if entry.get("type").and_then(Value::as_str) != Some("message") {
+/// Over a session path, only assistant message entries from the end back to the
+/// first valid one are parsed.
+pub fn last_assistant_usage<S: EntrySource + ?Sized>(entries: &S) -> Option<Value> {
+    (0..entries.len()).rev().find_map(|i| {
+        if entries.kind(i) != "message" || entries.role(i) != Some("assistant") {
             return None;
         }
-        assistant_usage(entry.get("message")?)
+        let entry = entries.value(i);
+        assistant_usage(entry.get("message")?).cloned()
     })
 }
 
@@ -149,33 +152,57 @@ pub struct ContextTokens {
 /// Pi's `estimateContextTokens`: trusts the last valid assistant usage and
 /// estimates only the messages after it; without usage, estimates everything.
 pub fn estimate_context_tokens<'a>(messages: impl IntoIterator<Item = &'a Value>) -> ContextTokens {
-    let messages: Vec<&Value> = messages.into_iter().collect();
-    let usage = messages
-        .iter()
-        .enumerate()
-        .rev()
-        .find_map(|(i, m)| assistant_usage(m).map(|u| (i, u)));
-    match usage {
-        None => {
-            let estimated = messages.iter().map(|m| estimate_tokens(m)).sum();
-            ContextTokens {
-                tokens: estimated,
-                usage_tokens: 0,
-                trailing_tokens: estimated,
-                last_usage_index: None,
-            }
+    let mut acc = ContextTokensAcc::default();
+    messages.into_iter().for_each(|m| {
+        acc.push(m);
+    });
+    acc.finish()
+}
+
+/// [`estimate_context_tokens`] fed one message at a time, for callers that do not
+/// hold the messages together. Keeps one number per message.
+#[derive(Debug, Default)]
+pub struct ContextTokensAcc {
+    per_message: Vec<u64>,
+    /// Index and tokens of the last valid assistant usage so far.
+    usage: Option<(usize, u64)>,
+}
+
+impl ContextTokensAcc {
+    /// Adds the next message; returns its own estimate (Pi's `estimateTokens`).
+    pub fn push(&mut self, message: &Value) -> u64 {
+        let tokens = estimate_tokens(message);
+        if let Some(usage) = assistant_usage(message) {
+            self.usage = Some((self.per_message.len(), calculate_context_tokens(usage)));
         }
-        Some((index, usage)) => {
-            let usage_tokens = calculate_context_tokens(usage);
-            let trailing: u64 = messages[index + 1..]
-                .iter()
-                .map(|m| estimate_tokens(m))
-                .sum();
-            ContextTokens {
-                tokens: usage_tokens + trailing,
-                usage_tokens,
-                trailing_tokens: trailing,
-                last_usage_index: Some(index),
+        self.per_message.push(tokens);
+        tokens
+    }
+
+    /// The estimate of each message pushed, in order.
+    pub fn per_message(&self) -> &[u64] {
+        &self.per_message
+    }
+
+    pub fn finish(&self) -> ContextTokens {
+        match self.usage {
+            None => {
+                let estimated = self.per_message.iter().sum();
+                ContextTokens {
+                    tokens: estimated,
+                    usage_tokens: 0,
+                    trailing_tokens: estimated,
+                    last_usage_index: None,
+                }
+            }
+            Some((index, usage_tokens)) => {
+                let trailing: u64 = self.per_message[index + 1..].iter().sum();
+                ContextTokens {
+                    tokens: usage_tokens + trailing,
+                    usage_tokens,
+                    trailing_tokens: trailing,
+                    last_usage_index: Some(index),
+                }
             }
         }
     }
@@ -187,8 +214,12 @@ pub fn estimate_context_tokens<'a>(messages: impl IntoIterator<Item = &'a Value>
 /// (system messages replayed into one, as the provider would receive them).
 ///
 /// `path` is the branch the projection was built from (`ProjectedEntry::pos`
-/// indexes it).
-pub fn estimate_projected_context_tokens(projection: &Projection, path: &[Value]) -> ContextTokens {
+/// indexes it). Only the entries' ids and types are read from it, so over a
+/// session path this parses no entry.
+pub fn estimate_projected_context_tokens<S: EntrySource + ?Sized>(
+    projection: &Projection,
+    path: &S,
+) -> ContextTokens {
     let messages: Vec<&Value> = projection.messages().collect();
     let estimate = estimate_context_tokens(messages.iter().copied());
     if let Some(usage_index) = estimate.last_usage_index {
@@ -213,34 +244,66 @@ pub fn estimate_projected_context_tokens(projection: &Projection, path: &[Value]
 
 /// Whether the entry holding message `usage_index` comes after the latest
 /// `context_edit`/`compaction` on the path. Entries are matched by id, as Pi does.
-fn usage_is_current(entries: &[ProjectedEntry], path: &[Value], usage_index: usize) -> bool {
+fn usage_is_current<S: EntrySource + ?Sized>(
+    entries: &[ProjectedEntry],
+    path: &S,
+    usage_index: usize,
+) -> bool {
     let mut first = 0;
     let mut usage_entry_id = None;
     for entry in entries {
         let next = first + entry.messages.len();
         if usage_index < next {
-            usage_entry_id = path
-                .get(entry.pos)
-                .and_then(|e| e.get("id"))
-                .and_then(Value::as_str);
+            usage_entry_id = (entry.pos < path.len())
+                .then(|| path.id(entry.pos))
+                .flatten();
             break;
         }
         first = next;
     }
-    let usage_entry_index = usage_entry_id.filter(|id| !id.is_empty()).and_then(|id| {
-        path.iter()
-            .position(|e| e.get("id").and_then(Value::as_str) == Some(id))
-    });
-    let latest_invalidating = path.iter().rposition(|e| {
-        matches!(
-            e.get("type").and_then(Value::as_str),
-            Some("context_edit" | "compaction")
-        )
-    });
+    let usage_entry_index = usage_entry_id
+        .filter(|id| !id.is_empty())
+        .and_then(|id| path.position_of_id(id, 0..path.len()));
+    let latest_invalidating = (0..path.len())
+        .rev()
+        .find(|&i| matches!(path.kind(i), "context_edit" | "compaction"));
     match (usage_entry_index, latest_invalidating) {
         (None, _) => false,
         (Some(_), None) => true,
         (Some(u), Some(l)) => u > l,
+    }
+}
+
+/// When the latest compaction on the path was written (its `timestamp` in
+/// milliseconds). A response older than it reflects the context before it.
+/// Reads only entry heads.
+pub fn latest_compaction_millis<S: EntrySource + ?Sized>(path: &S) -> Option<f64> {
+    (0..path.len())
+        .rev()
+        .find(|&i| path.kind(i) == "compaction")
+        .and_then(|i| path.timestamp(i))
+        .and_then(pi_formats::time::parse_millis)
+}
+
+/// Pi's `_checkCompaction` size after a response: the response's own usage, or
+/// the projected estimate when context edits changed the projection, the
+/// response failed, or it has no usage. Over a session path, only the context
+/// entries are parsed (by `projection`); everything else comes from the heads.
+pub fn context_tokens_after_response<S: EntrySource + ?Sized>(
+    projection: &Projection,
+    path: &S,
+    usage: &Value,
+    is_error: bool,
+) -> u64 {
+    let has_edits = projection
+        .entries
+        .iter()
+        .any(|e| e.pos < path.len() && path.kind(e.pos) == "context_edit");
+    let direct = calculate_context_tokens(usage);
+    if has_edits || is_error || direct == 0 {
+        estimate_projected_context_tokens(projection, path).tokens
+    } else {
+        direct
     }
 }
 

@@ -81,9 +81,9 @@ pub fn context_entry_positions<S: EntrySource + ?Sized>(path: &S) -> Vec<usize> 
     };
     let compaction = path.value(compaction_pos);
     // Pi locates the compaction by id (first match), not by position.
-    let compaction_id = path.id(compaction_pos);
-    let first_index = (0..path.len())
-        .find(|&i| compaction_id.is_some() && path.id(i) == compaction_id)
+    let first_index = path
+        .id(compaction_pos)
+        .and_then(|id| path.position_of_id(id, 0..path.len()))
         .unwrap_or(compaction_pos);
     let mut positions = vec![compaction_pos];
     if retained_tail(&compaction).is_some() {
@@ -93,15 +93,12 @@ pub fn context_entry_positions<S: EntrySource + ?Sized>(path: &S) -> Vec<usize> 
         return positions;
     }
     let first_kept = compaction.get("firstKeptEntryId").and_then(Value::as_str);
-    let mut found = false;
-    for i in 0..first_index {
-        if first_kept.is_some() && path.id(i) == first_kept {
-            found = true;
-        }
-        let is_system = path.kind(i) == "message" && path.role(i) == Some("system");
-        if found && !is_system {
-            positions.push(i);
-        }
+    // Kept: from the first entry with the kept id before the compaction on.
+    if let Some(kept) = first_kept.and_then(|id| path.position_of_id(id, 0..first_index)) {
+        positions.extend((kept..first_index).filter(|&i| {
+            let is_system = path.kind(i) == "message" && path.role(i) == Some("system");
+            !is_system
+        }));
     }
     positions.extend(first_index + 1..path.len());
     positions
@@ -110,6 +107,21 @@ pub fn context_entry_positions<S: EntrySource + ?Sized>(path: &S) -> Vec<usize> 
 /// Pi's `buildSessionProjection` over a path (root-first).
 pub fn project<S: EntrySource + ?Sized>(path: &S) -> Projection {
     let (thinking_level, model) = context_settings(path);
+    let mut entries = Vec::new();
+    project_each(path, |pos, messages| {
+        entries.push(ProjectedEntry { pos, messages });
+    });
+    Projection {
+        entries,
+        thinking_level,
+        model,
+    }
+}
+
+/// The projection one context entry at a time, in order: `each(pos, messages)`.
+/// Nothing is kept between calls, so a caller that writes each entry's messages
+/// out holds one entry's values at a time, whatever the context's size.
+pub fn project_each<S: EntrySource + ?Sized>(path: &S, mut each: impl FnMut(usize, Vec<Value>)) {
     let positions = context_entry_positions(path);
     let mut edits: HashMap<String, usize> = HashMap::new();
     for &pos in &positions {
@@ -119,29 +131,20 @@ pub fn project<S: EntrySource + ?Sized>(path: &S) -> Projection {
             }
         }
     }
-    let entries = positions
-        .iter()
-        .enumerate()
-        .map(|(n, &pos)| {
-            // An older compaction inside the kept range contributes nothing: its
-            // summary is already folded into the newest one at position zero.
-            let messages = if path.kind(pos) == "compaction" && n > 0 {
-                Vec::new()
-            } else {
-                let entry = path.value(pos);
-                let edit = path
-                    .id(pos)
-                    .and_then(|id| edits.get(id))
-                    .map(|&e| path.value(e));
-                project_entry(&entry, edit.as_deref())
-            };
-            ProjectedEntry { pos, messages }
-        })
-        .collect();
-    Projection {
-        entries,
-        thinking_level,
-        model,
+    for (n, &pos) in positions.iter().enumerate() {
+        // An older compaction inside the kept range contributes nothing: its
+        // summary is already folded into the newest one at position zero.
+        let messages = if path.kind(pos) == "compaction" && n > 0 {
+            Vec::new()
+        } else {
+            let entry = path.value(pos);
+            let edit = path
+                .id(pos)
+                .and_then(|id| edits.get(id))
+                .map(|&e| path.value(e));
+            project_entry(&entry, edit.as_deref())
+        };
+        each(pos, messages);
     }
 }
 

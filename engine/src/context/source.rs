@@ -17,8 +17,14 @@ pub trait EntrySource {
     fn id(&self, i: usize) -> Option<&str>;
     /// `message.role` of message entries.
     fn role(&self, i: usize) -> Option<&str>;
+    /// The entry's `timestamp` when it is a string.
+    fn timestamp(&self, i: usize) -> Option<&str>;
     /// The whole entry.
     fn value(&self, i: usize) -> Cow<'_, Value>;
+    /// The first position in `range` whose entry has this id (Pi's `findIndex` by id).
+    fn position_of_id(&self, id: &str, range: std::ops::Range<usize>) -> Option<usize> {
+        range.into_iter().find(|&i| self.id(i) == Some(id))
+    }
 }
 
 impl EntrySource for [Value] {
@@ -34,8 +40,33 @@ impl EntrySource for [Value] {
     fn role(&self, i: usize) -> Option<&str> {
         self[i].get("message")?.get("role")?.as_str()
     }
+    fn timestamp(&self, i: usize) -> Option<&str> {
+        self[i].get("timestamp")?.as_str()
+    }
     fn value(&self, i: usize) -> Cow<'_, Value> {
         Cow::Borrowed(&self[i])
+    }
+}
+
+/// So callers holding a `Vec` need not slice it.
+impl EntrySource for Vec<Value> {
+    fn len(&self) -> usize {
+        <[Value]>::len(self)
+    }
+    fn kind(&self, i: usize) -> &str {
+        self[..].kind(i)
+    }
+    fn id(&self, i: usize) -> Option<&str> {
+        self[..].id(i)
+    }
+    fn role(&self, i: usize) -> Option<&str> {
+        self[..].role(i)
+    }
+    fn timestamp(&self, i: usize) -> Option<&str> {
+        self[..].timestamp(i)
+    }
+    fn value(&self, i: usize) -> Cow<'_, Value> {
+        self[..].value(i)
     }
 }
 
@@ -72,7 +103,18 @@ impl EntrySource for SessionPath<'_> {
     fn role(&self, i: usize) -> Option<&str> {
         self.session.entry(self.path[i]).role.as_deref()
     }
+    fn timestamp(&self, i: usize) -> Option<&str> {
+        self.session.entry(self.path[i]).timestamp.as_deref()
+    }
     fn value(&self, i: usize) -> Cow<'_, Value> {
         Cow::Owned(self.session.entry_value(self.path[i]))
+    }
+    fn position_of_id(&self, id: &str, range: std::ops::Range<usize>) -> Option<usize> {
+        if !self.session.ids_unique() {
+            return range.into_iter().find(|&i| self.id(i) == Some(id));
+        }
+        // One entry has this id: look for its index, not for its id's bytes.
+        let target = self.session.find(id)?;
+        range.into_iter().find(|&i| self.path[i] == target)
     }
 }

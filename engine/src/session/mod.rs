@@ -156,8 +156,9 @@ impl IdIndex {
             .copied()
     }
 
-    /// Points `id` at `idx` (the last entry with an id wins).
-    fn insert(&mut self, entries: &[EntryRecord], id: &str, idx: EntryIdx) {
+    /// Points `id` at `idx` (the last entry with an id wins). True when `id` was
+    /// already taken (the earlier entry is shadowed from now on).
+    fn insert(&mut self, entries: &[EntryRecord], id: &str, idx: EntryIdx) -> bool {
         let hash = self.hash(id);
         let eq = |&i: &EntryIdx| entries[i as usize].id.as_deref() == Some(id);
         let rehash = |&i: &EntryIdx| {
@@ -167,9 +168,13 @@ impl IdIndex {
             )
         };
         match self.table.entry(hash, eq, rehash) {
-            hashbrown::hash_table::Entry::Occupied(mut e) => *e.get_mut() = idx,
+            hashbrown::hash_table::Entry::Occupied(mut e) => {
+                *e.get_mut() = idx;
+                true
+            }
             hashbrown::hash_table::Entry::Vacant(e) => {
                 e.insert(idx);
+                false
             }
         }
     }
@@ -204,6 +209,12 @@ pub struct Session {
     report: LoadReport,
     /// Parent for the branch summary being appended (see `branch_with_summary_with`).
     pending_branch_parent: Option<String>,
+    /// No two entries share an id: an id then names exactly one entry, so a
+    /// search by id along a path compares entry indices, not strings.
+    ids_unique: bool,
+    /// The last path walked from a leaf, extended instead of walked again when the
+    /// next leaf descends from it (each turn appends a few entries to a long branch).
+    branch_memo: tree::BranchMemo,
 }
 
 impl Session {
@@ -220,6 +231,8 @@ impl Session {
             leaf: None,
             report: LoadReport::default(),
             pending_branch_parent: None,
+            ids_unique: true,
+            branch_memo: tree::BranchMemo::default(),
         }
     }
 
@@ -234,6 +247,8 @@ impl Session {
         self.labels.clear();
         self.by_id.table.reserve(self.entries.len(), |_| 0);
         self.leaf = None;
+        self.ids_unique = true;
+        self.branch_memo.clear();
         for idx in 0..self.entries.len() {
             self.index_entry(idx as EntryIdx);
         }
@@ -242,7 +257,13 @@ impl Session {
     fn index_entry(&mut self, idx: EntryIdx) {
         let record = &self.entries[idx as usize];
         match &record.id {
-            Some(id) => self.by_id.insert(&self.entries, id, idx),
+            Some(id) => {
+                if self.by_id.insert(&self.entries, id, idx) {
+                    // Parent links to this id now resolve elsewhere.
+                    self.ids_unique = false;
+                    self.branch_memo.clear();
+                }
+            }
             None => self.without_id = Some(idx),
         }
         self.leaf = Some(idx);
@@ -337,6 +358,12 @@ impl Session {
     pub fn entry_value(&self, idx: EntryIdx) -> Value {
         // Every indexed line parsed once already, so this cannot fail.
         jsonl::parse_value(self.entry_line(idx)).unwrap_or(Value::Null)
+    }
+
+    /// Whether every entry id is distinct (then [`Session::find`] names the only
+    /// entry with an id).
+    pub fn ids_unique(&self) -> bool {
+        self.ids_unique
     }
 
     /// Pi's `getEntryCount()`: the number of distinct ids.

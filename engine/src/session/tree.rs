@@ -26,13 +26,82 @@ pub struct Tree {
     pub children: Vec<Vec<EntryIdx>>,
 }
 
+/// How far up from a new leaf the memo is looked for (a turn appends a few entries).
+const MEMO_REACH: usize = 64;
+
+/// The last acyclic path walked, by its start entry. Cleared whenever an id gets
+/// shadowed (parent links may then resolve elsewhere); appends of fresh ids leave
+/// every walked link as it was, so the memo stays a valid prefix.
+#[derive(Debug, Default)]
+pub(super) struct BranchMemo(std::sync::Mutex<Option<(EntryIdx, Vec<EntryIdx>)>>);
+
+impl Clone for BranchMemo {
+    fn clone(&self) -> Self {
+        BranchMemo(std::sync::Mutex::new(self.get()))
+    }
+}
+
+impl BranchMemo {
+    fn lock(&self) -> std::sync::MutexGuard<'_, Option<(EntryIdx, Vec<EntryIdx>)>> {
+        self.0.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    fn get(&self) -> Option<(EntryIdx, Vec<EntryIdx>)> {
+        self.lock().clone()
+    }
+
+    fn set(&self, start: EntryIdx, path: &[EntryIdx]) {
+        *self.lock() = Some((start, path.to_vec()));
+    }
+
+    pub(super) fn clear(&self) {
+        *self.lock() = None;
+    }
+}
+
 impl Session {
     /// Pi's `getBranch(fromId)`: from an entry up to the root, returned root-first.
     pub fn path_to(&self, start: Option<EntryIdx>) -> PathWalk {
-        let mut walk = PathWalk::default();
         let Some(start) = start else {
-            return walk;
+            return PathWalk::default();
         };
+        if let Some(entries) = self.path_from_memo(start) {
+            self.branch_memo.set(start, &entries);
+            return PathWalk {
+                entries,
+                cycle: None,
+            };
+        }
+        let walk = self.walk_to_root(start);
+        if walk.cycle.is_none() {
+            self.branch_memo.set(start, &walk.entries);
+        }
+        walk
+    }
+
+    /// The path to `start` as the memo plus the few entries between it and `start`,
+    /// when `start` descends from the memo's start within [`MEMO_REACH`] steps.
+    /// A repeat on the way up never reaches the memo's start (whose own path has no
+    /// cycle), so it falls back to the full walk, which reports the cycle.
+    fn path_from_memo(&self, start: EntryIdx) -> Option<Vec<EntryIdx>> {
+        let (memo_start, memo_path) = self.branch_memo.get()?;
+        let mut tail = Vec::new();
+        let mut current = Some(start);
+        for _ in 0..=MEMO_REACH {
+            let idx = current?;
+            if idx == memo_start {
+                let mut entries = memo_path;
+                entries.extend(tail.iter().rev());
+                return Some(entries);
+            }
+            tail.push(idx);
+            current = self.parent_of(idx);
+        }
+        None
+    }
+
+    fn walk_to_root(&self, start: EntryIdx) -> PathWalk {
+        let mut walk = PathWalk::default();
         // A bitmap sized to the session is cheaper than hashing on long chains.
         let mut seen = vec![false; self.entries.len()];
         let mut current = Some(start);

@@ -56,31 +56,37 @@ pub fn run(args: InspectArgs, store_args: &StoreArgs) -> anyhow::Result<i32> {
     Ok(0)
 }
 
-/// Everything `inspect` prints, key by key. Values are the oracle's JSON; the tree
-/// stays flat (adjacency lists) because it can be deeper than any recursive writer.
+/// Everything `inspect` prints, key by key. Small fields are values; the ones that
+/// follow the context's size (`context`, `llmMessages`, `tokenEstimates`,
+/// `compaction`) are written straight to the output when the report is written, one
+/// context entry at a time, so a huge uncompacted session is never held as values
+/// more than once. The tree stays flat (adjacency lists) because it can be deeper
+/// than any recursive writer.
 pub struct Report<'a> {
     pub session: &'a Session,
-    pub fields: Vec<(&'static str, Value)>,
     pub tree: Tree,
+    branch: PathWalk,
+    fields: Vec<(&'static str, Field)>,
+}
+
+/// A report field: a value, or one written from the session when the report is.
+enum Field {
+    Ready(Value),
+    Context,
+    LlmMessages,
+    TokenEstimates,
+    /// The plans for default settings and these extra `keepRecentTokens`.
+    Compaction(Vec<u64>),
 }
 
 impl<'a> Report<'a> {
     pub fn build(session: &'a Session) -> Report<'a> {
         let branch = session.branch_path();
         let path = SessionPath::new(session, &branch.entries);
-        let projection = context::project(&path);
-        let context_ids: Vec<Value> = projection
-            .entries
+        let context_ids: Vec<Value> = context::context_entry_positions(&path)
             .iter()
-            .map(|e| id_value(session, branch.entries[e.pos]))
+            .map(|&pos| id_value(session, branch.entries[pos]))
             .collect();
-        let llm_messages = context::convert_to_llm(projection.messages());
-        let branch_values = compaction_span(session, &branch);
-        let token_estimates = json!({
-            "perMessage": projection.messages().map(compaction::estimate_tokens).collect::<Vec<_>>(),
-            "estimateContextTokens": compaction::estimate_context_tokens(projection.messages()),
-            "lastAssistantUsage": last_assistant_usage(session, &branch, &branch_values),
-        });
 
         let mut warnings: Vec<String> = Vec::new();
         if let Some(cycle) = &branch.cycle {
@@ -105,58 +111,70 @@ impl<'a> Report<'a> {
             .map(|&i| id_value(session, i))
             .collect();
         let fields = vec![
-            ("header", session.header().unwrap_or(Value::Null)),
-            ("entryCount", json!(session.entry_count())),
+            (
+                "header",
+                Field::Ready(session.header().unwrap_or(Value::Null)),
+            ),
+            ("entryCount", Field::Ready(json!(session.entry_count()))),
             (
                 "leafId",
-                session.leaf_id().map_or(Value::Null, |id| json!(id)),
+                Field::Ready(session.leaf_id().map_or(Value::Null, |id| json!(id))),
             ),
             (
                 "sessionName",
-                session.session_name().map_or(Value::Null, Value::String),
+                Field::Ready(session.session_name().map_or(Value::Null, Value::String)),
             ),
-            ("labels", Value::Object(labels)),
-            ("branch", Value::Array(branch_ids)),
-            ("contextEntryIds", Value::Array(context_ids)),
-            ("context", projection.context_value()),
-            ("llmMessages", Value::Array(llm_messages)),
-            ("tokenEstimates", token_estimates),
-            ("compaction", compaction_plans(&branch, &branch_values, &[])),
+            ("labels", Field::Ready(Value::Object(labels))),
+            ("branch", Field::Ready(Value::Array(branch_ids))),
+            ("contextEntryIds", Field::Ready(Value::Array(context_ids))),
+            ("context", Field::Context),
+            ("llmMessages", Field::LlmMessages),
+            ("tokenEstimates", Field::TokenEstimates),
+            ("compaction", Field::Compaction(Vec::new())),
             (
                 "warnings",
-                Value::Array(warnings.into_iter().map(Value::String).collect()),
+                Field::Ready(Value::Array(
+                    warnings.into_iter().map(Value::String).collect(),
+                )),
             ),
         ];
         Report {
             session,
-            fields,
             tree: session.tree(),
+            branch,
+            fields,
         }
     }
 
     /// Adds `compaction["keepRecentTokens=N"]` for each value, as the oracle records them.
     pub fn with_compaction_plans(mut self, keep_recent_tokens: &[u64]) -> Self {
-        if keep_recent_tokens.is_empty() {
-            return self;
-        }
-        let branch = self.session.branch_path();
-        let values = compaction_span(self.session, &branch);
-        let plans = compaction_plans(&branch, &values, keep_recent_tokens);
         if let Some((_, slot)) = self.fields.iter_mut().find(|(k, _)| *k == "compaction") {
-            *slot = plans;
+            *slot = Field::Compaction(keep_recent_tokens.to_vec());
         }
         self
     }
 
-    pub fn get(&self, key: &str) -> Option<&Value> {
-        self.fields.iter().find(|(k, _)| *k == key).map(|(_, v)| v)
+    /// One field as a value (built in full: for tests and small sessions).
+    pub fn get(&self, key: &str) -> Option<Value> {
+        let (_, field) = self.fields.iter().find(|(k, _)| *k == key)?;
+        if let Field::Ready(v) = field {
+            return Some(v.clone());
+        }
+        let mut buf = Vec::new();
+        self.write_field(field, &mut buf).ok()?;
+        serde_json::from_slice(&buf).ok()
     }
 
     /// Writes the report object, the tree after `labels` as in Pi's key order.
     pub fn write(&self, out: &mut impl Write) -> anyhow::Result<()> {
         out.write_all(b"{")?;
         for (n, (key, value)) in self.fields.iter().enumerate() {
-            field(out, key, value, n == 0)?;
+            if n > 0 {
+                out.write_all(b",")?;
+            }
+            serde_json::to_writer(&mut *out, key)?;
+            out.write_all(b":")?;
+            self.write_field(value, out)?;
             if *key == "labels" {
                 out.write_all(b",\"tree\":")?;
                 write_tree(self.session, &self.tree, out)?;
@@ -165,93 +183,156 @@ impl<'a> Report<'a> {
         out.write_all(b"}")?;
         Ok(())
     }
+
+    fn path(&self) -> SessionPath<'_> {
+        SessionPath::new(self.session, &self.branch.entries)
+    }
+
+    fn write_field(&self, field: &Field, out: &mut impl Write) -> anyhow::Result<()> {
+        match field {
+            Field::Ready(v) => serde_json::to_writer(&mut *out, v)?,
+            Field::Context => self.write_context(out)?,
+            Field::LlmMessages => {
+                let mut list = ListWriter::new(out)?;
+                context::project_each(&self.path(), |_, messages| {
+                    for m in context::convert_to_llm(&messages) {
+                        list.item(&m);
+                    }
+                });
+                list.finish()?;
+            }
+            Field::TokenEstimates => {
+                let mut acc = compaction::ContextTokensAcc::default();
+                context::project_each(&self.path(), |_, messages| {
+                    messages.iter().for_each(|m| {
+                        acc.push(m);
+                    });
+                });
+                let estimates = json!({
+                    "perMessage": acc.per_message(),
+                    "estimateContextTokens": acc.finish(),
+                    "lastAssistantUsage": compaction::last_assistant_usage(&self.path())
+                        .unwrap_or(Value::Null),
+                });
+                serde_json::to_writer(&mut *out, &estimates)?;
+            }
+            Field::Compaction(keep) => self.write_compaction_plans(keep, out)?,
+        }
+        Ok(())
+    }
+
+    /// Pi's `SessionContext` object: `{messages, thinkingLevel, model}`, as
+    /// `Projection::context_value` builds it, message by message.
+    fn write_context(&self, out: &mut impl Write) -> anyhow::Result<()> {
+        let path = self.path();
+        let (thinking_level, model) = context::context_settings(&path);
+        out.write_all(b"{\"messages\":")?;
+        let mut list = ListWriter::new(&mut *out)?;
+        context::project_each(&path, |_, messages| {
+            messages.iter().for_each(|m| list.item(m));
+        });
+        list.finish()?;
+        if let Some(level) = &thinking_level {
+            out.write_all(b",\"thinkingLevel\":")?;
+            serde_json::to_writer(&mut *out, level)?;
+        }
+        out.write_all(b",\"model\":")?;
+        serde_json::to_writer(&mut *out, &model.unwrap_or(Value::Null))?;
+        out.write_all(b"}")?;
+        Ok(())
+    }
+
+    /// Pi's `prepareCompaction` on the branch with default settings and each extra
+    /// `keepRecentTokens`: `{settings, preparation}` or `{settings, preparation: null,
+    /// reason}`, each preparation written as it is serialized. A branch cut short by a
+    /// parent cycle is not a conversation to compact: `{"skipped": …}`, as the oracle
+    /// records (Pi itself never returns there).
+    fn write_compaction_plans(&self, keep: &[u64], out: &mut impl Write) -> anyhow::Result<()> {
+        if self.branch.cycle.is_some() {
+            serde_json::to_writer(&mut *out, &json!({"skipped": "parent cycle on leaf path"}))?;
+            return Ok(());
+        }
+        let path = self.path();
+        let mut plans = vec![("default".to_string(), CompactionSettings::default())];
+        for &keep in keep {
+            let settings = CompactionSettings {
+                keep_recent_tokens: keep,
+                ..CompactionSettings::default()
+            };
+            plans.push((format!("keepRecentTokens={keep}"), settings));
+        }
+        out.write_all(b"{")?;
+        for (n, (key, settings)) in plans.iter().enumerate() {
+            if n > 0 {
+                out.write_all(b",")?;
+            }
+            serde_json::to_writer(&mut *out, key)?;
+            out.write_all(b":{\"settings\":")?;
+            let settings_json = json!({
+                "enabled": settings.enabled,
+                "reserveTokens": settings.reserve_tokens,
+                "keepRecentTokens": settings.keep_recent_tokens,
+            });
+            serde_json::to_writer(&mut *out, &settings_json)?;
+            out.write_all(b",\"preparation\":")?;
+            match compaction::prepare_compaction(&path, settings) {
+                Some(prep) => serde_json::to_writer(&mut *out, &prep)?,
+                None => {
+                    out.write_all(b"null,\"reason\":")?;
+                    serde_json::to_writer(&mut *out, compaction::no_preparation_reason(&path))?;
+                }
+            }
+            out.write_all(b"}")?;
+        }
+        out.write_all(b"}")?;
+        Ok(())
+    }
+}
+
+/// Writes a JSON array item by item from inside a callback that cannot return an
+/// error: the first error stops the writing and is returned by `finish`.
+struct ListWriter<W: Write> {
+    out: W,
+    first: bool,
+    error: Option<std::io::Error>,
+}
+
+impl<W: Write> ListWriter<W> {
+    fn new(mut out: W) -> std::io::Result<Self> {
+        out.write_all(b"[")?;
+        Ok(ListWriter {
+            out,
+            first: true,
+            error: None,
+        })
+    }
+
+    fn item(&mut self, value: &Value) {
+        if self.error.is_some() {
+            return;
+        }
+        let sep: &[u8] = if self.first { b"" } else { b"," };
+        self.first = false;
+        if let Err(e) = self
+            .out
+            .write_all(sep)
+            .and_then(|()| serde_json::to_writer(&mut self.out, value).map_err(Into::into))
+        {
+            self.error = Some(e);
+        }
+    }
+
+    fn finish(mut self) -> std::io::Result<()> {
+        if let Some(e) = self.error {
+            return Err(e);
+        }
+        self.out.write_all(b"]")
+    }
 }
 
 /// Writes the report of a session as one JSON object.
 pub fn write_report(session: &Session, out: &mut impl Write) -> anyhow::Result<()> {
     Report::build(session).write(out)
-}
-
-/// The part of the branch compaction preparation depends on, parsed: from the latest
-/// compaction's kept entry (or the compaction itself) to the leaf. Everything before
-/// it can neither be summarized again nor change the projected context, so a long,
-/// often-compacted session is not parsed whole just to plan the next compaction.
-fn compaction_span(session: &Session, branch: &PathWalk) -> Vec<Value> {
-    let path = &branch.entries;
-    let kinds = |i: usize| &session.entry(path[i]).kind;
-    let start = (0..path.len())
-        .rev()
-        .find(|&i| *kinds(i) == pi_engine::session::Kind::Compaction)
-        .map_or(0, |c| {
-            let compaction = session.entry_value(path[c]);
-            let first_kept = compaction.get("firstKeptEntryId").and_then(Value::as_str);
-            (0..c)
-                .find(|&i| {
-                    first_kept.is_some() && session.entry(path[i]).id.as_deref() == first_kept
-                })
-                .unwrap_or(c)
-        });
-    SessionPath::new(session, &path[start..]).values()
-}
-
-/// Pi's `getLastAssistantUsage(getBranch())`: the span is searched first; only when it
-/// holds no usable assistant message is the rest of the branch read.
-fn last_assistant_usage(session: &Session, branch: &PathWalk, span: &[Value]) -> Value {
-    if let Some(usage) = compaction::last_assistant_usage(span) {
-        return usage.clone();
-    }
-    if span.len() == branch.entries.len() {
-        return Value::Null;
-    }
-    let all = SessionPath::new(session, &branch.entries).values();
-    compaction::last_assistant_usage(&all)
-        .cloned()
-        .unwrap_or(Value::Null)
-}
-
-/// Pi's `prepareCompaction` on the branch with default settings and each extra
-/// `keepRecentTokens`: `{settings, preparation}` or `{settings, preparation: null, reason}`.
-/// A branch cut short by a parent cycle is not a conversation to compact:
-/// `{"skipped": …}`, as the oracle records (Pi itself never returns there).
-fn compaction_plans(walk: &PathWalk, branch: &[Value], keep_recent_tokens: &[u64]) -> Value {
-    if walk.cycle.is_some() {
-        return json!({"skipped": "parent cycle on leaf path"});
-    }
-    let plan = |settings: CompactionSettings| {
-        let settings_json = json!({
-            "enabled": settings.enabled,
-            "reserveTokens": settings.reserve_tokens,
-            "keepRecentTokens": settings.keep_recent_tokens,
-        });
-        match compaction::prepare_compaction(branch, &settings) {
-            Some(prep) => json!({"settings": settings_json, "preparation": prep}),
-            None => json!({
-                "settings": settings_json,
-                "preparation": null,
-                "reason": compaction::no_preparation_reason(branch),
-            }),
-        }
-    };
-    let mut plans = Map::new();
-    plans.insert("default".into(), plan(CompactionSettings::default()));
-    for &keep in keep_recent_tokens {
-        let settings = CompactionSettings {
-            keep_recent_tokens: keep,
-            ..CompactionSettings::default()
-        };
-        plans.insert(format!("keepRecentTokens={keep}"), plan(settings));
-    }
-    Value::Object(plans)
-}
-
-fn field(out: &mut impl Write, key: &str, value: &Value, first: bool) -> anyhow::Result<()> {
-    if !first {
-        out.write_all(b",")?;
-    }
-    serde_json::to_writer(&mut *out, key)?;
-    out.write_all(b":")?;
-    serde_json::to_writer(&mut *out, value)?;
-    Ok(())
 }
 
 fn id_value(session: &Session, idx: EntryIdx) -> Value {

@@ -80,7 +80,7 @@ fn too_small_and_already_compacted() {
     compacted.push(json!({"type":"compaction","id":"c","parentId":"a1","timestamp":"2026-01-01T00:00:00.000Z","summary":"s","firstKeptEntryId":"a1","tokensBefore":1}));
     assert!(prepare_compaction(&compacted, &settings(1)).is_none());
     assert_eq!(no_preparation_reason(&compacted), REASON_ALREADY_COMPACTED);
-    assert!(prepare_compaction(&[], &settings(1)).is_none());
+    assert!(prepare_compaction(&[] as &[Value], &settings(1)).is_none());
 }
 
 #[test]
