@@ -140,6 +140,12 @@ pub fn session_file_name(timestamp: &str, id: &str) -> String {
     format!("{}_{id}.jsonl", pi_formats::time::file_stamp(timestamp))
 }
 
+/// Whether an argument is a path rather than an id (Pi's rule): it contains a path separator
+/// or ends in `.jsonl`. Only such explicit paths may reach files outside the store.
+pub fn is_path_argument(arg: &str) -> bool {
+    arg.contains('/') || arg.contains('\\') || arg.ends_with(".jsonl")
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -174,10 +180,4 @@ mod tests {
             "2025-12-09T00-52-54-397Z_d97339c6.jsonl"
         );
     }
-}
-
-/// Whether an argument is a path rather than an id (Pi's rule): it contains a path separator
-/// or ends in `.jsonl`. Only such explicit paths may reach files outside the store.
-pub fn is_path_argument(arg: &str) -> bool {
-    arg.contains('/') || arg.contains('\\') || arg.ends_with(".jsonl")
 }
