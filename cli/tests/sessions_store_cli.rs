@@ -786,9 +786,15 @@ fn export_flag_writes_the_same_page_as_sessions_export_and_names_it_like_pi() {
     let page = fs::read(env.path("work/pi-session-2026-01-01_abc.html")).unwrap();
     let f = file.display().to_string();
     assert!(page == env.ok_bytes(&["export", &f, "--format", "html"]));
-    // A missing file is an error naming it, and nothing is written.
+    // A missing file is an error naming it by its absolute path (as Pi does), and nothing
+    // is written.
     let out = run(&["--export", "missing.jsonl", "out.html"]);
     assert_eq!(out.status.code(), Some(1));
-    assert!(String::from_utf8_lossy(&out.stderr).contains("File not found: missing.jsonl"));
+    let missing = env.path("work/missing.jsonl").display().to_string();
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains(&format!("File not found: {missing}")),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     assert!(!env.path("work/out.html").exists());
 }
