@@ -592,8 +592,7 @@ impl App {
             return;
         };
         let (mut user, mut assistant, mut calls, mut results) = (0, 0, 0, 0);
-        for i in 0..s.entry_count() {
-            let idx = i as pi_engine::session::EntryIdx;
+        for idx in s.indices() {
             let record = s.entry(idx);
             if record.is_message_with_role("user") {
                 user += 1;

@@ -25,8 +25,7 @@ use std::path::{Path, PathBuf};
 /// in file order (all branches, not only the current one).
 pub fn fork_rows(session: &Session) -> Vec<ForkRow> {
     let mut rows = Vec::new();
-    for i in 0..session.entry_count() {
-        let idx = i as pi_engine::session::EntryIdx;
+    for idx in session.indices() {
         let record = session.entry(idx);
         if !record.is_message_with_role("user") {
             continue;
@@ -363,8 +362,7 @@ pub fn after_switch(app: &mut App, driver: &dyn AgentDriver) {
 /// as Pi's footer counts it (what was spent, not what the current branch holds).
 pub fn session_totals(session: &Session) -> super::driver::Usage {
     let mut t = super::driver::Usage::default();
-    for i in 0..session.entry_count() {
-        let idx = i as pi_engine::session::EntryIdx;
+    for idx in session.indices() {
         if !session.entry(idx).is_message_with_role("assistant") {
             continue;
         }

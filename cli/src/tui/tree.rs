@@ -136,7 +136,7 @@ fn message_text(v: &Value) -> String {
 impl TreeNav {
     pub fn from_session(session: &Session) -> TreeNav {
         let tree = session.tree();
-        let n = session.entry_count();
+        let n = session.entries().len();
         let mut nodes = Vec::with_capacity(n);
         for idx in 0..n {
             let rec = session.entry(idx as u32);
@@ -401,6 +401,53 @@ pub(crate) mod tests {
             .iter()
             .map(|r| format!("{}{}", "  ".repeat(r.indent), nav.nodes[r.node].id))
             .collect()
+    }
+
+    /// A file where one id is written twice (same parent, so the tree stays acyclic):
+    /// Pi keeps both entries, and every view that walks the file must too.
+    fn repeated_id_session() -> Session {
+        let lines = [
+            r#"{"type":"session","version":3,"id":"s1","timestamp":"2026-01-01T00:00:00.000Z","cwd":"/p"}"#,
+            r#"{"type":"message","id":"a","parentId":null,"timestamp":"2026-01-01T00:00:01.000Z","message":{"role":"user","content":"first question","timestamp":1}}"#,
+            r#"{"type":"message","id":"b","parentId":"a","timestamp":"2026-01-01T00:00:02.000Z","message":{"role":"assistant","content":[{"type":"text","text":"first answer"}],"usage":{"input":10,"output":1,"cacheRead":0,"cacheWrite":0,"totalTokens":11,"cost":{"total":0}},"timestamp":2}}"#,
+            r#"{"type":"message","id":"x","parentId":"b","timestamp":"2026-01-01T00:00:03.000Z","message":{"role":"user","content":"second question","timestamp":3}}"#,
+            r#"{"type":"message","id":"x","parentId":"b","timestamp":"2026-01-01T00:00:04.000Z","message":{"role":"user","content":"third question","timestamp":4}}"#,
+            r#"{"type":"message","id":"y","parentId":"x","timestamp":"2026-01-01T00:00:05.000Z","message":{"role":"assistant","content":[{"type":"text","text":"last answer"}],"usage":{"input":20,"output":2,"cacheRead":0,"cacheWrite":0,"totalTokens":22,"cost":{"total":0}},"timestamp":5}}"#,
+        ];
+        match Session::from_bytes(
+            lines.join("\n").into_bytes(),
+            std::path::Path::new("/tmp/r.jsonl"),
+        ) {
+            Ok(s) => s,
+            Err(e) => panic!("repeated-id session: {e}"),
+        }
+    }
+
+    #[test]
+    fn views_walk_every_entry_when_ids_repeat() {
+        let session = repeated_id_session();
+        assert_eq!(session.entry_count(), 4, "distinct ids");
+        assert_eq!(session.entries().len(), 5, "entries in the file");
+
+        let forkable: Vec<String> = crate::tui::session_ops::fork_rows(&session)
+            .into_iter()
+            .map(|r| r.text)
+            .collect();
+        assert_eq!(
+            forkable,
+            ["first question", "second question", "third question"]
+        );
+
+        let totals = crate::tui::session_ops::session_totals(&session);
+        assert_eq!((totals.input, totals.output), (30, 3));
+
+        // Building the /tree view used to index past its node list here.
+        let nav = TreeNav::from_session(&session);
+        assert_eq!(nav.nodes.len(), 5);
+        assert_eq!(
+            nav.selected_node().map(|n| n.text.as_str()),
+            Some("last answer")
+        );
     }
 
     #[test]

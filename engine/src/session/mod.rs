@@ -366,7 +366,14 @@ impl Session {
         self.ids_unique
     }
 
-    /// Pi's `getEntryCount()`: the number of distinct ids.
+    /// Every entry of the file in file order, repeated ids included. Walk this, not
+    /// `0..entry_count()`, to visit each entry: the count is of distinct ids.
+    pub fn indices(&self) -> impl Iterator<Item = EntryIdx> {
+        0..self.entries.len() as EntryIdx
+    }
+
+    /// Pi's `getEntryCount()`: the number of distinct ids (not the number of entries
+    /// when ids repeat; see [`Session::indices`]).
     pub fn entry_count(&self) -> usize {
         self.by_id.table.len() + usize::from(self.without_id.is_some())
     }
