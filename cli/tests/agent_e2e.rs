@@ -1170,6 +1170,82 @@ async fn provider_failures_give_clear_errors_and_valid_files() {
     assert!(String::from_utf8_lossy(&out.stderr).contains("no-such-session"));
 }
 
+/// A context message that cannot be sent (a user message whose `content` is a number) is
+/// left out of the request with a warning on stderr and, in JSON mode, a `warning` event;
+/// the rest of the context still goes out and the file keeps the line.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn unreadable_context_message_is_reported_not_dropped_silently() {
+    let sc = Scenario::new(
+        json!({"turns": [{"text": "ok"}, {"text": "ok again"}]}),
+        None,
+    )
+    .await;
+    let file = sc.sessions.join("broken.jsonl");
+    let cwd = sc.cwd.display().to_string();
+    let lines = [
+        json!({"type":"session","version":3,"id":"s-broken","timestamp":"2026-01-01T00:00:00.000Z","cwd":cwd}),
+        json!({"type":"message","id":"u1","parentId":null,"timestamp":"2026-01-01T00:00:01.000Z",
+            "message":{"role":"user","content":"earlier question","timestamp":1}}),
+        json!({"type":"message","id":"a1","parentId":"u1","timestamp":"2026-01-01T00:00:02.000Z",
+            "message":{"role":"assistant","content":[{"type":"text","text":"earlier answer"}],
+            "api":"openai-completions","provider":"fakeoai","model":"fake-model",
+            "usage":{"input":1,"output":1,"cacheRead":0,"cacheWrite":0,"totalTokens":2,
+                "cost":{"input":0,"output":0,"cacheRead":0,"cacheWrite":0,"total":0}},
+            "stopReason":"stop","timestamp":2}}),
+        json!({"type":"message","id":"u2","parentId":"a1","timestamp":"2026-01-01T00:00:03.000Z",
+            "message":{"role":"user","content":42,"timestamp":3}}),
+    ];
+    let text: String = lines.iter().map(|l| format!("{l}\n")).collect();
+    std::fs::write(&file, &text).unwrap();
+    let path = file.display().to_string();
+
+    let out = sc.run(&[
+        "--session",
+        &path,
+        "--model",
+        "fakeoai/fake-model",
+        "-p",
+        "next",
+    ]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{stderr}");
+    assert!(
+        stderr.contains("Warning: context message 3 cannot be read and was left out of the request: user message"),
+        "{stderr}"
+    );
+    let sent = sc.fake.requests()[0].body["messages"].to_string();
+    assert!(
+        sent.contains("earlier question")
+            && sent.contains("earlier answer")
+            && sent.contains("next"),
+        "{sent}"
+    );
+    assert!(
+        std::fs::read_to_string(&file).unwrap().starts_with(&text),
+        "the file keeps every line"
+    );
+
+    let out = sc.run(&[
+        "--session",
+        &path,
+        "--model",
+        "fakeoai/fake-model",
+        "--mode",
+        "json",
+        "again",
+    ]);
+    assert_eq!(out.status.code(), Some(0));
+    let warnings: Vec<Value> = json_lines(&out.stdout)
+        .into_iter()
+        .filter(|e| e["type"] == "warning")
+        .collect();
+    assert_eq!(warnings.len(), 1, "one warning per request");
+    assert!(warnings[0]["message"]
+        .as_str()
+        .unwrap()
+        .starts_with("context message 3 cannot be read"));
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn piped_stdin_and_file_args_join_the_prompt() {
     let sc = Scenario::new(json!({"turns": [{"text": "ok"}]}), None).await;

@@ -54,12 +54,17 @@ pub fn session_dir_override(
         .map(|dir| expand_tilde(dir, home))
 }
 
-/// The home dir (`$HOME`; `/` when unset).
-pub fn home_dir() -> PathBuf {
+/// The user's home directory: `$HOME` when set and not empty (the passwd entry is not
+/// consulted, as in Pi).
+pub fn home() -> Option<PathBuf> {
     std::env::var_os("HOME")
         .filter(|h| !h.is_empty())
         .map(PathBuf::from)
-        .unwrap_or_else(|| PathBuf::from("/"))
+}
+
+/// [`home`], or `/` without one, where a path is needed regardless.
+pub fn home_dir() -> PathBuf {
+    home().unwrap_or_else(|| PathBuf::from("/"))
 }
 
 /// [`agent_dir`] from the process environment.

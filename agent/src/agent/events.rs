@@ -1,36 +1,22 @@
-//! Agent events as Pi's JSON (`--mode json` lines, RPC events).
-//!
-//! Events are plain `serde_json::Value`s: their shapes are Pi's wire format, and every mode
-//! prints them as they are.
+//! Where the agent's [`Event`]s go, and the one event built from a provider stream step.
 
 use std::sync::Arc;
 
-use serde_json::{json, Map, Value};
-
 use crate::llm::AssistantMessageEvent;
+use crate::protocol::Event;
 
 /// Where events go. Called from the agent's task; must not block.
-pub type EventSink = Arc<dyn Fn(Value) + Send + Sync>;
+pub type EventSink = Arc<dyn Fn(Event) + Send + Sync>;
 
 /// A sink that drops everything.
 pub fn null_sink() -> EventSink {
     Arc::new(|_| {})
 }
 
-/// `{"type": kind}` plus fields.
-pub fn event(kind: &str, fields: Value) -> Value {
-    let mut m = Map::new();
-    m.insert("type".into(), kind.into());
-    if let Value::Object(f) = fields {
-        m.extend(f);
-    }
-    Value::Object(m)
-}
-
 /// `message_update`: Pi's modes send the streaming event without the cumulative partial
 /// (which would make every line grow with the message), plus the partial's usage.
 /// `toolcall_start` carries the call's id and name instead.
-pub fn message_update(ev: &AssistantMessageEvent) -> Option<Value> {
+pub fn message_update(ev: &AssistantMessageEvent) -> Option<Event> {
     let partial = match ev {
         AssistantMessageEvent::TextStart { partial, .. }
         | AssistantMessageEvent::TextDelta { partial, .. }
@@ -44,7 +30,7 @@ pub fn message_update(ev: &AssistantMessageEvent) -> Option<Value> {
         _ => return None,
     };
     let mut inner = serde_json::to_value(ev).ok()?;
-    if let Value::Object(m) = &mut inner {
+    if let serde_json::Value::Object(m) = &mut inner {
         m.shift_remove("partial");
         if let AssistantMessageEvent::ToolCallStart { content_index, .. } = ev {
             if let Some(pi_formats::message::ContentBlock::ToolCall(tc)) =
@@ -55,6 +41,8 @@ pub fn message_update(ev: &AssistantMessageEvent) -> Option<Value> {
             }
         }
     }
-    let usage = serde_json::to_value(&partial.usage).unwrap_or(Value::Null);
-    Some(json!({"type": "message_update", "usage": usage, "assistantMessageEvent": inner}))
+    Some(Event::MessageUpdate {
+        usage: serde_json::to_value(&partial.usage).unwrap_or_default(),
+        assistant_message_event: inner,
+    })
 }

@@ -31,16 +31,17 @@ use pi_formats::message::{AgentMessage, ThinkingLevel};
 use pi_storage::lazy::LazySession;
 use pi_storage::record::StoredEntry;
 use pi_storage::store::SessionStore;
-use serde_json::{json, Value};
+use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
 use crate::llm::{Model, ModelRegistry};
+use crate::protocol::Event;
 use crate::tools::Tool;
 use pi_engine::compaction::{BranchSummarySettings, CompactionSettings, RetrySettings};
 use pi_engine::context::{self, SessionPath};
 use pi_engine::session::Session;
 
-pub use events::{event, null_sink, EventSink};
+pub use events::{null_sink, EventSink};
 pub use navigate::{NavigateOptions, NavigateOutcome};
 pub use prompt::PromptOptions;
 pub use retry::is_retryable_error;
@@ -294,7 +295,7 @@ impl AgentSession {
         Ok(())
     }
 
-    pub(crate) fn emit(&self, ev: Value) {
+    pub(crate) fn emit(&self, ev: Event) {
         (self.shared.sink)(ev);
     }
 
@@ -447,7 +448,10 @@ impl AgentSession {
     fn emit_queue_update(&self) {
         let ev = {
             let q = lock(&self.shared.queues);
-            json!({"type": "queue_update", "steering": q.steering, "followUp": q.follow_up})
+            Event::QueueUpdate {
+                steering: q.steering.clone(),
+                follow_up: q.follow_up.clone(),
+            }
         };
         self.emit(ev);
     }
@@ -551,7 +555,9 @@ impl AgentSession {
         self.append(NewEntry::ThinkingLevelChange {
             thinking_level: level.as_str().to_string(),
         })?;
-        self.emit(json!({"type": "thinking_level_changed", "level": level.as_str()}));
+        self.emit(Event::ThinkingLevelChanged {
+            level: level.as_str().to_string(),
+        });
         Ok(level)
     }
 
@@ -571,7 +577,7 @@ impl AgentSession {
             _ => String::new(),
         };
         self.append(entry)?;
-        self.emit(json!({"type": "session_info_changed", "name": stored}));
+        self.emit(Event::SessionInfoChanged { name: stored });
         Ok(())
     }
 
@@ -641,9 +647,7 @@ impl AgentSession {
         msgs.iter()
             .rev()
             .find(|m| m.get("role").and_then(Value::as_str) == Some("assistant"))
-            .map(|m| {
-                context::transcript::content_text(m.get("content").unwrap_or(&Value::Null), "")
-            })
+            .map(|m| pi_engine::js::content_text(m.get("content"), ""))
     }
 }
 

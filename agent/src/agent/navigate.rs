@@ -6,7 +6,7 @@
 //! `branch_summary` entry is appended at the new position (its `fromId` is the leaf that
 //! was left), so the summary becomes part of the context from there on.
 
-use serde_json::{Map, Value};
+use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
 use pi_formats::entry::NewEntry;
@@ -194,11 +194,10 @@ impl AgentSession {
     ) -> Result<Option<(String, Value, Option<Value>)>, AgentError> {
         let (summarizer, summary_options, window, settings) = {
             let st = lock(&self.shared.state);
-            let mut source = Map::new();
-            source.insert("source".into(), "branchSummary".into());
             let events = RetryEvents {
                 sink: self.shared.sink.clone(),
-                source,
+                source: "branchSummary",
+                reason: None,
             };
             let Some((summarizer, reasoning)) = summarizer::for_state(&st, token, events) else {
                 return Err(AgentError::Other(

@@ -15,6 +15,7 @@ use super::retry::{delay_ms, is_retryable_error};
 use super::summarizer::{self, RetryEvents};
 use super::{append_locked, lock, prompt, AgentError, AgentSession, RunOutcome};
 use crate::llm::{self, is_context_overflow, Context, StreamOptions};
+use crate::protocol::Event;
 use crate::tools::{validate_tool_arguments, Tool, ToolContext, ToolError, ToolOutput};
 use pi_engine::compaction::{self, SummaryOptions};
 use pi_engine::context::{self, SessionPath};
@@ -86,6 +87,51 @@ fn block_images(message: &mut Value) {
 }
 
 /// An assistant message as Pi writes it (with its `role`).
+/// The context's messages (already converted for the model) as the providers take them.
+/// A message of a role the model sees whose fields do not fit it (say a user message whose
+/// `content` is a number) cannot be sent: it is left out, and the second list says which
+/// one and why, so the front ends can warn instead of losing it silently.
+fn read_context_messages(converted: Vec<Value>) -> (Vec<AgentMessage>, Vec<String>) {
+    let mut messages = Vec::with_capacity(converted.len());
+    let mut unreadable = Vec::new();
+    for (position, value) in converted.into_iter().enumerate() {
+        let why = match serde_json::from_value::<AgentMessage>(value) {
+            // `AgentMessage` keeps what it cannot read as `Unknown`.
+            Ok(AgentMessage::Unknown(v)) => why_unreadable(&v),
+            Ok(message) => {
+                messages.push(message);
+                continue;
+            }
+            Err(e) => e.to_string(),
+        };
+        unreadable.push(format!(
+            "context message {} cannot be read and was left out of the request: {why}",
+            position + 1
+        ));
+    }
+    (messages, unreadable)
+}
+
+/// Why a message did not decode as its role's type: decoding that type alone names the
+/// field at fault.
+fn why_unreadable(v: &Value) -> String {
+    use pi_formats::message::{SystemMessage, ToolResultMessage, UserMessage};
+    let role = v.get("role").and_then(Value::as_str);
+    let error = match role {
+        Some("system") => serde_json::from_value::<SystemMessage>(v.clone()).err(),
+        Some("user") => serde_json::from_value::<UserMessage>(v.clone()).err(),
+        Some("assistant") => serde_json::from_value::<AssistantMessage>(v.clone()).err(),
+        Some("toolResult") => serde_json::from_value::<ToolResultMessage>(v.clone()).err(),
+        Some(other) => return format!("a {other} message is not sent to a model"),
+        None => return "it has no role".to_string(),
+    };
+    let role = role.unwrap_or_default();
+    match error {
+        Some(e) => format!("{role} message: {e}"),
+        None => format!("{role} message"),
+    }
+}
+
 fn assistant_value(m: &AssistantMessage) -> Value {
     serde_json::to_value(AgentMessage::Assistant(m.clone())).unwrap_or(Value::Null)
 }
@@ -140,13 +186,12 @@ impl AgentSession {
         let result = self.prompt_inner(text, &images, &token).await;
         *lock(&self.shared.run) = None;
         let aborted = token.is_cancelled();
-        let mut settled = json!({"type": "agent_settled", "aborted": aborted});
         // A run can fail after "started" was answered (a session write failed): RPC and the
         // TUI learn it here, since nobody else awaits the spawned task's result.
-        if let Err(e) = &result {
-            settled["error"] = json!(e.to_string());
-        }
-        self.emit(settled);
+        self.emit(Event::AgentSettled {
+            aborted,
+            error: result.as_ref().err().map(ToString::to_string),
+        });
         result.map(|last| RunOutcome {
             last_assistant: last.map(AgentMessage::Assistant),
             aborted,
@@ -245,8 +290,13 @@ impl AgentSession {
                     } else {
                         "Truncated response recovery failed after one compact-and-retry attempt."
                     };
-                    self.emit(json!({"type": "compaction_end", "reason": "overflow",
-                        "aborted": false, "willRetry": false, "errorMessage": msg}));
+                    self.emit(Event::CompactionEnd {
+                        reason: "overflow".into(),
+                        result: None,
+                        aborted: false,
+                        will_retry: false,
+                        error_message: Some(msg.into()),
+                    });
                     break;
                 }
                 overflow_recovered = true;
@@ -267,16 +317,26 @@ impl AgentSession {
             let retry = lock(&self.shared.state).opts.retry;
             if !retry.enabled || !is_retryable_error(&error_text) || attempt >= retry.max_retries {
                 if attempt > 0 {
-                    self.emit(json!({"type": "auto_retry_end", "success": false,
-                        "attempt": attempt, "finalError": error_text}));
+                    self.emit(Event::AutoRetryEnd {
+                        success: false,
+                        attempt,
+                        final_error: Some(error_text),
+                    });
                 }
                 break;
             }
             attempt += 1;
             let delay = delay_ms(retry.base_delay_ms, attempt, retry.max_agent_delay_ms);
-            self.emit(json!({"type": "auto_retry_start", "attempt": attempt,
-                "maxAttempts": retry.max_retries, "delayMs": delay,
-                "errorMessage": if error_text.is_empty() { "Unknown error".to_string() } else { error_text.clone() }}));
+            self.emit(Event::AutoRetryStart {
+                attempt,
+                max_attempts: retry.max_retries,
+                delay_ms: delay,
+                error_message: if error_text.is_empty() {
+                    "Unknown error".to_string()
+                } else {
+                    error_text.clone()
+                },
+            });
             self.hide_failed(end.last_entry.as_deref())?;
             let wait = CancellationToken::new();
             *lock(&self.shared.retry_wait) = Some(wait.clone());
@@ -287,8 +347,11 @@ impl AgentSession {
             };
             *lock(&self.shared.retry_wait) = None;
             if cancelled {
-                self.emit(json!({"type": "auto_retry_end", "success": false,
-                    "attempt": attempt, "finalError": "Retry cancelled"}));
+                self.emit(Event::AutoRetryEnd {
+                    success: false,
+                    attempt,
+                    final_error: Some("Retry cancelled".into()),
+                });
                 break;
             }
             end = self.run_loop(Vec::new(), token, Some(attempt)).await?;
@@ -318,7 +381,7 @@ impl AgentSession {
                 .map(|idx| st.session.entry_value(idx))
         };
         if let Some(v) = line {
-            self.emit(json!({"type": "entry_appended", "entry": v}));
+            self.emit(Event::EntryAppended { entry: v });
         }
         Ok(())
     }
@@ -356,11 +419,15 @@ impl AgentSession {
     /// sees `message_end` finds the message in the session file. (`message_end` comes even
     /// when the write failed; the error ends the run.) Returns the entry id.
     fn emit_and_persist(&self, message: &Value) -> Result<String, AgentError> {
-        self.emit(json!({"type": "message_start", "message": message}));
+        self.emit(Event::MessageStart {
+            message: message.clone(),
+        });
         let appended = self.append(NewEntry::Message {
             message: message.clone(),
         });
-        self.emit(json!({"type": "message_end", "message": message}));
+        self.emit(Event::MessageEnd {
+            message: message.clone(),
+        });
         appended
     }
 
@@ -372,8 +439,8 @@ impl AgentSession {
         token: &CancellationToken,
         retry_attempt: Option<u32>,
     ) -> Result<LoopEnd, AgentError> {
-        self.emit(json!({"type": "agent_start"}));
-        self.emit(json!({"type": "turn_start"}));
+        self.emit(Event::AgentStart);
+        self.emit(Event::TurnStart);
         let mut new_messages: Vec<Value> = Vec::new();
         for m in initial {
             self.emit_and_persist(&m)?;
@@ -391,7 +458,7 @@ impl AgentSession {
                     if pending.is_empty() {
                         pending = self.take_queued(true);
                     }
-                    self.emit(json!({"type": "turn_start"}));
+                    self.emit(Event::TurnStart);
                 }
                 first = false;
                 if !pending.is_empty() {
@@ -408,20 +475,27 @@ impl AgentSession {
                     message: value.clone(),
                 });
                 // After the write, as for every message (see `emit_and_persist`).
-                self.emit(json!({"type": "message_end", "message": value}));
+                self.emit(Event::MessageEnd {
+                    message: value.clone(),
+                });
                 last_entry = Some(appended?);
                 new_messages.push(value.clone());
                 if let (Some(attempt), false) = (
                     retry_attempt,
                     matches!(message.stop_reason, StopReason::Error | StopReason::Aborted),
                 ) {
-                    self.emit(
-                        json!({"type": "auto_retry_end", "success": true, "attempt": attempt}),
-                    );
+                    self.emit(Event::AutoRetryEnd {
+                        success: true,
+                        attempt,
+                        final_error: None,
+                    });
                 }
                 last = Some(message.clone());
                 if matches!(message.stop_reason, StopReason::Error | StopReason::Aborted) {
-                    self.emit(json!({"type": "turn_end", "message": value, "toolResults": []}));
+                    self.emit(Event::TurnEnd {
+                        message: value,
+                        tool_results: Vec::new(),
+                    });
                     break 'outer;
                 }
                 let calls: Vec<_> = message.tool_calls().cloned().collect();
@@ -435,7 +509,10 @@ impl AgentSession {
                         new_messages.push(r.clone());
                     }
                 }
-                self.emit(json!({"type": "turn_end", "message": value, "toolResults": results}));
+                self.emit(Event::TurnEnd {
+                    message: value,
+                    tool_results: results,
+                });
                 has_more = !calls.is_empty();
                 pending = self.take_queued(true);
             }
@@ -447,7 +524,10 @@ impl AgentSession {
             break;
         }
         let will_retry = self.will_retry(last.as_ref(), retry_attempt.unwrap_or(0), token);
-        self.emit(json!({"type": "agent_end", "messages": new_messages, "willRetry": will_retry}));
+        self.emit(Event::AgentEnd {
+            messages: new_messages,
+            will_retry,
+        });
         Ok(LoopEnd { last, last_entry })
     }
 
@@ -465,10 +545,10 @@ impl AgentSession {
             if st.opts.requests.block_images {
                 converted.iter_mut().for_each(block_images);
             }
-            let messages = converted
-                .into_iter()
-                .filter_map(|v| serde_json::from_value::<AgentMessage>(v).ok())
-                .collect();
+            let (messages, unreadable) = read_context_messages(converted);
+            for problem in unreadable {
+                self.emit(Event::Warning { message: problem });
+            }
             let api_key = st.opts.api_key_for(&model.provider);
             let level = st.opts.thinking;
             let options = StreamOptions {
@@ -502,9 +582,9 @@ impl AgentSession {
             match &ev {
                 llm::AssistantMessageEvent::Start { partial } => {
                     started = true;
-                    self.emit(
-                        json!({"type": "message_start", "message": assistant_value(partial)}),
-                    );
+                    self.emit(Event::MessageStart {
+                        message: assistant_value(partial),
+                    });
                 }
                 llm::AssistantMessageEvent::Done { message, .. }
                 | llm::AssistantMessageEvent::Error { error: message, .. } => {
@@ -526,7 +606,9 @@ impl AgentSession {
         });
         message.thinking_level = Some(level);
         if !started {
-            self.emit(json!({"type": "message_start", "message": assistant_value(&message)}));
+            self.emit(Event::MessageStart {
+                message: assistant_value(&message),
+            });
         }
         // `message_end` is the caller's, once the message is written.
         Ok(message)
@@ -568,10 +650,11 @@ impl AgentSession {
         let mut futures = Vec::new();
         let mut immediate: Vec<Option<Done>> = Vec::new();
         for call in calls {
-            self.emit(
-                json!({"type": "tool_execution_start", "toolCallId": call.id,
-                "toolName": call.name, "args": call.arguments}),
-            );
+            self.emit(Event::ToolExecutionStart {
+                tool_call_id: call.id.clone(),
+                tool_name: call.name.clone(),
+                args: call.arguments.clone(),
+            });
             let prepared: Result<(Arc<dyn Tool>, Value), ToolOutput> = if truncated {
                 Err(ToolError::new(format!("Tool call \"{}\" was not executed: the response hit the output token limit, so its arguments may be truncated. Re-issue the tool call with complete arguments.", call.name)).into_output())
             } else if token.is_cancelled() {
@@ -611,18 +694,19 @@ impl AgentSession {
                             let this = this.clone();
                             let call = call.clone();
                             move |partial: ToolOutput| {
-                                this.emit(json!({"type": "tool_execution_update",
-                                    "toolCallId": call.id, "toolName": call.name,
-                                    "args": call.arguments, "partialResult": tool_output_json(&partial)}));
+                                this.emit(Event::ToolExecutionUpdate {
+                                    tool_call_id: call.id.clone(),
+                                    tool_name: call.name.clone(),
+                                    args: call.arguments.clone(),
+                                    partial_result: tool_output_json(&partial),
+                                });
                             }
                         };
-                        let output = match tool
-                            .execute(&call.id, args, &ctx, cancel, &on_update)
-                            .await
-                        {
-                            Ok(o) => o,
-                            Err(e) => e.into_output(),
-                        };
+                        let output =
+                            match tool.execute(&call.id, args, &ctx, cancel, &on_update).await {
+                                Ok(o) => o,
+                                Err(e) => e.into_output(),
+                            };
                         let duration = started.elapsed().as_millis() as u64;
                         this.emit_tool_end(&call, &output, Some(duration));
                         Done {
@@ -663,12 +747,13 @@ impl AgentSession {
         output: &ToolOutput,
         duration: Option<u64>,
     ) {
-        let mut ev = json!({"type": "tool_execution_end", "toolCallId": call.id,
-            "toolName": call.name, "result": tool_output_json(output), "isError": output.is_error});
-        if let (Some(ms), Value::Object(m)) = (duration, &mut ev) {
-            m.insert("durationMs".into(), ms.into());
-        }
-        self.emit(ev);
+        self.emit(Event::ToolExecutionEnd {
+            tool_call_id: call.id.clone(),
+            tool_name: call.name.clone(),
+            result: tool_output_json(output),
+            is_error: output.is_error,
+            duration_ms: duration,
+        });
     }
 
     /// Pi's `_checkCompaction` case 3 after a run: compacts when the context exceeds
@@ -780,11 +865,17 @@ impl AgentSession {
                 return Err(AgentError::Other("nothing to compact".into()));
             }
         }
-        self.emit(json!({"type": "compaction_start", "reason": reason.as_str()}));
+        self.emit(Event::CompactionStart {
+            reason: reason.as_str().into(),
+        });
         let fail = |this: &Self, msg: String, aborted: bool| {
-            this.emit(json!({"type": "compaction_end", "reason": reason.as_str(),
-                "aborted": aborted, "willRetry": false,
-                "errorMessage": format!("Compaction failed: {msg}")}));
+            this.emit(Event::CompactionEnd {
+                reason: reason.as_str().into(),
+                result: None,
+                aborted,
+                will_retry: false,
+                error_message: Some(format!("Compaction failed: {msg}")),
+            });
             lock(&this.shared.state).is_compacting = false;
             Err(AgentError::Other(msg))
         };
@@ -796,12 +887,10 @@ impl AgentSession {
             let path = SessionPath::new(s, &branch.entries);
             let prep = compaction::prepare_compaction(&path, &st.opts.compaction);
             let no_prep_reason = compaction::no_preparation_reason(&path);
-            let mut source = Map::new();
-            source.insert("source".into(), "compaction".into());
-            source.insert("reason".into(), reason.as_str().into());
             let events = RetryEvents {
                 sink: self.shared.sink.clone(),
-                source,
+                source: "compaction",
+                reason: Some(reason.as_str().to_string()),
             };
             let (summarizer, reasoning) = match summarizer::for_state(&st, token, events) {
                 Some((s, r)) => (Some(s), r),
@@ -865,10 +954,13 @@ impl AgentSession {
             out.insert("details".into(), d);
         }
         let out = Value::Object(out);
-        self.emit(
-            json!({"type": "compaction_end", "reason": reason.as_str(), "result": out,
-            "aborted": false, "willRetry": will_retry}),
-        );
+        self.emit(Event::CompactionEnd {
+            reason: reason.as_str().into(),
+            result: Some(out.clone()),
+            aborted: false,
+            will_retry,
+            error_message: None,
+        });
         Ok(out)
     }
 }

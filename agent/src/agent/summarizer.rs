@@ -4,10 +4,10 @@ use std::future::Future;
 use std::time::Duration;
 
 use pi_formats::message::{ContentBlock, StopReason as MsgStop, ThinkingLevel};
-use serde_json::{json, Map, Value};
 use tokio_util::sync::CancellationToken;
 
 use super::events::EventSink;
+use crate::protocol::Event;
 
 use crate::llm::{self, transform::user_text, Context, Model, ModelRegistry, StreamOptions};
 use pi_engine::compaction::{
@@ -27,13 +27,14 @@ pub(crate) struct LlmSummarizer {
 /// Pi's `summarization_retry_*` events for one kind of summary.
 pub(crate) struct RetryEvents {
     pub sink: EventSink,
-    /// What `summarization_retry_attempt_start` says is being summarized:
-    /// `{"source": "compaction", "reason": …}` or `{"source": "branchSummary"}`.
-    pub source: Map<String, Value>,
+    /// What `summarization_retry_attempt_start` says is being summarized: `compaction`
+    /// (with its reason) or `branchSummary`.
+    pub source: &'static str,
+    pub reason: Option<String>,
 }
 
 impl RetryEvents {
-    fn emit(&self, event: Value) {
+    fn emit(&self, event: Event) {
         (self.sink)(event);
     }
 }
@@ -106,25 +107,23 @@ impl Summarizer for LlmSummarizer {
         delay: Duration,
         error_message: &str,
     ) {
-        self.events.emit(json!({
-            "type": "summarization_retry_scheduled",
-            "attempt": attempt,
-            "maxAttempts": max_attempts,
-            "delayMs": delay.as_millis() as u64,
-            "errorMessage": error_message,
-        }));
+        self.events.emit(Event::SummarizationRetryScheduled {
+            attempt,
+            max_attempts,
+            delay_ms: delay.as_millis() as u64,
+            error_message: error_message.to_string(),
+        });
     }
 
     fn on_retry_attempt_start(&self) {
-        let mut event = Map::new();
-        event.insert("type".into(), "summarization_retry_attempt_start".into());
-        event.extend(self.events.source.clone());
-        self.events.emit(Value::Object(event));
+        self.events.emit(Event::SummarizationRetryAttemptStart {
+            source: self.events.source.to_string(),
+            reason: self.events.reason.clone(),
+        });
     }
 
     fn on_retry_finished(&self) {
-        self.events
-            .emit(json!({"type": "summarization_retry_finished"}));
+        self.events.emit(Event::SummarizationRetryFinished);
     }
 
     fn backoff(&self, delay: Duration) -> impl Future<Output = ()> + Send {

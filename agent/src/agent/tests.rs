@@ -33,7 +33,7 @@ fn agent(fake: &FakeLlm, cwd: &std::path::Path) -> (AgentSession, Arc<Mutex<Vec<
         cwd,
         &header,
         Persistence::default(),
-        Arc::new(move |v| sink_events.lock().unwrap().push(v)),
+        Arc::new(move |e: crate::protocol::Event| sink_events.lock().unwrap().push(e.to_value())),
     );
     (a, events)
 }
@@ -109,7 +109,8 @@ async fn message_end_comes_after_the_message_is_written() {
     let seen = Arc::new(Mutex::new(Vec::<(String, usize, usize)>::new()));
     let sink_seen = seen.clone();
     let sink_file = file.clone();
-    let sink: EventSink = Arc::new(move |v: Value| {
+    let sink: EventSink = Arc::new(move |e: crate::protocol::Event| {
+        let v = e.to_value();
         if v["type"] != "message_end" {
             return;
         }

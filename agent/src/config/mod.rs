@@ -12,7 +12,7 @@
 //! # fn demo(tools: &[std::sync::Arc<dyn pi_agent::tools::Tool>]) -> ConfigResult<()> {
 //! let env = |k: &str| std::env::var(k).ok();
 //! let cwd = std::env::current_dir().unwrap();
-//! let agent_dir = agent_dir(&env, home_dir().as_deref());
+//! let agent_dir = agent_dir(&env, home().as_deref());
 //!
 //! // 1. Trust: decided before anything project-local is read.
 //! let global = Settings::load_global(&agent_dir);
@@ -21,7 +21,7 @@
 //!     override_: None, // --approve / --no-approve
 //!     default: global.default_project_trust(),
 //!     interactive: false,
-//!     home: home_dir(),
+//!     home: home(),
 //! })?;
 //! let trusted = decision.trusted();
 //!
@@ -104,7 +104,7 @@ pub use models::ScopedModel;
 pub use models::DEFAULT_THINKING_LEVEL;
 pub use paths::agent_dir;
 pub use paths::expand_tilde;
-pub use paths::home_dir;
+pub use paths::home;
 pub use paths::project_config_dir;
 pub use paths::CONFIG_DIR_NAME;
 pub use prompts::expand_prompt_template;

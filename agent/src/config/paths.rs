@@ -10,12 +10,7 @@ pub const CONFIG_DIR_NAME: &str = ".pi";
 /// The environment variable that moves the agent dir.
 const ENV_AGENT_DIR: &str = "PI_CODING_AGENT_DIR";
 
-/// The user's home directory (`HOME`; the passwd entry is not consulted).
-pub fn home_dir() -> Option<PathBuf> {
-    std::env::var_os("HOME")
-        .filter(|h| !h.is_empty())
-        .map(PathBuf::from)
-}
+pub use pi_storage::paths::home;
 
 /// Expands a leading `~` or `~/` to `home` (Pi's `normalizePath`); other text is unchanged.
 pub fn expand_tilde(path: &str, home: Option<&Path>) -> PathBuf {

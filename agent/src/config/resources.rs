@@ -9,7 +9,7 @@ use serde_json::Value;
 use super::context_files::load_context_files;
 use super::context_files::ContextFile;
 use super::paths::canonicalize_or_normalize;
-use super::paths::home_dir;
+use super::paths::home;
 use super::paths::project_config_dir;
 use super::paths::resolve_path;
 use super::prompts::load_prompt_templates;
@@ -102,7 +102,7 @@ impl ResourceOptions {
             agent_dir: agent_dir.to_path_buf(),
             cwd: cwd.to_path_buf(),
             project_trusted,
-            home: home_dir(),
+            home: home(),
             no_context_files: false,
             no_skills: false,
             no_prompt_templates: false,

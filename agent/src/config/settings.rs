@@ -17,7 +17,7 @@ use super::error::read_optional;
 use super::error::write_atomic;
 use super::error::ConfigError;
 use super::error::ConfigResult;
-use super::paths::home_dir;
+use super::paths::home;
 use super::paths::normalize_lexically;
 use super::paths::project_config_dir;
 use pi_engine::compaction::CompactionSettingsFile;
@@ -342,7 +342,7 @@ impl Settings {
     pub fn session_dir(&self) -> Option<PathBuf> {
         self.str("sessionDir")
             .filter(|s| !s.is_empty())
-            .map(|s| super::paths::expand_tilde(s, home_dir().as_deref()))
+            .map(|s| super::paths::expand_tilde(s, home().as_deref()))
     }
 
     /// `sessionStore`: the storage backend name (`jsonl`, `redb`, `sqlite`); ours, not Pi's.
@@ -354,7 +354,7 @@ impl Settings {
     pub fn shell_path(&self) -> Option<PathBuf> {
         self.str("shellPath")
             .filter(|s| !s.is_empty())
-            .map(|s| super::paths::expand_tilde(s, home_dir().as_deref()))
+            .map(|s| super::paths::expand_tilde(s, home().as_deref()))
     }
 
     /// `shellCommandPrefix`.

@@ -14,7 +14,6 @@ use std::path::Path;
 use std::path::PathBuf;
 use std::sync::Arc;
 
-use serde_json::json;
 use serde_json::Map;
 use serde_json::Value;
 
@@ -187,22 +186,6 @@ fn docs(paths: &DocsPaths) -> String {
     .join("\n")
 }
 
-/// A tool's declaration in `toolsAdded`. Pi's four default tools carry
-/// `constrainedSampling`; the [`Tool`] trait does not expose it yet, so it is added here by
-/// name for the built-ins that declare it in Pi 1.6.0.
-fn declaration(tool: &dyn Tool) -> Value {
-    let mut value = tool_declaration(tool);
-    if ["read", "bash", "edit", "write"].contains(&tool.name()) {
-        if let Value::Object(map) = &mut value {
-            map.insert(
-                "constrainedSampling".into(),
-                json!({"type": "json_schema", "strict": "prefer"}),
-            );
-        }
-    }
-    value
-}
-
 /// The complete `system` message: `{role, content, sections, timestamp, toolsAdded}` (the
 /// key order Pi writes). Append it as the `message` of a session `message` entry.
 pub fn build_system_message(input: &SystemPromptInput<'_>) -> Value {
@@ -217,7 +200,7 @@ pub fn build_system_message(input: &SystemPromptInput<'_>) -> Value {
     let tools: Vec<Value> = input
         .tools
         .iter()
-        .map(|t| declaration(t.as_ref()))
+        .map(|t| tool_declaration(t.as_ref()))
         .collect();
     if !tools.is_empty() {
         message.insert("toolsAdded".into(), Value::Array(tools));

@@ -193,8 +193,7 @@ impl Host {
                 if v["type"] != "message" || v["message"]["role"] != "user" {
                     return None;
                 }
-                let text =
-                    pi_engine::context::transcript::content_text(&v["message"]["content"], "");
+                let text = pi_engine::js::content_text(v.pointer("/message/content"), "");
                 Some((v["parentId"].as_str().map(str::to_string), text))
             })
             .ok_or_else(|| fail("Invalid entry ID for forking"))?;
@@ -248,7 +247,7 @@ impl Host {
     pub fn import(&self, path: &str, missing: MissingCwd) -> Result<String, HostError> {
         self.idle("import a session")?;
         let home = self.setup().home;
-        let user_home = crate::config::home_dir();
+        let user_home = crate::config::home();
         let source =
             Path::new(&home.cwd).join(crate::config::expand_tilde(path, user_home.as_deref()));
         if !source.exists() {

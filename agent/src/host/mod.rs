@@ -19,7 +19,7 @@ use tokio_util::sync::CancellationToken;
 use crate::agent::{AgentError, AgentSession};
 use crate::config::{Resources, ScopedModel};
 use crate::llm::Model;
-use crate::protocol::{response, Command, Outcome, Request, StreamingBehavior};
+use crate::protocol::{response, Command, Event, Outcome, Request, StreamingBehavior};
 
 pub use lifecycle::{HostError, MissingCwd, MissingSessionCwd};
 pub use sessions::SessionHome;
@@ -230,13 +230,10 @@ impl Host {
         let agent = &self.agent;
         let result = agent
             .execute_bash(command, exclude, cancel, |delta| {
-                let mut ev = serde_json::Map::new();
-                ev.insert("type".into(), "bash_execution_update".into());
-                if let Some(i) = &id {
-                    ev.insert("id".into(), i.clone());
-                }
-                ev.insert("delta".into(), delta.into());
-                agent.emit(Value::Object(ev));
+                agent.emit(Event::BashExecutionUpdate {
+                    id: id.clone(),
+                    delta: delta.into(),
+                });
             })
             .await;
         result.map(Some).map_err(|e| e.to_string())

@@ -372,8 +372,7 @@ impl Host {
                 .map(|&i| s.entry_value(i))
                 .filter(|v| v["type"] == "message" && v["message"]["role"] == "user")
                 .map(|v| {
-                    let text =
-                        pi_engine::context::transcript::content_text(&v["message"]["content"], "");
+                    let text = pi_engine::js::content_text(v.pointer("/message/content"), "");
                     (v["id"].as_str().unwrap_or_default().to_string(), text)
                 })
                 .collect()

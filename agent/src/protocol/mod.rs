@@ -6,10 +6,12 @@
 //! (`{"id"?, "type": "response", "command", "success", "data"? | "error"}`).
 
 pub mod command;
+pub mod event;
 
 use serde_json::{Map, Value};
 
 pub use command::{Command, Decoded, Rejected, Request, StreamingBehavior};
+pub use event::Event;
 
 /// What a command answers: `data` on success (none for commands that answer nothing),
 /// the error text otherwise.

@@ -440,6 +440,10 @@ impl Tool for BashTool {
         schema()
     }
 
+    fn prefers_constrained_sampling(&self) -> bool {
+        true
+    }
+
     fn prompt_snippet(&self) -> Option<&str> {
         Some("Execute bash commands (ls, grep, find, etc.)")
     }

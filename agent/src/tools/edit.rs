@@ -182,6 +182,10 @@ impl Tool for EditTool {
         schema()
     }
 
+    fn prefers_constrained_sampling(&self) -> bool {
+        true
+    }
+
     fn prompt_snippet(&self) -> Option<&str> {
         Some("Make precise file edits with exact text replacement, including multiple disjoint edits in one call")
     }

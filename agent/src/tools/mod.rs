@@ -287,6 +287,13 @@ pub trait Tool: Send + Sync + fmt::Debug {
         &[]
     }
 
+    /// Whether the provider should constrain the call's arguments to the schema where it
+    /// can (Pi's `constrainedSampling: {type: "json_schema", strict: "prefer"}`, which its
+    /// read, bash, edit and write tools declare).
+    fn prefers_constrained_sampling(&self) -> bool {
+        false
+    }
+
     /// Rewrites raw model arguments before validation (the edit tool folds legacy fields here).
     fn prepare_arguments(&self, args: Value) -> Value {
         args
@@ -335,11 +342,17 @@ pub async fn run_tool_call(
     }
 }
 
-/// The tool's definition as Pi declares it to providers: `{name, description, parameters}`.
+/// The tool's definition as Pi declares it in a system message's `toolsAdded`:
+/// `{name, description, parameters, constrainedSampling?}`.
 pub fn tool_declaration(tool: &dyn Tool) -> Value {
-    serde_json::json!({
+    let mut declaration = serde_json::json!({
         "name": tool.name(),
         "description": tool.description(),
         "parameters": tool.parameters(),
-    })
+    });
+    if tool.prefers_constrained_sampling() {
+        declaration["constrainedSampling"] =
+            serde_json::json!({"type": "json_schema", "strict": "prefer"});
+    }
+    declaration
 }

@@ -14,12 +14,6 @@ fn is_unicode_space(c: char) -> bool {
     )
 }
 
-fn home_dir() -> PathBuf {
-    std::env::var_os("HOME")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| PathBuf::from("/"))
-}
-
 /// Decodes `%XX` escapes of a `file://` URL path.
 fn percent_decode(text: &str) -> String {
     let bytes = text.as_bytes();
@@ -52,10 +46,10 @@ pub(crate) fn expand_path(input: &str) -> String {
         normalized = rest.to_string();
     }
     if normalized == "~" {
-        return home_dir().to_string_lossy().into_owned();
+        return pi_storage::paths::home_dir().to_string_lossy().into_owned();
     }
     if let Some(rest) = normalized.strip_prefix("~/") {
-        return normalize_lexically(&home_dir().join(rest))
+        return normalize_lexically(&pi_storage::paths::home_dir().join(rest))
             .to_string_lossy()
             .into_owned();
     }

@@ -479,6 +479,10 @@ impl Tool for ReadTool {
         schema()
     }
 
+    fn prefers_constrained_sampling(&self) -> bool {
+        true
+    }
+
     fn prompt_snippet(&self) -> Option<&str> {
         Some("Read file contents")
     }

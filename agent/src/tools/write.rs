@@ -51,6 +51,10 @@ impl Tool for WriteTool {
         schema()
     }
 
+    fn prefers_constrained_sampling(&self) -> bool {
+        true
+    }
+
     fn prompt_snippet(&self) -> Option<&str> {
         Some("Create or overwrite files")
     }

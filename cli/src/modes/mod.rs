@@ -626,16 +626,37 @@ pub fn scoped_models(args: &RunArgs, env: &Env) -> Vec<pi_agent::config::ScopedM
     scoped
 }
 
-/// A sink that writes each event as one JSON line to stdout.
+/// A sink that writes each event as one JSON line to stdout (warnings to stderr too, for
+/// whoever watches the process rather than the stream).
 pub fn stdout_sink() -> EventSink {
-    Arc::new(|v| {
-        use std::io::Write;
-        let mut out = std::io::stdout().lock();
-        // A closed stdout (reader gone) must not kill the agent mid-write; the session
-        // file is what matters then.
-        let _ = writeln!(out, "{v}");
-        let _ = out.flush();
+    Arc::new(|event| {
+        warn_on_stderr(&event);
+        write_line(&event);
     })
+}
+
+/// Print mode's sink: the answer is printed at the end, only warnings show on the way.
+pub fn stderr_warnings_sink() -> EventSink {
+    Arc::new(|event| warn_on_stderr(&event))
+}
+
+/// A warning event as one line on stderr; its text may quote a session file, so control
+/// characters are made visible.
+fn warn_on_stderr(event: &pi_agent::protocol::Event) {
+    if let pi_agent::protocol::Event::Warning { message } = event {
+        eprintln!("Warning: {}", crate::visible::visible_line(message));
+    }
+}
+
+/// Writes one record (an event or a response) as a JSON line to stdout, whole.
+pub fn write_line(record: &impl serde::Serialize) {
+    use std::io::Write;
+    let mut out = std::io::stdout().lock();
+    // A closed stdout (reader gone) must not kill the agent mid-write; the session
+    // file is what matters then.
+    let _ = serde_json::to_writer(&mut out, record);
+    let _ = out.write_all(b"\n");
+    let _ = out.flush();
 }
 
 /// Where sessions live: the flags, then the environment, then the settings decide (for

@@ -4,11 +4,13 @@
 use std::io::Write;
 
 use anyhow::bail;
-use pi_agent::agent::null_sink;
 use pi_formats::message::AgentMessage;
 use pi_formats::message::{ContentBlock, StopReason};
 
-use super::{build_host, expand_messages, json, read_piped_stdin, stdout_sink, Env, Mode};
+use super::{
+    build_host, expand_messages, json, read_piped_stdin, stderr_warnings_sink, stdout_sink, Env,
+    Mode,
+};
 use crate::RunArgs;
 
 /// Runs print or json mode.
@@ -31,7 +33,7 @@ pub async fn run(args: RunArgs, mode: Mode) -> anyhow::Result<i32> {
     let sink = if mode == Mode::Json {
         stdout_sink()
     } else {
-        null_sink()
+        stderr_warnings_sink()
     };
     let host = build_host(&args, &env, sink)?;
     let agent = host.agent();

@@ -11,12 +11,12 @@ use pi_agent::protocol::{command::decode_record, response, Command, Decoded, Req
 use serde_json::Value;
 use tokio::io::{AsyncBufReadExt, BufReader};
 
-use super::{build_host, stdout_sink, Env};
+use super::{build_host, stdout_sink, write_line, Env};
 use crate::RunArgs;
 
 /// One output line (responses and events share stdout, each written whole).
 fn output(v: &Value) {
-    (stdout_sink())(v.clone());
+    write_line(v);
 }
 
 /// Runs the RPC loop until stdin closes, then waits for running work to finish.

@@ -6,8 +6,7 @@ use std::path::Path;
 use std::sync::Arc;
 
 use pi_agent::config::{
-    self, home_dir, resolve_trust, ResourceOptions, Resources, TrustDecision, TrustInputs,
-    TrustStore,
+    self, home, resolve_trust, ResourceOptions, Resources, TrustDecision, TrustInputs, TrustStore,
 };
 use pi_engine::compaction::{CompactionSettings, RetrySettings};
 
@@ -59,7 +58,7 @@ impl Settings {
                 override_,
                 default: global.default_project_trust(),
                 interactive: false,
-                home: home_dir(),
+                home: home(),
             },
         )
         .map_err(|e| anyhow::anyhow!("{e}"))?;

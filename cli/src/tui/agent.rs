@@ -14,17 +14,19 @@ use super::TuiOptions;
 use anyhow::{anyhow, bail};
 use pi_agent::agent::{AgentSession, EventSink, NavigateOptions};
 use pi_agent::host::{Host, HostError};
-use pi_agent::protocol::{Command, Request};
-use serde_json::json;
+use pi_agent::protocol::{Command, Event, Request};
 use serde_json::Value;
 use std::path::Path;
 use std::sync::mpsc;
 use std::sync::{Arc, Mutex};
 
-/// Results of a tree navigation, sent by its task through the errors channel.
-const NAV_DONE: &str = "tui_tree_navigated";
-const NAV_ABORTED: &str = "tui_tree_navigation_aborted";
-const NAV_FAILED: &str = "tui_tree_navigation_failed";
+/// What reaches the UI between frames, in the order it happened: the agent's events, and
+/// the outcomes of the UI's own calls (a command that failed, a finished tree navigation),
+/// which are answers to the UI rather than events of the agent.
+pub enum Incoming {
+    Agent(Event),
+    Answer(AgentEvent),
+}
 
 pub struct AgentSessionDriver {
     /// The session host every mode shares: the agent and the session lifecycle.
@@ -39,21 +41,22 @@ pub struct AgentSessionDriver {
     /// finds project resources there, that trust is saved, as Pi does.
     auto_trust_on_reload: bool,
     runtime: tokio::runtime::Handle,
-    events: mpsc::Receiver<Value>,
-    /// For errors and results of spawned calls (a prompt that could not start, a failed
-    /// compaction, a finished tree navigation).
-    errors: mpsc::Sender<Value>,
+    incoming: mpsc::Receiver<Incoming>,
+    /// Where answers to the UI's calls go (a prompt that could not start, a failed
+    /// compaction, a finished tree navigation), in line with the agent's events.
+    answers: mpsc::Sender<Incoming>,
 }
 
-/// A sink that forwards events into a channel, plus its receiving end.
-pub fn channel_sink() -> (EventSink, mpsc::Sender<Value>, mpsc::Receiver<Value>) {
+/// A sink that forwards events into a channel, a sender for answers into the same
+/// channel, and its receiving end.
+pub fn channel_sink() -> (EventSink, mpsc::Sender<Incoming>, mpsc::Receiver<Incoming>) {
     let (tx, rx) = mpsc::channel();
     // `Sender` is Sync, but the sink type asks for Fn + Sync over a shared reference, and a
     // Mutex keeps this independent of that detail.
     let shared = Arc::new(Mutex::new(tx.clone()));
-    let sink: EventSink = Arc::new(move |v| {
+    let sink: EventSink = Arc::new(move |event| {
         if let Ok(tx) = shared.lock() {
-            let _ = tx.send(v);
+            let _ = tx.send(Incoming::Agent(event));
         }
     });
     (sink, tx, rx)
@@ -69,20 +72,20 @@ fn ui_error(e: HostError) -> anyhow::Error {
 }
 
 impl AgentSessionDriver {
-    /// A driver over `host`, set up from `env` and `args`. `events` must be the receiver
+    /// A driver over `host`, set up from `env` and `args`. `incoming` must be the receiver
     /// whose sender feeds the sink the host's agent was built with.
     pub fn new(
         host: Arc<Host>,
         env: crate::modes::Env,
         args: crate::RunArgs,
         runtime: tokio::runtime::Handle,
-        errors: mpsc::Sender<Value>,
-        events: mpsc::Receiver<Value>,
+        answers: mpsc::Sender<Incoming>,
+        incoming: mpsc::Receiver<Incoming>,
     ) -> Self {
         let start_cwd = env.home.cwd.clone();
         let auto_trust_on_reload = !pi_agent::config::has_trust_requiring_resources(
             Path::new(&start_cwd),
-            pi_agent::config::home_dir().as_deref(),
+            pi_agent::config::home().as_deref(),
         );
         AgentSessionDriver {
             host,
@@ -91,8 +94,8 @@ impl AgentSessionDriver {
             start_cwd,
             auto_trust_on_reload,
             runtime,
-            events,
-            errors,
+            incoming,
+            answers,
         }
     }
 
@@ -120,20 +123,23 @@ impl AgentSessionDriver {
     /// [`send`](Self::send), then `answered` gets the response record (when a `prompt` has
     /// started, a `compact` or `bash` finished, anything else at once).
     pub fn send_then(&self, command: Command, answered: impl FnOnce(Value) + Send + 'static) {
-        let errors = self.errors.clone();
+        let answers = self.answers.clone();
         let kind = command.kind();
         let _guard = self.runtime.enter();
         self.host
             .handle(Request { id: None, command }, move |record| {
                 if record["success"] == false {
                     let message = record["error"].as_str().unwrap_or("error").to_string();
-                    let event = match kind {
-                        "compact" => json!({"type": "compaction_end", "errorMessage": message}),
-                        _ => json!({"type": "tui_error", "message": message}),
+                    let shown = match kind {
+                        "compact" => AgentEvent::CompactionEnd {
+                            summary: None,
+                            error: Some(message),
+                        },
+                        _ => AgentEvent::Error(message),
                     };
-                    let _ = errors.send(event);
+                    let _ = answers.send(Incoming::Answer(shown));
                     if kind == "prompt" {
-                        let _ = errors.send(json!({"type": "agent_end"}));
+                        let _ = answers.send(Incoming::Answer(AgentEvent::AgentEnd));
                     }
                 }
                 answered(record);
@@ -168,25 +174,10 @@ impl AgentDriver for AgentSessionDriver {
 
     fn poll_events(&mut self) -> Vec<AgentEvent> {
         let mut out = Vec::new();
-        while let Ok(v) = self.events.try_recv() {
-            let message = || {
-                v.get("message")
-                    .and_then(Value::as_str)
-                    .unwrap_or("error")
-                    .to_string()
-            };
-            match v.get("type").and_then(Value::as_str) {
-                Some("tui_error") => out.push(AgentEvent::Error(message())),
-                Some(NAV_DONE) => out.push(AgentEvent::TreeNavigated {
-                    messages: self.agent().messages(),
-                    editor_text: v
-                        .get("editorText")
-                        .and_then(Value::as_str)
-                        .map(str::to_string),
-                }),
-                Some(NAV_ABORTED) => out.push(AgentEvent::TreeNavigationAborted),
-                Some(NAV_FAILED) => out.push(AgentEvent::TreeNavigationFailed(message())),
-                _ => out.extend(AgentEvent::from_pi_json(&v)),
+        while let Ok(incoming) = self.incoming.try_recv() {
+            match incoming {
+                Incoming::Agent(event) => out.extend(AgentEvent::from_event(&event)),
+                Incoming::Answer(shown) => out.push(shown),
             }
         }
         out
@@ -206,7 +197,7 @@ impl AgentDriver for AgentSessionDriver {
             },
         };
         let agent = self.agent().clone();
-        let results = self.errors.clone();
+        let answers = self.answers.clone();
         let entry = entry.to_string();
         self.runtime.spawn(async move {
             // Pi stops a running response once the user commits to navigating.
@@ -216,14 +207,15 @@ impl AgentDriver for AgentSessionDriver {
                     tokio::time::sleep(std::time::Duration::from_millis(20)).await;
                 }
             }
-            let event = match agent.navigate_tree(&entry, options).await {
-                Ok(out) if out.aborted || out.cancelled => {
-                    serde_json::json!({"type": NAV_ABORTED})
-                }
-                Ok(out) => serde_json::json!({"type": NAV_DONE, "editorText": out.editor_text}),
-                Err(e) => serde_json::json!({"type": NAV_FAILED, "message": e.to_string()}),
+            let shown = match agent.navigate_tree(&entry, options).await {
+                Ok(out) if out.aborted || out.cancelled => AgentEvent::TreeNavigationAborted,
+                Ok(out) => AgentEvent::TreeNavigated {
+                    messages: agent.messages(),
+                    editor_text: out.editor_text,
+                },
+                Err(e) => AgentEvent::TreeNavigationFailed(e.to_string()),
             };
-            let _ = results.send(event);
+            let _ = answers.send(Incoming::Answer(shown));
         });
         Ok(())
     }
@@ -242,9 +234,7 @@ impl AgentDriver for AgentSessionDriver {
     }
 
     fn set_thinking(&mut self, level: ThinkingLevel) {
-        if let Some(level) = pi_formats::message::ThinkingLevel::parse(level.as_str()) {
-            self.send(Command::SetThinkingLevel { level });
-        }
+        self.send(Command::SetThinkingLevel { level });
     }
 
     fn models(&self) -> Vec<ModelInfo> {
@@ -280,7 +270,7 @@ impl AgentDriver for AgentSessionDriver {
     }
 
     fn thinking_level(&self) -> Option<ThinkingLevel> {
-        ThinkingLevel::parse(self.agent().thinking_level().as_str())
+        Some(self.agent().thinking_level())
     }
 
     fn switch_session(&mut self, location: &str, missing_cwd: MissingCwd) -> anyhow::Result<()> {
@@ -407,7 +397,7 @@ fn save_implicit_trust(
     pending: &mut bool,
 ) -> bool {
     let cwd = Path::new(&env.home.cwd);
-    let home = pi_agent::config::home_dir();
+    let home = pi_agent::config::home();
     if args.approve
         || args.no_approve
         || !env.settings.trusted
@@ -446,7 +436,7 @@ fn undecided_trust(agent_dir: &Path, cwd: &Path, args: &crate::RunArgs) -> bool 
             override_: None,
             default: pi_agent::config::Settings::load_global(agent_dir).default_project_trust(),
             interactive: true,
-            home: pi_agent::config::home_dir(),
+            home: pi_agent::config::home(),
         },
     );
     matches!(decision, Ok(pi_agent::config::TrustDecision::Ask { .. }))
@@ -531,8 +521,7 @@ pub fn read_ui(env: &crate::modes::Env, args: &crate::RunArgs) -> Reloaded {
             .map(|s| {
                 (
                     format!("{}/{}", s.model.provider, s.model.id),
-                    s.thinking_level
-                        .and_then(|l| ThinkingLevel::parse(l.as_str())),
+                    s.thinking_level,
                 )
             })
             .collect(),
@@ -577,7 +566,7 @@ pub fn run_with_args(mut args: crate::RunArgs) -> anyhow::Result<i32> {
     // Decided once per run, as in Pi: /reload keeps this answer even if trust.json changes
     // (Pi's /trust takes effect on the next start).
     args.project_trusted = Some(env.settings.trusted);
-    let (sink, errors, events) = channel_sink();
+    let (sink, answers, incoming) = channel_sink();
     let host = {
         let _guard = runtime.enter();
         crate::modes::build_host(&args, &env, sink)?
@@ -604,11 +593,11 @@ pub fn run_with_args(mut args: crate::RunArgs) -> anyhow::Result<i32> {
     opts.loaded = ui.loaded;
     opts.commands = ui.commands;
     // Settings and resource problems were printed by `Env::new` before the screen switched.
-    opts.thinking =
-        ThinkingLevel::parse(agent.thinking_level().as_str()).unwrap_or(ThinkingLevel::Off);
+    opts.thinking = agent.thinking_level();
     opts.model = agent.model().map(|m| ModelInfo::from_engine(&m));
     opts.store = pi_storage::open_store(&env.home.spec, &env.home.store_options).ok();
-    let driver = AgentSessionDriver::new(host, env, args, runtime.handle().clone(), errors, events);
+    let driver =
+        AgentSessionDriver::new(host, env, args, runtime.handle().clone(), answers, incoming);
     opts.driver = Some(Box::new(driver));
     let code = super::run(opts);
     // Running tasks (a prompt mid-stream) are dropped with the runtime.

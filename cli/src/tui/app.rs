@@ -719,7 +719,7 @@ impl App {
     pub fn open_settings(&mut self) {
         let bool_opts = || vec!["false".to_string(), "true".to_string()];
         let b = |v: bool| usize::from(v);
-        let levels = ThinkingLevel::available(self.model.as_ref());
+        let levels = super::driver::available_levels(self.model.as_ref());
         let level = levels.iter().position(|l| *l == self.thinking).unwrap_or(0);
         let items = vec![
             Setting {
@@ -1119,7 +1119,7 @@ impl App {
             // The loop reads the session (file, id, message counts) and calls `session_info`.
             "session" => out.push(Effect::SessionInfo),
             "thinking" => {
-                let levels = ThinkingLevel::available(self.model.as_ref());
+                let levels = super::driver::available_levels(self.model.as_ref());
                 match arg.as_deref() {
                     None => {
                         let options = levels
@@ -1599,7 +1599,7 @@ fn on_key(app: &mut App, k: KeyEvent, out: &mut Vec<Effect>) {
         return;
     }
     if m("app.thinking.cycle") {
-        app.thinking = app.thinking.next(app.model.as_ref());
+        app.thinking = super::driver::next_level(app.thinking, app.model.as_ref());
         out.push(Effect::SetThinking(app.thinking));
         app.status(format!("Thinking level: {}", app.thinking.as_str()));
         return;

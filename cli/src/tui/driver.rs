@@ -1,68 +1,33 @@
 //! The seam between the interactive UI and the agent: a small trait the UI drives, and the
 //! events it receives back.
 //!
-//! The events mirror Pi's `AgentSessionEvent` JSON (`message_start/update/end`,
-//! `tool_execution_*`, `turn_*`, `agent_*`, `queue_update`, `compaction_*`), reduced to what
-//! the screen shows. [`AgentEvent::from_pi_json`] parses Pi-shaped JSON, so an agent runtime
-//! that emits those objects (or the RPC mode's stream) plugs in without a new type.
+//! [`AgentEvent`] is what the screen shows of the runtime's typed
+//! [`pi_agent::protocol::Event`]s (`message_start/update/end`, `tool_execution_*`, `turn_*`,
+//! `agent_*`, `queue_update`, `compaction_*`), plus the answers to the UI's own calls.
 
+use pi_agent::protocol::Event;
 use serde_json::Value;
 
-/// Pi's thinking levels, in the order shift+tab cycles them.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum ThinkingLevel {
-    Off,
-    Minimal,
-    Low,
-    Medium,
-    High,
-    XHigh,
+/// Pi's thinking levels (the session format's type; the UI adds what shift+tab offers).
+pub use pi_formats::message::ThinkingLevel;
+
+/// The levels shift+tab offers for `model` (all but `xhigh` without a model): `off`
+/// alone without reasoning, `xhigh` only where the model declares it (Pi's
+/// `getAvailableThinkingLevels`).
+pub fn available_levels(model: Option<&ModelInfo>) -> Vec<ThinkingLevel> {
+    match model {
+        Some(m) if !m.reasoning => vec![ThinkingLevel::Off],
+        Some(m) if m.xhigh => ThinkingLevel::ALL[..6].to_vec(),
+        _ => ThinkingLevel::ALL[..5].to_vec(),
+    }
 }
 
-impl ThinkingLevel {
-    pub const ALL: [ThinkingLevel; 6] = [
-        ThinkingLevel::Off,
-        ThinkingLevel::Minimal,
-        ThinkingLevel::Low,
-        ThinkingLevel::Medium,
-        ThinkingLevel::High,
-        ThinkingLevel::XHigh,
-    ];
-
-    pub fn as_str(self) -> &'static str {
-        match self {
-            ThinkingLevel::Off => "off",
-            ThinkingLevel::Minimal => "minimal",
-            ThinkingLevel::Low => "low",
-            ThinkingLevel::Medium => "medium",
-            ThinkingLevel::High => "high",
-            ThinkingLevel::XHigh => "xhigh",
-        }
-    }
-
-    pub fn parse(s: &str) -> Option<ThinkingLevel> {
-        ThinkingLevel::ALL.into_iter().find(|l| l.as_str() == s)
-    }
-
-    /// The levels shift+tab offers for `model` (all but `xhigh` without a model): `off`
-    /// alone without reasoning, `xhigh` only where the model declares it (Pi's
-    /// `getAvailableThinkingLevels`).
-    pub fn available(model: Option<&ModelInfo>) -> Vec<ThinkingLevel> {
-        match model {
-            Some(m) if !m.reasoning => vec![ThinkingLevel::Off],
-            Some(m) if m.xhigh => ThinkingLevel::ALL.to_vec(),
-            _ => ThinkingLevel::ALL[..5].to_vec(),
-        }
-    }
-
-    /// The next level `model` offers, wrapping.
-    pub fn next(self, model: Option<&ModelInfo>) -> ThinkingLevel {
-        let levels = ThinkingLevel::available(model);
-        let i = levels.iter().position(|l| *l == self);
-        match i {
-            Some(i) => levels[(i + 1) % levels.len()],
-            None => levels[0],
-        }
+/// The level after `level` that `model` offers, wrapping.
+pub fn next_level(level: ThinkingLevel, model: Option<&ModelInfo>) -> ThinkingLevel {
+    let levels = available_levels(model);
+    match levels.iter().position(|l| *l == level) {
+        Some(i) => levels[(i + 1) % levels.len()],
+        None => levels[0],
     }
 }
 
@@ -193,16 +158,7 @@ pub enum AgentEvent {
 }
 
 fn text_of_content(content: &Value) -> String {
-    match content {
-        Value::String(s) => s.clone(),
-        Value::Array(parts) => parts
-            .iter()
-            .filter(|p| p.get("type").and_then(Value::as_str) == Some("text"))
-            .filter_map(|p| p.get("text").and_then(Value::as_str))
-            .collect::<Vec<_>>()
-            .join("\n"),
-        _ => String::new(),
-    }
+    pi_engine::js::content_text(Some(content), "\n")
 }
 
 fn str_at<'a>(v: &'a Value, key: &str) -> &'a str {
@@ -213,68 +169,76 @@ fn u64_at(v: &Value, key: &str) -> u64 {
     v.get(key).and_then(Value::as_u64).unwrap_or(0)
 }
 
+/// The footer's usage from a message's `usage` object.
+fn usage_of(u: &Value) -> Usage {
+    Usage {
+        input: u64_at(u, "input"),
+        output: u64_at(u, "output"),
+        cache_read: u64_at(u, "cacheRead"),
+        cache_write: u64_at(u, "cacheWrite"),
+        cost: u
+            .pointer("/cost/total")
+            .and_then(Value::as_f64)
+            .unwrap_or(0.0),
+    }
+}
+
 impl AgentEvent {
-    /// Parses one Pi `AgentSessionEvent` JSON object; events the UI does not show give `None`.
-    pub fn from_pi_json(v: &Value) -> Option<AgentEvent> {
-        let kind = v.get("type")?.as_str()?;
-        Some(match kind {
-            "agent_start" => AgentEvent::AgentStart,
+    /// What the screen shows of one agent event; events it does not show give `None`.
+    /// Message payloads are Pi's message JSON, read here for role, text and usage.
+    pub fn from_event(event: &Event) -> Option<AgentEvent> {
+        Some(match event {
+            Event::AgentStart => AgentEvent::AgentStart,
             // `agent_settled` also ends runs that failed before `agent_start`.
-            "agent_end" | "agent_settled" => AgentEvent::AgentEnd,
-            "auto_retry_start" => AgentEvent::RetryStart {
-                attempt: u64_at(v, "attempt").max(1),
-                max_attempts: u64_at(v, "maxAttempts"),
-                delay_ms: u64_at(v, "delayMs"),
+            Event::AgentEnd { .. } | Event::AgentSettled { .. } => AgentEvent::AgentEnd,
+            Event::AutoRetryStart {
+                attempt,
+                max_attempts,
+                delay_ms,
+                ..
+            } => AgentEvent::RetryStart {
+                attempt: u64::from(*attempt).max(1),
+                max_attempts: u64::from(*max_attempts),
+                delay_ms: *delay_ms,
             },
-            "auto_retry_end" => AgentEvent::RetryEnd {
-                success: v.get("success").and_then(Value::as_bool).unwrap_or(false),
-                attempt: u64_at(v, "attempt"),
-                final_error: v
-                    .get("finalError")
-                    .and_then(Value::as_str)
-                    .map(str::to_string),
+            Event::AutoRetryEnd {
+                success,
+                attempt,
+                final_error,
+            } => AgentEvent::RetryEnd {
+                success: *success,
+                attempt: u64::from(*attempt),
+                final_error: final_error.clone(),
             },
             // Pi shows the error and a retry countdown; the retried attempt and the end of
             // the loop change nothing on this screen.
-            "summarization_retry_scheduled" => AgentEvent::Notice(format!(
-                "{} (retrying summary {}/{} in {}s)",
-                v.get("errorMessage")
-                    .and_then(Value::as_str)
-                    .unwrap_or("Summarization failed"),
-                u64_at(v, "attempt"),
-                u64_at(v, "maxAttempts"),
-                u64_at(v, "delayMs").div_ceil(1000)
+            Event::SummarizationRetryScheduled {
+                attempt,
+                max_attempts,
+                delay_ms,
+                error_message,
+            } => AgentEvent::Notice(format!(
+                "{error_message} (retrying summary {attempt}/{max_attempts} in {}s)",
+                delay_ms.div_ceil(1000)
             )),
-            "turn_start" => AgentEvent::TurnStart,
-            "turn_end" => AgentEvent::TurnEnd,
-            "message_start" => {
-                let m = v.get("message")?;
-                AgentEvent::MessageStart {
-                    role: str_at(m, "role").to_string(),
-                    text: m.get("content").map(text_of_content).unwrap_or_default(),
-                }
-            }
-            "message_update" => {
-                let e = v.get("assistantMessageEvent")?;
-                match str_at(e, "type") {
-                    "text_delta" => AgentEvent::TextDelta(str_at(e, "delta").to_string()),
-                    "thinking_delta" => AgentEvent::ThinkingDelta(str_at(e, "delta").to_string()),
-                    _ => return None,
-                }
-            }
-            "message_end" => {
-                let m = v.get("message")?;
-                let usage = m.get("usage").map(|u| Usage {
-                    input: u64_at(u, "input"),
-                    output: u64_at(u, "output"),
-                    cache_read: u64_at(u, "cacheRead"),
-                    cache_write: u64_at(u, "cacheWrite"),
-                    cost: u
-                        .get("cost")
-                        .and_then(|c| c.get("total"))
-                        .and_then(Value::as_f64)
-                        .unwrap_or(0.0),
-                });
+            Event::TurnStart => AgentEvent::TurnStart,
+            Event::TurnEnd { .. } => AgentEvent::TurnEnd,
+            Event::MessageStart { message } => AgentEvent::MessageStart {
+                role: str_at(message, "role").to_string(),
+                text: message
+                    .get("content")
+                    .map(text_of_content)
+                    .unwrap_or_default(),
+            },
+            Event::MessageUpdate {
+                assistant_message_event: e,
+                ..
+            } => match str_at(e, "type") {
+                "text_delta" => AgentEvent::TextDelta(str_at(e, "delta").to_string()),
+                "thinking_delta" => AgentEvent::ThinkingDelta(str_at(e, "delta").to_string()),
+                _ => return None,
+            },
+            Event::MessageEnd { message: m } => {
                 let error = match str_at(m, "stopReason") {
                     "error" | "aborted" => Some(
                         m.get("errorMessage")
@@ -286,68 +250,74 @@ impl AgentEvent {
                 };
                 AgentEvent::MessageEnd {
                     role: str_at(m, "role").to_string(),
-                    usage,
+                    usage: m.get("usage").map(usage_of),
                     error,
                 }
             }
-            "tool_execution_start" => AgentEvent::ToolStart {
-                id: str_at(v, "toolCallId").to_string(),
-                name: str_at(v, "toolName").to_string(),
-                args: v.get("args").map(Value::to_string).unwrap_or_default(),
+            Event::ToolExecutionStart {
+                tool_call_id,
+                tool_name,
+                args,
+            } => AgentEvent::ToolStart {
+                id: tool_call_id.clone(),
+                name: tool_name.clone(),
+                args: args.to_string(),
             },
-            "tool_execution_update" => AgentEvent::ToolUpdate {
-                id: str_at(v, "toolCallId").to_string(),
-                output: v
-                    .get("partialResult")
-                    .and_then(|r| r.get("content"))
+            Event::ToolExecutionUpdate {
+                tool_call_id,
+                partial_result,
+                ..
+            } => AgentEvent::ToolUpdate {
+                id: tool_call_id.clone(),
+                output: partial_result
+                    .get("content")
                     .map(text_of_content)
                     .unwrap_or_default(),
             },
-            "tool_execution_end" => AgentEvent::ToolEnd {
-                id: str_at(v, "toolCallId").to_string(),
-                output: v
-                    .get("result")
-                    .and_then(|r| r.get("content"))
+            Event::ToolExecutionEnd {
+                tool_call_id,
+                result,
+                is_error,
+                ..
+            } => AgentEvent::ToolEnd {
+                id: tool_call_id.clone(),
+                output: result
+                    .get("content")
                     .map(text_of_content)
                     .unwrap_or_default(),
-                is_error: v.get("isError").and_then(Value::as_bool).unwrap_or(false),
-                diff: v
-                    .pointer("/result/details/diff")
+                is_error: *is_error,
+                diff: result
+                    .pointer("/details/diff")
                     .and_then(Value::as_str)
                     .map(str::to_string),
             },
-            "queue_update" => {
-                let list = |key: &str| -> Vec<String> {
-                    v.get(key)
-                        .and_then(Value::as_array)
-                        .map(|a| {
-                            a.iter()
-                                .map(|x| match x {
-                                    Value::String(s) => s.clone(),
-                                    other => text_of_content(other.get("content").unwrap_or(other)),
-                                })
-                                .collect()
-                        })
-                        .unwrap_or_default()
-                };
-                AgentEvent::QueueUpdate {
-                    steering: list("steering"),
-                    follow_up: list("followUp"),
-                }
-            }
-            "compaction_start" | "auto_compaction_start" => AgentEvent::CompactionStart,
-            "compaction_end" | "auto_compaction_end" => AgentEvent::CompactionEnd {
-                summary: v
-                    .get("result")
+            Event::QueueUpdate {
+                steering,
+                follow_up,
+            } => AgentEvent::QueueUpdate {
+                steering: steering.clone(),
+                follow_up: follow_up.clone(),
+            },
+            Event::CompactionStart { .. } => AgentEvent::CompactionStart,
+            Event::CompactionEnd {
+                result,
+                error_message,
+                ..
+            } => AgentEvent::CompactionEnd {
+                summary: result
+                    .as_ref()
                     .and_then(|r| r.get("summary"))
                     .and_then(Value::as_str)
                     .map(str::to_string),
-                error: v
-                    .get("errorMessage")
-                    .and_then(Value::as_str)
-                    .map(str::to_string),
+                error: error_message.clone(),
             },
-            _ => return None,
+            Event::Warning { message } => AgentEvent::Notice(format!("Warning: {message}")),
+            Event::SummarizationRetryAttemptStart { .. }
+            | Event::SummarizationRetryFinished
+            | Event::ThinkingLevelChanged { .. }
+            | Event::SessionInfoChanged { .. }
+            | Event::EntryAppended { .. }
+            | Event::BashExecutionUpdate { .. } => return None,
         })
     }
 }

@@ -176,7 +176,7 @@ fn thinking_color(app: &App) -> ratatui::style::Color {
         T::Minimal | T::Low => t.dim,
         T::Medium => t.border,
         T::High => t.accent,
-        T::XHigh => t.warning,
+        T::Xhigh | T::Max => t.warning,
     }
 }
 

@@ -47,10 +47,7 @@ pub fn fork_rows(session: &Session) -> Vec<ForkRow> {
 
 /// The text of a user message's content: the string, or its text parts joined.
 pub fn user_text(content: Option<&Value>) -> String {
-    match content {
-        Some(c) => pi_engine::context::transcript::content_text(c, ""),
-        None => String::new(),
-    }
+    pi_engine::js::content_text(content, "")
 }
 
 /// `/fork` chosen in the picker: switch to the forked session and put the message back

@@ -11,7 +11,7 @@ use crossterm::event::{self, Event, KeyEventKind};
 use crossterm::execute;
 use crossterm::terminal::{self, EnterAlternateScreen, LeaveAlternateScreen};
 use pi_agent::config::{
-    home_dir, resolve_trust, Settings, TrustChoice, TrustDecision, TrustInputs, TrustStore,
+    home, resolve_trust, Settings, TrustChoice, TrustDecision, TrustInputs, TrustStore,
 };
 use ratatui::backend::CrosstermBackend;
 use ratatui::layout::Rect;
@@ -80,7 +80,7 @@ pub fn resolve_startup_trust(
             override_: None,
             default: Settings::load_global(agent_dir).default_project_trust(),
             interactive: true,
-            home: home_dir(),
+            home: home(),
         },
     )
     .map_err(|e| anyhow::anyhow!("{e}"))?;

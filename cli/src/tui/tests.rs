@@ -912,12 +912,19 @@ fn fake_driver_round_trip() {
     );
 }
 
+/// What the screen shows of an event given as its wire JSON (`None` for JSON that is no
+/// event, or an event the screen does not show).
+fn shown(wire: serde_json::Value) -> Option<AgentEvent> {
+    let event: pi_agent::protocol::Event = serde_json::from_value(wire).ok()?;
+    AgentEvent::from_event(&event)
+}
+
 #[test]
 fn pi_json_events_parse() {
-    let ev = |v: serde_json::Value| AgentEvent::from_pi_json(&v);
+    let ev = shown;
     assert_eq!(
         ev(
-            serde_json::json!({"type":"message_update","assistantMessageEvent":{"type":"text_delta","delta":"hi"}})
+            serde_json::json!({"type":"message_update","usage":{},"assistantMessageEvent":{"type":"text_delta","delta":"hi"}})
         ),
         Some(AgentEvent::TextDelta("hi".into()))
     );
@@ -2371,7 +2378,7 @@ mod on_disk {
 
 #[test]
 fn summarization_retries_show_as_notices() {
-    let ev = AgentEvent::from_pi_json(&serde_json::json!({
+    let ev = shown(serde_json::json!({
         "type": "summarization_retry_scheduled", "attempt": 1, "maxAttempts": 3,
         "delayMs": 2000, "errorMessage": "503 overloaded"}));
     assert_eq!(
@@ -2385,7 +2392,7 @@ fn summarization_retries_show_as_notices() {
         "summarization_retry_finished",
     ] {
         assert_eq!(
-            AgentEvent::from_pi_json(&serde_json::json!({"type": kind, "source": "branchSummary"})),
+            shown(serde_json::json!({"type": kind, "source": "branchSummary"})),
             None
         );
     }
@@ -2474,7 +2481,7 @@ fn shift_tab_offers_xhigh_only_where_the_model_has_it() {
     a.model = a.models.iter().find(|m| m.id == "gpt-5").cloned();
     a.thinking = ThinkingLevel::High;
     update(&mut a, backtab());
-    assert_eq!(a.thinking, ThinkingLevel::XHigh);
+    assert_eq!(a.thinking, ThinkingLevel::Xhigh);
     // /settings offers the same levels.
     a.model = a.models.first().cloned();
     a.open_settings();
@@ -2531,7 +2538,7 @@ fn settings_show_auto_compaction_as_configured() {
 fn a_retry_wait_queues_input_counts_down_and_escape_cancels_it() {
     let mut a = app();
     a.now_ms = 10_000;
-    let parsed = AgentEvent::from_pi_json(&serde_json::json!({"type": "auto_retry_start",
+    let parsed = shown(serde_json::json!({"type": "auto_retry_start",
         "attempt": 1, "maxAttempts": 3, "delayMs": 2000, "errorMessage": "503 overloaded"}));
     assert_eq!(
         parsed,
@@ -2569,7 +2576,7 @@ fn a_retry_wait_queues_input_counts_down_and_escape_cancels_it() {
     // Escape cancels the retry (the agent's abort ends the wait).
     let out = update(&mut a, key(KeyCode::Esc));
     assert!(out.contains(&Effect::Abort), "{out:?}");
-    let end = AgentEvent::from_pi_json(&serde_json::json!({"type": "auto_retry_end",
+    let end = shown(serde_json::json!({"type": "auto_retry_end",
         "success": false, "attempt": 1, "finalError": "Retry cancelled"}));
     for ev in end.into_iter().chain([AgentEvent::AgentEnd]) {
         update(&mut a, Msg::Agent(ev));
@@ -2624,7 +2631,7 @@ fn tools_render_as_pi_shows_them() {
         }
         update(&mut a, Msg::Agent(e));
     }
-    let end = AgentEvent::from_pi_json(&serde_json::json!({"type": "tool_execution_end",
+    let end = shown(serde_json::json!({"type": "tool_execution_end",
         "toolCallId": "e", "toolName": "edit", "isError": false,
         "result": {"content": [{"type": "text", "text": "Successfully replaced text in src/a.rs."}],
                    "details": {"diff": diff, "firstChangedLine": 2}}}));

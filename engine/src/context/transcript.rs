@@ -7,11 +7,6 @@
 use crate::js;
 use serde_json::{Map, Value};
 
-/// Text of a message's `content` (see [`js::content_text`]).
-pub fn content_text(content: &Value, separator: &str) -> String {
-    js::content_text(Some(content), separator)
-}
-
 /// Pi's `getCurrentSystemMessage`: every system message replayed into one —
 /// content appended, sections patched by name (a `null` removes one), tools
 /// added and removed by name. `None` when there is no system message and no tool.

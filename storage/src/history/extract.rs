@@ -266,6 +266,8 @@ fn observe_message(message: &Map<String, Value>, out: &mut Extracted) {
 }
 
 /// The text of a `content` value: the string itself, or its text blocks joined by newlines.
+/// (`pi_engine::js::content_text` is the engine's, with JavaScript's coercion of odd `text`
+/// values; the index sits below the engine and only needs the strings.)
 fn content_text(content: Option<&Value>) -> String {
     match content {
         Some(Value::String(s)) => s.clone(),

@@ -130,7 +130,7 @@ fn setup_with_delay(fake: &FakeLlm, dir: &Path, base_delay_ms: u64) -> Setup {
         Session::create(&header),
         persist,
         opts,
-        Arc::new(move |v| sink_events.lock().unwrap().push(v)),
+        Arc::new(move |e: crate::protocol::Event| sink_events.lock().unwrap().push(e.to_value())),
     );
     agent.start_new().expect("setup entries");
     Setup {

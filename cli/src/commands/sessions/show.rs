@@ -169,9 +169,9 @@ fn describe(session: &Session, idx: EntryIdx, width: usize) -> String {
             let role = r.role.as_deref().unwrap_or("?").to_string();
             let text = match role.as_str() {
                 "bashExecution" => format!("$ {}", s(&m, "command")),
-                "toolResult" => format!("{}: {}", s(&m, "toolName"), content_text(&m)),
+                "toolResult" => format!("{}: {}", s(&m, "toolName"), text_of(&m)),
                 "assistant" => {
-                    let text = content_text(&m);
+                    let text = text_of(&m);
                     let calls: Vec<String> = m["content"]
                         .as_array()
                         .into_iter()
@@ -186,7 +186,7 @@ fn describe(session: &Session, idx: EntryIdx, width: usize) -> String {
                         (true, true) => s(&m, "errorMessage"),
                     }
                 }
-                _ => content_text(&m),
+                _ => text_of(&m),
             };
             (role, text)
         }
@@ -215,7 +215,7 @@ fn describe(session: &Session, idx: EntryIdx, width: usize) -> String {
         Kind::Custom => ("custom".into(), s(&value, "customType")),
         Kind::CustomMessage => (
             "custom message".into(),
-            format!("{}: {}", s(&value, "customType"), content_text(&value)),
+            format!("{}: {}", s(&value, "customType"), text_of(&value)),
         ),
         Kind::ContextEdit => (
             "context edit".into(),
@@ -244,7 +244,8 @@ fn describe(session: &Session, idx: EntryIdx, width: usize) -> String {
     line.trim_end().to_string()
 }
 
-fn content_text(m: &Value) -> String {
+/// A message's text on one line of the listing (text blocks joined by spaces).
+fn text_of(m: &Value) -> String {
     pi_engine::js::content_text(m.get("content"), " ")
 }
 

@@ -89,7 +89,7 @@ fn project_trusted(agent_dir: &Path, cwd: &Path) -> anyhow::Result<bool> {
             override_: None,
             default: global.default_project_trust(),
             interactive: false,
-            home: config::home_dir(),
+            home: config::home(),
         },
     )
     .map_err(|e| anyhow::anyhow!("{e}"))?;
