@@ -4,6 +4,9 @@
 //! [`compaction::Summarizer`] trait, which the agent runtime (`pi-agent`) implements.
 //! Data flows one way: `pi-formats` (bytes) → `pi-storage` (stores) → here → `pi-agent` → the CLI.
 
+// Unsafe code only where a module says why (the session text's memory map).
+#![deny(unsafe_code)]
+
 pub mod compaction;
 pub mod context;
 pub mod export;

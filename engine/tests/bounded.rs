@@ -12,6 +12,9 @@
 //! cargo test --release -p pi-engine --test bounded -- --test-threads=1 --nocapture
 //! ```
 
+// A test fails by panicking: unwrapping is how it reports.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
 use pi_engine::compaction::{
     collect_entries_for_branch_summary, prepare_branch_entries, prepare_compaction,
     CompactionSettings,

@@ -7,6 +7,9 @@
 //! applied the way Pi applies it (a `compaction` entry appended at the leaf with
 //! the prepared `firstKeptEntryId`), and the new context is checked.
 
+// A test fails by panicking: unwrapping is how it reports.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
 use pi_engine::compaction::{prepare_compaction, CompactionSettings};
 use pi_engine::context::project;
 use pi_engine::session::Session;

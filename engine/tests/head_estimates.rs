@@ -5,6 +5,9 @@
 //! latest compaction's time, the size after a response (with and without usage,
 //! with an error), and the compaction plan for several `keepRecentTokens`.
 
+// A test fails by panicking: unwrapping is how it reports.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
 use pi_engine::compaction::{
     context_tokens_after_response, estimate_projected_context_tokens, latest_compaction_millis,
     no_preparation_reason, prepare_compaction, CompactionSettings,

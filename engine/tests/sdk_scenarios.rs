@@ -3,6 +3,9 @@
 //! replayed through ours: the files we would write have the same structure, entry
 //! for entry, and the errors the same texts.
 
+// A test fails by panicking: unwrapping is how it reports.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
 use pi_engine::session::Session;
 use pi_formats::entry::NewEntry;
 use pi_formats::header::NewHeader;

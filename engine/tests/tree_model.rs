@@ -2,6 +2,9 @@
 //! names and forks, checked against a small reference model of Pi's tree; and
 //! serialize → parse → serialize is the identity.
 
+// A test fails by panicking: unwrapping is how it reports.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
 use pi_engine::session::{LeafChoice, Session};
 use pi_formats::entry::NewEntry;
 use pi_formats::header::NewHeader;

@@ -32,6 +32,8 @@ impl NewHeader {
     }
 
     pub fn to_line(&self) -> String {
+        // Strings and an integer only: serialization cannot fail.
+        #[allow(clippy::expect_used)]
         serde_json::to_string(self).expect("header serializes")
     }
 }

@@ -10,6 +10,8 @@
 //! Nothing here rewrites what it reads: a line that came from a file is kept as
 //! its original bytes, so writing it back is the identity.
 
+#![forbid(unsafe_code)]
+
 pub mod entry;
 pub mod head;
 pub mod header;

@@ -171,8 +171,12 @@ impl<'a> Scanner<'a> {
         let mut escaped = false;
         loop {
             // Skip eight plain bytes at a time, then jump straight to the special one.
-            while let Some(word) = self.b.get(self.i..self.i + 8) {
-                let mask = specials(u64::from_le_bytes(word.try_into().unwrap()));
+            while let Some(word) = self
+                .b
+                .get(self.i..self.i + 8)
+                .and_then(|w| <[u8; 8]>::try_from(w).ok())
+            {
+                let mask = specials(u64::from_le_bytes(word));
                 if mask != 0 {
                     self.i += (mask.trailing_zeros() / 8) as usize;
                     break;
@@ -321,7 +325,9 @@ impl<'a> Scanner<'a> {
                 return Ok(());
             }
             self.ws();
-            let in_object = *self.stack.last().unwrap();
+            let Some(&in_object) = self.stack.last() else {
+                return Ok(());
+            };
             match (self.peek(), in_object) {
                 (Some(b','), true) => {
                     self.i += 1;

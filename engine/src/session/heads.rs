@@ -416,7 +416,9 @@ fn hash64(bytes: &[u8]) -> u64 {
     let mut h = (bytes.len() as u64) ^ 0xcbf2_9ce4_8422_2325;
     let mut words = bytes.chunks_exact(8);
     for w in &mut words {
-        let w = u64::from_le_bytes(w.try_into().expect("8 bytes"));
+        let mut word = [0u8; 8];
+        word.copy_from_slice(w);
+        let w = u64::from_le_bytes(word);
         h = (h ^ w).wrapping_mul(K).rotate_left(31);
     }
     for &b in words.remainder() {
@@ -459,7 +461,8 @@ fn decode_blocks(blocks: &[&[u8]]) -> Option<Vec<EntryRecord>> {
                 .collect();
             handles
                 .into_iter()
-                .map(|h| h.join().expect("decoder does not panic"))
+                // A decoder that panicked is a bug: carry its panic on, unchanged.
+                .map(|h| h.join().unwrap_or_else(|p| std::panic::resume_unwind(p)))
                 .collect()
         });
         let mut slots: Vec<Option<Vec<EntryRecord>>> = (0..blocks.len()).map(|_| None).collect();

@@ -235,7 +235,8 @@ impl Session {
         let mut session = Session::empty();
         for (value, line_no) in values.iter().zip(lines) {
             let start = text.len();
-            serde_json::to_writer(&mut text, value).expect("value serializes");
+            // A `Value` always prints (its keys are strings).
+            text.extend_from_slice(value.to_string().as_bytes());
             let len = text.len() - start;
             text.push(b'\n');
             let head = EntryHead::from_value(value);
@@ -360,16 +361,21 @@ fn scan_lines(text: &Text, from: usize) -> Vec<ScannedChunk<'_>> {
                 let i = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
                 let Some(range) = ranges.get(i) else { break };
                 let chunk = scan(range);
-                *slots[i].lock().expect("scanner does not panic") = Some(chunk);
+                *slots[i]
+                    .lock()
+                    .unwrap_or_else(std::sync::PoisonError::into_inner) = Some(chunk);
             });
         }
     });
+    // `scope` has joined every thread (and carried on any panic), so each slot is filled;
+    // a chunk that is not is scanned here rather than trusted.
     slots
         .into_iter()
-        .map(|slot| {
+        .zip(&ranges)
+        .map(|(slot, range)| {
             slot.into_inner()
-                .expect("scanner does not panic")
-                .expect("every chunk scanned")
+                .unwrap_or_else(std::sync::PoisonError::into_inner)
+                .unwrap_or_else(|| scan(range))
         })
         .collect()
 }

@@ -64,6 +64,7 @@ impl Text {
         }
         // SAFETY: the mapping is read-only and session files are only appended to;
         // see the module documentation for the truncation caveat.
+        #[allow(unsafe_code)]
         let map = unsafe { Mmap::map(file)? };
         Ok(Text {
             base: Arc::new(Base::Mapped(map)),
@@ -113,6 +114,7 @@ impl Text {
                 // this process's page-table entries; the next access reads the same
                 // bytes from the page cache or the file. No Rust reference observes
                 // a change.
+                #[allow(unsafe_code)]
                 let _ = unsafe {
                     map.unchecked_advise_range(
                         memmap2::UncheckedAdvice::DontNeed,

@@ -202,7 +202,9 @@ pub enum LeafChoice<'a> {
 fn sort_by_time(list: &mut [EntryIdx], times: &[Option<f64>]) {
     let key = |idx: EntryIdx| times[idx as usize];
     if list.iter().all(|&i| key(i).is_some()) {
-        list.sort_by(|&a, &b| key(a).unwrap().total_cmp(&key(b).unwrap()));
+        // Every key is present (checked above).
+        let time = |i: EntryIdx| key(i).unwrap_or_default();
+        list.sort_by(|&a, &b| time(a).total_cmp(&time(b)));
         return;
     }
     let compare = |a: EntryIdx, b: EntryIdx| match (key(a), key(b)) {
