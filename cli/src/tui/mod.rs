@@ -26,14 +26,19 @@
 
 pub mod agent;
 pub mod app;
+pub mod changelog;
+pub mod clipboard;
 pub mod dialogs;
 pub mod driver;
 pub mod editor;
+pub mod exit_hint;
 pub mod input;
 pub mod keys;
 pub mod markdown;
 pub mod render;
 pub mod session_ops;
+pub mod session_search;
+pub mod settings_menu;
 pub mod startup;
 pub mod theme;
 pub mod transcript;
@@ -66,6 +71,8 @@ pub struct TuiOptions {
     pub driver: Option<Box<dyn AgentDriver>>,
     /// Session store for /resume.
     pub store: Option<Box<dyn pi_storage::store::SessionStore>>,
+    /// What `store` was opened from, for its history index (/resume's message search).
+    pub store_spec: Option<(pi_storage::StoreSpec, pi_storage::StoreOptions)>,
     /// Startup header rows for loaded context files, skills and templates: (name, kind).
     pub loaded: Vec<(String, String)>,
     /// Slash commands beyond the built-ins (`skill:name`, prompt templates).
@@ -90,6 +97,8 @@ pub struct TuiOptions {
     pub open_resume: bool,
     /// `compaction.enabled`.
     pub auto_compact: bool,
+    /// The other settings /settings shows.
+    pub prefs: settings_menu::Prefs,
 }
 
 impl TuiOptions {
@@ -104,6 +113,7 @@ impl TuiOptions {
                 .unwrap_or_else(|| home.join(".pi").join("agent")),
             driver: None,
             store: None,
+            store_spec: None,
             loaded: Vec::new(),
             commands: Vec::new(),
             quiet_startup: false,
@@ -118,6 +128,7 @@ impl TuiOptions {
             show_thinking: true,
             open_resume: false,
             auto_compact: true,
+            prefs: settings_menu::Prefs::default(),
         }
     }
 }
@@ -195,6 +206,7 @@ pub fn initial_app(opts: &TuiOptions, driver: &dyn AgentDriver) -> App {
     app.commands = opts.commands.clone();
     app.footer.git_branch = git_branch(&opts.cwd);
     app.footer.auto_compact = opts.auto_compact;
+    app.prefs = opts.prefs.clone();
     app.push_header(&opts.loaded);
     // `-c` / `--session`: show the conversation so far.
     let messages = driver.messages();
@@ -298,6 +310,7 @@ pub fn run(mut opts: TuiOptions) -> anyhow::Result<i32> {
     let mut tty = input::TtyInput::open()?;
     let mut terminal = setup_terminal()?;
     let mut guard = TerminalGuard { exit_message: None };
+    let mut search = session_search::SessionSearch::default();
     let (tx, rx) = mpsc::channel::<Msg>();
     let mut indexed = opts.cwd.clone();
     spawn_file_index(indexed.clone(), tx.clone());
@@ -308,6 +321,7 @@ pub fn run(mut opts: TuiOptions) -> anyhow::Result<i32> {
             &opts,
             &mut terminal,
             &tx,
+            &mut search,
             Effect::OpenResume,
         )?;
         // As `pi -r`: leaving the picker without a choice ends the program.
@@ -339,7 +353,16 @@ pub fn run(mut opts: TuiOptions) -> anyhow::Result<i32> {
             app.tick += 1;
         }
         for effect in effects {
-            if apply_effect(&mut app, driver.as_mut(), &opts, &mut terminal, &tx, effect)? {
+            let quit = apply_effect(
+                &mut app,
+                driver.as_mut(),
+                &opts,
+                &mut terminal,
+                &tx,
+                &mut search,
+                effect,
+            )?;
+            if quit {
                 guard.exit_message = app.exit_message.take();
                 return Ok(0);
             }
@@ -391,6 +414,7 @@ fn apply_effect(
     opts: &TuiOptions,
     terminal: &mut Term,
     tx: &mpsc::Sender<Msg>,
+    search: &mut session_search::SessionSearch,
     effect: Effect,
 ) -> anyhow::Result<bool> {
     match effect {
@@ -413,6 +437,22 @@ fn apply_effect(
         }
         Effect::Compact(i) => driver.compact(i.as_deref()),
         Effect::SetModel(m) => driver.set_model(&m),
+        Effect::SetQueueMode { follow_up, mode } => driver.set_queue_mode(follow_up, &mode),
+        Effect::PasteClipboard => {
+            let env = |k: &str| std::env::var(k).ok();
+            match clipboard::paste(&env, &std::env::temp_dir()) {
+                Ok(clipboard::Pasted::Image(path)) => {
+                    app::update(app, Msg::Paste(path.display().to_string()));
+                }
+                Ok(clipboard::Pasted::Text(text)) => {
+                    app::update(app, Msg::Paste(text));
+                }
+                Ok(clipboard::Pasted::Nothing) => {}
+                Err(e) => app.transcript.push(transcript::Item::Error(format!(
+                    "Failed to paste from clipboard: {e}"
+                ))),
+            }
+        }
         Effect::SetThinking(l) => {
             app.thinking = l;
             driver.set_thinking(l);
@@ -432,7 +472,14 @@ fn apply_effect(
             None => app.notice("No session yet"),
         },
         Effect::OpenResume => {
+            search.reset();
             session_ops::open_resume(app, driver, opts.store.as_deref(), now_ms())
+        }
+        Effect::SearchSessionText(queries) => {
+            app.resume_text_hits(queries, |q| match &opts.store_spec {
+                Some(store) => search.sessions_matching(store, q).ok(),
+                None => None,
+            })
         }
         Effect::DeleteSession { id, .. } => session_ops::delete(app, opts.store.as_deref(), &id),
         Effect::RenameSession { id, name, .. } => {

@@ -48,6 +48,8 @@ pub enum Item {
     Compaction(String),
     /// A `branch_summary` on the path: the branch left in /tree, summarized.
     BranchSummary(String),
+    /// `/changelog`: release notes (markdown) between two rules, under "What's New".
+    Changelog(String),
 }
 
 /// What changes how items look, besides the width.
@@ -340,6 +342,16 @@ pub fn item_lines(item: &Item, width: u16, flags: ViewFlags, theme: &Theme) -> V
                 body.into_iter().take(3).collect()
             };
             out.extend(indent(preview, " "));
+        }
+        Item::Changelog(text) => {
+            let rule = Line::styled("─".repeat(w), theme.fg(theme.border));
+            out.push(rule.clone());
+            out.push(Line::styled(" What's New", theme.bold(theme.accent)));
+            out.push(Line::default());
+            let md = markdown::render(text, theme);
+            out.extend(indent(markdown::wrap_all(&md, inner), " "));
+            out.push(Line::default());
+            out.push(rule);
         }
         Item::BranchSummary(summary) => {
             // Pi's look: a label, then the summary only when expanded.
