@@ -1325,3 +1325,52 @@ async fn ctrl_v_pastes_a_clipboard_image_as_a_file() {
         "{screen}"
     );
 }
+
+/// `--tui-mode regular`: the main screen, not the alternate one; finished messages go into
+/// the terminal's scrollback and stay there after pi exits.
+#[tokio::test(flavor = "multi_thread")]
+async fn regular_mode_uses_the_terminal_scrollback() {
+    if !enabled() {
+        eprintln!("skipped: set PI_TUI_E2E=1");
+        return;
+    }
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let (agent, cwd, _sessions, command) = pi_dirs(tmp.path(), "--tui-mode regular");
+    let answers: Vec<serde_json::Value> = (1..=12)
+        .map(|i| json!({"text": format!("Answer number {i}.\n\nWith a second paragraph.")}))
+        .collect();
+    let _fake = fake_llm_with(&agent, json!(answers)).await;
+    let tmux = Tmux::start(
+        &format!("pi-tui-e2e-regular-{}", std::process::id()),
+        &cwd,
+        &command,
+    );
+    tmux.wait_for("to interrupt");
+    let alternate = |t: &Tmux| {
+        let out = t
+            .tmux()
+            .args(["display", "-p", "-t", &t.name, "#{alternate_on}"])
+            .output()
+            .expect("tmux display");
+        String::from_utf8_lossy(&out.stdout).trim().to_string()
+    };
+    assert_eq!(alternate(&tmux), "0");
+    for i in 1..=12 {
+        tmux.keys(&[&format!("Question {i}"), "Enter"]);
+        tmux.wait_for(&format!("Answer number {i}."));
+    }
+    // The first exchange scrolled off the screen into the pane's history.
+    let history = tmux
+        .tmux()
+        .args(["capture-pane", "-p", "-S", "-500", "-t", &tmux.name])
+        .output()
+        .expect("capture history");
+    let history = String::from_utf8_lossy(&history.stdout).into_owned();
+    assert!(!tmux.capture().contains("Answer number 1."), "{history}");
+    assert!(history.contains("Question 1"), "{history}");
+    assert!(history.contains("Answer number 1."), "{history}");
+    assert_eq!(history.matches("Answer number 1.").count(), 1, "{history}");
+    tmux.keys(&["C-d"]);
+    let screen = tmux.wait_for("EXITED-0");
+    assert!(screen.contains("Answer number 12."), "{screen}");
+}

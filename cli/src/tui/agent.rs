@@ -607,6 +607,12 @@ pub fn run_with_args(mut args: crate::RunArgs) -> anyhow::Result<i32> {
     opts.external_editor = ui.external_editor;
     opts.auto_compact = ui.auto_compact;
     opts.prefs = ui.prefs.clone();
+    // `--tui-mode` wins over `tuiMode`, as in Pi.
+    opts.regular = args
+        .tui_mode
+        .as_deref()
+        .or_else(|| env.settings.config.get("tuiMode").and_then(Value::as_str))
+        == Some("regular");
     opts.scoped_models = ui.scoped_models.iter().map(|(k, _)| k.clone()).collect();
     opts.scoped_thinking = ui
         .scoped_models

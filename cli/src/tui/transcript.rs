@@ -73,6 +73,11 @@ pub struct Transcript {
     items: Vec<Item>,
     cache: RefCell<Cache>,
     theme_gen: u64,
+    /// Items before this one are not drawn (regular mode printed them into the terminal's
+    /// scrollback already).
+    floor: usize,
+    /// Bumped by `clear`, so regular mode knows the items it printed are gone.
+    generation: u64,
 }
 
 impl Transcript {
@@ -99,6 +104,18 @@ impl Transcript {
     pub fn clear(&mut self) {
         self.items.clear();
         self.invalidate_from(0);
+        self.generation += 1;
+        self.floor = 0;
+    }
+
+    /// Counts `clear`s (see [`Transcript::generation`]'s field).
+    pub fn generation(&self) -> u64 {
+        self.generation
+    }
+
+    /// Draw only items from `first` on (regular mode: the rest is in the scrollback).
+    pub fn set_floor(&mut self, first: usize) {
+        self.floor = first;
     }
 
     /// Mutable access to one item; its height and everything after it are recomputed.
@@ -171,8 +188,9 @@ impl Transcript {
         let total = self.layout(area.width, flags, theme);
         let height = u64::from(area.height);
         let bottom = total.saturating_sub(scroll).max(height.min(total));
-        let top = bottom.saturating_sub(height);
         let cache = self.cache.borrow();
+        let floor_line = cache.prefix[self.floor.min(self.items.len())];
+        let top = bottom.saturating_sub(height).max(floor_line);
         // First item whose lines reach past `top`.
         let first = cache
             .prefix
