@@ -443,6 +443,12 @@ pub fn run(mut opts: TuiOptions) -> anyhow::Result<i32> {
                 effect,
             )?;
             if quit {
+                if opts.regular {
+                    // Leave the UI where it is and continue below it (the cursor sits in the
+                    // editor, mid-viewport).
+                    let bottom = terminal.get_frame().area().bottom().saturating_sub(1);
+                    execute!(io::stdout(), crossterm::cursor::MoveTo(0, bottom))?;
+                }
                 guard.exit_message = app.exit_message.take();
                 return Ok(0);
             }
