@@ -38,22 +38,34 @@ impl Tmux {
     }
 
     fn start_on(socket: Option<&str>, name: &str, cwd: &Path, command: &str) -> Tmux {
-        let status = tmux_on(socket)
-            .args([
-                "new-session",
-                "-d",
-                "-s",
-                name,
-                "-x",
-                "100",
-                "-y",
-                "30",
-                "-c",
-            ])
-            .arg(cwd)
-            .arg(command)
-            .status()
-            .expect("tmux new-session");
+        let new_session = || {
+            tmux_on(socket)
+                .args([
+                    "new-session",
+                    "-d",
+                    "-s",
+                    name,
+                    "-x",
+                    "100",
+                    "-y",
+                    "30",
+                    "-c",
+                ])
+                .arg(cwd)
+                .arg(command)
+                .status()
+                .expect("tmux new-session")
+        };
+        // The previous test's last session going away shuts its server down; a client that
+        // connects meanwhile gets "server exited unexpectedly". Asking again starts a new one.
+        let mut status = new_session();
+        for _ in 0..5 {
+            if status.success() {
+                break;
+            }
+            std::thread::sleep(Duration::from_millis(200));
+            status = new_session();
+        }
         assert!(status.success());
         Tmux {
             name: name.to_string(),
@@ -239,7 +251,7 @@ async fn interactive_session_against_fake_llm() {
         shell_quote(&sessions)
     );
     let tmux = Tmux::start(&format!("{name}-r"), &cwd, &command);
-    tmux.wait_for("Resume session");
+    tmux.wait_for("Resume Session");
     tmux.keys(&["Enter"]);
     // The file's last entry, the branch summary, is the leaf again.
     tmux.wait_for("[branch]");
@@ -389,9 +401,9 @@ async fn fork_rename_and_reload_against_fake_llm() {
 
     // /resume: rename the original (not the current session) with ctrl+r.
     tmux.keys(&["/resume"]);
-    tmux.wait_for("Resume a different session");
+    tmux.wait_for("Resume another session");
     tmux.keys(&["Enter"]);
-    tmux.wait_for("Resume session");
+    tmux.wait_for("Resume Session");
     tmux.keys(&["Alpha"]);
     tmux.wait_for("Search: Alpha");
     // Both sessions start with "Alpha question". The list is ordered by last activity, and
@@ -416,7 +428,7 @@ async fn fork_rename_and_reload_against_fake_llm() {
         0
     );
     tmux.keys(&["Escape"]);
-    tmux.wait_until(|s| !s.contains("Resume session"), "the picker to close");
+    tmux.wait_until(|s| !s.contains("Resume Session"), "the picker to close");
 
     // /reload picks up a context file written while running; the next prompt patches it in.
     std::fs::write(agent.join("AGENTS.md"), "Reply like a pirate.\n").expect("AGENTS.md");
@@ -485,7 +497,7 @@ async fn fork_rename_and_reload_against_fake_llm() {
 
     // `-r`, then escape: nothing chosen, so pi ends as Pi does, and writes nothing.
     let tmux = Tmux::start(&format!("{name}-r"), &cwd, &pi("-r"));
-    tmux.wait_for("Resume session");
+    tmux.wait_for("Resume Session");
     tmux.keys(&["Escape"]);
     let screen = tmux.wait_for("EXITED-0");
     assert!(screen.contains("No session selected"), "{screen}");
@@ -1127,4 +1139,238 @@ async fn bang_commands_are_recorded_and_sent_with_the_next_prompt() {
     assert_eq!(bash[3]["exitCode"], 3);
     tmux.keys(&["C-d"]);
     tmux.wait_for("EXITED-0");
+}
+
+/// Pi prints how to come back after the UI exits: "To resume this session:" and, on its own
+/// line, `pi [--session-dir DIR] --session ID` (the directory because it is not the default
+/// one); that command opens the same session again.
+#[tokio::test(flavor = "multi_thread")]
+async fn exit_prints_the_resume_command() {
+    if !enabled() {
+        eprintln!("skipped: set PI_TUI_E2E=1");
+        return;
+    }
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let (agent, cwd, sessions, command) = pi_dirs(tmp.path(), "");
+    let _fake = fake_llm_with(&agent, json!([{"text": "Noted the plan."}])).await;
+    let tmux = Tmux::start(
+        &format!("pi-tui-e2e-hint-{}", std::process::id()),
+        &cwd,
+        &command,
+    );
+    tmux.wait_for("to interrupt");
+    tmux.keys(&["Remember the plan", "Enter"]);
+    tmux.wait_for("Noted the plan.");
+    tmux.keys(&["C-d"]);
+    let screen = tmux.wait_for("EXITED-0");
+    let file = session_files(&sessions).pop().expect("session file");
+    let id = jsonl(&file)[0]["id"].as_str().expect("id").to_string();
+    let lines: Vec<&str> = screen.lines().map(str::trim_end).collect();
+    let at = lines
+        .iter()
+        .position(|l| *l == "To resume this session:")
+        .unwrap_or_else(|| panic!("no hint; screen:\n{screen}"));
+    let expected = format!("pi --session-dir {} --session {id}", sessions.display());
+    assert_eq!(lines[at + 1], expected, "{screen}");
+
+    // The printed command (with this binary as `pi`) resumes the session.
+    let bin =
+        std::env::var("PI_TUI_E2E_BIN").unwrap_or_else(|_| env!("CARGO_BIN_EXE_pi").to_string());
+    let again = format!(
+        "env PI_CODING_AGENT_DIR={} {} --session-dir {} --session {id} --model fakeoai/fake-model; sleep 30",
+        shell_quote(&agent),
+        shell_quote(Path::new(&bin)),
+        shell_quote(&sessions)
+    );
+    let tmux2 = Tmux::start(
+        &format!("pi-tui-e2e-hint2-{}", std::process::id()),
+        &cwd,
+        &again,
+    );
+    tmux2.wait_for("Noted the plan.");
+}
+
+/// A session file in Pi's format: a user message, an answer, then a second user message.
+fn write_pi_session(dir: &Path, id: &str, cwd: &Path, first: &str, later: &str) -> PathBuf {
+    let cwd = cwd.display().to_string();
+    let lines = [
+        json!({"type": "session", "version": 3, "id": id,
+               "timestamp": "2026-01-01T00:00:00.000Z", "cwd": cwd}),
+        json!({"type": "message", "id": "u1", "parentId": null,
+               "timestamp": "2026-01-01T00:00:01.000Z",
+               "message": {"role": "user", "content": [{"type": "text", "text": first}],
+                           "timestamp": 1767225601000u64}}),
+        json!({"type": "message", "id": "a1", "parentId": "u1",
+               "timestamp": "2026-01-01T00:00:02.000Z",
+               "message": {"role": "assistant", "content": [{"type": "text", "text": "Sure."}],
+                           "provider": "fakeoai", "model": "fake-model", "stopReason": "stop",
+                           "timestamp": 1767225602000u64,
+                           "usage": {"input": 1, "output": 1, "cacheRead": 0, "cacheWrite": 0,
+                                     "cost": {"total": 0}}}}),
+        json!({"type": "message", "id": "u2", "parentId": "a1",
+               "timestamp": "2026-01-01T00:00:03.000Z",
+               "message": {"role": "user", "content": [{"type": "text", "text": later}],
+                           "timestamp": 1767225603000u64}}),
+    ];
+    let text: String = lines.iter().map(|l| format!("{l}\n")).collect();
+    let path = dir.join(format!("2026-01-01T00-00-00-000Z_{id}.jsonl"));
+    std::fs::write(&path, text).expect("write session");
+    path
+}
+
+/// /resume as in Pi 1.6.0: the current folder first (tab shows all), and the search looks
+/// at every message of a session (through the history index), not only the first.
+#[tokio::test(flavor = "multi_thread")]
+async fn resume_searches_message_text_and_switches_scope() {
+    if !enabled() {
+        eprintln!("skipped: set PI_TUI_E2E=1");
+        return;
+    }
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let (agent, cwd, sessions, command) = pi_dirs(tmp.path(), "");
+    let _fake = fake_llm_with(&agent, json!([])).await;
+    let elsewhere = tmp.path().join("elsewhere");
+    std::fs::create_dir_all(&elsewhere).expect("mkdir");
+    write_pi_session(
+        &sessions,
+        "sess-here",
+        &cwd,
+        "Tidy the readme",
+        "nothing special",
+    );
+    write_pi_session(
+        &sessions,
+        "sess-away",
+        &elsewhere,
+        "Look at the parser",
+        "the quetzalcoatl bug again",
+    );
+    let tmux = Tmux::start(
+        &format!("pi-tui-e2e-resume-{}", std::process::id()),
+        &cwd,
+        &command,
+    );
+    tmux.wait_for("to interrupt");
+    tmux.keys(&["/resume"]);
+    tmux.wait_for("Resume another session");
+    tmux.keys(&["Enter"]);
+    let screen = tmux.wait_for("Resume Session (Current Folder)");
+    assert!(screen.contains("Tidy the readme"), "{screen}");
+    assert!(!screen.contains("Look at the parser"), "{screen}");
+    // A word from the away session's second message: nothing in this folder.
+    tmux.keys(&["quetzal"]);
+    tmux.wait_for("No sessions in current folder. Press Tab to view all.");
+    tmux.keys(&["Tab"]);
+    let screen = tmux.wait_for("Resume Session (All)");
+    let screen = if screen.contains("Look at the parser") {
+        screen
+    } else {
+        tmux.wait_for("Look at the parser")
+    };
+    assert!(!screen.contains("Tidy the readme"), "{screen}");
+    tmux.keys(&["Enter"]);
+    tmux.wait_for("the quetzalcoatl bug again");
+}
+
+/// ctrl+v with an image on the clipboard (read through `xclip`, as Pi does on X11): the
+/// image is saved as `$TMPDIR/pi-clipboard-<id>.png` and its path is put into the editor.
+#[tokio::test(flavor = "multi_thread")]
+async fn ctrl_v_pastes_a_clipboard_image_as_a_file() {
+    if !enabled() {
+        eprintln!("skipped: set PI_TUI_E2E=1");
+        return;
+    }
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let (agent, cwd, _sessions, command) = pi_dirs(tmp.path(), "");
+    let _fake = fake_llm_with(&agent, json!([])).await;
+    // A stand-in for xclip that holds a PNG.
+    let bin = tmp.path().join("bin");
+    let out = tmp.path().join("out");
+    std::fs::create_dir_all(&bin).expect("mkdir");
+    std::fs::create_dir_all(&out).expect("mkdir");
+    let png: &[u8] = b"\x89PNG\r\n\x1a\n\0\0\0\rIHDR-not-really";
+    std::fs::write(tmp.path().join("clip.png"), png).expect("write png");
+    let script = format!(
+        "#!/bin/sh\ncase \"$*\" in\n  *TARGETS*) printf 'TARGETS\\ntext/plain\\nimage/png\\n' ;;\n  *image/png*) cat {} ;;\n  *) exit 1 ;;\nesac\n",
+        shell_quote(&tmp.path().join("clip.png"))
+    );
+    let xclip = bin.join("xclip");
+    std::fs::write(&xclip, script).expect("write xclip");
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(&xclip, std::fs::Permissions::from_mode(0o755)).expect("chmod");
+    let command = format!(
+        "PATH={}:$PATH TMPDIR={} {command}",
+        shell_quote(&bin),
+        shell_quote(&out)
+    );
+    let tmux = Tmux::start(
+        &format!("pi-tui-e2e-clip-{}", std::process::id()),
+        &cwd,
+        &command,
+    );
+    tmux.wait_for("to interrupt");
+    tmux.keys(&["look at ", "C-v"]);
+    let screen = tmux.wait_for("pi-clipboard-");
+    let saved: Vec<PathBuf> = std::fs::read_dir(&out)
+        .expect("read out")
+        .flatten()
+        .map(|e| e.path())
+        .filter(|p| p.to_string_lossy().contains("pi-clipboard-"))
+        .collect();
+    assert_eq!(saved.len(), 1, "{saved:?}\n{screen}");
+    assert_eq!(saved[0].extension().and_then(|e| e.to_str()), Some("png"));
+    assert_eq!(std::fs::read(&saved[0]).expect("read image"), png);
+    assert!(
+        screen.contains(&format!("look at {}", saved[0].display())),
+        "{screen}"
+    );
+}
+
+/// `--tui-mode regular`: the main screen, not the alternate one; finished messages go into
+/// the terminal's scrollback and stay there after pi exits.
+#[tokio::test(flavor = "multi_thread")]
+async fn regular_mode_uses_the_terminal_scrollback() {
+    if !enabled() {
+        eprintln!("skipped: set PI_TUI_E2E=1");
+        return;
+    }
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let (agent, cwd, _sessions, command) = pi_dirs(tmp.path(), "--tui-mode regular");
+    let answers: Vec<serde_json::Value> = (1..=12)
+        .map(|i| json!({"text": format!("Answer number {i}.\n\nWith a second paragraph.")}))
+        .collect();
+    let _fake = fake_llm_with(&agent, json!(answers)).await;
+    let tmux = Tmux::start(
+        &format!("pi-tui-e2e-regular-{}", std::process::id()),
+        &cwd,
+        &command,
+    );
+    tmux.wait_for("to interrupt");
+    let alternate = |t: &Tmux| {
+        let out = t
+            .tmux()
+            .args(["display", "-p", "-t", &t.name, "#{alternate_on}"])
+            .output()
+            .expect("tmux display");
+        String::from_utf8_lossy(&out.stdout).trim().to_string()
+    };
+    assert_eq!(alternate(&tmux), "0");
+    for i in 1..=12 {
+        tmux.keys(&[&format!("Question {i}"), "Enter"]);
+        tmux.wait_for(&format!("Answer number {i}."));
+    }
+    // The first exchange scrolled off the screen into the pane's history.
+    let history = tmux
+        .tmux()
+        .args(["capture-pane", "-p", "-S", "-500", "-t", &tmux.name])
+        .output()
+        .expect("capture history");
+    let history = String::from_utf8_lossy(&history.stdout).into_owned();
+    assert!(!tmux.capture().contains("Answer number 1."), "{history}");
+    assert!(history.contains("Question 1"), "{history}");
+    assert!(history.contains("Answer number 1."), "{history}");
+    assert_eq!(history.matches("Answer number 1.").count(), 1, "{history}");
+    tmux.keys(&["C-d"]);
+    let screen = tmux.wait_for("EXITED-0");
+    assert!(screen.contains("Answer number 12."), "{screen}");
 }

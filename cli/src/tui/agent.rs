@@ -233,6 +233,16 @@ impl AgentDriver for AgentSessionDriver {
         });
     }
 
+    fn set_queue_mode(&mut self, follow_up: bool, mode: &str) {
+        if let Some(mode) = pi_agent::agent::QueueMode::parse(mode) {
+            self.send(if follow_up {
+                Command::SetFollowUpMode { mode }
+            } else {
+                Command::SetSteeringMode { mode }
+            });
+        }
+    }
+
     fn set_thinking(&mut self, level: ThinkingLevel) {
         self.send(Command::SetThinkingLevel { level });
     }
@@ -511,6 +521,7 @@ pub fn read_ui(env: &crate::modes::Env, args: &crate::RunArgs) -> Reloaded {
         show_thinking: !cfg.hide_thinking_block(),
         skip_branch_prompt: cfg.branch_summary().skip_prompt,
         auto_compact: cfg.compaction(None).map_or(true, |c| c.enabled),
+        prefs: super::settings_menu::Prefs::from_settings(cfg),
         external_editor: cfg
             .get("externalEditor")
             .and_then(Value::as_str)
@@ -584,6 +595,13 @@ pub fn run_with_args(mut args: crate::RunArgs) -> anyhow::Result<i32> {
     opts.show_thinking = ui.show_thinking;
     opts.external_editor = ui.external_editor;
     opts.auto_compact = ui.auto_compact;
+    opts.prefs = ui.prefs.clone();
+    // `--tui-mode` wins over `tuiMode`, as in Pi.
+    opts.regular = args
+        .tui_mode
+        .as_deref()
+        .or_else(|| env.settings.config.get("tuiMode").and_then(Value::as_str))
+        == Some("regular");
     opts.scoped_models = ui.scoped_models.iter().map(|(k, _)| k.clone()).collect();
     opts.scoped_thinking = ui
         .scoped_models
@@ -596,11 +614,29 @@ pub fn run_with_args(mut args: crate::RunArgs) -> anyhow::Result<i32> {
     opts.thinking = agent.thinking_level();
     opts.model = agent.model().map(|m| ModelInfo::from_engine(&m));
     opts.store = pi_storage::open_store(&env.home.spec, &env.home.store_options).ok();
+    opts.store_spec = Some((env.home.spec.clone(), env.home.store_options.clone()));
+    let exit_host = Arc::clone(&host);
+    let exit_agent_dir = env.home.agent_dir.clone();
     let driver =
         AgentSessionDriver::new(host, env, args, runtime.handle().clone(), answers, incoming);
     opts.driver = Some(Box::new(driver));
     let code = super::run(opts);
     // Running tasks (a prompt mid-stream) are dropped with the runtime.
     runtime.shutdown_background();
+    // After the screen is restored, as Pi: how to come back to the session (the one open
+    // at exit, which /resume, /new or /fork may have changed).
+    if code.is_ok() && std::io::IsTerminal::is_terminal(&std::io::stdout()) {
+        let agent = exit_host.agent();
+        let file = agent.session_file();
+        let hint = super::exit_hint::resume_hint(
+            file.as_deref(),
+            &agent.session_id(),
+            &exit_host.cwd(),
+            &exit_agent_dir,
+        );
+        if let Some(hint) = hint {
+            print!("{hint}");
+        }
+    }
     code
 }

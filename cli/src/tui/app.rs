@@ -6,8 +6,8 @@
 
 use super::dialogs::{
     fuzzy_score, BranchPrompt, Confirm, ConfirmOutcome, Dialog, ForkPicker, ForkRow, ModelPicker,
-    ResumeMode, ResumePicker, ResumeSort, ScopedModels, SessionRow, Setting, SettingsDialog,
-    BRANCH_OPTIONS,
+    ResumeMode, ResumePicker, ResumeScope, ResumeSort, ScopedModels, SessionRow, Setting,
+    SettingsDialog, BRANCH_OPTIONS,
 };
 use super::driver::{AgentEvent, BranchSummary, ModelInfo, ThinkingLevel, Usage};
 use super::editor::Editor;
@@ -73,8 +73,19 @@ pub enum Effect {
     Quit,
     /// Open the /tree navigator (the loop snapshots the session and calls `open_tree`).
     OpenTree,
+    /// `/settings` changed `steeringMode` (`follow_up` false) or `followUpMode`: apply it
+    /// to the running agent.
+    SetQueueMode {
+        follow_up: bool,
+        mode: String,
+    },
+    /// ctrl+v: paste an image (as a file path) or text from the system clipboard.
+    PasteClipboard,
     /// Open /resume (the loop lists sessions and calls `open_resume`).
     OpenResume,
+    /// /resume's search changed: look these history index queries up in message text
+    /// (the loop calls `resume_text_hits`).
+    SearchSessionText(Vec<String>),
     Resume(String),
     /// ctrl+r in /resume: name a session (any session, not only the current one).
     RenameSession {
@@ -145,10 +156,11 @@ pub const BUILTIN_COMMANDS: &[(&str, &str)] = &[
     ("scoped-models", "Enable/disable models for ctrl+p cycling"),
     ("settings", "Open settings menu"),
     ("thinking", "Set the thinking level"),
-    ("resume", "Resume a different session"),
+    ("resume", "Resume another session"),
     ("new", "Start a new session"),
     ("name", "Set session display name"),
     ("session", "Show session info and stats"),
+    ("changelog", "Show changelog entries"),
     ("tree", "Navigate session tree (switch branches)"),
     ("fork", "Create a new fork from a previous message"),
     (
@@ -252,6 +264,8 @@ pub struct App {
     pub last_assistant: Option<String>,
     /// The /resume picker was opened by `--resume`: cancelling it quits, as in Pi.
     pub resume_at_start: bool,
+    /// Values of Pi's other /settings entries (see `settings_menu`).
+    pub prefs: super::settings_menu::Prefs,
     /// Printed on the main screen after the UI closes.
     pub exit_message: Option<String>,
     /// `!cmd`s running now (escape cancels them).
@@ -330,6 +344,7 @@ impl App {
             tick: 0,
             last_assistant: None,
             resume_at_start: false,
+            prefs: super::settings_menu::Prefs::default(),
             exit_message: None,
             bash_running: 0,
             now_ms: 0,
@@ -653,12 +668,41 @@ impl App {
         self.transcript.push(Item::Notice(text.into()));
     }
 
-    pub fn open_tree(&mut self, nav: TreeNav) {
+    pub fn open_tree(&mut self, mut nav: TreeNav) {
+        // `treeFilterMode`: the filter /tree opens with.
+        if let Some(f) = super::tree::Filter::ALL
+            .into_iter()
+            .find(|f| f.name() == self.prefs.tree_filter)
+        {
+            if f != nav.filter {
+                nav.set_filter(f);
+            }
+        }
         self.dialog = Some(Dialog::Tree(Box::new(nav)));
     }
 
     pub fn open_resume(&mut self, rows: Vec<SessionRow>, now_ms: i64) {
-        self.dialog = Some(Dialog::Resume(ResumePicker::new(rows, now_ms)));
+        let mut picker = ResumePicker::new(rows, now_ms);
+        picker.cwd = pi_storage::paths::resolve_cwd(&self.cwd.to_string_lossy());
+        self.dialog = Some(Dialog::Resume(picker));
+    }
+
+    /// The loop's answers to [`Effect::SearchSessionText`]: `lookup` gives the sessions whose
+    /// message text matches an index query, or `None` when the index cannot tell (the
+    /// picker then looks at first messages only).
+    pub fn resume_text_hits(
+        &mut self,
+        queries: Vec<String>,
+        mut lookup: impl FnMut(&str) -> Option<std::collections::HashSet<String>>,
+    ) {
+        if let Some(Dialog::Resume(r)) = self.dialog.as_mut() {
+            for q in queries {
+                if let Some(hits) = lookup(&q) {
+                    r.text_hits.insert(q, hits);
+                }
+            }
+            r.clamp();
+        }
     }
 
     /// The /fork picker over the session's user messages; a notice when there are none.
@@ -717,11 +761,16 @@ impl App {
     }
 
     pub fn open_settings(&mut self) {
-        let bool_opts = || vec!["false".to_string(), "true".to_string()];
-        let b = |v: bool| usize::from(v);
+        use super::settings_menu::{items, late_items};
+        let flag = |key: &'static str, label: &'static str, on: bool| Setting {
+            key,
+            label,
+            options: vec!["true".to_string(), "false".to_string()],
+            value: usize::from(!on),
+        };
         let levels = super::driver::available_levels(self.model.as_ref());
         let level = levels.iter().position(|l| *l == self.thinking).unwrap_or(0);
-        let items = vec![
+        let mut list = vec![
             Setting {
                 key: "defaultThinkingLevel",
                 label: "Thinking level",
@@ -732,34 +781,36 @@ impl App {
                 key: "theme",
                 label: "Theme",
                 options: vec!["dark".into(), "light".into()],
-                value: b(self.settings.theme == "light"),
+                value: usize::from(self.settings.theme == "light"),
             },
-            Setting {
-                key: "hideThinkingBlock",
-                label: "Hide thinking blocks",
-                options: bool_opts(),
-                value: b(!self.flags.show_thinking),
-            },
-            Setting {
-                key: "quietStartup",
-                label: "Quiet startup",
-                options: bool_opts(),
-                value: b(self.settings.quiet_startup),
-            },
-            Setting {
-                key: "branchSummary.skipPrompt",
-                label: "Skip branch summary prompt",
-                options: bool_opts(),
-                value: b(self.settings.skip_branch_prompt),
-            },
-            Setting {
-                key: "compaction.enabled",
-                label: "Auto-compact",
-                options: bool_opts(),
-                value: b(self.footer.auto_compact),
-            },
+            // From here on Pi's entries in Pi's order (those this build acts on).
+            flag(
+                "compaction.enabled",
+                "Auto-compact",
+                self.footer.auto_compact,
+            ),
         ];
-        self.dialog = Some(Dialog::Settings(SettingsDialog { items, selected: 0 }));
+        list.extend(items(&self.prefs));
+        list.push(flag(
+            "hideThinkingBlock",
+            "Hide thinking",
+            !self.flags.show_thinking,
+        ));
+        list.push(flag(
+            "quietStartup",
+            "Quiet startup",
+            self.settings.quiet_startup,
+        ));
+        list.extend(late_items(&self.prefs, &self.settings.double_escape));
+        list.push(flag(
+            "branchSummary.skipPrompt",
+            "Skip branch summary prompt",
+            self.settings.skip_branch_prompt,
+        ));
+        self.dialog = Some(Dialog::Settings(SettingsDialog {
+            items: list,
+            selected: 0,
+        }));
     }
 
     fn scoped_models(&self) -> Vec<ModelInfo> {
@@ -1179,6 +1230,11 @@ impl App {
             "reload" => out.push(Effect::Reload),
             "trust" => out.push(Effect::OpenTrust),
             "hotkeys" => self.dialog = Some(Dialog::Hotkeys(0)),
+            "changelog" => self
+                .transcript
+                .push(Item::Changelog(super::changelog::markdown(
+                    super::changelog::CHANGELOG,
+                ))),
             "quit" | "exit" => out.push(Effect::Quit),
             // Skills, prompt templates and anything that is no command (a path such as
             // `/usr/local/bin/python crashes`) go to the agent as prompts, as in Pi.
@@ -1582,6 +1638,10 @@ fn on_key(app: &mut App, k: KeyEvent, out: &mut Vec<Effect>) {
         out.push(Effect::ExternalEditor(app.editor.text()));
         return;
     }
+    if m("app.clipboard.pasteImage") {
+        out.push(Effect::PasteClipboard);
+        return;
+    }
     if m("app.model.select") {
         app.open_model_picker();
         return;
@@ -1696,7 +1756,19 @@ fn on_key(app: &mut App, k: KeyEvent, out: &mut Vec<Effect>) {
         "tui.editor.deleteToLineStart",
         "tui.editor.deleteToLineEnd",
         "tui.editor.yank",
+        "tui.editor.yankPop",
     ];
+    // Kills in a row share a kill-ring entry; alt+y follows only a yank.
+    let kill_ring_keys = [
+        "tui.editor.deleteWordBackward",
+        "tui.editor.deleteToLineStart",
+        "tui.editor.deleteToLineEnd",
+        "tui.editor.yank",
+        "tui.editor.yankPop",
+    ];
+    if !kill_ring_keys.iter().any(|a| m(a)) {
+        app.editor.end_kill_sequence();
+    }
     if edits.iter().any(|a| m(a)) {
         app.editor.checkpoint(false);
     } else if let Some(c) = is_char(&k) {
@@ -1735,6 +1807,8 @@ fn on_key(app: &mut App, k: KeyEvent, out: &mut Vec<Effect>) {
         e.delete_to_line_end();
     } else if m("tui.editor.yank") {
         e.yank();
+    } else if m("tui.editor.yankPop") {
+        e.yank_pop();
     } else if let Some(c) = is_char(&k) {
         e.insert_char(c);
     } else {
@@ -1945,6 +2019,39 @@ fn apply_setting(app: &mut App, key: &str, text: &str, out: &mut Vec<Effect>) {
             app.footer.auto_compact = as_bool;
             as_bool.into()
         }
+        "doubleEscapeAction" => {
+            app.settings.double_escape = text.to_string();
+            text.into()
+        }
+        "treeFilterMode" => {
+            app.prefs.tree_filter = text.to_string();
+            text.into()
+        }
+        "steeringMode" | "followUpMode" => {
+            let follow_up = key == "followUpMode";
+            if follow_up {
+                app.prefs.follow_up_mode = text.to_string();
+            } else {
+                app.prefs.steering_mode = text.to_string();
+            }
+            out.push(Effect::SetQueueMode {
+                follow_up,
+                mode: text.to_string(),
+            });
+            text.into()
+        }
+        // Read when the agent starts (and, for skill commands, on /reload).
+        "images.blockImages" | "enableSkillCommands" | "httpIdleTimeoutMs" => {
+            let Some(value) = super::settings_menu::json_value(key, text) else {
+                return;
+            };
+            match key {
+                "images.blockImages" => app.prefs.block_images = as_bool,
+                "enableSkillCommands" => app.prefs.skill_commands = as_bool,
+                _ => app.prefs.http_idle_timeout_ms = value.as_u64().unwrap_or(0),
+            }
+            value
+        }
         _ => serde_json::Value::from(text),
     };
     out.push(Effect::SaveSetting {
@@ -2027,6 +2134,12 @@ fn resume_key(
                     ResumeSort::Recent => ResumeSort::Relevance,
                     ResumeSort::Relevance => ResumeSort::Recent,
                 };
+            } else if m("tui.input.tab") {
+                r.scope = match r.scope {
+                    ResumeScope::Current => ResumeScope::All,
+                    ResumeScope::All => ResumeScope::Current,
+                };
+                r.selected = 0;
             } else if m("app.session.toggleNamedFilter") {
                 r.named_only = !r.named_only;
                 r.clamp();
@@ -2047,6 +2160,10 @@ fn resume_key(
                 let len = r.filtered().len();
                 if !list_move(&mut r.selected, len, &keys, k) && edit_text(&mut r.query, k) {
                     r.selected = 0;
+                    let pending = r.pending_text_queries();
+                    if !pending.is_empty() {
+                        out.push(Effect::SearchSessionText(pending));
+                    }
                 }
             }
             Some(Dialog::Resume(r))

@@ -114,12 +114,83 @@ pub enum ResumeSort {
     Relevance,
 }
 
+/// Which sessions /resume lists (tab switches, as in Pi).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ResumeScope {
+    /// Sessions started in the current folder (the default).
+    Current,
+    /// Every session of the store.
+    All,
+}
+
 #[derive(Debug, Clone, PartialEq)]
 pub enum ResumeMode {
     Browse,
     Rename(String),
     ConfirmDelete,
 }
+
+/// One search term of the /resume query: a word, or a `"quoted phrase"`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SearchTerm {
+    pub phrase: bool,
+    /// Lower-cased; a phrase with its inner whitespace folded to single spaces.
+    pub value: String,
+}
+
+impl SearchTerm {
+    /// The history index query for this term's message text: a phrase as a phrase, a word
+    /// as a prefix (Pi matches words anywhere in the text; the index matches word starts).
+    pub fn index_query(&self) -> String {
+        if self.phrase {
+            format!("\"{}\"", self.value)
+        } else {
+            format!("{}*", self.value)
+        }
+    }
+}
+
+/// Pi's query syntax: whitespace-separated words, `"phrases"` matched as written; with an
+/// unbalanced quote every whitespace-separated piece is a word.
+pub fn parse_terms(query: &str) -> Vec<SearchTerm> {
+    let fold = |s: &str| {
+        s.split_whitespace()
+            .collect::<Vec<_>>()
+            .join(" ")
+            .to_lowercase()
+    };
+    if query.matches('"').count() % 2 == 1 {
+        return query
+            .split_whitespace()
+            .map(|w| SearchTerm {
+                phrase: false,
+                value: w.to_lowercase(),
+            })
+            .collect();
+    }
+    let mut out = Vec::new();
+    for (i, piece) in query.split('"').enumerate() {
+        if i % 2 == 1 {
+            let value = fold(piece);
+            if !value.is_empty() {
+                out.push(SearchTerm {
+                    phrase: true,
+                    value,
+                });
+            }
+        } else {
+            out.extend(piece.split_whitespace().map(|w| SearchTerm {
+                phrase: false,
+                value: w.to_lowercase(),
+            }));
+        }
+    }
+    out
+}
+
+/// Sessions whose message text contains a term, per index query (see
+/// [`SearchTerm::index_query`]), filled in by the loop from the history index.
+pub type TextHits = std::collections::HashMap<String, std::collections::HashSet<String>>;
 
 #[derive(Debug, Clone, PartialEq)]
 pub struct ResumePicker {
@@ -128,6 +199,9 @@ pub struct ResumePicker {
     pub selected: usize,
     pub show_path: bool,
     pub sort: ResumeSort,
+    pub scope: ResumeScope,
+    /// The current folder, resolved (what [`ResumeScope::Current`] keeps).
+    pub cwd: String,
     pub named_only: bool,
     pub mode: ResumeMode,
     /// Milliseconds "now", for relative ages; fixed in tests.
@@ -136,7 +210,15 @@ pub struct ResumePicker {
     pub current: Option<String>,
     /// The last action's error, shown until the next key.
     pub error: Option<String>,
+    /// Message-text matches from the history index, by term.
+    pub text_hits: TextHits,
 }
+
+/// Pi's match tiers, best first; a tier outweighs any fuzzy score.
+const TIER_NAME: i64 = 0;
+const TIER_TEXT: i64 = 1;
+const TIER_FUZZY: i64 = 2;
+const TIER_WEIGHT: i64 = 1_000_000_000;
 
 impl ResumePicker {
     pub fn new(sessions: Vec<SessionRow>, now_ms: i64) -> ResumePicker {
@@ -146,22 +228,86 @@ impl ResumePicker {
             selected: 0,
             show_path: false,
             sort: ResumeSort::Recent,
+            scope: ResumeScope::Current,
+            cwd: String::new(),
             named_only: false,
             mode: ResumeMode::Browse,
             now_ms,
             current: None,
             error: None,
+            text_hits: TextHits::new(),
+        }
+    }
+
+    /// The index queries the current search needs that the loop has not answered yet.
+    pub fn pending_text_queries(&self) -> Vec<String> {
+        parse_terms(&self.query)
+            .iter()
+            .map(SearchTerm::index_query)
+            .filter(|q| !self.text_hits.contains_key(q))
+            .collect()
+    }
+
+    /// How well `row` matches one term (lower is better), `None` when it does not: the name
+    /// contains it, else its id, message text (history index, or the first message when the
+    /// index had no answer) or folder does, else (words only) its letters appear in order in
+    /// the name or folder.
+    fn term_score(&self, row: &SessionRow, term: &SearchTerm) -> Option<i64> {
+        let norm = |s: &str| {
+            if term.phrase {
+                s.split_whitespace()
+                    .collect::<Vec<_>>()
+                    .join(" ")
+                    .to_lowercase()
+            } else {
+                s.to_lowercase()
+            }
+        };
+        let name = norm(row.name.as_deref().unwrap_or(""));
+        if name.contains(&term.value) {
+            let fuzzy = fuzzy_score(&term.value, &name).unwrap_or(0);
+            return Some(TIER_NAME * TIER_WEIGHT + fuzzy);
+        }
+        let in_messages = match self.text_hits.get(&term.index_query()) {
+            Some(hits) => hits.contains(&row.location),
+            None => norm(&row.first_message).contains(&term.value),
+        };
+        if row.id.to_lowercase().contains(&term.value)
+            || in_messages
+            || norm(&row.cwd).contains(&term.value)
+        {
+            return Some(TIER_TEXT * TIER_WEIGHT);
+        }
+        if term.phrase {
+            return None;
+        }
+        [row.name.as_deref().unwrap_or(""), row.cwd.as_str()]
+            .iter()
+            .filter_map(|field| fuzzy_score(&term.value, field))
+            .min()
+            .map(|s| TIER_FUZZY * TIER_WEIGHT + s)
+    }
+
+    fn in_scope(&self, row: &SessionRow) -> bool {
+        match self.scope {
+            ResumeScope::All => true,
+            ResumeScope::Current => pi_storage::paths::resolve_cwd(&row.cwd) == self.cwd,
         }
     }
 
     pub fn filtered(&self) -> Vec<&SessionRow> {
+        let terms = parse_terms(&self.query);
         let mut rows: Vec<(i64, &SessionRow)> = self
             .sessions
             .iter()
-            .filter(|s| !self.named_only || s.name.is_some())
+            .filter(|s| self.in_scope(s))
+            .filter(|s| !self.named_only || s.name.as_deref().is_some_and(|n| !n.trim().is_empty()))
             .filter_map(|s| {
-                let hay = format!("{} {} {}", s.title(), s.first_message, s.cwd);
-                fuzzy_score(&self.query, &hay).map(|sc| (sc, s))
+                terms
+                    .iter()
+                    .map(|t| self.term_score(s, t))
+                    .sum::<Option<i64>>()
+                    .map(|sc| (sc, s))
             })
             .collect();
         match self.sort {

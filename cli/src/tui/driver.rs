@@ -438,6 +438,8 @@ pub trait AgentDriver {
     fn project_trusted(&self) -> Option<bool> {
         None
     }
+    /// `steeringMode` (`follow_up` false) or `followUpMode` changed in /settings.
+    fn set_queue_mode(&mut self, _follow_up: bool, _mode: &str) {}
 }
 
 pub use pi_agent::host::{MissingCwd, MissingSessionCwd};
@@ -515,6 +517,8 @@ pub struct Reloaded {
     pub external_editor: Option<String>,
     /// `compaction.enabled` (on unless set to false), shown in the footer and /settings.
     pub auto_compact: bool,
+    /// The other settings /settings shows.
+    pub prefs: super::settings_menu::Prefs,
     /// Models for ctrl+p as `provider/id`, with a thinking level where the pattern gave one.
     pub scoped_models: Vec<(String, Option<ThinkingLevel>)>,
     /// Problems found while loading, one line each.

@@ -13,8 +13,12 @@ pub struct Editor {
     history_pos: Option<usize>,
     /// The unsent text kept while browsing history.
     draft: String,
-    /// The text the last ctrl+w / ctrl+u / ctrl+k removed, for ctrl+y.
-    killed: String,
+    /// The kill ring (Emacs, as Pi's editor): what ctrl+w / ctrl+u / ctrl+k removed, oldest
+    /// first; ctrl+y puts back the last, alt+y right after it swaps in the one before.
+    kills: Vec<String>,
+    /// The previous key killed or yanked: another kill joins the same ring entry, alt+y
+    /// works only after a yank.
+    last_kill: Option<KillStep>,
     /// States to go back to with undo: (lines, row, col), oldest first.
     undo: Vec<(Vec<String>, usize, usize)>,
     /// The last change typed a word character: more typing joins the same undo step.
@@ -30,12 +34,23 @@ impl Default for Editor {
             history: Vec::new(),
             history_pos: None,
             draft: String::new(),
-            killed: String::new(),
+            kills: Vec::new(),
+            last_kill: None,
             undo: Vec::new(),
             typing: false,
         }
     }
 }
+
+/// What the previous key did to the kill ring.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum KillStep {
+    Kill,
+    Yank,
+}
+
+/// Kills kept (older ones are dropped).
+const KILL_RING_LEN: usize = 60;
 
 fn char_to_byte(s: &str, col: usize) -> usize {
     s.char_indices().nth(col).map(|(i, _)| i).unwrap_or(s.len())
@@ -227,30 +242,85 @@ impl Editor {
         let to = self.word_left_col();
         let line = &mut self.lines[self.row];
         let (a, b) = (char_to_byte(line, to), char_to_byte(line, self.col));
-        self.killed = line[a..b].to_string();
+        let killed = line[a..b].to_string();
         line.replace_range(a..b, "");
         self.col = to;
+        self.push_kill(killed, true);
     }
 
     pub fn delete_to_line_start(&mut self) {
         let line = &mut self.lines[self.row];
         let b = char_to_byte(line, self.col);
-        self.killed = line[..b].to_string();
+        let killed = line[..b].to_string();
         line.replace_range(..b, "");
         self.col = 0;
+        self.push_kill(killed, true);
     }
 
     pub fn delete_to_line_end(&mut self) {
         let line = &mut self.lines[self.row];
         let b = char_to_byte(line, self.col);
-        self.killed = line[b..].to_string();
+        let killed = line[b..].to_string();
         line.truncate(b);
+        self.push_kill(killed, false);
     }
 
-    /// ctrl+y: puts back what the last word or line deletion removed.
+    /// Adds killed text to the ring; right after another kill it joins that entry (before
+    /// it for backward deletions), so ctrl+w ctrl+w yanks back both words at once.
+    fn push_kill(&mut self, text: String, backward: bool) {
+        if text.is_empty() {
+            return;
+        }
+        match self.kills.pop() {
+            Some(last) if self.last_kill == Some(KillStep::Kill) => {
+                self.kills
+                    .push(if backward { text + &last } else { last + &text })
+            }
+            Some(last) => {
+                self.kills.push(last);
+                self.kills.push(text);
+            }
+            None => self.kills.push(text),
+        }
+        if self.kills.len() > KILL_RING_LEN {
+            self.kills.remove(0);
+        }
+        self.last_kill = Some(KillStep::Kill);
+    }
+
+    /// ctrl+y: puts back the most recent kill.
     pub fn yank(&mut self) {
-        let text = self.killed.clone();
+        let Some(text) = self.kills.last().cloned() else {
+            return;
+        };
         self.insert_str(&text);
+        self.last_kill = Some(KillStep::Yank);
+    }
+
+    /// alt+y right after ctrl+y (or alt+y): replaces the text just yanked with the kill
+    /// before it, cycling through the ring. Anything else in between makes it do nothing.
+    pub fn yank_pop(&mut self) {
+        if self.last_kill != Some(KillStep::Yank) || self.kills.len() < 2 {
+            return;
+        }
+        let Some(yanked) = self.kills.pop() else {
+            return;
+        };
+        // The yanked text ends at the cursor (a yank leaves the cursor after it).
+        for _ in 0..char_len(&yanked) {
+            self.backspace();
+        }
+        self.kills.insert(0, yanked);
+        if let Some(text) = self.kills.last().cloned() {
+            self.insert_str(&text);
+        }
+        self.last_kill = Some(KillStep::Yank);
+    }
+
+    /// A key that neither killed nor yanked: the next kill starts a new ring entry and
+    /// alt+y does nothing until the next ctrl+y.
+    pub fn end_kill_sequence(&mut self) {
+        self.last_kill = None;
     }
 
     /// Remembers the state before an edit, for undo. Typing word characters in a row is
@@ -416,5 +486,31 @@ mod tests {
         assert_eq!(e.word_before_cursor(), "@src/ma");
         e.replace_word_before_cursor("@src/main.rs ");
         assert_eq!(e.text(), "look at @src/main.rs ");
+    }
+
+    #[test]
+    fn kill_ring_accumulates_yanks_and_pops() {
+        let mut e = Editor::default();
+        e.insert_str("alpha beta gamma");
+        // Two backward kills in a row are one entry.
+        e.delete_word_back();
+        e.delete_word_back();
+        assert_eq!(e.text(), "alpha ");
+        e.end_kill_sequence();
+        e.insert_str("x");
+        e.end_kill_sequence();
+        e.delete_to_line_start();
+        assert_eq!(e.text(), "");
+        e.yank();
+        assert_eq!(e.text(), "alpha x");
+        // alt+y swaps in the previous kill, then cycles back round.
+        e.yank_pop();
+        assert_eq!(e.text(), "beta gamma");
+        e.yank_pop();
+        assert_eq!(e.text(), "alpha x");
+        // Not right after a yank: nothing happens.
+        e.end_kill_sequence();
+        e.yank_pop();
+        assert_eq!(e.text(), "alpha x");
     }
 }

@@ -26,14 +26,19 @@
 
 pub mod agent;
 pub mod app;
+pub mod changelog;
+pub mod clipboard;
 pub mod dialogs;
 pub mod driver;
 pub mod editor;
+pub mod exit_hint;
 pub mod input;
 pub mod keys;
 pub mod markdown;
 pub mod render;
 pub mod session_ops;
+pub mod session_search;
+pub mod settings_menu;
 pub mod startup;
 pub mod theme;
 pub mod transcript;
@@ -66,6 +71,8 @@ pub struct TuiOptions {
     pub driver: Option<Box<dyn AgentDriver>>,
     /// Session store for /resume.
     pub store: Option<Box<dyn pi_storage::store::SessionStore>>,
+    /// What `store` was opened from, for its history index (/resume's message search).
+    pub store_spec: Option<(pi_storage::StoreSpec, pi_storage::StoreOptions)>,
     /// Startup header rows for loaded context files, skills and templates: (name, kind).
     pub loaded: Vec<(String, String)>,
     /// Slash commands beyond the built-ins (`skill:name`, prompt templates).
@@ -90,6 +97,11 @@ pub struct TuiOptions {
     pub open_resume: bool,
     /// `compaction.enabled`.
     pub auto_compact: bool,
+    /// The other settings /settings shows.
+    pub prefs: settings_menu::Prefs,
+    /// `--tui-mode regular` / `tuiMode: "regular"`: the main screen, finished messages
+    /// printed into the terminal's scrollback, instead of the alternate screen.
+    pub regular: bool,
 }
 
 impl TuiOptions {
@@ -104,6 +116,7 @@ impl TuiOptions {
                 .unwrap_or_else(|| home.join(".pi").join("agent")),
             driver: None,
             store: None,
+            store_spec: None,
             loaded: Vec::new(),
             commands: Vec::new(),
             quiet_startup: false,
@@ -118,6 +131,8 @@ impl TuiOptions {
             show_thinking: true,
             open_resume: false,
             auto_compact: true,
+            prefs: settings_menu::Prefs::default(),
+            regular: false,
         }
     }
 }
@@ -195,6 +210,7 @@ pub fn initial_app(opts: &TuiOptions, driver: &dyn AgentDriver) -> App {
     app.commands = opts.commands.clone();
     app.footer.git_branch = git_branch(&opts.cwd);
     app.footer.auto_compact = opts.auto_compact;
+    app.prefs = opts.prefs.clone();
     app.push_header(&opts.loaded);
     // `-c` / `--session`: show the conversation so far.
     let messages = driver.messages();
@@ -235,31 +251,102 @@ pub(crate) fn git_branch(cwd: &std::path::Path) -> Option<String> {
     None
 }
 
+/// Regular mode is on (read by `restore_terminal`, which the panic hook calls too).
+static REGULAR: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
 /// Puts the terminal back: raw mode off, main screen, cursor shown. Safe to call twice.
 fn restore_terminal() {
     let _ = terminal::disable_raw_mode();
     let mut out = io::stdout();
     let _ = out.write_all(input::DISABLE_EXTENDED_KEYS.as_bytes());
-    let _ = execute!(
-        out,
-        DisableBracketedPaste,
-        LeaveAlternateScreen,
-        crossterm::cursor::Show
-    );
+    let _ = execute!(out, DisableBracketedPaste, crossterm::cursor::Show);
+    if !REGULAR.load(std::sync::atomic::Ordering::Relaxed) {
+        let _ = execute!(out, LeaveAlternateScreen);
+    } else {
+        // Below the last drawn row, so what follows (the resume hint) does not overwrite it.
+        let _ = writeln!(out);
+    }
 }
 
-fn setup_terminal() -> anyhow::Result<Terminal<CrosstermBackend<io::Stdout>>> {
+fn setup_terminal(regular: bool) -> anyhow::Result<Terminal<CrosstermBackend<io::Stdout>>> {
     terminal::enable_raw_mode()?;
-    enter_screen()?;
-    Ok(Terminal::new(CrosstermBackend::new(io::stdout()))?)
+    enter_screen(regular)?;
+    let backend = CrosstermBackend::new(io::stdout());
+    if regular {
+        // A fixed part of the main screen (ratatui's inline viewport cannot grow and shrink
+        // with its content): the lower half, at least 12 rows so dialogs stay usable. What
+        // is printed above it scrolls into the terminal's own scrollback.
+        let rows = terminal::size()?.1.max(1);
+        let height = (rows / 2).max(12).min(rows);
+        let options = ratatui::TerminalOptions {
+            viewport: ratatui::Viewport::Inline(height),
+        };
+        return Ok(Terminal::with_options(backend, options)?);
+    }
+    Ok(Terminal::new(backend)?)
 }
 
-/// The alternate screen, bracketed paste and extended key reporting (shift+enter).
-fn enter_screen() -> io::Result<()> {
+/// The alternate screen (fullscreen mode only), bracketed paste and extended key reporting
+/// (shift+enter).
+fn enter_screen(regular: bool) -> io::Result<()> {
     let mut out = io::stdout();
-    execute!(out, EnterAlternateScreen, EnableBracketedPaste)?;
+    if !regular {
+        execute!(out, EnterAlternateScreen)?;
+    }
+    execute!(out, EnableBracketedPaste)?;
     out.write_all(input::ENABLE_EXTENDED_KEYS.as_bytes())?;
     out.flush()
+}
+
+/// Which transcript items regular mode has printed into the scrollback.
+#[derive(Debug, Default)]
+struct Printed {
+    count: usize,
+    generation: u64,
+}
+
+/// Regular mode: prints the transcript items that will not change any more (everything but
+/// a running tool call and the message being streamed) above the UI, into the terminal's
+/// scrollback, and has the UI draw only what follows them.
+fn print_settled(app: &mut App, terminal: &mut Term, printed: &mut Printed) -> io::Result<()> {
+    let items = app.transcript.items();
+    // /new, /resume and the like start the transcript over; what was printed stays printed.
+    if printed.generation != app.transcript.generation() || printed.count > items.len() {
+        printed.generation = app.transcript.generation();
+        printed.count = 0;
+    }
+    let live = items
+        .iter()
+        .enumerate()
+        .position(|(i, item)| {
+            matches!(item, transcript::Item::Tool { done: false, .. })
+                || (i + 1 == items.len() && app.working)
+        })
+        .unwrap_or(items.len())
+        .max(printed.count);
+    let width = terminal.size()?.width;
+    for item in &items[printed.count..live] {
+        let lines = transcript::item_lines(item, width, app.flags, &app.theme);
+        let height = u16::try_from(lines.len()).unwrap_or(u16::MAX);
+        terminal.insert_before(height, |buf| {
+            let area = buf.area;
+            for (y, line) in lines.iter().enumerate().take(usize::from(area.height)) {
+                let y = area.y + y as u16;
+                let row = ratatui::layout::Rect {
+                    x: area.x,
+                    y,
+                    width: area.width,
+                    height: 1,
+                };
+                buf.set_style(row, line.style);
+                buf.set_line(area.x, y, line, area.width);
+            }
+            render::show_controls(area, buf);
+        })?;
+    }
+    printed.count = live;
+    app.transcript.set_floor(live);
+    Ok(())
 }
 
 /// Restores the terminal when dropped, so `?` and early returns cannot leave it raw; then
@@ -296,8 +383,11 @@ pub fn run(mut opts: TuiOptions) -> anyhow::Result<i32> {
     }));
 
     let mut tty = input::TtyInput::open()?;
-    let mut terminal = setup_terminal()?;
+    REGULAR.store(opts.regular, std::sync::atomic::Ordering::Relaxed);
+    let mut terminal = setup_terminal(opts.regular)?;
+    let mut printed = Printed::default();
     let mut guard = TerminalGuard { exit_message: None };
+    let mut search = session_search::SessionSearch::default();
     let (tx, rx) = mpsc::channel::<Msg>();
     let mut indexed = opts.cwd.clone();
     spawn_file_index(indexed.clone(), tx.clone());
@@ -308,6 +398,7 @@ pub fn run(mut opts: TuiOptions) -> anyhow::Result<i32> {
             &opts,
             &mut terminal,
             &tx,
+            &mut search,
             Effect::OpenResume,
         )?;
         // As `pi -r`: leaving the picker without a choice ends the program.
@@ -315,6 +406,9 @@ pub fn run(mut opts: TuiOptions) -> anyhow::Result<i32> {
     }
 
     loop {
+        if opts.regular {
+            print_settled(&mut app, &mut terminal, &mut printed)?;
+        }
         terminal.draw(|f| render::draw(&app, f))?;
         let mut effects = Vec::new();
         // What is ready is read at once, so a paste or key repeat costs one frame, not one
@@ -339,7 +433,22 @@ pub fn run(mut opts: TuiOptions) -> anyhow::Result<i32> {
             app.tick += 1;
         }
         for effect in effects {
-            if apply_effect(&mut app, driver.as_mut(), &opts, &mut terminal, &tx, effect)? {
+            let quit = apply_effect(
+                &mut app,
+                driver.as_mut(),
+                &opts,
+                &mut terminal,
+                &tx,
+                &mut search,
+                effect,
+            )?;
+            if quit {
+                if opts.regular {
+                    // Leave the UI where it is and continue below it (the cursor sits in the
+                    // editor, mid-viewport).
+                    let bottom = terminal.get_frame().area().bottom().saturating_sub(1);
+                    execute!(io::stdout(), crossterm::cursor::MoveTo(0, bottom))?;
+                }
                 guard.exit_message = app.exit_message.take();
                 return Ok(0);
             }
@@ -391,6 +500,7 @@ fn apply_effect(
     opts: &TuiOptions,
     terminal: &mut Term,
     tx: &mpsc::Sender<Msg>,
+    search: &mut session_search::SessionSearch,
     effect: Effect,
 ) -> anyhow::Result<bool> {
     match effect {
@@ -413,6 +523,22 @@ fn apply_effect(
         }
         Effect::Compact(i) => driver.compact(i.as_deref()),
         Effect::SetModel(m) => driver.set_model(&m),
+        Effect::SetQueueMode { follow_up, mode } => driver.set_queue_mode(follow_up, &mode),
+        Effect::PasteClipboard => {
+            let env = |k: &str| std::env::var(k).ok();
+            match clipboard::paste(&env, &std::env::temp_dir()) {
+                Ok(clipboard::Pasted::Image(path)) => {
+                    app::update(app, Msg::Paste(path.display().to_string()));
+                }
+                Ok(clipboard::Pasted::Text(text)) => {
+                    app::update(app, Msg::Paste(text));
+                }
+                Ok(clipboard::Pasted::Nothing) => {}
+                Err(e) => app.transcript.push(transcript::Item::Error(format!(
+                    "Failed to paste from clipboard: {e}"
+                ))),
+            }
+        }
         Effect::SetThinking(l) => {
             app.thinking = l;
             driver.set_thinking(l);
@@ -432,7 +558,14 @@ fn apply_effect(
             None => app.notice("No session yet"),
         },
         Effect::OpenResume => {
+            search.reset();
             session_ops::open_resume(app, driver, opts.store.as_deref(), now_ms())
+        }
+        Effect::SearchSessionText(queries) => {
+            app.resume_text_hits(queries, |q| match &opts.store_spec {
+                Some(store) => search.sessions_matching(store, q).ok(),
+                None => None,
+            })
         }
         Effect::DeleteSession { id, .. } => session_ops::delete(app, opts.store.as_deref(), &id),
         Effect::RenameSession { id, name, .. } => {
@@ -497,7 +630,7 @@ fn apply_effect(
                 .arg(file.path())
                 .status();
             terminal::enable_raw_mode()?;
-            enter_screen()?;
+            enter_screen(opts.regular)?;
             terminal.clear()?;
             match status {
                 Ok(s) if s.success() => {
@@ -516,7 +649,7 @@ fn apply_effect(
                 libc::raise(libc::SIGTSTP);
             }
             terminal::enable_raw_mode()?;
-            enter_screen()?;
+            enter_screen(opts.regular)?;
             terminal.clear()?;
         }
         Effect::Copy(text) => {

@@ -2,7 +2,8 @@
 
 use super::app::{App, CompletionKind};
 use super::dialogs::{
-    Confirm, Dialog, ForkPicker, ResumeMode, ResumePicker, ResumeSort, BRANCH_OPTIONS, HOTKEYS,
+    Confirm, Dialog, ForkPicker, ResumeMode, ResumePicker, ResumeScope, ResumeSort, BRANCH_OPTIONS,
+    HOTKEYS,
 };
 use super::markdown::line_width;
 use super::theme::Theme;
@@ -457,10 +458,15 @@ fn draw_dialog(app: &App, d: &Dialog, area: Rect, buf: &mut Buffer) {
             let block = dialog_block(theme, "Settings");
             let inner = block.inner(area);
             block.render(area, buf);
+            // A short screen shows a window that follows the selection.
+            let rows = usize::from(inner.height);
+            let start = window_start(s.selected, s.items.len(), rows);
             let lines = s
                 .items
                 .iter()
                 .enumerate()
+                .skip(start)
+                .take(rows)
                 .map(|(i, it)| {
                     let v = it.options.get(it.value).map(String::as_str).unwrap_or("");
                     select_line(
@@ -604,21 +610,44 @@ fn wrap_words(text: &str, width: usize) -> Vec<String> {
 
 fn draw_resume(app: &App, r: &ResumePicker, area: Rect, buf: &mut Buffer) {
     let theme = &app.theme;
-    let sort = match r.sort {
-        ResumeSort::Recent => "recent",
-        ResumeSort::Relevance => "relevance",
+    // Pi's session selector header: the scope in the title, then scope, name filter and
+    // sort on one line.
+    let title = match r.scope {
+        ResumeScope::Current => "Resume Session (Current Folder)",
+        ResumeScope::All => "Resume Session (All)",
     };
-    let title = format!(
-        "Resume session ({sort}{})",
-        if r.named_only { ", named only" } else { "" }
-    );
-    let block = dialog_block(theme, &title);
+    let block = dialog_block(theme, title);
     let inner = block.inner(area);
     block.render(area, buf);
     let list = r.filtered();
+    let (current, all) = match r.scope {
+        ResumeScope::Current => ("◉ Current Folder", "○ All"),
+        ResumeScope::All => ("○ Current Folder", "◉ All"),
+    };
+    let on = |active: bool| {
+        if active {
+            theme.fg(theme.accent)
+        } else {
+            theme.fg(theme.muted)
+        }
+    };
     let mut lines = vec![Line::from(vec![
-        Span::styled("Search: ", theme.fg(theme.dim)),
-        Span::raw(r.query.as_str()),
+        Span::styled(current, on(r.scope == ResumeScope::Current)),
+        Span::styled(" | ", theme.fg(theme.muted)),
+        Span::styled(all, on(r.scope == ResumeScope::All)),
+        Span::styled("  Name: ", theme.fg(theme.muted)),
+        Span::styled(
+            if r.named_only { "Named" } else { "All" },
+            theme.fg(theme.accent),
+        ),
+        Span::styled("  Sort: ", theme.fg(theme.muted)),
+        Span::styled(
+            match r.sort {
+                ResumeSort::Recent => "Recent",
+                ResumeSort::Relevance => "Fuzzy",
+            },
+            theme.fg(theme.accent),
+        ),
     ])];
     match &r.mode {
         ResumeMode::Rename(name) => lines.push(Line::from(vec![
@@ -632,13 +661,27 @@ fn draw_resume(app: &App, r: &ResumePicker, area: Rect, buf: &mut Buffer) {
         )),
         ResumeMode::Browse => match &r.error {
             Some(e) => lines.push(Line::styled(e.as_str(), theme.fg(theme.error))),
-            None => lines.push(Line::styled(
-                "ctrl+p path · ctrl+s sort · ctrl+n named · ctrl+r rename · ctrl+d delete",
-                theme.fg(theme.dim),
-            )),
+            None => {
+                // Pi's two hint lines.
+                lines.push(Line::styled(
+                    "tab scope · \"phrase\" exact",
+                    theme.fg(theme.dim),
+                ));
+                lines.push(Line::styled(
+                    format!(
+                        "ctrl+s sort · ctrl+n named · ctrl+d delete · ctrl+p path ({}) · ctrl+r rename",
+                        if r.show_path { "on" } else { "off" }
+                    ),
+                    theme.fg(theme.dim),
+                ));
+            }
         },
     }
-    let h = usize::from(inner.height.saturating_sub(2));
+    lines.push(Line::from(vec![
+        Span::styled("Search: ", theme.fg(theme.dim)),
+        Span::raw(r.query.as_str()),
+    ]));
+    let h = usize::from(inner.height).saturating_sub(lines.len());
     let start = window_start(r.selected, list.len(), h);
     let width = usize::from(inner.width);
     for (i, row) in list.iter().enumerate().skip(start).take(h) {
@@ -680,7 +723,16 @@ fn draw_resume(app: &App, r: &ResumePicker, area: Rect, buf: &mut Buffer) {
         lines.push(select_line(theme, i == r.selected, spans));
     }
     if list.is_empty() {
-        lines.push(Line::styled("  No sessions found", theme.fg(theme.dim)));
+        // Pi's wording: the way out of an empty list.
+        let empty = match (r.named_only, r.scope) {
+            (true, ResumeScope::All) => "  No named sessions found. Press ctrl+n to show all.",
+            (true, ResumeScope::Current) => {
+                "  No named sessions in current folder. Press ctrl+n to show all, or Tab to view all."
+            }
+            (false, ResumeScope::All) => "  No sessions found",
+            (false, ResumeScope::Current) => "  No sessions in current folder. Press Tab to view all.",
+        };
+        lines.push(Line::styled(empty, theme.fg(theme.dim)));
     }
     paint_lines(lines, inner, buf);
 }

@@ -246,6 +246,7 @@ fn apply_reloaded_quietly(app: &mut App, agent_dir: &Path, r: Reloaded) {
     app.settings.skip_branch_prompt = r.skip_branch_prompt;
     app.settings.external_editor = r.external_editor;
     app.footer.auto_compact = r.auto_compact;
+    app.prefs = r.prefs;
     app.flags.show_thinking = r.show_thinking;
     app.scoped = r.scoped_models.iter().map(|(k, _)| k.clone()).collect();
     app.scoped_thinking = r

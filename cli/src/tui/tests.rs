@@ -2841,3 +2841,178 @@ fn typing_in_the_tree_searches_it() {
     update(&mut a, key(KeyCode::Esc));
     assert!(a.dialog.is_none());
 }
+
+/// `/changelog` shows the CHANGELOG.md this build embeds, under Pi's "What's New".
+#[test]
+fn changelog_command_shows_the_embedded_changelog() {
+    let mut a = app();
+    typed(&mut a, "/changelog");
+    update(&mut a, key(KeyCode::Esc));
+    update(&mut a, key(KeyCode::Enter));
+    assert!(
+        matches!(a.transcript.items().last(), Some(Item::Changelog(t)) if t.contains(concat!("[", env!("CARGO_PKG_VERSION"), "]"))),
+        "{:?}",
+        a.transcript.items().last()
+    );
+    let s = screen(&a, 90, 60);
+    assert!(s.contains("What's New"), "{s}");
+    assert!(s.contains("pi sessions"), "{s}");
+}
+
+/// /resume opens on the current folder; tab shows every session (Pi's scope switch).
+#[test]
+fn resume_scope_switches_between_this_folder_and_all() {
+    let mut a = app();
+    let mut rows = resume_rows();
+    rows[2].cwd = "/elsewhere".into();
+    a.open_resume(rows, 1_000_000_000);
+    let ids = |a: &App| match &a.dialog {
+        Some(Dialog::Resume(r)) => r
+            .filtered()
+            .iter()
+            .map(|s| s.id.clone())
+            .collect::<Vec<_>>(),
+        other => panic!("{other:?}"),
+    };
+    assert_eq!(ids(&a), ["s1", "s2", "s4"]);
+    assert!(screen(&a, 90, 14).contains("Resume Session (Current Folder)"));
+    update(&mut a, key(KeyCode::Tab));
+    assert_eq!(ids(&a), ["s1", "s2", "s4", "s3"]);
+    assert!(screen(&a, 90, 14).contains("Resume Session (All)"));
+    update(&mut a, key(KeyCode::Tab));
+    typed(&mut a, "compaction");
+    assert!(screen(&a, 110, 14).contains("No sessions in current folder. Press Tab to view all."));
+}
+
+/// The search asks the loop for message-text matches per term, and a session whose later
+/// message matches is listed; every term must match somewhere, as in Pi.
+#[test]
+fn resume_search_uses_message_text_from_the_index() {
+    let mut a = app();
+    a.open_resume(resume_rows(), 1_000_000_000);
+    let out = typed(&mut a, "okapi");
+    assert_eq!(
+        out.last(),
+        Some(&Effect::SearchSessionText(vec!["okapi*".into()]))
+    );
+    let loc = |id: &str| format!("/home/u/.pi/agent/sessions/--work--/{id}.jsonl");
+    a.resume_text_hits(vec!["okapi*".into()], |_| {
+        Some([loc("s3")].into_iter().collect())
+    });
+    let ids = |a: &App| match &a.dialog {
+        Some(Dialog::Resume(r)) => r
+            .filtered()
+            .iter()
+            .map(|s| s.id.clone())
+            .collect::<Vec<_>>(),
+        other => panic!("{other:?}"),
+    };
+    assert_eq!(ids(&a), ["s3"]);
+    // A second term, answered by nothing: no session has both.
+    let out = typed(&mut a, " \"red fox\"");
+    assert!(out.contains(&Effect::SearchSessionText(vec!["\"red fox\"".into()])));
+    a.resume_text_hits(vec!["\"red fox\"".into()], |_| Some(Default::default()));
+    assert!(ids(&a).is_empty());
+    // Without an index answer a term still matches names, folders and first messages.
+    if let Some(Dialog::Resume(r)) = a.dialog.as_mut() {
+        r.query = "tui".into();
+    }
+    assert_eq!(ids(&a), ["s2"]);
+}
+
+/// /settings offers Pi's entries for the settings this build acts on, saved under Pi's
+/// keys with Pi's types; the tree filter and double-escape entries apply at once.
+#[test]
+fn settings_offer_pis_entries_with_pis_keys() {
+    let mut a = app();
+    a.open_settings();
+    let keys: Vec<&str> = match &a.dialog {
+        Some(Dialog::Settings(s)) => s.items.iter().map(|i| i.key).collect(),
+        other => panic!("{other:?}"),
+    };
+    for k in [
+        "compaction.enabled",
+        "images.blockImages",
+        "enableSkillCommands",
+        "steeringMode",
+        "followUpMode",
+        "httpIdleTimeoutMs",
+        "hideThinkingBlock",
+        "quietStartup",
+        "doubleEscapeAction",
+        "treeFilterMode",
+        "theme",
+    ] {
+        assert!(keys.contains(&k), "{k} missing from {keys:?}");
+    }
+    let choose = |a: &mut App, key: &str| -> Vec<Effect> {
+        let at = match &a.dialog {
+            Some(Dialog::Settings(s)) => s.items.iter().position(|i| i.key == key),
+            _ => None,
+        };
+        if let Some(Dialog::Settings(s)) = a.dialog.as_mut() {
+            s.selected = at.unwrap_or_default();
+        }
+        update(a, key_enter())
+    };
+    fn key_enter() -> Msg {
+        key(KeyCode::Enter)
+    }
+    assert_eq!(
+        choose(&mut a, "httpIdleTimeoutMs"),
+        vec![Effect::SaveSetting {
+            key: "httpIdleTimeoutMs".into(),
+            value: serde_json::json!(0)
+        }]
+    );
+    assert_eq!(
+        choose(&mut a, "images.blockImages"),
+        vec![Effect::SaveSetting {
+            key: "images.blockImages".into(),
+            value: serde_json::json!(true)
+        }]
+    );
+    assert_eq!(
+        choose(&mut a, "steeringMode"),
+        vec![
+            Effect::SetQueueMode {
+                follow_up: false,
+                mode: "all".into()
+            },
+            Effect::SaveSetting {
+                key: "steeringMode".into(),
+                value: serde_json::json!("all")
+            }
+        ]
+    );
+    choose(&mut a, "doubleEscapeAction");
+    assert_eq!(a.settings.double_escape, "fork");
+    choose(&mut a, "treeFilterMode");
+    assert_eq!(a.prefs.tree_filter, "no-tools");
+    update(&mut a, key(KeyCode::Esc));
+    a.open_tree(TreeNav::from_session(&sample_session()));
+    match &a.dialog {
+        Some(Dialog::Tree(t)) => assert_eq!(t.filter, Filter::NoTools),
+        other => panic!("{other:?}"),
+    }
+}
+
+/// ctrl+y then alt+y cycles Pi's kill ring from the keyboard; a key in between ends the
+/// yank, so alt+y then does nothing.
+#[test]
+fn alt_y_pops_the_kill_ring() {
+    let alt = |c: char| Msg::Key(KeyEvent::new(KeyCode::Char(c), KeyModifiers::ALT));
+    let mut a = app();
+    typed(&mut a, "one two");
+    update(&mut a, ctrl('w'));
+    typed(&mut a, "three");
+    update(&mut a, ctrl('u'));
+    assert_eq!(a.editor.text(), "");
+    update(&mut a, ctrl('y'));
+    assert_eq!(a.editor.text(), "one three");
+    update(&mut a, alt('y'));
+    assert_eq!(a.editor.text(), "two");
+    typed(&mut a, "!");
+    update(&mut a, alt('y'));
+    assert_eq!(a.editor.text(), "two!");
+}

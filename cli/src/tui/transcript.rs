@@ -48,6 +48,8 @@ pub enum Item {
     Compaction(String),
     /// A `branch_summary` on the path: the branch left in /tree, summarized.
     BranchSummary(String),
+    /// `/changelog`: release notes (markdown) between two rules, under "What's New".
+    Changelog(String),
 }
 
 /// What changes how items look, besides the width.
@@ -71,6 +73,11 @@ pub struct Transcript {
     items: Vec<Item>,
     cache: RefCell<Cache>,
     theme_gen: u64,
+    /// Items before this one are not drawn (regular mode printed them into the terminal's
+    /// scrollback already).
+    floor: usize,
+    /// Bumped by `clear`, so regular mode knows the items it printed are gone.
+    generation: u64,
 }
 
 impl Transcript {
@@ -97,6 +104,18 @@ impl Transcript {
     pub fn clear(&mut self) {
         self.items.clear();
         self.invalidate_from(0);
+        self.generation += 1;
+        self.floor = 0;
+    }
+
+    /// Counts `clear`s (see [`Transcript::generation`]'s field).
+    pub fn generation(&self) -> u64 {
+        self.generation
+    }
+
+    /// Draw only items from `first` on (regular mode: the rest is in the scrollback).
+    pub fn set_floor(&mut self, first: usize) {
+        self.floor = first;
     }
 
     /// Mutable access to one item; its height and everything after it are recomputed.
@@ -169,8 +188,9 @@ impl Transcript {
         let total = self.layout(area.width, flags, theme);
         let height = u64::from(area.height);
         let bottom = total.saturating_sub(scroll).max(height.min(total));
-        let top = bottom.saturating_sub(height);
         let cache = self.cache.borrow();
+        let floor_line = cache.prefix[self.floor.min(self.items.len())];
+        let top = bottom.saturating_sub(height).max(floor_line);
         // First item whose lines reach past `top`.
         let first = cache
             .prefix
@@ -340,6 +360,16 @@ pub fn item_lines(item: &Item, width: u16, flags: ViewFlags, theme: &Theme) -> V
                 body.into_iter().take(3).collect()
             };
             out.extend(indent(preview, " "));
+        }
+        Item::Changelog(text) => {
+            let rule = Line::styled("─".repeat(w), theme.fg(theme.border));
+            out.push(rule.clone());
+            out.push(Line::styled(" What's New", theme.bold(theme.accent)));
+            out.push(Line::default());
+            let md = markdown::render(text, theme);
+            out.extend(indent(markdown::wrap_all(&md, inner), " "));
+            out.push(Line::default());
+            out.push(rule);
         }
         Item::BranchSummary(summary) => {
             // Pi's look: a label, then the summary only when expanded.

@@ -320,6 +320,34 @@ impl HistoryIndex {
         Ok(hits)
     }
 
+    /// The sessions (their locations) with a user or assistant message whose text matches
+    /// `text` (the same query language as [`HistoryIndex::search`]). Unranked and
+    /// unlimited: `/resume` asks this once per search term and keeps sessions that match
+    /// every term somewhere, as Pi's session search does over each session's message text.
+    pub fn sessions_with_message_text(
+        &self,
+        text: &str,
+    ) -> StoreResult<std::collections::HashSet<String>> {
+        let err = |e| StoreError::db("search history", self.location(), e);
+        let query = fts_query(text);
+        if query.is_empty() {
+            return Ok(Default::default());
+        }
+        let mut stmt = self
+            .conn
+            .prepare_cached(
+                "SELECT DISTINCT s.location FROM fts f JOIN docs d ON d.rowid = f.rowid
+                 JOIN sessions s ON s.sid = d.sid
+                 WHERE fts MATCH ?1 AND d.role IN ('user', 'assistant') AND d.kind = 'text'",
+            )
+            .map_err(err)?;
+        let rows = stmt
+            .query_map([query], |r| r.get::<_, String>(0))
+            .and_then(|rows| rows.collect::<Result<_, _>>())
+            .map_err(err)?;
+        Ok(rows)
+    }
+
     /// Sessions, messages, tool calls, errors, tokens and cost, in total and per group.
     pub fn stats(&self, q: &StatsQuery) -> StoreResult<Stats> {
         let err = |e| StoreError::db("compute statistics", self.location(), e);

@@ -690,3 +690,27 @@ fn two_handles_refreshing_in_turn_index_each_tail_once() {
     assert_eq!(contents(&a, &f.store), contents(&fresh, &f.store));
     assert_eq!(entry_ids(&a, &SearchQuery::new("another")).len(), 4);
 }
+
+/// `/resume`'s message search: sessions whose user or assistant text matches, not those
+/// where the word is only in thinking, tool calls, tool output or `!cmd` output.
+#[test]
+fn sessions_with_message_text_looks_at_user_and_assistant_text_only() {
+    let f = fixture();
+    let index = f.index();
+    let names = |q: &str| {
+        let mut v: Vec<String> = index
+            .sessions_with_message_text(q)
+            .unwrap()
+            .into_iter()
+            .map(|l| l.rsplit('/').next().unwrap_or_default().to_string())
+            .collect();
+        v.sort();
+        v
+    };
+    assert_eq!(names("zebraf*"), ["a_s1.jsonl", "b_s2.jsonl"]);
+    assert_eq!(names("okapi"), ["a_s1.jsonl"]);
+    assert_eq!(names("\"zebrafish parser\""), ["a_s1.jsonl"]);
+    for hidden in ["marmoset", "quetzal", "capybara", "axolotl", ""] {
+        assert!(names(hidden).is_empty(), "{hidden}");
+    }
+}
