@@ -8,5 +8,6 @@ pub mod agent;
 pub mod config;
 pub mod host;
 pub mod llm;
+pub mod mcp;
 pub mod protocol;
 pub mod tools;

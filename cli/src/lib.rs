@@ -108,6 +108,10 @@ pub struct RunArgs {
     #[arg(long = "no-builtin-tools", visible_alias = "nbt")]
     pub no_builtin_tools: bool,
 
+    /// Disable MCP for this run: no servers connect and there are no MCP tools.
+    #[arg(long = "no-mcp")]
+    pub no_mcp: bool,
+
     /// Disable all tools (except those named by --tools).
     #[arg(long = "no-tools", visible_alias = "nt")]
     pub no_tools: bool,
@@ -155,10 +159,14 @@ pub struct RunArgs {
     pub messages: Vec<String>,
 }
 
+// Parsed once per run: the size difference between the variants costs nothing.
+#[allow(clippy::large_enum_variant)]
 #[derive(Debug, Subcommand)]
 pub enum Command {
     /// Inspect, list, export, import, migrate, search and verify sessions.
     Sessions(commands::sessions::SessionsArgs),
+    /// Add, remove and check MCP servers (mcp.json) without a session.
+    Mcp(commands::mcp::McpArgs),
 }
 
 /// Pi's short flags of more than one letter, and the long flags they stand for.
@@ -268,6 +276,7 @@ pub fn run() -> i32 {
     }
     let result = match cli.command {
         Some(Command::Sessions(args)) => commands::sessions::run(args),
+        Some(Command::Mcp(args)) => commands::mcp::run(args),
         None => match cli.args.export.as_deref() {
             Some(input) => {
                 commands::sessions::export::export_flag(input, cli.args.messages.first())

@@ -34,6 +34,33 @@ pub fn remove_output_files() {
     }
 }
 
+/// Writes `data` to a new private file `<temp dir>/<prefix>-<16 hex><extension>` (never
+/// following a link placed at the path) that is removed with the other output files when `pi`
+/// exits; returns its path. For tools that save a whole result at once (MCP's long texts).
+pub(crate) fn write_output_file(
+    prefix: &str,
+    extension: &str,
+    data: &[u8],
+    temp_dir: Option<&std::path::Path>,
+) -> std::io::Result<PathBuf> {
+    let dir = temp_dir.map_or_else(std::env::temp_dir, std::path::Path::to_path_buf);
+    let path = dir.join(format!(
+        "{prefix}-{:016x}{extension}",
+        rand::random::<u64>()
+    ));
+    let mut file = OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .mode(0o600)
+        .open(&path)?;
+    file.write_all(data)?;
+    CREATED_FILES
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .push(path.clone());
+    Ok(path)
+}
+
 /// What the output looks like right now.
 #[derive(Debug)]
 pub(crate) struct OutputSnapshot {

@@ -79,10 +79,12 @@ pub fn run(args: RunArgs) -> anyhow::Result<i32> {
             let env = Env::new(&args)?;
             return print::list_models(&env, pattern);
         }
-        match mode {
+        let result = match mode {
             Mode::Text | Mode::Json => print::run(args, mode).await,
             Mode::Rpc => rpc::run(args).await,
-        }
+        };
+        shutdown_mcp().await;
+        result
     })
 }
 
@@ -340,7 +342,14 @@ pub fn build_host(args: &RunArgs, env: &Env, sink: EventSink) -> anyhow::Result<
         },
         default_tools: None,
     };
-    let tools = select_builtin_tools(&selection).map_err(|e| anyhow!(e))?;
+    let mut tools = select_builtin_tools(&selection).map_err(|e| anyhow!(e))?;
+    let mcp = start_mcp(args, env);
+    if let Some(mcp) = &mcp {
+        tools.extend(pi_agent::mcp::select_mcp_tools(
+            mcp.direct_tools(),
+            &selection,
+        ));
+    }
     let (session, persist, resumed) = if let Some(r) = &args.fork {
         let (source, _) = env.home.read_only().open_ref(r).map_err(|e| anyhow!(e))?;
         let header = NewHeader::new(
@@ -429,7 +438,10 @@ pub fn build_host(args: &RunArgs, env: &Env, sink: EventSink) -> anyhow::Result<
             system_prompt: args.system_prompt.clone(),
             append_system_prompt: (!args.append_system_prompt.is_empty())
                 .then(|| args.append_system_prompt.join("\n\n")),
-            system_message: Some(system_message(env, &tools)),
+            system_message: Some(with_mcp_section(
+                system_message(env, &tools),
+                mcp.as_deref(),
+            )),
             reloaded: false,
         },
         retry,
@@ -571,6 +583,66 @@ pub(crate) fn system_message(
         docs: None,
         timestamp_ms: 0,
     })
+}
+
+/// The MCP managers this process started, stopped by [`shutdown_mcp`].
+static MCP_MANAGERS: std::sync::Mutex<Vec<Arc<pi_agent::mcp::McpManager>>> =
+    std::sync::Mutex::new(Vec::new());
+
+/// Loads `mcp.json` (the project's only when trusted) unless `--no-mcp`, starts every enabled
+/// server in the background and waits up to 10 s for those with `direct` tools, as Pi's first
+/// prompt does. Configuration errors and failed servers are reported once on stderr.
+fn start_mcp(args: &RunArgs, env: &Env) -> Option<Arc<pi_agent::mcp::McpManager>> {
+    if args.no_mcp {
+        return None;
+    }
+    let manager = pi_agent::mcp::McpManager::load(
+        &env.home.agent_dir,
+        Path::new(&env.home.cwd),
+        env.settings.trusted,
+    );
+    if manager.servers.is_empty() && manager.config.errors.is_empty() {
+        return None;
+    }
+    let manager = Arc::new(manager);
+    let handle = tokio::runtime::Handle::current();
+    // build_host runs inside the runtime (print, rpc) or beside it (TUI); either way the
+    // servers' tasks must live on the runtime that outlives this call.
+    tokio::task::block_in_place(|| handle.block_on(manager.start(pi_agent::mcp::DIRECT_WAIT)));
+    for problem in manager.problems() {
+        eprintln!("Warning: {problem}");
+    }
+    MCP_MANAGERS
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .push(manager.clone());
+    Some(manager)
+}
+
+/// Stops every MCP server this process started (stdin, SIGTERM, SIGKILL).
+pub async fn shutdown_mcp() {
+    let managers = std::mem::take(&mut *MCP_MANAGERS.lock().unwrap_or_else(|e| e.into_inner()));
+    for manager in managers {
+        manager.shutdown().await;
+    }
+}
+
+/// Adds Pi's `mcp_servers` section (servers reached through codemode or tool_search) to a
+/// built system message.
+fn with_mcp_section(
+    mut message: serde_json::Value,
+    mcp: Option<&pi_agent::mcp::McpManager>,
+) -> serde_json::Value {
+    let Some(section) = mcp.and_then(pi_agent::mcp::McpManager::servers_section) else {
+        return message;
+    };
+    if let Some(sections) = message.get_mut("sections").and_then(|s| s.as_object_mut()) {
+        sections.insert(
+            "mcp_servers".into(),
+            serde_json::Value::from(format!("<mcp_servers>\n{section}\n</mcp_servers>")),
+        );
+    }
+    message
 }
 
 /// Keys from auth.json and the environment (models.json and `--api-key` are handled by the

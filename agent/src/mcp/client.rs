@@ -1,0 +1,749 @@
+//! One configured server's connection (Pi's `McpServerConnection`), on the official SDK `rmcp`.
+//!
+//! stdio servers are spawned here, not by the SDK, so the server gets its own process group:
+//! stopping it closes its stdin, gives it 500 ms to exit, then sends SIGTERM and after 2 s
+//! SIGKILL to the whole group, which also stops servers started through `npx` or `uvx`.
+//! A dropped connection shows as disconnected and is opened again by the next call. Requests
+//! time out after the server's `timeout` without a progress notification.
+//!
+//! The SDK marks roots and logging deprecated (a future protocol revision drops them); Pi
+//! 1.6.0 speaks protocol 2025-11-25, where both exist, so this module uses them.
+#![allow(deprecated)]
+
+use std::path::Path;
+use std::path::PathBuf;
+use std::process::Stdio;
+use std::sync::Arc;
+use std::sync::Mutex;
+use std::time::Duration;
+
+use rmcp::model::CallToolRequest;
+use rmcp::model::CallToolRequestParams;
+use rmcp::model::CallToolResult;
+use rmcp::model::CancelledNotificationParam;
+use rmcp::model::ClientCapabilities;
+use rmcp::model::ClientRequest;
+use rmcp::model::Implementation;
+use rmcp::model::InitializeRequestParams;
+use rmcp::model::ListRootsResult;
+use rmcp::model::LoggingMessageNotificationParam;
+use rmcp::model::ProgressNotificationParam;
+use rmcp::model::ProtocolVersion;
+use rmcp::model::Root;
+use rmcp::model::RootsCapabilities;
+use rmcp::model::ServerResult;
+use rmcp::service::NotificationContext;
+use rmcp::service::PeerRequestOptions;
+use rmcp::service::RequestContext;
+use rmcp::service::RunningService;
+use rmcp::ClientHandler;
+use rmcp::ErrorData;
+use rmcp::Peer;
+use rmcp::RoleClient;
+use rmcp::ServiceError;
+use rmcp::ServiceExt;
+use serde_json::Value;
+use tokio::io::AsyncReadExt;
+use tokio_util::sync::CancellationToken;
+
+use super::config::ServerEntry;
+use super::config::Transport;
+use super::log::McpLog;
+use crate::llm::resolve_config_value;
+
+/// Characters of a failed stdio server's stderr kept for its error.
+const STDERR_TAIL_CHARS: usize = 2000;
+/// How long a server may take to exit after its stdin closed, before SIGTERM.
+const STDIN_CLOSE_GRACE: Duration = Duration::from_millis(500);
+/// How long after SIGTERM before SIGKILL.
+const CLOSE_TIMEOUT: Duration = Duration::from_secs(2);
+
+/// Connection state, as `pi mcp list` and `/mcp` show it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ConnState {
+    /// Not connected yet, or connecting.
+    Connecting,
+    /// Connected; tools are listed.
+    Connected,
+    /// The last connect failed (see the error).
+    Failed,
+    /// The connection dropped; the next call reconnects.
+    Disconnected,
+    /// Shut down.
+    Closed,
+}
+
+impl ConnState {
+    /// Pi's word for the state.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ConnState::Connecting => "connecting",
+            ConnState::Connected => "connected",
+            ConnState::Failed => "failed",
+            ConnState::Disconnected => "disconnected",
+            ConnState::Closed => "closed",
+        }
+    }
+}
+
+/// What is known about a server now.
+#[derive(Clone, Debug)]
+pub struct ServerStatus {
+    /// The connection state.
+    pub state: ConnState,
+    /// Why it is not connected (with the tail of a stdio server's stderr).
+    pub error: Option<String>,
+    /// The tools of the last `tools/list`.
+    pub tools: Vec<rmcp::model::Tool>,
+    /// The server's `instructions` from `initialize`.
+    pub instructions: Option<String>,
+    /// Whether the server offers resources.
+    pub has_resources: bool,
+}
+
+/// Receives a server's progress notifications of one call.
+pub type ProgressFn = Arc<dyn Fn(&ProgressNotificationParam) + Send + Sync>;
+
+/// The SDK's callbacks for one connection: log messages go to `mcp.log`, a changed tool list
+/// is listed again, progress reaches the call that asked for it.
+#[derive(Clone)]
+struct Handler {
+    server: String,
+    log: Arc<McpLog>,
+    roots: Vec<Root>,
+    tools_changed: Arc<tokio::sync::Notify>,
+    progress: Arc<Mutex<Vec<(rmcp::model::ProgressToken, ProgressFn)>>>,
+}
+
+impl ClientHandler for Handler {
+    fn list_roots(
+        &self,
+        _context: RequestContext<RoleClient>,
+    ) -> impl std::future::Future<Output = Result<ListRootsResult, ErrorData>> + Send + '_ {
+        std::future::ready(Ok(ListRootsResult::new(self.roots.clone())))
+    }
+
+    fn on_logging_message(
+        &self,
+        params: LoggingMessageNotificationParam,
+        _context: NotificationContext<RoleClient>,
+    ) -> impl std::future::Future<Output = ()> + Send + '_ {
+        let level = serde_json::to_value(params.level)
+            .ok()
+            .and_then(|v| v.as_str().map(str::to_string))
+            .unwrap_or_else(|| "info".to_string());
+        self.log
+            .write(&self.server, &level, params.logger.as_deref(), &params.data);
+        std::future::ready(())
+    }
+
+    fn on_progress(
+        &self,
+        params: ProgressNotificationParam,
+        _context: NotificationContext<RoleClient>,
+    ) -> impl std::future::Future<Output = ()> + Send + '_ {
+        let listeners = self.progress.lock().unwrap_or_else(|e| e.into_inner());
+        for (token, listener) in listeners.iter() {
+            if *token == params.progress_token {
+                listener(&params);
+            }
+        }
+        std::future::ready(())
+    }
+
+    fn on_tool_list_changed(
+        &self,
+        _context: NotificationContext<RoleClient>,
+    ) -> impl std::future::Future<Output = ()> + Send + '_ {
+        self.tools_changed.notify_one();
+        std::future::ready(())
+    }
+
+    fn get_info(&self) -> InitializeRequestParams {
+        let mut capabilities = ClientCapabilities::default();
+        #[allow(deprecated)]
+        {
+            capabilities.roots = Some(RootsCapabilities::default());
+        }
+        let mut params = InitializeRequestParams::new(
+            capabilities,
+            Implementation::new("pi", env!("CARGO_PKG_VERSION")),
+        );
+        params.protocol_version = ProtocolVersion::V_2025_11_25;
+        params
+    }
+}
+
+/// A spawned stdio server: its process group and the tail of its stderr.
+struct ChildProcess {
+    child: tokio::process::Child,
+    pgid: Option<i32>,
+    stderr: Arc<Mutex<String>>,
+}
+
+impl ChildProcess {
+    fn stderr_tail(&self) -> Option<String> {
+        let text = self.stderr.lock().unwrap_or_else(|e| e.into_inner());
+        let trimmed = text.trim();
+        (!trimmed.is_empty()).then(|| tail_chars(trimmed, STDERR_TAIL_CHARS))
+    }
+
+    fn signal_group(&self, signal: i32) {
+        if let Some(pgid) = self.pgid {
+            // SAFETY: kill(2) with a negative pid signals the process group we created.
+            unsafe {
+                libc::kill(-pgid, signal);
+            }
+        }
+    }
+
+    /// stdin is already closed (the transport is gone): wait, then SIGTERM, then SIGKILL.
+    async fn stop(mut self) {
+        let exited = tokio::time::timeout(STDIN_CLOSE_GRACE, self.child.wait()).await;
+        if exited.is_err() {
+            self.signal_group(libc::SIGTERM);
+            if tokio::time::timeout(CLOSE_TIMEOUT, self.child.wait())
+                .await
+                .is_err()
+            {
+                self.signal_group(libc::SIGKILL);
+                let _ = self.child.wait().await;
+            }
+        }
+        // Children of the server that ignored stdin closing would otherwise outlive it.
+        self.signal_group(libc::SIGTERM);
+    }
+}
+
+fn tail_chars(text: &str, max: usize) -> String {
+    let count = text.chars().count();
+    if count <= max {
+        return text.to_string();
+    }
+    text.chars().skip(count - max).collect()
+}
+
+/// An open connection.
+struct Live {
+    service: RunningService<RoleClient, Handler>,
+    child: Option<ChildProcess>,
+}
+
+impl Live {
+    fn peer(&self) -> Peer<RoleClient> {
+        self.service.peer().clone()
+    }
+
+    fn is_open(&self) -> bool {
+        !self.service.is_closed() && !self.service.peer().is_transport_closed()
+    }
+
+    async fn close(self) {
+        let Live { service, child } = self;
+        // Cancelling the service drops the transport, which closes the server's stdin.
+        let _ = service.cancel().await;
+        if let Some(child) = child {
+            child.stop().await;
+        }
+    }
+}
+
+/// One configured server, connected lazily and again after a drop.
+pub struct McpServer {
+    /// The configuration.
+    pub entry: ServerEntry,
+    cwd: PathBuf,
+    log: Arc<McpLog>,
+    live: tokio::sync::Mutex<Option<Live>>,
+    status: Mutex<ServerStatus>,
+    tools_changed: Arc<tokio::sync::Notify>,
+    progress: Arc<Mutex<Vec<(rmcp::model::ProgressToken, ProgressFn)>>>,
+    closed: CancellationToken,
+}
+
+impl std::fmt::Debug for McpServer {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("McpServer")
+            .field("name", &self.entry.name)
+            .finish()
+    }
+}
+
+impl McpServer {
+    /// A server of `entry`; relative `cwd` entries resolve against `cwd`. Nothing connects yet.
+    pub fn new(entry: ServerEntry, cwd: &Path, log: Arc<McpLog>) -> Arc<McpServer> {
+        Arc::new(McpServer {
+            entry,
+            cwd: cwd.to_path_buf(),
+            log,
+            live: tokio::sync::Mutex::new(None),
+            status: Mutex::new(ServerStatus {
+                state: ConnState::Connecting,
+                error: None,
+                tools: Vec::new(),
+                instructions: None,
+                has_resources: false,
+            }),
+            tools_changed: Arc::new(tokio::sync::Notify::new()),
+            progress: Arc::new(Mutex::new(Vec::new())),
+            closed: CancellationToken::new(),
+        })
+    }
+
+    /// The server name.
+    pub fn name(&self) -> &str {
+        &self.entry.name
+    }
+
+    /// A snapshot of the state, error and tools.
+    pub fn status(&self) -> ServerStatus {
+        self.status
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone()
+    }
+
+    fn set_status(&self, f: impl FnOnce(&mut ServerStatus)) {
+        f(&mut self.status.lock().unwrap_or_else(|e| e.into_inner()));
+    }
+
+    fn timeout(&self) -> Duration {
+        Duration::from_secs_f64(self.entry.config.timeout_secs)
+    }
+
+    /// Connects when not connected (or the connection dropped); the error says why not.
+    pub async fn connect(self: &Arc<Self>) -> Result<Peer<RoleClient>, String> {
+        if self.closed.is_cancelled() {
+            return Err(format!("MCP server \"{}\" is shut down", self.entry.name));
+        }
+        let mut live = self.live.lock().await;
+        if let Some(open) = live.as_ref() {
+            if open.is_open() {
+                return Ok(open.peer());
+            }
+        }
+        if let Some(old) = live.take() {
+            old.close().await;
+        }
+        self.set_status(|s| s.state = ConnState::Connecting);
+        match self.open().await {
+            Ok(opened) => {
+                let peer = opened.peer();
+                *live = Some(opened);
+                Ok(peer)
+            }
+            Err((error, stderr)) => {
+                let error = match stderr {
+                    Some(tail) => format!("{error}\n{tail}"),
+                    None => error,
+                };
+                self.set_status(|s| {
+                    s.state = ConnState::Failed;
+                    s.error = Some(error.clone());
+                });
+                Err(format!(
+                    "MCP server \"{}\" failed to connect: {error}",
+                    self.entry.name
+                ))
+            }
+        }
+    }
+
+    /// Spawns or dials the server, initializes and lists its tools.
+    async fn open(self: &Arc<Self>) -> Result<Live, (String, Option<String>)> {
+        let handler = Handler {
+            server: self.entry.name.clone(),
+            log: self.log.clone(),
+            roots: vec![Root::new(file_url(&self.cwd)).with_name(
+                self.cwd
+                    .file_name()
+                    .map(|n| n.to_string_lossy().into_owned())
+                    .unwrap_or_default(),
+            )],
+            tools_changed: self.tools_changed.clone(),
+            progress: self.progress.clone(),
+        };
+        let (service, child) = match &self.entry.config.transport {
+            Transport::Stdio {
+                command,
+                args,
+                env,
+                cwd,
+            } => {
+                let mut child = self
+                    .spawn(command, args, env, cwd.as_deref())
+                    .map_err(|e| (e, None))?;
+                let stdin = child.child.stdin.take().expect("piped stdin");
+                let stdout = child.child.stdout.take().expect("piped stdout");
+                let transport =
+                    rmcp::transport::async_rw::AsyncRwTransport::new_client(stdout, stdin);
+                let served = tokio::time::timeout(self.timeout(), handler.serve(transport)).await;
+                match served {
+                    Ok(Ok(service)) => (service, Some(child)),
+                    Ok(Err(e)) => {
+                        // Give a dying server a moment to finish its stderr.
+                        let _ =
+                            tokio::time::timeout(Duration::from_millis(200), child.child.wait())
+                                .await;
+                        let tail = child.stderr_tail();
+                        child.stop().await;
+                        return Err((initialize_error(&e), tail));
+                    }
+                    Err(_) => {
+                        let tail = child.stderr_tail();
+                        child.stop().await;
+                        return Err((timeout_message(self.timeout()), tail));
+                    }
+                }
+            }
+            Transport::Http { .. } => {
+                return Err((
+                    "streamable HTTP servers are not supported yet by this build".to_string(),
+                    None,
+                ))
+            }
+        };
+        let info = service.peer_info();
+        let has_tools = info
+            .as_ref()
+            .is_some_and(|i| i.capabilities.tools.is_some());
+        let tools = if has_tools {
+            let listed =
+                tokio::time::timeout(self.timeout(), service.peer().list_all_tools()).await;
+            match listed {
+                Ok(Ok(tools)) => tools,
+                Ok(Err(e)) => {
+                    let live = Live { service, child };
+                    let tail = live.child.as_ref().and_then(ChildProcess::stderr_tail);
+                    live.close().await;
+                    return Err((service_error_message(&e, self.timeout()), tail));
+                }
+                Err(_) => {
+                    let live = Live { service, child };
+                    let tail = live.child.as_ref().and_then(ChildProcess::stderr_tail);
+                    live.close().await;
+                    return Err((timeout_message(self.timeout()), tail));
+                }
+            }
+        } else {
+            Vec::new()
+        };
+        let instructions = info
+            .as_ref()
+            .and_then(|i| i.instructions.clone())
+            .map(|s| s.trim().to_string())
+            .filter(|s| !s.is_empty());
+        let has_resources = info
+            .as_ref()
+            .is_some_and(|i| i.capabilities.resources.is_some());
+        self.set_status(|s| {
+            s.state = ConnState::Connected;
+            s.error = None;
+            s.tools = tools;
+            s.instructions = instructions;
+            s.has_resources = has_resources;
+        });
+        self.watch_tool_list(service.peer().clone());
+        Ok(Live { service, child })
+    }
+
+    /// Lists the tools again whenever the server announces a change, while this peer lives.
+    fn watch_tool_list(self: &Arc<Self>, peer: Peer<RoleClient>) {
+        let server = Arc::downgrade(self);
+        let changed = self.tools_changed.clone();
+        let closed = self.closed.clone();
+        tokio::spawn(async move {
+            loop {
+                tokio::select! {
+                    _ = changed.notified() => {}
+                    _ = closed.cancelled() => return,
+                }
+                if peer.is_transport_closed() {
+                    // A newer connection's watcher may be the one this change was for.
+                    changed.notify_one();
+                    return;
+                }
+                let Some(server) = server.upgrade() else {
+                    return;
+                };
+                match peer.list_all_tools().await {
+                    Ok(tools) => server.set_status(|s| s.tools = tools),
+                    Err(e) => server.set_status(|s| {
+                        s.error = Some(format!("Failed to refresh tools: {e}"));
+                    }),
+                }
+            }
+        });
+    }
+
+    fn spawn(
+        &self,
+        command: &str,
+        args: &[String],
+        env: &[(String, String)],
+        cwd: Option<&str>,
+    ) -> Result<ChildProcess, String> {
+        let name = &self.entry.name;
+        let mut resolved_env = Vec::new();
+        for (key, value) in env {
+            resolved_env.push((
+                key.clone(),
+                resolve_value(value, &format!("MCP server \"{name}\" env \"{key}\""))?,
+            ));
+        }
+        let dir = self.cwd.join(expand_home(cwd.unwrap_or(".")));
+        let mut cmd = tokio::process::Command::new(expand_home(command));
+        cmd.args(args.iter().map(|a| expand_home(a)))
+            .current_dir(&dir)
+            .envs(resolved_env)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .process_group(0)
+            // Should pi die without closing it, the server must not linger.
+            .kill_on_drop(true);
+        let mut child = cmd.spawn().map_err(|e| spawn_error(command, &e))?;
+        let pgid = child.id().map(|id| id as i32);
+        let stderr = Arc::new(Mutex::new(String::new()));
+        if let Some(mut pipe) = child.stderr.take() {
+            let sink = stderr.clone();
+            tokio::spawn(async move {
+                let mut buf = vec![0u8; 8192];
+                while let Ok(n) = pipe.read(&mut buf).await {
+                    if n == 0 {
+                        break;
+                    }
+                    let mut text = sink.lock().unwrap_or_else(|e| e.into_inner());
+                    text.push_str(&String::from_utf8_lossy(&buf[..n]));
+                    if text.len() > 4 * STDERR_TAIL_CHARS {
+                        let keep = tail_chars(&text, STDERR_TAIL_CHARS);
+                        *text = keep;
+                    }
+                }
+            });
+        }
+        Ok(ChildProcess {
+            child,
+            pgid,
+            stderr,
+        })
+    }
+
+    /// Calls a tool. `on_progress` sees the server's progress notifications, each of which
+    /// restarts the timeout. Cancelling sends `notifications/cancelled`. A dropped connection
+    /// is reported and reopened by the next call.
+    pub async fn call_tool(
+        self: &Arc<Self>,
+        tool: &str,
+        arguments: serde_json::Map<String, Value>,
+        cancel: CancellationToken,
+        on_progress: ProgressFn,
+    ) -> Result<CallToolResult, String> {
+        let peer = tokio::select! {
+            peer = self.connect() => peer?,
+            _ = cancel.cancelled() => return Err("MCP request aborted".to_string()),
+        };
+        let mut params = CallToolRequestParams::new(tool.to_string());
+        params.arguments = Some(arguments);
+        let request = ClientRequest::CallToolRequest(CallToolRequest::new(params));
+        let mut options = PeerRequestOptions::with_timeout(self.timeout());
+        options.reset_timeout_on_progress = true;
+        let handle = match peer.send_request_with_option(request, options).await {
+            Ok(handle) => handle,
+            Err(e) => return Err(self.request_failed(&e).await),
+        };
+        let token = handle.progress_token.clone();
+        let id = handle.id.clone();
+        self.progress
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .push((token.clone(), on_progress));
+        let outcome = tokio::select! {
+            response = handle.await_response() => Some(response),
+            _ = cancel.cancelled() => None,
+            _ = self.closed.cancelled() => None,
+        };
+        self.progress
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .retain(|(t, _)| *t != token);
+        match outcome {
+            None => {
+                let _ = peer
+                    .notify_cancelled(CancelledNotificationParam::new(
+                        Some(id),
+                        Some("Aborted".to_string()),
+                    ))
+                    .await;
+                Err("MCP request aborted".to_string())
+            }
+            Some(Ok(ServerResult::CallToolResult(result))) => Ok(result),
+            Some(Ok(_)) => Err("Invalid MCP tools/call result".to_string()),
+            Some(Err(e)) => Err(self.request_failed(&e).await),
+        }
+    }
+
+    /// The message for a failed request; a closed transport marks the server disconnected.
+    async fn request_failed(self: &Arc<Self>, error: &ServiceError) -> String {
+        let message = service_error_message(error, self.timeout());
+        if matches!(
+            error,
+            ServiceError::TransportClosed | ServiceError::TransportSend(_)
+        ) {
+            let tail = {
+                let live = self.live.lock().await;
+                live.as_ref()
+                    .and_then(|l| l.child.as_ref())
+                    .and_then(ChildProcess::stderr_tail)
+            };
+            self.set_status(|s| {
+                s.state = ConnState::Disconnected;
+                s.error = Some(match &tail {
+                    Some(tail) => format!("Connection closed\n{tail}"),
+                    None => "Connection closed".to_string(),
+                });
+            });
+        }
+        message
+    }
+
+    /// Stops the server (stdin, SIGTERM, SIGKILL for stdio) and refuses further calls.
+    pub async fn close(&self) {
+        self.closed.cancel();
+        let live = self.live.lock().await.take();
+        if let Some(live) = live {
+            live.close().await;
+        }
+        self.set_status(|s| s.state = ConnState::Closed);
+    }
+}
+
+fn file_url(path: &Path) -> String {
+    let mut out = String::from("file://");
+    for byte in path.to_string_lossy().bytes() {
+        match byte {
+            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'/' | b'-' | b'_' | b'.' | b'~' => {
+                out.push(byte as char)
+            }
+            other => out.push_str(&format!("%{other:02X}")),
+        }
+    }
+    out
+}
+
+/// `~` and `~/…` name the home directory.
+fn expand_home(value: &str) -> PathBuf {
+    let home = std::env::var_os("HOME").map(PathBuf::from);
+    match (value, home) {
+        ("~", Some(home)) => home,
+        (v, Some(home)) if v.starts_with("~/") => home.join(&v[2..]),
+        (v, _) => PathBuf::from(v),
+    }
+}
+
+/// A `${VAR}` template or `!command` value, or Pi's error naming what could not be resolved.
+pub(crate) fn resolve_value(value: &str, what: &str) -> Result<String, String> {
+    let env = |k: &str| std::env::var(k).ok();
+    if let Some(resolved) = resolve_config_value(value, &env) {
+        return Ok(resolved);
+    }
+    if let Some(command) = value.strip_prefix('!') {
+        return Err(format!(
+            "Failed to resolve {what} from shell command: {command}"
+        ));
+    }
+    let missing: Vec<String> = env_names(value)
+        .into_iter()
+        .filter(|name| std::env::var(name).map_or(true, |v| v.is_empty()))
+        .collect();
+    Err(match missing.len() {
+        0 => format!("Failed to resolve {what}"),
+        1 => format!(
+            "Failed to resolve {what} from environment variable: {}",
+            missing[0]
+        ),
+        _ => format!(
+            "Failed to resolve {what} from environment variables: {}",
+            missing.join(", ")
+        ),
+    })
+}
+
+/// The variable names a template refers to (`$NAME`, `${NAME}`), in order, once each.
+fn env_names(value: &str) -> Vec<String> {
+    let re =
+        regex::Regex::new(r"\$\$|\$!|\$\{([A-Za-z_][A-Za-z0-9_]*)\}|\$([A-Za-z_][A-Za-z0-9_]*)")
+            .expect("valid regex");
+    let mut names: Vec<String> = Vec::new();
+    for caps in re.captures_iter(value) {
+        if let Some(name) = caps.get(1).or_else(|| caps.get(2)) {
+            if !names.iter().any(|n| n == name.as_str()) {
+                names.push(name.as_str().to_string());
+            }
+        }
+    }
+    names
+}
+
+/// Node's wording, as Pi reports a server that cannot start: `spawn <command> ENOENT`.
+fn spawn_error(command: &str, error: &std::io::Error) -> String {
+    let code = match error.raw_os_error() {
+        Some(libc::ENOENT) => "ENOENT".to_string(),
+        Some(libc::EACCES) => "EACCES".to_string(),
+        Some(libc::ENOTDIR) => "ENOTDIR".to_string(),
+        Some(libc::ENOEXEC) => "ENOEXEC".to_string(),
+        _ => error.to_string(),
+    };
+    format!("spawn {command} {code}")
+}
+
+fn timeout_message(timeout: Duration) -> String {
+    format!("MCP request timed out after {}ms", timeout.as_millis())
+}
+
+/// Pi's texts for request failures.
+fn service_error_message(error: &ServiceError, timeout: Duration) -> String {
+    match error {
+        ServiceError::McpError(data) => data.message.to_string(),
+        ServiceError::Timeout { .. } => timeout_message(timeout),
+        ServiceError::TransportClosed | ServiceError::TransportSend(_) => {
+            "MCP connection closed".to_string()
+        }
+        ServiceError::Cancelled { .. } => "MCP request aborted".to_string(),
+        other => other.to_string(),
+    }
+}
+
+fn initialize_error(error: &rmcp::service::ClientInitializeError) -> String {
+    use rmcp::service::ClientInitializeError as E;
+    match error {
+        E::ConnectionClosed(_) => "MCP connection closed".to_string(),
+        other => other.to_string(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn unresolved_values_name_what_is_missing() {
+        std::env::set_var("PI_MCP_TEST_SET", "x");
+        assert_eq!(resolve_value("a${PI_MCP_TEST_SET}", "v").unwrap(), "ax");
+        assert_eq!(
+            resolve_value("${PI_MCP_TEST_UNSET1}-$PI_MCP_TEST_UNSET2", "MCP server \"s\" env \"K\"")
+                .unwrap_err(),
+            "Failed to resolve MCP server \"s\" env \"K\" from environment variables: PI_MCP_TEST_UNSET1, PI_MCP_TEST_UNSET2"
+        );
+        assert_eq!(resolve_value("!echo hi", "v").unwrap(), "hi");
+        assert_eq!(
+            resolve_value("!false", "v").unwrap_err(),
+            "Failed to resolve v from shell command: false"
+        );
+    }
+
+    #[test]
+    fn roots_are_file_urls() {
+        assert_eq!(file_url(Path::new("/a b/c")), "file:///a%20b/c");
+    }
+}

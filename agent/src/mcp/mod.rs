@@ -1,0 +1,326 @@
+//! MCP servers (Pi 1.6.0's built-in `mcp` extension): configuration from `mcp.json`,
+//! connections on the official Rust SDK `rmcp`, and server tools as ordinary agent tools.
+//!
+//! A run loads the configuration once ([`McpManager::load`]), starts every enabled server in
+//! the background and waits (at most [`DIRECT_WAIT`]) only for servers that have `direct`
+//! tools, whose tools are then declared to the model like built-in tools
+//! ([`McpManager::direct_tools`]). Servers with `codemode` or `deferred` tools are listed in
+//! the `mcp_servers` system-prompt section ([`McpManager::servers_section`]).
+
+pub mod client;
+pub mod config;
+pub mod log;
+pub mod tool;
+
+use std::path::Path;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+pub use client::ConnState;
+pub use client::McpServer;
+pub use client::ServerStatus;
+pub use config::load_mcp_config;
+pub use config::Exposure;
+pub use config::McpConfig;
+pub use config::ServerEntry;
+pub use tool::McpTool;
+
+use crate::tools::Tool;
+
+/// How long the first prompt waits for servers with `direct` tools.
+pub const DIRECT_WAIT: Duration = Duration::from_secs(10);
+
+/// Characters of one server description in the `mcp_servers` section.
+const MAX_SERVER_DESCRIPTION_CHARS: usize = 250;
+/// Characters of the whole `mcp_servers` section.
+const MAX_SERVERS_SECTION_CHARS: usize = 4096;
+
+/// The servers of one run.
+#[derive(Debug)]
+pub struct McpManager {
+    /// What the config files say (servers, errors).
+    pub config: McpConfig,
+    /// One per configured server (disabled ones never connect).
+    pub servers: Vec<Arc<McpServer>>,
+}
+
+impl McpManager {
+    /// Reads `mcp.json` (and the trusted project's) and prepares the servers; nothing
+    /// connects yet. Server log messages go to `<agent_dir>/mcp.log`.
+    pub fn load(agent_dir: &Path, cwd: &Path, project_trusted: bool) -> McpManager {
+        let config = load_mcp_config(agent_dir, cwd, project_trusted);
+        let log = Arc::new(log::McpLog::new(agent_dir.join("mcp.log")));
+        let servers = config
+            .servers
+            .iter()
+            .map(|entry| McpServer::new(entry.clone(), cwd, log.clone()))
+            .collect();
+        McpManager { config, servers }
+    }
+
+    fn enabled(&self) -> impl Iterator<Item = &Arc<McpServer>> {
+        self.servers.iter().filter(|s| s.entry.config.enabled)
+    }
+
+    /// Connects every enabled server at once; each records its own state and error.
+    pub async fn connect_all(&self) {
+        let connects = self.enabled().map(|server| async move {
+            let _ = server.connect().await;
+        });
+        futures::future::join_all(connects).await;
+    }
+
+    /// Starts every enabled server in the background and waits up to `wait` for those
+    /// whose configuration names `direct` tools.
+    pub async fn start(&self, wait: Duration) {
+        let mut direct = Vec::new();
+        for server in self.enabled() {
+            let server = server.clone();
+            let wants_direct = configured_exposures(&server.entry).contains(&Exposure::Direct);
+            let task = tokio::spawn(async move {
+                let _ = server.connect().await;
+            });
+            if wants_direct {
+                direct.push(task);
+            }
+        }
+        let _ = tokio::time::timeout(wait, futures::future::join_all(direct)).await;
+    }
+
+    /// Registered tool names of every connected server's tools, in configuration order:
+    /// `(server, registered name, server tool)`.
+    pub fn named_tools(&self) -> Vec<(Arc<McpServer>, String, rmcp::model::Tool)> {
+        let mut out: Vec<(Arc<McpServer>, String, rmcp::model::Tool)> = Vec::new();
+        for server in self.enabled() {
+            for tool in server.status().tools {
+                let name = {
+                    let taken = |candidate: &str| out.iter().any(|(_, n, _)| n == candidate);
+                    config::mcp_tool_name(server.name(), &tool.name, &taken)
+                };
+                out.push((server.clone(), name, tool));
+            }
+        }
+        out
+    }
+
+    /// Tools with `direct` exposure of the connected servers, as agent tools.
+    pub fn direct_tools(&self) -> Vec<Arc<dyn Tool>> {
+        self.named_tools()
+            .into_iter()
+            .filter(|(server, _, tool)| {
+                server.entry.config.tool_exposure(&tool.name) == Exposure::Direct
+            })
+            .map(|(server, name, tool)| {
+                Arc::new(McpTool::new(name, server, &tool)) as Arc<dyn Tool>
+            })
+            .collect()
+    }
+
+    /// The `mcp_servers` system-prompt section body: enabled servers with `codemode` or
+    /// `deferred` tools, how their tools are reached and a one-line summary; `None` without
+    /// such servers.
+    pub fn servers_section(&self) -> Option<String> {
+        let mut listed: Vec<&Arc<McpServer>> = self
+            .enabled()
+            .filter(|s| {
+                let exposures = configured_exposures(&s.entry);
+                exposures.contains(&Exposure::Codemode) || exposures.contains(&Exposure::Deferred)
+            })
+            .collect();
+        if listed.is_empty() {
+            return None;
+        }
+        listed.sort_by(|a, b| a.name().cmp(b.name()));
+        let reaches: Vec<&str> = listed
+            .iter()
+            .map(|s| {
+                if configured_exposures(&s.entry).contains(&Exposure::Codemode) {
+                    "codemode"
+                } else {
+                    "tool_search"
+                }
+            })
+            .collect();
+        let mut intro = "MCP servers whose tools are not declared to you.".to_string();
+        if reaches.contains(&"codemode") {
+            intro.push_str(" Call the tools of `codemode` servers from codemode scripts.");
+        }
+        if reaches.contains(&"tool_search") {
+            intro.push_str(" Load the tools of `tool_search` servers with `tool_search`.");
+        }
+        let heads: Vec<String> = listed
+            .iter()
+            .zip(&reaches)
+            .map(|(s, reach)| format!("- {} ({reach})", config::mcp_namespace(s.name())))
+            .collect();
+        let omitted = |count: usize| -> Vec<String> {
+            if count == 0 {
+                Vec::new()
+            } else {
+                vec![format!(
+                    "- … {count} more server{}; find their tools with searchTools()",
+                    if count == 1 { "" } else { "s" }
+                )]
+            }
+        };
+        let size = |kept: usize| -> usize {
+            let mut lines = vec![intro.clone()];
+            lines.extend(heads[..kept].iter().cloned());
+            lines.extend(omitted(listed.len() - kept));
+            lines.join("\n").chars().count()
+        };
+        let mut kept = listed.len();
+        while kept > 0 && size(kept) > MAX_SERVERS_SECTION_CHARS {
+            kept -= 1;
+        }
+        // Each description also takes a ": " separator; none fit when no server line does.
+        let per_server = MAX_SERVERS_SECTION_CHARS
+            .saturating_sub(size(kept))
+            .checked_div(kept)
+            .unwrap_or(0)
+            .saturating_sub(2)
+            .min(MAX_SERVER_DESCRIPTION_CHARS);
+        let mut lines = vec![intro.clone()];
+        for (server, head) in listed.iter().zip(&heads).take(kept) {
+            let summary = if per_server > 0 {
+                shorten(
+                    &server_summary(
+                        server.entry.config.description.as_deref(),
+                        server.status().instructions.as_deref(),
+                    ),
+                    per_server,
+                )
+            } else {
+                String::new()
+            };
+            lines.push(if summary.is_empty() {
+                head.clone()
+            } else {
+                format!("{head}: {summary}")
+            });
+        }
+        lines.extend(omitted(listed.len() - kept));
+        Some(lines.join("\n"))
+    }
+
+    /// Stops every server.
+    pub async fn shutdown(&self) {
+        futures::future::join_all(self.servers.iter().map(|s| s.close())).await;
+    }
+
+    /// Configuration errors and failed connections, one line each, for the start-up report.
+    pub fn problems(&self) -> Vec<String> {
+        let mut out: Vec<String> = self
+            .config
+            .errors
+            .iter()
+            .map(|e| format!("MCP config error: {e}"))
+            .collect();
+        for server in self.enabled() {
+            let status = server.status();
+            if status.state == ConnState::Failed {
+                let error = status.error.unwrap_or_default();
+                let first = error.lines().next().unwrap_or("unknown error");
+                out.push(format!("MCP server \"{}\" failed: {first}", server.name()));
+            }
+        }
+        out
+    }
+}
+
+/// Which MCP tools the tool options keep (Pi's rules): `--tools` filters MCP tools only
+/// when one of its entries starts with `mcp__`; `--no-tools` drops every MCP tool it does
+/// not name; `--exclude-tools` patterns apply to MCP tools too.
+pub fn select_mcp_tools(
+    tools: Vec<Arc<dyn Tool>>,
+    selection: &crate::tools::ToolSelection,
+) -> Vec<Arc<dyn Tool>> {
+    let matches =
+        |entries: &[String], name: &str| entries.iter().any(|e| config::wildcard_match(e, name));
+    let plain: Vec<String> = selection
+        .tools
+        .iter()
+        .flatten()
+        .filter(|e| !e.starts_with('+') && !e.starts_with('-'))
+        .cloned()
+        .collect();
+    let filters_mcp = plain.iter().any(|e| e.starts_with("mcp__"));
+    let excluded = selection.exclude_tools.clone().unwrap_or_default();
+    tools
+        .into_iter()
+        .filter(|tool| {
+            let name = tool.name();
+            if matches(&excluded, name) {
+                return false;
+            }
+            if filters_mcp || selection.no_tools == crate::tools::NoTools::All {
+                return matches(&plain, name);
+            }
+            true
+        })
+        .collect()
+}
+
+/// Exposures a server's configuration can give its tools: the server's and every
+/// `toolExposure` value.
+fn configured_exposures(entry: &ServerEntry) -> Vec<Exposure> {
+    let mut out = vec![entry.config.exposure()];
+    out.extend(entry.config.tool_exposure.iter().map(|(_, e)| *e));
+    out
+}
+
+/// The first line of the configured description, else of the server's instructions.
+fn server_summary(description: Option<&str>, instructions: Option<&str>) -> String {
+    let text = description
+        .map(str::trim)
+        .filter(|d| !d.is_empty())
+        .or(instructions.map(str::trim))
+        .unwrap_or("");
+    text.split('\n').next().unwrap_or("").trim().to_string()
+}
+
+fn shorten(text: &str, max: usize) -> String {
+    if text.chars().count() <= max {
+        return text.to_string();
+    }
+    if max <= 1 {
+        return String::new();
+    }
+    let head: String = text.chars().take(max - 1).collect();
+    format!("{}…", head.trim_end())
+}
+
+/// Where the user config lives, for messages.
+pub fn user_config_path(agent_dir: &Path) -> PathBuf {
+    config::global_config_path(agent_dir)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn servers_section_lists_indirect_servers_by_name() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(
+            dir.path().join("mcp.json"),
+            json!({"mcpServers": {
+                "zeta": {"command": "x", "exposure": "deferred", "description": "Zeta tools\nmore"},
+                "alpha-one": {"command": "x"},
+                "direct": {"command": "x", "exposure": "direct"},
+                "off": {"command": "x", "enabled": false}
+            }})
+            .to_string(),
+        )
+        .unwrap();
+        let manager = McpManager::load(dir.path(), dir.path(), false);
+        assert_eq!(
+            manager.servers_section().unwrap(),
+            "MCP servers whose tools are not declared to you. Call the tools of `codemode` servers from codemode scripts. Load the tools of `tool_search` servers with `tool_search`.\n\
+             - mcp__alpha_one (codemode)\n\
+             - mcp__zeta (tool_search): Zeta tools"
+        );
+    }
+}

@@ -1,0 +1,399 @@
+//! An MCP server tool as an ordinary tool of the agent loop (Pi's `createMcpToolDefinition`):
+//! its calls and results are plain `toolCall`/`toolResult` entries in the session file.
+//!
+//! Results are converted from the wire JSON of `CallToolResult`: text and images pass
+//! through, embedded resources become text or images, other blocks a short placeholder; text
+//! over 20 KB keeps its start and end around a `…N chars truncated…` marker and the whole text
+//! goes to a temp file named in the result. `isError` results are error results.
+
+use std::sync::Arc;
+
+use serde_json::json;
+use serde_json::Map;
+use serde_json::Value;
+use tokio_util::sync::CancellationToken;
+
+use super::client::McpServer;
+use super::client::ProgressFn;
+use crate::tools::ContentBlock;
+use crate::tools::Tool;
+use crate::tools::ToolContext;
+use crate::tools::ToolError;
+use crate::tools::ToolOutput;
+use crate::tools::ToolUpdateFn;
+
+/// Model-facing MCP text beyond this many bytes is cut in the middle.
+pub const MCP_OUTPUT_MAX_BYTES: usize = 20 * 1024;
+
+/// One server tool, registered as `mcp__<server>__<tool>`.
+#[derive(Debug)]
+pub struct McpTool {
+    name: String,
+    label: String,
+    description: String,
+    parameters: Value,
+    server: Arc<McpServer>,
+    tool: String,
+}
+
+impl McpTool {
+    /// The tool `tool` of `server`, registered as `name`.
+    pub fn new(name: String, server: Arc<McpServer>, tool: &rmcp::model::Tool) -> McpTool {
+        let title = tool
+            .title
+            .clone()
+            .or_else(|| tool.annotations.as_ref().and_then(|a| a.title.clone()));
+        let description = tool
+            .description
+            .as_deref()
+            .map(str::trim)
+            .filter(|d| !d.is_empty())
+            .map(str::to_string)
+            .or(title)
+            .unwrap_or_else(|| format!("MCP tool {} from server {}", tool.name, server.name()));
+        McpTool {
+            label: format!("{}/{}", server.name(), tool.name),
+            name,
+            description,
+            parameters: normalize_input_schema(&tool.input_schema),
+            tool: tool.name.to_string(),
+            server,
+        }
+    }
+}
+
+/// Tool parameters must be an object schema with `properties` (some providers insist).
+pub fn normalize_input_schema(schema: &Map<String, Value>) -> Value {
+    let mut out = schema.clone();
+    out.entry("type").or_insert_with(|| Value::from("object"));
+    out.entry("properties")
+        .or_insert_with(|| Value::Object(Map::new()));
+    Value::Object(out)
+}
+
+#[async_trait::async_trait]
+impl Tool for McpTool {
+    fn name(&self) -> &str {
+        &self.name
+    }
+
+    fn label(&self) -> &str {
+        &self.label
+    }
+
+    fn description(&self) -> &str {
+        &self.description
+    }
+
+    fn parameters(&self) -> &Value {
+        &self.parameters
+    }
+
+    async fn execute(
+        &self,
+        _call_id: &str,
+        args: Value,
+        ctx: &ToolContext,
+        cancel: CancellationToken,
+        on_update: ToolUpdateFn<'_>,
+    ) -> Result<ToolOutput, ToolError> {
+        let status = self.server.status();
+        if status.state == super::client::ConnState::Connected
+            && !status.tools.iter().any(|t| t.name == self.tool)
+        {
+            // The server announced a new tool list without this tool.
+            return Err(ToolError::new(format!(
+                "MCP tool {} is no longer offered by server {}",
+                self.tool,
+                self.server.name()
+            )));
+        }
+        let arguments = match args {
+            Value::Object(map) => map,
+            _ => Map::new(),
+        };
+        let (sender, mut receiver) = tokio::sync::mpsc::unbounded_channel::<String>();
+        let progress: ProgressFn = Arc::new(move |p| {
+            let total = p
+                .total
+                .map(|t| format!("/{}", js_number(t)))
+                .unwrap_or_default();
+            let text = p
+                .message
+                .clone()
+                .unwrap_or_else(|| format!("Progress {}{total}", js_number(p.progress)));
+            let _ = sender.send(text);
+        });
+        let call = self
+            .server
+            .call_tool(&self.tool, arguments, cancel.clone(), progress);
+        tokio::pin!(call);
+        let details = json!({"server": self.server.name(), "tool": self.tool});
+        let result = loop {
+            tokio::select! {
+                result = &mut call => break result,
+                Some(text) = receiver.recv() => on_update(ToolOutput {
+                    content: vec![ContentBlock::Text(text)],
+                    details: Some(details.clone()),
+                    is_error: false,
+                    structured: None,
+                }),
+            }
+        };
+        let result = result.map_err(ToolError::new)?;
+        let wire = serde_json::to_value(&result).unwrap_or(Value::Null);
+        Ok(convert_result(
+            self.server.name(),
+            &self.tool,
+            &wire,
+            ctx.temp_dir.as_deref(),
+        ))
+    }
+}
+
+/// A number as JavaScript prints it (`3`, not `3.0`).
+fn js_number(n: f64) -> String {
+    if n.fract() == 0.0 && n.abs() < 1e15 {
+        format!("{}", n as i64)
+    } else {
+        n.to_string()
+    }
+}
+
+/// The model-facing content of one wire content block.
+fn block_to_content(block: &Value) -> ContentBlock {
+    let text = |s: &str| ContentBlock::Text(s.to_string());
+    let field = |name: &str| block.get(name).and_then(Value::as_str).unwrap_or("");
+    match field("type") {
+        "text" => text(field("text")),
+        "image" => ContentBlock::Image {
+            data: field("data").to_string(),
+            mime_type: field("mimeType").to_string(),
+        },
+        "audio" => text(&format!("[audio {} omitted]", field("mimeType"))),
+        "resource_link" => {
+            let title = block
+                .get("title")
+                .and_then(Value::as_str)
+                .unwrap_or(field("name"));
+            let description = block
+                .get("description")
+                .and_then(Value::as_str)
+                .map(|d| format!(": {d}"))
+                .unwrap_or_default();
+            let mut facts: Vec<String> = Vec::new();
+            if let Some(mime) = block.get("mimeType").and_then(Value::as_str) {
+                facts.push(mime.to_string());
+            }
+            if let Some(size) = block.get("size").and_then(Value::as_u64) {
+                facts.push(crate::tools::format_size(size as usize));
+            }
+            let facts = if facts.is_empty() {
+                String::new()
+            } else {
+                format!(" ({})", facts.join(", "))
+            };
+            text(&format!(
+                "[Resource {} \"{title}\"{facts}{description}]",
+                field("uri")
+            ))
+        }
+        "resource" => {
+            let resource = block.get("resource").cloned().unwrap_or(Value::Null);
+            let get = |name: &str| resource.get(name).and_then(Value::as_str);
+            if let Some(t) = get("text") {
+                return text(t);
+            }
+            let mime = get("mimeType").unwrap_or("");
+            if mime.starts_with("image/") {
+                return ContentBlock::Image {
+                    data: get("blob").unwrap_or("").to_string(),
+                    mime_type: mime.to_string(),
+                };
+            }
+            text(&format!(
+                "[binary resource {} ({}) omitted]",
+                get("uri").unwrap_or(""),
+                if mime.is_empty() {
+                    "unknown type"
+                } else {
+                    mime
+                }
+            ))
+        }
+        other => text(&format!("[unsupported MCP content {other}]")),
+    }
+}
+
+/// Converts a `CallToolResult` (wire JSON) into the tool output the model sees.
+pub fn convert_result(
+    server: &str,
+    tool: &str,
+    result: &Value,
+    temp_dir: Option<&std::path::Path>,
+) -> ToolOutput {
+    let blocks = result
+        .get("content")
+        .and_then(Value::as_array)
+        .cloned()
+        .unwrap_or_default();
+    let mut content: Vec<ContentBlock> = blocks.iter().map(block_to_content).collect();
+    if content.is_empty() {
+        if let Some(structured) = result.get("structuredContent") {
+            let pretty = serde_json::to_string_pretty(structured).unwrap_or_default();
+            content.push(ContentBlock::Text(pretty));
+        }
+    }
+    let is_error = result.get("isError").and_then(Value::as_bool) == Some(true);
+    let text_of = |content: &[ContentBlock]| {
+        content
+            .iter()
+            .filter_map(ContentBlock::as_text)
+            .collect::<Vec<_>>()
+            .join("\n")
+    };
+    if is_error && text_of(&content).is_empty() {
+        content.push(ContentBlock::Text(format!(
+            "MCP tool {server}/{tool} returned an error"
+        )));
+    }
+    let mut details = json!({"server": server, "tool": tool});
+    let combined = text_of(&content);
+    if let Some(cut) = truncate_middle(&combined, MCP_OUTPUT_MAX_BYTES) {
+        let saved = crate::tools::output::write_output_file(
+            "pi-mcp",
+            ".txt",
+            combined.as_bytes(),
+            temp_dir,
+        );
+        let where_ = match saved {
+            Ok(path) => {
+                details["fullOutputPath"] = Value::from(path.display().to_string());
+                format!(
+                    "\n\n[Full output: {} (read it with offset/limit)]",
+                    path.display()
+                )
+            }
+            Err(e) => format!("\n\n[Could not save the full output: {e}]"),
+        };
+        let tokens = cut.total_bytes.div_ceil(4);
+        let text = format!(
+            "Warning: truncated output (original token count: {tokens})\nTotal output lines: {}\n\n{}{where_}",
+            cut.total_lines, cut.content
+        );
+        let images = content
+            .into_iter()
+            .filter(|b| matches!(b, ContentBlock::Image { .. }));
+        content = std::iter::once(ContentBlock::Text(text))
+            .chain(images)
+            .collect();
+    }
+    let mut structured = result.clone();
+    if let Value::Object(map) = &mut structured {
+        map.remove("_meta");
+    }
+    ToolOutput {
+        content,
+        details: Some(details),
+        is_error,
+        structured: Some(structured),
+    }
+}
+
+/// A text cut in the middle.
+#[derive(Debug, PartialEq, Eq)]
+pub struct MiddleCut {
+    /// Head, marker, tail.
+    pub content: String,
+    /// UTF-8 bytes of the whole text.
+    pub total_bytes: usize,
+    /// Lines of the whole text (a final newline ends the last line).
+    pub total_lines: usize,
+}
+
+/// Keeps half of `max_bytes` from each end of `text` with a `…N chars truncated…` marker
+/// between, cutting only at character boundaries; `None` when `text` fits.
+pub fn truncate_middle(text: &str, max_bytes: usize) -> Option<MiddleCut> {
+    if text.len() <= max_bytes {
+        return None;
+    }
+    let mut head_end = max_bytes / 2;
+    while head_end > 0 && !text.is_char_boundary(head_end) {
+        head_end -= 1;
+    }
+    let mut tail_start = text.len() - (max_bytes - max_bytes / 2);
+    while tail_start < text.len() && !text.is_char_boundary(tail_start) {
+        tail_start += 1;
+    }
+    // Counted in characters (code points), as Pi counts them.
+    let removed = text[head_end..tail_start].chars().count();
+    let lines = text.split('\n').count() - usize::from(text.ends_with('\n'));
+    Some(MiddleCut {
+        content: format!(
+            "{}…{removed} chars truncated…{}",
+            &text[..head_end],
+            &text[tail_start..]
+        ),
+        total_bytes: text.len(),
+        total_lines: lines,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn long_text_is_cut_in_the_middle_and_saved() {
+        let dir = tempfile::tempdir().unwrap();
+        let text = format!("{}\n{}", "a".repeat(15000), "b".repeat(15000));
+        let result = json!({"content": [{"type": "text", "text": text}], "_meta": {"x": 1}});
+        let out = convert_result("s", "t", &result, Some(dir.path()));
+        let shown = out.first_text();
+        assert!(shown.starts_with(
+            "Warning: truncated output (original token count: 7501)\nTotal output lines: 2\n\n"
+        ));
+        assert!(
+            shown.contains("…9521 chars truncated…"),
+            "{}",
+            &shown[..200]
+        );
+        let path = out.details.as_ref().unwrap()["fullOutputPath"]
+            .as_str()
+            .unwrap();
+        assert_eq!(std::fs::read_to_string(path).unwrap(), text);
+        assert!(shown.ends_with(&format!(
+            "[Full output: {path} (read it with offset/limit)]"
+        )));
+        assert!(out.structured.unwrap().get("_meta").is_none());
+    }
+
+    #[test]
+    fn blocks_errors_and_structured_content() {
+        let result = json!({"content": [], "isError": true});
+        let out = convert_result("s", "t", &result, None);
+        assert!(out.is_error);
+        assert_eq!(out.first_text(), "MCP tool s/t returned an error");
+        let result = json!({"content": [], "structuredContent": {"a": 1}});
+        assert_eq!(
+            convert_result("s", "t", &result, None).first_text(),
+            "{\n  \"a\": 1\n}"
+        );
+        let result = json!({"content": [
+            {"type": "image", "data": "AAAA", "mimeType": "image/png"},
+            {"type": "resource", "resource": {"uri": "u", "text": "inner"}},
+            {"type": "audio", "data": "", "mimeType": "audio/wav"}
+        ]});
+        let out = convert_result("s", "t", &result, None);
+        assert_eq!(out.content.len(), 3);
+        assert_eq!(out.content[1], ContentBlock::Text("inner".into()));
+        assert_eq!(
+            out.content[2],
+            ContentBlock::Text("[audio audio/wav omitted]".into())
+        );
+        assert_eq!(
+            truncate_middle("é".repeat(20).as_str(), 9).unwrap().content,
+            "éé…16 chars truncated…éé"
+        );
+    }
+}
