@@ -404,6 +404,9 @@ async fn run_api(
         api::OPENAI_COMPLETIONS => openai_completions::run(model, context, options, em).await,
         api::ANTHROPIC_MESSAGES => anthropic::run(model, context, options, em).await,
         api::OPENAI_RESPONSES => openai_responses::run(model, context, options, em).await,
+        api::AZURE_OPENAI_RESPONSES => {
+            openai_responses::run_azure(model, context, options, em).await
+        }
         api::GOOGLE_GENERATIVE_AI => google::run(model, context, options, em).await,
         other => Err(format!("No API provider registered for api: {other}")),
     }

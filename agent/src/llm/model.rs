@@ -16,6 +16,8 @@ pub mod api {
     pub const OPENAI_COMPLETIONS: &str = "openai-completions";
     /// OpenAI Responses.
     pub const OPENAI_RESPONSES: &str = "openai-responses";
+    /// OpenAI Responses on an Azure OpenAI resource.
+    pub const AZURE_OPENAI_RESPONSES: &str = "azure-openai-responses";
     /// Anthropic Messages.
     pub const ANTHROPIC_MESSAGES: &str = "anthropic-messages";
     /// Google Generative AI (Gemini).
