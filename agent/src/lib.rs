@@ -5,6 +5,7 @@
 //! drive it; data flows one way: formats → storage → engine → agent → cli.
 
 pub mod agent;
+mod collation;
 pub mod config;
 pub mod host;
 pub mod llm;

@@ -601,7 +601,11 @@ async fn handle(mut sock: TcpStream, state: Arc<Mutex<State>>) -> std::io::Resul
         .headers
         .iter()
         .map(|(k, v)| {
-            let v = if k == "authorization" || k == "x-api-key" || k == "x-goog-api-key" {
+            let v = if k == "authorization"
+                || k == "x-api-key"
+                || k == "x-goog-api-key"
+                || k == "api-key"
+            {
                 "<redacted>".to_string()
             } else {
                 v.clone()

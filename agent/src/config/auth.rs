@@ -21,6 +21,7 @@ use super::error::read_optional;
 use super::error::write_atomic;
 use super::error::ConfigError;
 use super::error::ConfigResult;
+use crate::llm::catalog::builtin_provider;
 use crate::llm::models_json::resolve_config_value;
 use crate::llm::models_json::ModelRegistry;
 
@@ -256,86 +257,102 @@ fn parse_credential(value: &Value) -> Option<Credential> {
     }
 }
 
-/// The environment variables that hold `provider`'s API key, in lookup order (Pi's
-/// `env-api-keys`). Unknown providers have none.
-pub fn api_key_env_vars(provider: &str) -> &'static [&'static str] {
+/// The provider id a legacy alias stands for (`azure-openai-responses` was renamed `azure`).
+fn canonical_provider(provider: &str) -> &str {
     match provider {
-        "github-copilot" => &["COPILOT_GITHUB_TOKEN"],
-        // ANTHROPIC_AUTH_TOKEN is a bearer token for a different header, never an API key.
-        "anthropic" => &["ANTHROPIC_OAUTH_TOKEN", "ANTHROPIC_API_KEY"],
-        "ant-ling" => &["ANT_LING_API_KEY"],
-        "qwen-token-plan" => &["QWEN_TOKEN_PLAN_TEAM_API_KEY", "QWEN_TOKEN_PLAN_API_KEY"],
-        "qwen-token-plan-cn" => &[
-            "QWEN_TOKEN_PLAN_TEAM_CN_API_KEY",
-            "QWEN_TOKEN_PLAN_CN_API_KEY",
-        ],
-        "qwen-token-plan-individual" => &[
-            "QWEN_TOKEN_PLAN_INDIVIDUAL_API_KEY",
-            "QWEN_TOKEN_PLAN_API_KEY",
-        ],
-        "qwen-token-plan-individual-cn" => &[
-            "QWEN_TOKEN_PLAN_INDIVIDUAL_CN_API_KEY",
-            "QWEN_TOKEN_PLAN_CN_API_KEY",
-        ],
-        "openai" => &["OPENAI_API_KEY"],
-        "azure" | "azure-openai-responses" => &["AZURE_OPENAI_API_KEY"],
-        "nvidia" => &["NVIDIA_API_KEY"],
-        "deepseek" => &["DEEPSEEK_API_KEY"],
-        "google" => &["GEMINI_API_KEY"],
-        "google-vertex" => &["GOOGLE_CLOUD_API_KEY"],
-        "groq" => &["GROQ_API_KEY"],
-        "cerebras" => &["CEREBRAS_API_KEY"],
-        "xai" => &["XAI_API_KEY"],
-        "typesafe" => &["TYPESAFE_API_KEY"],
-        "radius" => &["RADIUS_API_KEY"],
-        "openrouter" => &["OPENROUTER_API_KEY"],
-        "vercel-ai-gateway" => &["AI_GATEWAY_API_KEY"],
-        "zai" => &["ZAI_API_KEY"],
-        "zai-coding-cn" => &["ZAI_CODING_CN_API_KEY"],
-        "mistral" => &["MISTRAL_API_KEY"],
-        "minimax" => &["MINIMAX_API_KEY"],
-        "minimax-cn" => &["MINIMAX_CN_API_KEY"],
-        "moonshotai" | "moonshotai-cn" => &["MOONSHOT_API_KEY"],
-        "huggingface" => &["HF_TOKEN"],
-        "fireworks" => &["FIREWORKS_API_KEY"],
-        "together" => &["TOGETHER_API_KEY"],
-        "baseten" => &["BASETEN_API_KEY"],
-        "opencode" | "opencode-go" => &["OPENCODE_API_KEY"],
-        "kimi-coding" => &["KIMI_API_KEY"],
-        "meta" => &["META_API_KEY"],
-        "cloudflare-workers-ai" | "cloudflare-ai-gateway" => &["CLOUDFLARE_API_KEY"],
-        "xiaomi" => &["XIAOMI_API_KEY"],
-        "xiaomi-token-plan-cn" => &["XIAOMI_TOKEN_PLAN_CN_API_KEY"],
-        "xiaomi-token-plan-ams" => &["XIAOMI_TOKEN_PLAN_AMS_API_KEY"],
-        "xiaomi-token-plan-sgp" => &["XIAOMI_TOKEN_PLAN_SGP_API_KEY"],
-        "amazon-bedrock" => &["AWS_BEARER_TOKEN_BEDROCK"],
-        _ => &[],
+        "azure-openai-responses" => "azure",
+        other => other,
     }
 }
 
-/// `provider`'s key from the environment: the first set variable of
-/// [`api_key_env_vars`]. For Amazon Bedrock any AWS credential source counts, and the
-/// placeholder `<authenticated>` is returned, as Pi does.
+/// The environment variables that hold `provider`'s credential, in lookup order (Pi's
+/// `env-api-keys`, carried in the built-in catalog). Unknown providers have none.
+pub fn api_key_env_vars(provider: &str) -> &'static [String] {
+    builtin_provider(canonical_provider(provider))
+        .map(|p| p.env_vars.as_slice())
+        .unwrap_or(&[])
+}
+
+/// Variables that are bearer tokens for another header, never API keys: they make a provider
+/// usable but are not returned as its key.
+const BEARER_ONLY_ENV: [&str; 1] = ["ANTHROPIC_AUTH_TOKEN"];
+
+/// Whether Vertex AI has Application Default Credentials: a credentials file
+/// (`GOOGLE_APPLICATION_CREDENTIALS`, else gcloud's default path) plus a project and location.
+fn has_vertex_adc(get: &dyn Fn(&str) -> Option<String>) -> bool {
+    let credentials = match get("GOOGLE_APPLICATION_CREDENTIALS") {
+        Some(path) => std::path::PathBuf::from(path),
+        None => match get("HOME") {
+            Some(home) => {
+                Path::new(&home).join(".config/gcloud/application_default_credentials.json")
+            }
+            None => return false,
+        },
+    };
+    credentials.is_file()
+        && (get("GOOGLE_CLOUD_PROJECT").is_some() || get("GCLOUD_PROJECT").is_some())
+        && get("GOOGLE_CLOUD_LOCATION").is_some()
+}
+
+/// Whether any AWS credential source Bedrock accepts is configured.
+fn has_aws_credentials(get: &dyn Fn(&str) -> Option<String>) -> bool {
+    get("AWS_PROFILE").is_some()
+        || (get("AWS_ACCESS_KEY_ID").is_some() && get("AWS_SECRET_ACCESS_KEY").is_some())
+        || get("AWS_BEARER_TOKEN_BEDROCK").is_some()
+        || get("AWS_CONTAINER_CREDENTIALS_RELATIVE_URI").is_some()
+        || get("AWS_CONTAINER_CREDENTIALS_FULL_URI").is_some()
+        || get("AWS_WEB_IDENTITY_TOKEN_FILE").is_some()
+}
+
+/// `provider`'s key from the environment: the first set variable of [`api_key_env_vars`]
+/// that is an API key. Amazon Bedrock's bearer token is returned as its key; any other AWS
+/// credential source, and Vertex AI's Application Default Credentials, give the placeholder
+/// `<authenticated>`, as in Pi.
 pub fn env_api_key(provider: &str, env: &dyn Fn(&str) -> Option<String>) -> Option<String> {
     let get = |name: &str| env(name).filter(|v| !v.is_empty());
-    if let Some(key) = api_key_env_vars(provider).iter().find_map(|v| get(v)) {
+    if let Some(key) = api_key_env_vars(provider)
+        .iter()
+        .filter(|v| !BEARER_ONLY_ENV.contains(&v.as_str()))
+        .find_map(|v| get(v))
+    {
         return Some(key);
     }
-    if provider == "amazon-bedrock"
-        && (get("AWS_PROFILE").is_some()
-            || (get("AWS_ACCESS_KEY_ID").is_some() && get("AWS_SECRET_ACCESS_KEY").is_some())
-            || get("AWS_CONTAINER_CREDENTIALS_RELATIVE_URI").is_some()
-            || get("AWS_CONTAINER_CREDENTIALS_FULL_URI").is_some()
-            || get("AWS_WEB_IDENTITY_TOKEN_FILE").is_some())
-    {
-        return Some("<authenticated>".into());
+    match canonical_provider(provider) {
+        "amazon-bedrock" => get("AWS_BEARER_TOKEN_BEDROCK")
+            .or_else(|| has_aws_credentials(&get).then(|| "<authenticated>".into())),
+        "google-vertex" => has_vertex_adc(&get).then(|| "<authenticated>".into()),
+        _ => None,
     }
-    None
+}
+
+/// Whether the environment alone makes `provider` usable: a credential variable (bearer
+/// tokens included) or an ambient cloud credential, plus every variable it requires.
+fn env_configures(provider: &str, env: &dyn Fn(&str) -> Option<String>) -> bool {
+    let get = |name: &str| env(name).filter(|v| !v.is_empty());
+    api_key_env_vars(provider).iter().any(|v| get(v).is_some())
+        || env_api_key(provider, env).is_some()
+}
+
+/// Variables `provider` needs besides its key (Cloudflare's account and gateway ids), all
+/// present in the stored credential's `env` or the process environment.
+fn required_env_present(
+    provider: &str,
+    credential_env: Option<&BTreeMap<String, String>>,
+    env: &dyn Fn(&str) -> Option<String>,
+) -> bool {
+    let Some(info) = builtin_provider(canonical_provider(provider)) else {
+        return true;
+    };
+    info.required_env.iter().all(|name| {
+        credential_env.is_some_and(|e| e.get(name).is_some_and(|v| !v.is_empty()))
+            || env(name).is_some_and(|v| !v.is_empty())
+    })
 }
 
 /// The API key for `provider`, by precedence (providers.md): the CLI `--api-key`, then
 /// `auth.json`, then the provider's environment variable, then the `apiKey` of a models.json
-/// provider. `None` when no source has one.
+/// provider. `None` when no source has one, or when a built-in provider lacks a variable it
+/// requires besides the key.
 pub fn resolve_api_key(
     provider: &str,
     cli_api_key: Option<&str>,
@@ -346,11 +363,21 @@ pub fn resolve_api_key(
     if let Some(key) = cli_api_key.filter(|k| !k.is_empty()) {
         return Some(key.to_string());
     }
+    // A built-in provider that needs more than its key (Cloudflare's account id) cannot use
+    // a stored or environment key without it, as in Pi.
     if let Some(key) = auth.and_then(|a| a.api_key(provider, env)) {
-        return Some(key);
+        let credential_env = match auth.and_then(|a| a.get(provider)) {
+            Some(Credential::ApiKey { env, .. }) => Some(env),
+            _ => None,
+        };
+        if required_env_present(provider, credential_env.as_ref(), env) {
+            return Some(key);
+        }
     }
     if let Some(key) = env_api_key(provider, env) {
-        return Some(key);
+        if required_env_present(provider, None, env) {
+            return Some(key);
+        }
     }
     registry.resolve_api_key_with(provider, env)
 }
@@ -363,8 +390,15 @@ pub fn has_configured_auth(
     registry: &ModelRegistry,
     env: &dyn Fn(&str) -> Option<String>,
 ) -> bool {
-    if auth.is_some_and(|a| a.get(provider).is_some()) || env_api_key(provider, env).is_some() {
-        return true;
+    let stored = auth.and_then(|a| a.get(provider));
+    if stored.is_some() || env_configures(provider, env) {
+        let credential_env = match &stored {
+            Some(Credential::ApiKey { env, .. }) => Some(env),
+            _ => None,
+        };
+        if required_env_present(provider, credential_env, env) {
+            return true;
+        }
     }
     let Some(raw) = registry
         .providers
@@ -505,6 +539,114 @@ mod tests {
         assert_eq!(
             resolve_api_key("unknown", None, None, &registry, &env),
             None
+        );
+    }
+
+    #[test]
+    fn configured_auth_follows_pi_provider_rules() {
+        let tmp = tempfile::tempdir().unwrap();
+        let agent = tmp.path().join("agent");
+        let registry = ModelRegistry::builtin();
+        let vars = |pairs: &'static [(&'static str, &'static str)]| {
+            move |k: &str| {
+                pairs
+                    .iter()
+                    .find(|(name, _)| *name == k)
+                    .map(|(_, v)| v.to_string())
+            }
+        };
+        let has =
+            |provider: &str, store: Option<&AuthStore>, env: &dyn Fn(&str) -> Option<String>| {
+                has_configured_auth(provider, store, &registry, env)
+            };
+        // Every catalog variable counts, also ones that are not the first in lookup order.
+        assert!(has(
+            "qwen-token-plan",
+            None,
+            &vars(&[("QWEN_TOKEN_PLAN_API_KEY", "k")])
+        ));
+        assert!(has("mistral", None, &vars(&[("MISTRAL_API_KEY", "k")])));
+        assert!(!has("mistral", None, &vars(&[("MISTRAL_API_KEY", "")])));
+        // A bearer token makes Anthropic usable although it is no API key.
+        let bearer = vars(&[("ANTHROPIC_AUTH_TOKEN", "t")]);
+        assert!(has("anthropic", None, &bearer));
+        assert_eq!(env_api_key("anthropic", &bearer), None);
+        // Cloudflare needs its account (and gateway) ids next to the key.
+        let key_only = vars(&[("CLOUDFLARE_API_KEY", "k")]);
+        assert!(!has("cloudflare-workers-ai", None, &key_only));
+        let with_account = vars(&[("CLOUDFLARE_API_KEY", "k"), ("CLOUDFLARE_ACCOUNT_ID", "a")]);
+        assert!(has("cloudflare-workers-ai", None, &with_account));
+        assert!(!has("cloudflare-ai-gateway", None, &with_account));
+        // ... which a stored credential's `env` may supply.
+        let mut store = AuthStore::load(&agent).unwrap();
+        store
+            .set(
+                "cloudflare-ai-gateway",
+                serde_json::json!({"type": "api_key", "key": "k",
+                    "env": {"CLOUDFLARE_ACCOUNT_ID": "a", "CLOUDFLARE_GATEWAY_ID": "g"}}),
+            )
+            .unwrap();
+        assert!(has("cloudflare-ai-gateway", Some(&store), &|_| None));
+        assert_eq!(
+            resolve_api_key(
+                "cloudflare-ai-gateway",
+                None,
+                Some(&store),
+                &registry,
+                &|_| None
+            )
+            .as_deref(),
+            Some("k")
+        );
+        assert_eq!(
+            resolve_api_key("cloudflare-workers-ai", None, None, &registry, &key_only),
+            None
+        );
+        // Bedrock: IAM keys only as a pair; its bearer token is its key.
+        assert!(!has(
+            "amazon-bedrock",
+            None,
+            &vars(&[("AWS_ACCESS_KEY_ID", "a")])
+        ));
+        assert!(has(
+            "amazon-bedrock",
+            None,
+            &vars(&[("AWS_ACCESS_KEY_ID", "a"), ("AWS_SECRET_ACCESS_KEY", "s")])
+        ));
+        assert_eq!(
+            env_api_key(
+                "amazon-bedrock",
+                &vars(&[("AWS_BEARER_TOKEN_BEDROCK", "b")])
+            )
+            .as_deref(),
+            Some("b")
+        );
+        // Vertex ADC needs the credentials file plus project and location.
+        let adc = tmp.path().join("adc.json");
+        std::fs::write(&adc, "{}").unwrap();
+        let adc_path: &'static str = Box::leak(adc.display().to_string().into_boxed_str());
+        let project_only = vars(&[
+            ("GOOGLE_CLOUD_PROJECT", "p"),
+            ("GOOGLE_CLOUD_LOCATION", "l"),
+        ]);
+        assert!(!has("google-vertex", None, &|k| {
+            (k == "GOOGLE_APPLICATION_CREDENTIALS")
+                .then(|| "/nonexistent/adc.json".to_string())
+                .or_else(|| project_only(k))
+        }));
+        assert!(has("google-vertex", None, &|k| {
+            (k == "GOOGLE_APPLICATION_CREDENTIALS")
+                .then(|| adc_path.to_string())
+                .or_else(|| project_only(k))
+        }));
+        // The legacy Azure id reads Azure's variable.
+        assert_eq!(
+            env_api_key(
+                "azure-openai-responses",
+                &vars(&[("AZURE_OPENAI_API_KEY", "z")])
+            )
+            .as_deref(),
+            Some("z")
         );
     }
 }

@@ -8,6 +8,7 @@
 use pi_formats::message::ThinkingLevel;
 
 use super::settings::Settings;
+use crate::collation::locale_compare;
 use crate::llm::Model;
 
 /// The thinking level when nothing else picks one.
@@ -782,7 +783,10 @@ pub fn format_model_list(models: &[Model], search: Option<&str>) -> String {
     if filtered.is_empty() {
         return format!("No models matching \"{}\"\n", search.unwrap_or(""));
     }
-    filtered.sort_by(|a, b| a.provider.cmp(&b.provider).then_with(|| a.id.cmp(&b.id)));
+    // Pi sorts with `localeCompare`, which ignores case at first: `MiniMaxAI/…` < `moonshotai/…`.
+    filtered.sort_by(|a, b| {
+        locale_compare(&a.provider, &b.provider).then_with(|| locale_compare(&a.id, &b.id))
+    });
     let header = [
         "provider", "model", "context", "max-out", "thinking", "images",
     ]

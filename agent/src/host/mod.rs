@@ -82,8 +82,9 @@ impl Host {
         self.agent
             .registry()
             .models
-            .into_iter()
+            .iter()
             .filter(|m| has_auth(&m.provider))
+            .cloned()
             .collect()
     }
 

@@ -22,6 +22,7 @@
 //! ```
 
 pub mod anthropic;
+pub mod catalog;
 pub mod google;
 mod http;
 pub mod json_stream;
@@ -49,6 +50,7 @@ use serde_json::{Map, Value};
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
+pub use catalog::{builtin_catalog, builtin_provider, BuiltinProvider, Catalog};
 pub use http::settings_client;
 pub use model::{api, builtin_models, find_model, InputKind, Model, ModelCost};
 pub use models_json::{load_models, resolve_config_value, ModelRegistry, ModelsJsonError};
@@ -402,6 +404,9 @@ async fn run_api(
         api::OPENAI_COMPLETIONS => openai_completions::run(model, context, options, em).await,
         api::ANTHROPIC_MESSAGES => anthropic::run(model, context, options, em).await,
         api::OPENAI_RESPONSES => openai_responses::run(model, context, options, em).await,
+        api::AZURE_OPENAI_RESPONSES => {
+            openai_responses::run_azure(model, context, options, em).await
+        }
         api::GOOGLE_GENERATIVE_AI => google::run(model, context, options, em).await,
         other => Err(format!("No API provider registered for api: {other}")),
     }

@@ -16,6 +16,8 @@ pub mod api {
     pub const OPENAI_COMPLETIONS: &str = "openai-completions";
     /// OpenAI Responses.
     pub const OPENAI_RESPONSES: &str = "openai-responses";
+    /// OpenAI Responses on an Azure OpenAI resource.
+    pub const AZURE_OPENAI_RESPONSES: &str = "azure-openai-responses";
     /// Anthropic Messages.
     pub const ANTHROPIC_MESSAGES: &str = "anthropic-messages";
     /// Google Generative AI (Gemini).
@@ -227,14 +229,10 @@ impl Model {
     }
 }
 
-static CATALOG_JSON: &str = include_str!("catalog.json");
-
-/// A small built-in catalog of well-known models (Anthropic, OpenAI, Google, DeepSeek, Groq,
-/// xAI), taken from Pi 1.6.0's generated catalog. models.json can add to and override it.
+/// Every built-in chat model (Pi 1.6.0's catalog, see [`super::catalog`]), in catalog order.
+/// models.json can add to and override them.
 pub fn builtin_models() -> Vec<Model> {
-    // The catalog is compiled in and covered by a test, so a parse failure is a build bug;
-    // still, return an empty catalog rather than panic.
-    serde_json::from_str(CATALOG_JSON).unwrap_or_default()
+    super::catalog::builtin_catalog().models.to_vec()
 }
 
 /// Find a model by provider and id in `models`.

@@ -8,12 +8,12 @@
 use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
 use std::process::Command;
+use std::sync::Arc;
 
 use serde_json::{Map, Value};
 
-use super::model::{
-    builtin_models, default_context_window, default_max_tokens, InputKind, Model, ModelCost,
-};
+use super::catalog::builtin_catalog;
+use super::model::{default_context_window, default_max_tokens, InputKind, Model, ModelCost};
 
 /// Loading models.json failed.
 #[derive(Debug, thiserror::Error)]
@@ -51,8 +51,10 @@ pub struct ProviderConfig {
 /// The model catalog after applying models.json.
 #[derive(Debug, Clone, Default)]
 pub struct ModelRegistry {
-    /// All models, built-in first, in catalog order.
-    pub models: Vec<Model>,
+    /// All models, built-in first, in catalog order. Shared: the built-in catalog has well
+    /// over a thousand models and registries are cloned freely, so a clone shares them and a
+    /// change copies them once ([`Arc::make_mut`]).
+    pub models: Arc<Vec<Model>>,
     /// Provider settings from models.json, by provider id.
     pub providers: HashMap<String, ProviderConfig>,
 }
@@ -61,7 +63,7 @@ impl ModelRegistry {
     /// Only the built-in catalog.
     pub fn builtin() -> Self {
         ModelRegistry {
-            models: builtin_models(),
+            models: builtin_catalog().models.clone(),
             providers: HashMap::new(),
         }
     }
@@ -291,7 +293,10 @@ pub fn parse_models_json(text: &str, path: &Path) -> Result<ModelRegistry, Model
         // Built-in provider: route through baseUrl, apply overrides.
         if builtin {
             let overrides = p.get("modelOverrides").and_then(Value::as_object);
-            for m in reg.models.iter_mut().filter(|m| &m.provider == pname) {
+            for m in Arc::make_mut(&mut reg.models)
+                .iter_mut()
+                .filter(|m| &m.provider == pname)
+            {
                 if let Some(u) = &base_url {
                     m.base_url = u.clone();
                 }
@@ -354,13 +359,10 @@ pub fn parse_models_json(text: &str, path: &Path) -> Result<ModelRegistry, Model
             };
             apply_override(&mut m, mo).map_err(|e| invalid(format!("{pname}/{id}: {e}")))?;
             // Same id within the provider replaces (built-in or earlier entry).
-            match reg
-                .models
-                .iter_mut()
-                .find(|x| &x.provider == pname && x.id == id)
-            {
+            let all = Arc::make_mut(&mut reg.models);
+            match all.iter_mut().find(|x| &x.provider == pname && x.id == id) {
                 Some(slot) => *slot = m,
-                None => reg.models.push(m),
+                None => all.push(m),
             }
         }
     }

@@ -20,7 +20,7 @@ use super::{
 };
 
 /// Providers whose `call|item` ids are kept as-is (other ids are sanitized).
-const TOOL_CALL_PROVIDERS: [&str; 3] = ["openai", "openai-codex", "opencode"];
+const TOOL_CALL_PROVIDERS: [&str; 4] = ["openai", "openai-codex", "opencode", "azure"];
 
 fn sanitize_id_part(part: &str) -> String {
     let s: String = part
@@ -365,10 +365,108 @@ pub(crate) async fn run(
     if let Some(key) = options.api_key.as_deref().filter(|k| !k.is_empty()) {
         headers.push(("authorization".into(), format!("Bearer {key}")));
     }
+    let url = http::join_url(&model.base_url, "responses");
+    stream_response(model, options, em, &url, headers, &body).await
+}
+
+/// `azure-openai-responses`: the Responses API of an Azure OpenAI resource. The endpoint is
+/// `AZURE_OPENAI_BASE_URL`, else `https://$AZURE_OPENAI_RESOURCE_NAME.openai.azure.com/openai/v1`,
+/// else the model's base URL; the key goes in an `api-key` header, the API version
+/// (`AZURE_OPENAI_API_VERSION`, default `v1`) in the query, and the model id is replaced by
+/// its deployment name from `AZURE_OPENAI_DEPLOYMENT_NAME_MAP` (`id=deployment,…`).
+pub(crate) async fn run_azure(
+    model: &Model,
+    context: &Context,
+    options: &StreamOptions,
+    em: &mut Emitter,
+) -> Result<(), String> {
+    let env = |name: &str| std::env::var(name).ok().filter(|v| !v.trim().is_empty());
+    let Some(key) = options.api_key.as_deref().filter(|k| !k.is_empty()) else {
+        return Err(format!("No API key for provider: {}", model.provider));
+    };
+    let base = azure_base_url(
+        env("AZURE_OPENAI_BASE_URL").as_deref(),
+        env("AZURE_OPENAI_RESOURCE_NAME").as_deref(),
+        &model.base_url,
+    )?;
+    let version = env("AZURE_OPENAI_API_VERSION").unwrap_or_else(|| "v1".into());
+    let mut body = build_request(model, context, options);
+    let deployment = azure_deployment_name(
+        &model.id,
+        env("AZURE_OPENAI_DEPLOYMENT_NAME_MAP").as_deref(),
+    );
+    body["model"] = json!(deployment);
+    let headers = vec![("api-key".to_string(), key.to_string())];
+    let url = format!(
+        "{}?api-version={version}",
+        http::join_url(&base, "responses")
+    );
+    stream_response(model, options, em, &url, headers, &body).await
+}
+
+/// The Azure endpoint (see [`run_azure`]). Resource roots on Azure hosts get the
+/// `/openai/v1` path the Responses API lives under.
+pub(crate) fn azure_base_url(
+    base_url: Option<&str>,
+    resource_name: Option<&str>,
+    model_base_url: &str,
+) -> Result<String, String> {
+    let chosen = match (base_url, resource_name) {
+        (Some(url), _) => url.trim().to_string(),
+        (None, Some(resource)) => format!("https://{}.openai.azure.com/openai/v1", resource.trim()),
+        (None, None) if !model_base_url.trim().is_empty() => model_base_url.trim().to_string(),
+        (None, None) => {
+            return Err(
+                "Azure OpenAI base URL is required. Set AZURE_OPENAI_BASE_URL or \
+                 AZURE_OPENAI_RESOURCE_NAME, or give the model a baseUrl."
+                    .into(),
+            )
+        }
+    };
+    let trimmed = chosen.trim_end_matches('/');
+    let url = reqwest::Url::parse(trimmed)
+        .map_err(|_| format!("Invalid Azure OpenAI base URL: {chosen}"))?;
+    let host = url.host_str().unwrap_or("");
+    let azure_host = [
+        ".openai.azure.com",
+        ".cognitiveservices.azure.com",
+        ".ai.azure.com",
+    ]
+    .iter()
+    .any(|suffix| host.ends_with(suffix));
+    let path = url.path().trim_end_matches('/');
+    if azure_host && matches!(path, "" | "/openai" | "/openai/v1/responses") {
+        let mut root = url.clone();
+        root.set_path("/openai/v1");
+        root.set_query(None);
+        return Ok(root.to_string().trim_end_matches('/').to_string());
+    }
+    Ok(trimmed.to_string())
+}
+
+/// The deployment serving `model_id`: its entry in `AZURE_OPENAI_DEPLOYMENT_NAME_MAP`, else
+/// the id itself.
+pub(crate) fn azure_deployment_name(model_id: &str, map: Option<&str>) -> String {
+    map.unwrap_or("")
+        .split(',')
+        .filter_map(|entry| entry.trim().split_once('='))
+        .find(|(id, deployment)| id.trim() == model_id && !deployment.trim().is_empty())
+        .map(|(_, deployment)| deployment.trim().to_string())
+        .unwrap_or_else(|| model_id.to_string())
+}
+
+/// Sends a Responses request and turns its SSE stream into events.
+async fn stream_response(
+    model: &Model,
+    options: &StreamOptions,
+    em: &mut Emitter,
+    url: &str,
+    mut headers: Vec<(String, String)>,
+    body: &Value,
+) -> Result<(), String> {
     headers.extend(model.headers.iter().map(|(k, v)| (k.clone(), v.clone())));
     headers.extend(options.headers.iter().map(|(k, v)| (k.clone(), v.clone())));
-    let url = http::join_url(&model.base_url, "responses");
-    let resp = http::post_json(options, &url, &headers, &body, ErrorStyle::OpenAi).await?;
+    let resp = http::post_json(options, url, &headers, body, ErrorStyle::OpenAi).await?;
     em.start().await;
 
     let mut reader = SseReader::new(resp);
@@ -649,5 +747,43 @@ mod tests {
             ("msg_1".into(), Some("final_answer".into()))
         );
         assert_eq!(parse_text_signature("legacy"), ("legacy".into(), None));
+    }
+}
+
+#[cfg(test)]
+mod azure_tests {
+    use super::*;
+
+    #[test]
+    fn azure_endpoint_and_deployment_follow_pi() {
+        assert_eq!(
+            azure_base_url(None, Some("res"), "").unwrap(),
+            "https://res.openai.azure.com/openai/v1"
+        );
+        // An explicit URL wins; Azure resource roots are completed, other hosts kept.
+        assert_eq!(
+            azure_base_url(
+                Some("https://x.cognitiveservices.azure.com/"),
+                Some("res"),
+                ""
+            )
+            .unwrap(),
+            "https://x.cognitiveservices.azure.com/openai/v1"
+        );
+        assert_eq!(
+            azure_base_url(None, None, "http://127.0.0.1:9/openai/v1/").unwrap(),
+            "http://127.0.0.1:9/openai/v1"
+        );
+        assert!(azure_base_url(None, None, "")
+            .unwrap_err()
+            .contains("base URL is required"));
+        assert!(azure_base_url(Some("not a url"), None, "")
+            .unwrap_err()
+            .contains("Invalid"));
+        let map = Some("gpt-5.4=my-gpt, deepseek-v4-pro=ds ,broken");
+        assert_eq!(azure_deployment_name("gpt-5.4", map), "my-gpt");
+        assert_eq!(azure_deployment_name("deepseek-v4-pro", map), "ds");
+        assert_eq!(azure_deployment_name("other", map), "other");
+        assert_eq!(azure_deployment_name("other", None), "other");
     }
 }

@@ -1,13 +1,11 @@
 //! The `ls` tool: one directory's entries, sorted, directories marked with `/`.
 
-use std::cmp::Ordering;
 use std::sync::OnceLock;
 
 use serde_json::json;
 use serde_json::Map;
 use serde_json::Value;
 use tokio_util::sync::CancellationToken;
-use unicode_normalization::UnicodeNormalization;
 
 use super::fs_util::node_path_error;
 use super::paths::search_root;
@@ -20,6 +18,7 @@ use super::ToolContext;
 use super::ToolError;
 use super::ToolOutput;
 use super::ToolUpdateFn;
+use crate::collation::locale_compare;
 
 const DEFAULT_LIMIT: usize = 500;
 
@@ -38,47 +37,6 @@ fn schema() -> &'static Value {
             }
         })
     })
-}
-
-/// Punctuation and symbols in the order of the Unicode root collation, which sorts them before
-/// digits and letters.
-const SYMBOL_ORDER: &str = "_-,;:!?.'\"()[]{}@*/\\&#%`^+<=>|~$";
-
-/// Primary collation weight of a character, approximating ICU's root collation that Node's
-/// `localeCompare` uses: whitespace, punctuation and symbols, digits, then letters by base letter.
-fn primary_weight(c: char) -> (u8, u32) {
-    if c.is_whitespace() {
-        return (0, c as u32);
-    }
-    if let Some(position) = SYMBOL_ORDER.find(c) {
-        return (1, position as u32);
-    }
-    if c.is_ascii_digit() {
-        return (3, c as u32);
-    }
-    if c.is_alphabetic() {
-        // Accented letters sort with their base letter at the primary level.
-        let base = c.nfd().next().unwrap_or(c);
-        return (4, base.to_lowercase().next().unwrap_or(base) as u32);
-    }
-    if c.is_ascii() {
-        return (2, c as u32);
-    }
-    (5, c as u32)
-}
-
-/// `a.localeCompare(b)` for lowercased file names, approximated: primary weights first, then
-/// accents, then code points so the order is total.
-fn locale_compare(a: &str, b: &str) -> Ordering {
-    let primary = |s: &str| s.chars().map(primary_weight).collect::<Vec<_>>();
-    primary(a)
-        .cmp(&primary(b))
-        .then_with(|| {
-            a.nfd()
-                .collect::<String>()
-                .cmp(&b.nfd().collect::<String>())
-        })
-        .then_with(|| a.cmp(b))
 }
 
 #[async_trait::async_trait]
