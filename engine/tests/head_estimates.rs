@@ -48,7 +48,7 @@ fn compare(session: &mut Session, name: &str) -> usize {
     for leaf in leaves.into_iter().flatten() {
         session.branch(&leaf).unwrap();
         let branch = session.branch_path();
-        let path = SessionPath::new(session, &branch.entries);
+        let path = SessionPath::of(session, &branch);
         let values: Vec<Value> = branch
             .entries
             .iter()

@@ -5,6 +5,7 @@ use super::CompactionSettings;
 use crate::context::transcript::current_system_message;
 use crate::context::{EntrySource, ProjectedEntry, Projection};
 use crate::js::{self, str_len, truthy, utf16_len};
+use crate::session::Mark;
 use serde::Serialize;
 use serde_json::Value;
 
@@ -264,9 +265,9 @@ fn usage_is_current<S: EntrySource + ?Sized>(
     let usage_entry_index = usage_entry_id
         .filter(|id| !id.is_empty())
         .and_then(|id| path.position_of_id(id, 0..path.len()));
-    let latest_invalidating = (0..path.len())
-        .rev()
-        .find(|&i| matches!(path.kind(i), "context_edit" | "compaction"));
+    let latest_invalidating = path
+        .last_mark(Mark::ContextEdit)
+        .max(path.last_mark(Mark::Compaction));
     match (usage_entry_index, latest_invalidating) {
         (None, _) => false,
         (Some(_), None) => true,
@@ -278,9 +279,7 @@ fn usage_is_current<S: EntrySource + ?Sized>(
 /// milliseconds). A response older than it reflects the context before it.
 /// Reads only entry heads.
 pub fn latest_compaction_millis<S: EntrySource + ?Sized>(path: &S) -> Option<f64> {
-    (0..path.len())
-        .rev()
-        .find(|&i| path.kind(i) == "compaction")
+    path.last_mark(Mark::Compaction)
         .and_then(|i| path.timestamp(i))
         .and_then(pi_formats::time::parse_millis)
 }

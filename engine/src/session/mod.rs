@@ -10,6 +10,7 @@
 
 mod heads;
 mod load;
+mod marks;
 mod text;
 mod tree;
 pub mod verify;
@@ -17,6 +18,7 @@ mod write;
 
 pub use heads::{HeadCache, OpenedFrom};
 pub use load::{LoadError, LoadReport};
+pub use marks::{Mark, PathMarks};
 pub use tree::{LeafChoice, PathWalk, Tree, TreeNode};
 pub use write::AppendError;
 pub use write::PreparedEntry;
