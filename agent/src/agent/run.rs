@@ -775,7 +775,7 @@ impl AgentSession {
             let branch = s.branch_path();
             let path = SessionPath::of(s, &branch);
             if st.opts.model.is_none()
-                || compaction::prepare_compaction(&path, &st.opts.compaction).is_none()
+                || compaction::plan_compaction(&path, &st.opts.compaction).is_none()
             {
                 return Err(AgentError::Other("nothing to compact".into()));
             }

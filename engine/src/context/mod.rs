@@ -120,7 +120,17 @@ pub fn project<S: EntrySource + ?Sized>(path: &S) -> Projection {
 /// The projection one context entry at a time, in order: `each(pos, messages)`.
 /// Nothing is kept between calls, so a caller that writes each entry's messages
 /// out holds one entry's values at a time, whatever the context's size.
-pub fn project_each<S: EntrySource + ?Sized>(path: &S, mut each: impl FnMut(usize, Vec<Value>)) {
+pub fn project_each<S: EntrySource + ?Sized>(path: &S, each: impl FnMut(usize, Vec<Value>)) {
+    project_each_where(path, |_| true, each);
+}
+
+/// [`project_each`] for the context entries whose index (in context order, the
+/// index into `Projection::entries`) `wanted` accepts; the others are not parsed.
+pub fn project_each_where<S: EntrySource + ?Sized>(
+    path: &S,
+    mut wanted: impl FnMut(usize) -> bool,
+    mut each: impl FnMut(usize, Vec<Value>),
+) {
     let positions = context_entry_positions(path);
     let mut edits: HashMap<String, usize> = HashMap::new();
     for &pos in &positions {
@@ -131,6 +141,9 @@ pub fn project_each<S: EntrySource + ?Sized>(path: &S, mut each: impl FnMut(usiz
         }
     }
     for (n, &pos) in positions.iter().enumerate() {
+        if !wanted(n) {
+            continue;
+        }
         // An older compaction inside the kept range contributes nothing: its
         // summary is already folded into the newest one at position zero.
         let messages = if path.kind(pos) == "compaction" && n > 0 {

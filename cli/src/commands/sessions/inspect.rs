@@ -275,8 +275,9 @@ impl<'a> Report<'a> {
             });
             serde_json::to_writer(&mut *out, &settings_json)?;
             out.write_all(b",\"preparation\":")?;
-            match compaction::prepare_compaction(&path, settings) {
-                Some(prep) => serde_json::to_writer(&mut *out, &prep)?,
+            // Written as it is read from the session: the plan holds no message.
+            match compaction::plan_compaction(&path, settings) {
+                Some(plan) => plan.write_json(&path, &mut *out)?,
                 None => {
                     out.write_all(b"null,\"reason\":")?;
                     serde_json::to_writer(&mut *out, compaction::no_preparation_reason(&path))?;
