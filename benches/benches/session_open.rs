@@ -62,7 +62,7 @@ fn open_and_context(c: &mut Criterion) {
         b.iter(|| {
             let session = Session::open(&path).unwrap();
             let branch = session.branch_path();
-            let projection = context::project(&SessionPath::new(&session, &branch.entries));
+            let projection = context::project(&SessionPath::of(&session, &branch));
             let llm = context::convert_to_llm(projection.messages());
             llm.len()
         })
@@ -81,7 +81,7 @@ fn open_and_context(c: &mut Criterion) {
         b.iter(|| {
             let (session, _) = Session::open_cached(&path, Some(&cache)).unwrap();
             let branch = session.branch_path();
-            let projection = context::project(&SessionPath::new(&session, &branch.entries));
+            let projection = context::project(&SessionPath::of(&session, &branch));
             let llm = context::convert_to_llm(projection.messages());
             llm.len()
         })

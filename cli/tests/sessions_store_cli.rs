@@ -357,6 +357,96 @@ fn export_jsonl_gives_the_stored_bytes_and_resolves_ids_safely() {
     }
 }
 
+/// Exports stream from the (mapped) file to the output instead of building the page or
+/// document in memory: the bytes are still exactly what the engine renders, on stdout
+/// and with `-o`, for a session large enough to be mapped and to span many buffers.
+#[test]
+fn streamed_exports_are_the_rendered_bytes() {
+    let env = Env::new();
+    let f = env.path("big.jsonl");
+    let mut lines = vec![header(
+        "bbbb0000-0000-7000-8000-000000000001",
+        "2026-01-01T00:00:00.000Z",
+        "/proj/big",
+    )];
+    let mut parent: Option<String> = None;
+    for i in 0..400 {
+        let (u, a) = (format!("u{i}"), format!("a{i}"));
+        // Text with markup, a CR and controls, so the escaping of every writer is crossed.
+        let text = format!("<b>question {i}</b>\r\u{1b}[31m & {}", "x".repeat(4000));
+        lines.push(user(
+            &u,
+            parent.as_deref(),
+            "2026-01-01T00:01:00.000Z",
+            &text,
+        ));
+        lines.push(assistant(
+            &a,
+            &u,
+            "2026-01-01T00:01:01.000Z",
+            &"answer ".repeat(600),
+        ));
+        parent = Some(a);
+    }
+    let original = write_session(&f, &lines);
+    assert!(original.len() > 2 << 20, "large enough to be mapped");
+    let file = f.display().to_string();
+    let session = pi_engine::session::Session::open(&f).unwrap();
+    for (format, engine) in [
+        ("html", pi_engine::export::Format::Html),
+        ("md", pi_engine::export::Format::Markdown),
+        ("jsonl", pi_engine::export::Format::Jsonl),
+    ] {
+        let rendered = pi_engine::export::render(&session, engine);
+        let stdout = env.ok_bytes(&["export", &file, "--format", format]);
+        assert!(stdout == rendered, "{format} on stdout");
+        let out = env.path(&format!("out.{format}"));
+        env.ok(&[
+            "export",
+            &file,
+            "--format",
+            format,
+            "-o",
+            &out.display().to_string(),
+        ]);
+        assert!(fs::read(&out).unwrap() == rendered, "{format} with -o");
+    }
+    assert!(env.ok_bytes(&["export", &file]) == original);
+}
+
+/// A session that cannot be read is reported before any output exists: `-o` leaves an
+/// existing file as it was and creates none.
+#[test]
+fn a_failed_export_leaves_the_output_alone() {
+    let env = Env::new();
+    let bad = env.path("bad.jsonl");
+    fs::write(&bad, b"not a session\n").unwrap();
+    let kept = env.path("kept.html");
+    fs::write(&kept, b"before").unwrap();
+    for (format, out) in [("html", &kept), ("md", &env.path("new.md"))] {
+        let run = env.run(&[
+            "export",
+            &bad.display().to_string(),
+            "--format",
+            format,
+            "-o",
+            &out.display().to_string(),
+        ]);
+        assert!(!run.status.success(), "{format}");
+        let err = String::from_utf8_lossy(&run.stderr);
+        assert!(err.contains("bad.jsonl"), "{format}: {err}");
+    }
+    assert_eq!(fs::read(&kept).unwrap(), b"before");
+    assert!(!env.path("new.md").exists());
+    // Only the files written above are there: no temp file was left behind.
+    let mut names: Vec<String> = fs::read_dir(env.dir.path())
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    names.sort();
+    assert_eq!(names, ["agent", "bad.jsonl", "kept.html", "work"]);
+}
+
 const M: &str = "pwn7e3";
 
 fn payloads() -> Vec<String> {

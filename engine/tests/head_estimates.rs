@@ -10,7 +10,7 @@
 
 use pi_engine::compaction::{
     context_tokens_after_response, estimate_projected_context_tokens, latest_compaction_millis,
-    no_preparation_reason, prepare_compaction, CompactionSettings,
+    no_preparation_reason, plan_compaction, prepare_compaction, CompactionSettings,
 };
 use pi_engine::context::{project, SessionPath};
 use pi_engine::session::Session;
@@ -51,7 +51,7 @@ fn compare(session: &mut Session, name: &str) -> usize {
     for leaf in leaves.into_iter().flatten() {
         session.branch(&leaf).unwrap();
         let branch = session.branch_path();
-        let path = SessionPath::new(session, &branch.entries);
+        let path = SessionPath::of(session, &branch);
         let values: Vec<Value> = branch
             .entries
             .iter()
@@ -103,10 +103,23 @@ fn compare(session: &mut Session, name: &str) -> usize {
                 keep_recent_tokens: keep,
                 ..CompactionSettings::default()
             };
+            let prepared = prepare_compaction(&values, &settings);
             assert_eq!(
                 prepare_compaction(&path, &settings),
-                prepare_compaction(&values, &settings),
+                prepared,
                 "{at}: compaction plan, keepRecentTokens={keep}"
+            );
+            // The preparation written message by message (what `inspect` prints) is
+            // its serialization.
+            let streamed = plan_compaction(&path, &settings).map(|plan| {
+                let mut out = Vec::new();
+                plan.write_json(&path, &mut out).unwrap();
+                String::from_utf8(out).unwrap()
+            });
+            assert_eq!(
+                streamed,
+                prepared.map(|p| serde_json::to_string(&p).unwrap()),
+                "{at}: streamed preparation, keepRecentTokens={keep}"
             );
         }
         assert_eq!(

@@ -585,7 +585,7 @@ impl AgentSession {
     pub fn messages(&self) -> Vec<Value> {
         self.with_session(|s| {
             let branch = s.branch_path();
-            let path = SessionPath::new(s, &branch.entries);
+            let path = SessionPath::of(s, &branch);
             context::project(&path).messages().cloned().collect()
         })
     }
@@ -596,7 +596,7 @@ impl AgentSession {
     pub fn for_each_message(&self, mut each: impl FnMut(&Value)) {
         self.with_session(|s| {
             let branch = s.branch_path();
-            let path = SessionPath::new(s, &branch.entries);
+            let path = SessionPath::of(s, &branch);
             context::project_each(&path, |_, messages| messages.iter().for_each(&mut each));
         })
     }
@@ -622,7 +622,7 @@ impl AgentSession {
         let (level, model) = {
             let s = &st.session;
             let branch = s.branch_path();
-            let path = SessionPath::new(s, &branch.entries);
+            let path = SessionPath::of(s, &branch);
             context::context_settings(&path)
         };
         if let Some(m) = model {

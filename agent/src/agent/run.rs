@@ -395,7 +395,7 @@ impl AgentSession {
         let current = {
             let s = &st.session;
             let branch = s.branch_path();
-            let path = SessionPath::new(s, &branch.entries);
+            let path = SessionPath::of(s, &branch);
             let projected = context::project(&path);
             let has_system = projected
                 .messages()
@@ -538,7 +538,7 @@ impl AgentSession {
             let model = st.opts.model.clone().ok_or(AgentError::NoModel)?;
             let s = &st.session;
             let branch = s.branch_path();
-            let path = SessionPath::new(s, &branch.entries);
+            let path = SessionPath::of(s, &branch);
             let projection = context::project(&path);
             let values: Vec<Value> = projection.messages().cloned().collect();
             let mut converted = context::convert_to_llm(&values);
@@ -772,7 +772,7 @@ impl AgentSession {
             let branch = s.branch_path();
             // Types, ids and timestamps come from the index: only the context
             // entries are parsed (by the projection), never the whole branch.
-            let path = SessionPath::new(s, &branch.entries);
+            let path = SessionPath::of(s, &branch);
             if compaction::latest_compaction_millis(&path)
                 .is_some_and(|c| last.timestamp as f64 <= c)
             {
@@ -811,7 +811,7 @@ impl AgentSession {
             }
             let s = &st.session;
             let branch = s.branch_path();
-            let path = SessionPath::new(s, &branch.entries);
+            let path = SessionPath::of(s, &branch);
             let tokens =
                 compaction::estimate_projected_context_tokens(&context::project(&path), &path)
                     .tokens;
@@ -858,9 +858,9 @@ impl AgentSession {
             let st = lock(&self.shared.state);
             let s = &st.session;
             let branch = s.branch_path();
-            let path = SessionPath::new(s, &branch.entries);
+            let path = SessionPath::of(s, &branch);
             if st.opts.model.is_none()
-                || compaction::prepare_compaction(&path, &st.opts.compaction).is_none()
+                || compaction::plan_compaction(&path, &st.opts.compaction).is_none()
             {
                 return Err(AgentError::Other("nothing to compact".into()));
             }
@@ -884,7 +884,7 @@ impl AgentSession {
             st.is_compacting = true;
             let s = &st.session;
             let branch = s.branch_path();
-            let path = SessionPath::new(s, &branch.entries);
+            let path = SessionPath::of(s, &branch);
             let prep = compaction::prepare_compaction(&path, &st.opts.compaction);
             let no_prep_reason = compaction::no_preparation_reason(&path);
             let events = RetryEvents {
@@ -939,7 +939,7 @@ impl AgentSession {
             st.is_compacting = false;
             let s = &st.session;
             let branch = s.branch_path();
-            let path = SessionPath::new(s, &branch.entries);
+            let path = SessionPath::of(s, &branch);
             compaction::estimate_projected_context_tokens(&context::project(&path), &path).tokens
         };
         let mut out = Map::new();

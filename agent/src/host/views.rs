@@ -242,7 +242,7 @@ impl Host {
         // while the session is locked.
         self.agent.with_session(|s| {
             let branch = s.branch_path();
-            let path = pi_engine::context::SessionPath::new(s, &branch.entries);
+            let path = pi_engine::context::SessionPath::of(s, &branch);
             let mut result = out
                 .write_all(&head.as_bytes()[..head.len() - 1])
                 .and_then(|()| out.write_all(b",\"data\":{\"messages\":["));
@@ -327,7 +327,7 @@ impl Host {
         let window = a.model().map_or(0, |m| m.context_window);
         let tokens = a.with_session(|s| {
             let branch = s.branch_path();
-            let path = pi_engine::context::SessionPath::new(s, &branch.entries);
+            let path = pi_engine::context::SessionPath::of(s, &branch);
             let projection = pi_engine::context::project(&path);
             pi_engine::compaction::estimate_projected_context_tokens(&projection, &path)
         });

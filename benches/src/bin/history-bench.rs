@@ -136,7 +136,7 @@ fn open(args: &[String]) -> Result<(), Box<dyn std::error::Error>> {
         || {
             let session = warm_open()?;
             let branch = session.branch_path();
-            let projection = context::project(&SessionPath::new(&session, &branch.entries));
+            let projection = context::project(&SessionPath::of(&session, &branch));
             Ok(context::convert_to_llm(projection.messages()).len())
         },
         n,

@@ -47,8 +47,8 @@ pub use branch::{
 };
 pub use file_ops::{compute_file_lists, format_file_operations, FileLists, FileOps};
 pub use prepare::{
-    find_cut_point, no_preparation_reason, prepare_compaction, CompactionPreparation, CutPoint,
-    REASON_ALREADY_COMPACTED, REASON_TOO_SMALL,
+    find_cut_point, no_preparation_reason, plan_compaction, prepare_compaction, CompactionPlan,
+    CompactionPreparation, CutPoint, REASON_ALREADY_COMPACTED, REASON_TOO_SMALL,
 };
 pub use serialize::{
     branch_summary_prompt, history_summary_prompt, serialize_conversation, turn_prefix_prompt,
@@ -63,7 +63,7 @@ pub use summarize::{
 pub use tokens::{
     calculate_context_tokens, context_tokens_after_response, estimate_context_tokens,
     estimate_projected_context_tokens, estimate_tokens, last_assistant_usage,
-    latest_compaction_millis, should_compact, ContextTokens, ContextTokensAcc,
+    latest_compaction_millis, should_compact, ContextTokens, ContextTokensAcc, ProjectedTokensAcc,
     ESTIMATED_IMAGE_CHARS,
 };
 

@@ -10,9 +10,9 @@
 //! separately as the "turn prefix".
 
 use super::file_ops::{FileLists, FileOps};
-use super::tokens::{estimate_projected_context_tokens, estimate_tokens};
+use super::tokens::{estimate_tokens, ProjectedTokensAcc};
 use super::CompactionSettings;
-use crate::context::{entry_messages, project, EntrySource};
+use crate::context::{entry_messages, project_each, project_each_where, EntrySource};
 use crate::js;
 use serde::ser::SerializeStruct;
 use serde::{Serialize, Serializer};
@@ -134,75 +134,74 @@ fn is_turn_start_message(message: &Value) -> bool {
     )
 }
 
-/// Token estimate of a list of messages.
-fn messages_tokens(messages: &[Value]) -> u64 {
-    messages.iter().map(estimate_tokens).sum()
-}
-
-/// The view of an entry the cut search needs; implemented over raw path
-/// entries (the exported `findCutPoint`) and over projected ones (what
-/// `prepareCompaction` uses).
-trait CutEntry {
-    fn is_compaction(&self) -> bool;
-    /// The messages this entry contributes.
-    fn messages(&self) -> std::borrow::Cow<'_, [Value]>;
-}
-
-struct Raw<'a>(&'a Value);
-
-impl CutEntry for Raw<'_> {
-    fn is_compaction(&self) -> bool {
-        kind_of(self.0) == "compaction"
-    }
-    fn messages(&self) -> std::borrow::Cow<'_, [Value]> {
-        std::borrow::Cow::Owned(entry_messages(self.0))
-    }
-}
-
-/// A projected entry: where its source is on the path, the source's type, and
-/// the messages it contributes. The source itself is parsed only where a rule
-/// needs more than its type (see [`is_recovery_omission_suffix`]).
-struct Projected<'a> {
+/// What the cut search needs of one entry: not its messages, only a few facts
+/// about them, so a plan over a huge context holds a few words per entry.
+#[derive(Debug, Clone, Copy)]
+struct CutEntry {
+    /// Position of the entry's source on the path (projected entries only).
     pos: usize,
-    kind: &'a str,
-    messages: &'a [Value],
+    is_compaction: bool,
+    /// The entry's `type` is `context_edit` / `message` (the recovery-suffix rule).
+    is_context_edit: bool,
+    is_message: bool,
+    /// How many messages it contributes, and how many of them a summary takes
+    /// (none from a compaction, no system messages).
+    messages: usize,
+    summarizable: usize,
+    tokens: u64,
+    /// One of its messages may start the kept part / begins a turn.
+    has_cut_point: bool,
+    has_turn_start: bool,
 }
 
-impl CutEntry for Projected<'_> {
-    fn is_compaction(&self) -> bool {
-        self.kind == "compaction"
+impl CutEntry {
+    fn new(pos: usize, kind: &str, messages: &[Value]) -> CutEntry {
+        let is_compaction = kind == "compaction";
+        CutEntry {
+            pos,
+            is_compaction,
+            is_context_edit: kind == "context_edit",
+            is_message: kind == "message",
+            messages: messages.len(),
+            summarizable: if is_compaction {
+                0
+            } else {
+                messages
+                    .iter()
+                    .filter(|m| role_of(m) != Some("system"))
+                    .count()
+            },
+            tokens: messages.iter().map(estimate_tokens).sum(),
+            has_cut_point: messages.iter().any(is_cut_point_message),
+            has_turn_start: messages.iter().any(is_turn_start_message),
+        }
     }
-    fn messages(&self) -> std::borrow::Cow<'_, [Value]> {
-        std::borrow::Cow::Borrowed(self.messages)
+
+    fn is_turn_start(&self) -> bool {
+        !self.is_compaction && self.has_turn_start
     }
 }
 
-fn is_turn_start<E: CutEntry>(entry: &E) -> bool {
-    !entry.is_compaction() && entry.messages().iter().any(is_turn_start_message)
-}
-
-fn find_turn_start<E: CutEntry>(entries: &[E], from: usize, start: usize) -> Option<usize> {
-    (start..=from).rev().find(|&i| is_turn_start(&entries[i]))
+fn find_turn_start(entries: &[CutEntry], from: usize, start: usize) -> Option<usize> {
+    (start..=from).rev().find(|&i| entries[i].is_turn_start())
 }
 
 /// The search shared by both cut finders, up to (not including) the final
 /// metadata scan: the cut candidates and the first chosen cut, plus whether the
 /// kept tokens reached the budget.
-fn initial_cut<E: CutEntry>(
-    entries: &[E],
+fn initial_cut(
+    entries: &[CutEntry],
     start: usize,
     end: usize,
     keep_recent_tokens: u64,
 ) -> Option<(usize, bool)> {
     let cut_points: Vec<usize> = (start..end)
-        .filter(|&i| {
-            !entries[i].is_compaction() && entries[i].messages().iter().any(is_cut_point_message)
-        })
+        .filter(|&i| !entries[i].is_compaction && entries[i].has_cut_point)
         .collect();
     let (&first, &last) = (cut_points.first()?, cut_points.last()?);
     let mut accumulated = 0u64;
     for i in (start..end).rev() {
-        let tokens = messages_tokens(&entries[i].messages());
+        let tokens = entries[i].tokens;
         if tokens == 0 {
             continue;
         }
@@ -219,10 +218,10 @@ fn initial_cut<E: CutEntry>(
 
 /// Moves the cut back over entries that contribute nothing (labels, model
 /// changes…), so they stay with the kept part; stops at a compaction.
-fn include_metadata<E: CutEntry>(entries: &[E], mut cut: usize, start: usize) -> usize {
+fn include_metadata(entries: &[CutEntry], mut cut: usize, start: usize) -> usize {
     while cut > start {
         let previous = &entries[cut - 1];
-        if previous.is_compaction() || !previous.messages().is_empty() {
+        if previous.is_compaction || previous.messages > 0 {
             break;
         }
         cut -= 1;
@@ -230,9 +229,8 @@ fn include_metadata<E: CutEntry>(entries: &[E], mut cut: usize, start: usize) ->
     cut
 }
 
-fn finish_cut<E: CutEntry>(entries: &[E], cut: usize, start: usize) -> CutPoint {
-    let starts_turn = is_turn_start(&entries[cut]);
-    let turn_start = if starts_turn {
+fn finish_cut(entries: &[CutEntry], cut: usize, start: usize) -> CutPoint {
+    let turn_start = if entries[cut].is_turn_start() {
         None
     } else {
         find_turn_start(entries, cut, start)
@@ -253,7 +251,6 @@ pub fn find_cut_point(
     keep_recent_tokens: u64,
 ) -> CutPoint {
     let end = end.min(path.len());
-    let entries: Vec<Raw<'_>> = path.iter().map(Raw).collect();
     let no_cut = CutPoint {
         first_kept_entry_index: start,
         turn_start_index: None,
@@ -262,6 +259,11 @@ pub fn find_cut_point(
     if start >= end {
         return no_cut;
     }
+    let entries: Vec<CutEntry> = path
+        .iter()
+        .enumerate()
+        .map(|(pos, entry)| CutEntry::new(pos, kind_of(entry), &entry_messages(entry)))
+        .collect();
     let Some((cut, _)) = initial_cut(&entries, start, end, keep_recent_tokens) else {
         return no_cut;
     };
@@ -272,7 +274,7 @@ pub fn find_cut_point(
 /// Pi's `findProjectedCutPoint`.
 fn find_projected_cut_point<S: EntrySource + ?Sized>(
     path: &S,
-    entries: &[Projected<'_>],
+    entries: &[CutEntry],
     start: usize,
     end: usize,
     keep_recent_tokens: u64,
@@ -301,23 +303,20 @@ fn find_projected_cut_point<S: EntrySource + ?Sized>(
 /// metadata, keeping it would keep nothing the model sees, so the cut moves one
 /// entry on. Any visible input after the cut, an edit replacing something outside
 /// the suffix, or a compaction keeps the cut where it is.
-fn is_recovery_omission_suffix<S: EntrySource + ?Sized>(
-    path: &S,
-    suffix: &[Projected<'_>],
-) -> bool {
+fn is_recovery_omission_suffix<S: EntrySource + ?Sized>(path: &S, suffix: &[CutEntry]) -> bool {
     // The suffix is the kept part's tail: parsing its sources is cheap.
     let sources: Vec<std::borrow::Cow<'_, Value>> =
         suffix.iter().map(|e| path.value(e.pos)).collect();
     let intrinsically_visible =
-        |n: usize| suffix[n].kind != "context_edit" && !entry_messages(&sources[n]).is_empty();
-    let omitted = |n: usize| intrinsically_visible(n) && suffix[n].messages.is_empty();
+        |n: usize| !suffix[n].is_context_edit && !entry_messages(&sources[n]).is_empty();
+    let omitted = |n: usize| intrinsically_visible(n) && suffix[n].messages == 0;
     let id_of = |v: &Value| v.get("id").and_then(Value::as_str).map(str::to_string);
     let omitted_ids: Vec<Option<String>> = (0..suffix.len())
         .filter(|&n| omitted(n))
         .map(|n| id_of(&sources[n]))
         .collect();
     let has_external_replacement = (0..suffix.len()).any(|n| {
-        suffix[n].kind == "context_edit"
+        suffix[n].is_context_edit
             // A missing `replacement` is not `null` in Pi's strict comparison.
             && sources[n].get("replacement") != Some(&Value::Null)
             && !omitted_ids.contains(
@@ -328,22 +327,32 @@ fn is_recovery_omission_suffix<S: EntrySource + ?Sized>(
         return false;
     }
     let has_omitted_assistant = (0..suffix.len()).any(|n| {
-        suffix[n].kind == "message"
+        suffix[n].is_message
             && sources[n].get("message").and_then(role_of) == Some("assistant")
             && omitted(n)
     });
     has_omitted_assistant
         && (0..suffix.len())
-            .all(|n| suffix[n].kind != "compaction" && (!intrinsically_visible(n) || omitted(n)))
+            .all(|n| !suffix[n].is_compaction && (!intrinsically_visible(n) || omitted(n)))
 }
 
-/// A projected entry's contribution to the summary: nothing from the compaction
-/// itself (its summary travels as `previousSummary`), and no system messages.
-/// The messages are moved out, not copied.
-fn summarizable_messages(is_compaction: bool, messages: Vec<Value>) -> impl Iterator<Item = Value> {
-    messages
-        .into_iter()
-        .filter(move |m| !is_compaction && role_of(m) != Some("system"))
+/// What a compaction of a branch summarizes, decided over the projected context
+/// without holding its messages (Pi's `prepareCompaction` up to collecting them):
+/// a few words per context entry while planning, nothing after. The messages are
+/// read again from the path when the preparation is built
+/// ([`CompactionPlan::preparation`]) or written out ([`CompactionPlan::write_json`]).
+#[derive(Debug, Clone, PartialEq)]
+pub struct CompactionPlan {
+    pub first_kept_entry_id: String,
+    pub is_split_turn: bool,
+    pub tokens_before: u64,
+    pub previous_summary: Option<String>,
+    /// Path position of the compaction this one builds on (its file lists carry over).
+    previous_pos: Option<usize>,
+    /// Context entry indices summarized into the history / the turn prefix.
+    summarize: std::ops::Range<usize>,
+    turn_prefix: std::ops::Range<usize>,
+    pub settings: CompactionSettings,
 }
 
 /// Pi's `prepareCompaction` over a root-first branch. `None` when there is
@@ -352,37 +361,36 @@ pub fn prepare_compaction<S: EntrySource + ?Sized>(
     path: &S,
     settings: &CompactionSettings,
 ) -> Option<CompactionPreparation> {
+    Some(plan_compaction(path, settings)?.preparation(path))
+}
+
+/// The plan of [`prepare_compaction`], its messages left on the path. One pass
+/// over the context, one entry's values at a time.
+pub fn plan_compaction<S: EntrySource + ?Sized>(
+    path: &S,
+    settings: &CompactionSettings,
+) -> Option<CompactionPlan> {
     if !path.is_empty() && path.kind(path.len() - 1) == "compaction" {
         return None;
     }
-    let projection = project(path);
-    let tokens_before = estimate_projected_context_tokens(&projection, path).tokens;
-    // Only the projected messages are held; sources are read from the path where a
-    // rule needs them (the previous compaction, the kept tail's suffix check).
-    let entries: Vec<Projected<'_>> = projection
-        .entries
-        .iter()
-        .filter(|e| e.pos < path.len())
-        .map(|e| Projected {
-            pos: e.pos,
-            kind: path.kind(e.pos),
-            messages: &e.messages,
-        })
-        .collect();
+    let mut tokens = ProjectedTokensAcc::default();
+    let mut entries: Vec<CutEntry> = Vec::new();
+    project_each(path, |pos, messages| {
+        tokens.push(pos, &messages);
+        entries.push(CutEntry::new(pos, path.kind(pos), &messages));
+    });
+    let tokens_before = tokens.finish(path).tokens;
     // The newest compaction is projected first; older ones inside its kept range
     // project to nothing.
     let previous = entries
         .iter()
-        .position(|e| e.is_compaction() && !e.messages.is_empty());
-    let previous_source = previous.map(|i| path.value(entries[i].pos));
-    let previous_summary =
-        previous_source
-            .as_deref()
-            .and_then(|source| match source.get("summary") {
-                None | Some(Value::Null) => None,
-                Some(Value::String(s)) => Some(s.clone()),
-                other => Some(js::to_js_string(other)),
-            });
+        .position(|e| e.is_compaction && e.messages > 0);
+    let previous_pos = previous.map(|i| entries[i].pos);
+    let previous_summary = previous_pos.and_then(|pos| match path.value(pos).get("summary") {
+        None | Some(Value::Null) => None,
+        Some(Value::String(s)) => Some(s.clone()),
+        other => Some(js::to_js_string(other)),
+    });
     let boundary_start = previous.map_or(0, |i| i + 1);
     let boundary_end = entries.len();
     let cut = find_projected_cut_point(
@@ -401,48 +409,160 @@ pub fn prepare_compaction<S: EntrySource + ?Sized>(
         Some(turn_start) if cut.is_split_turn => turn_start,
         _ => cut.first_kept_entry_index,
     };
-    let is_compaction: Vec<bool> = entries.iter().map(CutEntry::is_compaction).collect();
-    drop(entries);
-    // The summarized spans take their messages out of the projection.
-    let mut owned: Vec<Vec<Value>> = projection
-        .entries
-        .into_iter()
-        .filter(|e| e.pos < path.len())
-        .map(|e| e.messages)
-        .collect();
-    let mut span = |from: usize, to: usize| -> Vec<Value> {
-        let to = to.max(from).min(owned.len());
-        let from = from.min(to);
-        (from..to)
-            .flat_map(|i| summarizable_messages(is_compaction[i], std::mem::take(&mut owned[i])))
-            .collect()
+    let span = |from: usize, to: usize| {
+        let to = to.max(from).min(entries.len());
+        from.min(to)..to
     };
-    let messages_to_summarize = span(boundary_start, history_end);
-    let turn_prefix_messages = if cut.is_split_turn {
+    let summarize = span(boundary_start, history_end);
+    let turn_prefix = if cut.is_split_turn {
         span(history_end, cut.first_kept_entry_index)
     } else {
-        Vec::new()
+        0..0
     };
-    if messages_to_summarize.is_empty() && turn_prefix_messages.is_empty() {
+    let summarizable = |r: &std::ops::Range<usize>| -> usize {
+        entries[r.clone()].iter().map(|e| e.summarizable).sum()
+    };
+    if summarizable(&summarize) == 0 && summarizable(&turn_prefix) == 0 {
         return None;
     }
-    let mut file_ops = FileOps::default();
-    if let Some(source) = &previous_source {
-        file_ops.add_from_details(source);
-    }
-    for message in messages_to_summarize.iter().chain(&turn_prefix_messages) {
-        file_ops.add_from_message(message);
-    }
-    Some(CompactionPreparation {
+    Some(CompactionPlan {
         first_kept_entry_id,
-        messages_to_summarize,
-        turn_prefix_messages,
         is_split_turn: cut.is_split_turn,
         tokens_before,
         previous_summary,
-        file_ops,
+        previous_pos,
+        summarize,
+        turn_prefix,
         settings: *settings,
     })
+}
+
+impl CompactionPlan {
+    /// The summarized messages of the context entries in `span`, in order.
+    fn each_message<S: EntrySource + ?Sized>(
+        &self,
+        path: &S,
+        span: &std::ops::Range<usize>,
+        mut each: impl FnMut(Value),
+    ) {
+        if span.is_empty() {
+            return;
+        }
+        project_each_where(
+            path,
+            |n| span.contains(&n),
+            |pos, messages| {
+                summarizable_messages(path.kind(pos) == "compaction", messages).for_each(&mut each)
+            },
+        );
+    }
+
+    /// The file operations: the previous summary's lists, then every summarized call.
+    fn file_ops<S: EntrySource + ?Sized>(&self, path: &S) -> FileOps {
+        let mut file_ops = FileOps::default();
+        if let Some(pos) = self.previous_pos {
+            file_ops.add_from_details(&path.value(pos));
+        }
+        for span in [&self.summarize, &self.turn_prefix] {
+            self.each_message(path, span, |m| file_ops.add_from_message(&m));
+        }
+        file_ops
+    }
+
+    /// The whole preparation, its messages read from `path` (the branch planned on).
+    pub fn preparation<S: EntrySource + ?Sized>(&self, path: &S) -> CompactionPreparation {
+        let mut messages_to_summarize = Vec::new();
+        self.each_message(path, &self.summarize, |m| messages_to_summarize.push(m));
+        let mut turn_prefix_messages = Vec::new();
+        self.each_message(path, &self.turn_prefix, |m| turn_prefix_messages.push(m));
+        let mut file_ops = FileOps::default();
+        if let Some(pos) = self.previous_pos {
+            file_ops.add_from_details(&path.value(pos));
+        }
+        for message in messages_to_summarize.iter().chain(&turn_prefix_messages) {
+            file_ops.add_from_message(message);
+        }
+        CompactionPreparation {
+            first_kept_entry_id: self.first_kept_entry_id.clone(),
+            messages_to_summarize,
+            turn_prefix_messages,
+            is_split_turn: self.is_split_turn,
+            tokens_before: self.tokens_before,
+            previous_summary: self.previous_summary.clone(),
+            file_ops,
+            settings: self.settings,
+        }
+    }
+
+    /// Writes the preparation as its `Serialize` does, the messages one at a time
+    /// as they are read from `path`: a plan over a huge context holds one entry's
+    /// values at a time. Reads the summarized entries three times (file operations
+    /// and roles, then each message list).
+    pub fn write_json<S: EntrySource + ?Sized>(
+        &self,
+        path: &S,
+        out: &mut dyn std::io::Write,
+    ) -> std::io::Result<()> {
+        let file_ops = self.file_ops(path);
+        let roles = |span: &std::ops::Range<usize>| {
+            let mut roles = Vec::new();
+            self.each_message(path, span, |m| {
+                roles.push(m.get("role").cloned().unwrap_or(Value::Null))
+            });
+            roles
+        };
+        let field = |out: &mut dyn std::io::Write, first: bool, key: &str| {
+            out.write_all(if first { b"{" } else { b"," })?;
+            serde_json::to_writer(&mut *out, key)?;
+            out.write_all(b":")
+        };
+        field(out, true, "firstKeptEntryId")?;
+        serde_json::to_writer(&mut *out, &self.first_kept_entry_id)?;
+        field(out, false, "isSplitTurn")?;
+        serde_json::to_writer(&mut *out, &self.is_split_turn)?;
+        field(out, false, "tokensBefore")?;
+        serde_json::to_writer(&mut *out, &self.tokens_before)?;
+        field(out, false, "previousSummary")?;
+        serde_json::to_writer(&mut *out, &self.previous_summary)?;
+        field(out, false, "fileOps")?;
+        serde_json::to_writer(&mut *out, &file_ops)?;
+        field(out, false, "fileLists")?;
+        serde_json::to_writer(&mut *out, &file_ops.file_lists())?;
+        field(out, false, "messagesToSummarizeRoles")?;
+        serde_json::to_writer(&mut *out, &roles(&self.summarize))?;
+        field(out, false, "turnPrefixMessagesRoles")?;
+        serde_json::to_writer(&mut *out, &roles(&self.turn_prefix))?;
+        for (key, span) in [
+            ("messagesToSummarize", &self.summarize),
+            ("turnPrefixMessages", &self.turn_prefix),
+        ] {
+            field(out, false, key)?;
+            out.write_all(b"[")?;
+            let mut result = Ok(());
+            let mut first = true;
+            self.each_message(path, span, |m| {
+                if result.is_ok() {
+                    let sep: &[u8] = if first { b"" } else { b"," };
+                    first = false;
+                    result = out
+                        .write_all(sep)
+                        .and_then(|()| serde_json::to_writer(&mut *out, &m).map_err(Into::into));
+                }
+            });
+            result?;
+            out.write_all(b"]")?;
+        }
+        out.write_all(b"}")
+    }
+}
+
+/// A projected entry's contribution to the summary: nothing from the compaction
+/// itself (its summary travels as `previousSummary`), and no system messages.
+/// The messages are moved out, not copied.
+fn summarizable_messages(is_compaction: bool, messages: Vec<Value>) -> impl Iterator<Item = Value> {
+    messages
+        .into_iter()
+        .filter(move |m| !is_compaction && role_of(m) != Some("system"))
 }
 
 /// Why [`prepare_compaction`] gave nothing, in Pi's words (what `/compact` reports).

@@ -3,8 +3,9 @@
 
 use super::CompactionSettings;
 use crate::context::transcript::current_system_message;
-use crate::context::{EntrySource, ProjectedEntry, Projection};
+use crate::context::{EntrySource, Projection};
 use crate::js::{self, str_len, truthy, utf16_len};
+use crate::session::Mark;
 use serde::Serialize;
 use serde_json::Value;
 
@@ -220,53 +221,72 @@ pub fn estimate_projected_context_tokens<S: EntrySource + ?Sized>(
     projection: &Projection,
     path: &S,
 ) -> ContextTokens {
-    let messages: Vec<&Value> = projection.messages().collect();
-    let estimate = estimate_context_tokens(messages.iter().copied());
-    if let Some(usage_index) = estimate.last_usage_index {
-        if usage_is_current(&projection.entries, path, usage_index) {
-            return estimate;
+    let mut acc = ProjectedTokensAcc::default();
+    for entry in &projection.entries {
+        acc.push(entry.pos, &entry.messages);
+    }
+    acc.finish(path)
+}
+
+/// [`estimate_projected_context_tokens`] fed one projected entry at a time (as
+/// `context::project_each` yields them), for callers that do not hold the whole
+/// projection. Keeps one number per message and the (few) system messages.
+#[derive(Debug, Default)]
+pub struct ProjectedTokensAcc {
+    acc: ContextTokensAcc,
+    /// The path position of the entry holding the last valid usage so far.
+    usage_pos: Option<usize>,
+    /// The system messages, replayed into one when the usage does not count.
+    system: Vec<Value>,
+    /// The estimates of every other message, summed.
+    non_system: u64,
+}
+
+impl ProjectedTokensAcc {
+    /// Adds the messages of the context entry at path position `pos`.
+    pub fn push(&mut self, pos: usize, messages: &[Value]) {
+        for message in messages {
+            let tokens = self.acc.push(message);
+            if assistant_usage(message).is_some() {
+                self.usage_pos = Some(pos);
+            }
+            if message.get("role").and_then(Value::as_str) == Some("system") {
+                self.system.push(message.clone());
+            } else {
+                self.non_system += tokens;
+            }
         }
     }
-    let mut tokens = current_system_message(messages.iter().copied())
-        .map_or(0, |system| estimate_tokens(&system));
-    tokens += messages
-        .iter()
-        .filter(|m| m.get("role").and_then(Value::as_str) != Some("system"))
-        .map(|m| estimate_tokens(m))
-        .sum::<u64>();
-    ContextTokens {
-        tokens,
-        usage_tokens: 0,
-        trailing_tokens: tokens,
-        last_usage_index: None,
+
+    pub fn finish<S: EntrySource + ?Sized>(&self, path: &S) -> ContextTokens {
+        let estimate = self.acc.finish();
+        if estimate.last_usage_index.is_some() && usage_is_current(self.usage_pos, path) {
+            return estimate;
+        }
+        let tokens = current_system_message(&self.system)
+            .map_or(0, |system| estimate_tokens(&system))
+            + self.non_system;
+        ContextTokens {
+            tokens,
+            usage_tokens: 0,
+            trailing_tokens: tokens,
+            last_usage_index: None,
+        }
     }
 }
 
-/// Whether the entry holding message `usage_index` comes after the latest
+/// Whether the entry at `usage_pos` (holding the last usage) comes after the latest
 /// `context_edit`/`compaction` on the path. Entries are matched by id, as Pi does.
-fn usage_is_current<S: EntrySource + ?Sized>(
-    entries: &[ProjectedEntry],
-    path: &S,
-    usage_index: usize,
-) -> bool {
-    let mut first = 0;
-    let mut usage_entry_id = None;
-    for entry in entries {
-        let next = first + entry.messages.len();
-        if usage_index < next {
-            usage_entry_id = (entry.pos < path.len())
-                .then(|| path.id(entry.pos))
-                .flatten();
-            break;
-        }
-        first = next;
-    }
+fn usage_is_current<S: EntrySource + ?Sized>(usage_pos: Option<usize>, path: &S) -> bool {
+    let usage_entry_id = usage_pos
+        .filter(|&pos| pos < path.len())
+        .and_then(|pos| path.id(pos));
     let usage_entry_index = usage_entry_id
         .filter(|id| !id.is_empty())
         .and_then(|id| path.position_of_id(id, 0..path.len()));
-    let latest_invalidating = (0..path.len())
-        .rev()
-        .find(|&i| matches!(path.kind(i), "context_edit" | "compaction"));
+    let latest_invalidating = path
+        .last_mark(Mark::ContextEdit)
+        .max(path.last_mark(Mark::Compaction));
     match (usage_entry_index, latest_invalidating) {
         (None, _) => false,
         (Some(_), None) => true,
@@ -278,9 +298,7 @@ fn usage_is_current<S: EntrySource + ?Sized>(
 /// milliseconds). A response older than it reflects the context before it.
 /// Reads only entry heads.
 pub fn latest_compaction_millis<S: EntrySource + ?Sized>(path: &S) -> Option<f64> {
-    (0..path.len())
-        .rev()
-        .find(|&i| path.kind(i) == "compaction")
+    path.last_mark(Mark::Compaction)
         .and_then(|i| path.timestamp(i))
         .and_then(pi_formats::time::parse_millis)
 }

@@ -22,6 +22,8 @@ pub mod transcript;
 pub use convert::{bash_execution_to_text, convert_to_llm};
 pub use source::{EntrySource, SessionPath};
 
+use crate::session::Mark;
+
 use serde_json::{Map, Value};
 use std::collections::HashMap;
 
@@ -73,10 +75,7 @@ impl Projection {
 
 /// Positions (into the path) of Pi's context entries.
 pub fn context_entry_positions<S: EntrySource + ?Sized>(path: &S) -> Vec<usize> {
-    let Some(compaction_pos) = (0..path.len())
-        .rev()
-        .find(|&i| path.kind(i) == "compaction")
-    else {
+    let Some(compaction_pos) = path.last_mark(Mark::Compaction) else {
         return (0..path.len()).collect();
     };
     let compaction = path.value(compaction_pos);
@@ -121,7 +120,17 @@ pub fn project<S: EntrySource + ?Sized>(path: &S) -> Projection {
 /// The projection one context entry at a time, in order: `each(pos, messages)`.
 /// Nothing is kept between calls, so a caller that writes each entry's messages
 /// out holds one entry's values at a time, whatever the context's size.
-pub fn project_each<S: EntrySource + ?Sized>(path: &S, mut each: impl FnMut(usize, Vec<Value>)) {
+pub fn project_each<S: EntrySource + ?Sized>(path: &S, each: impl FnMut(usize, Vec<Value>)) {
+    project_each_where(path, |_| true, each);
+}
+
+/// [`project_each`] for the context entries whose index (in context order, the
+/// index into `Projection::entries`) `wanted` accepts; the others are not parsed.
+pub fn project_each_where<S: EntrySource + ?Sized>(
+    path: &S,
+    mut wanted: impl FnMut(usize) -> bool,
+    mut each: impl FnMut(usize, Vec<Value>),
+) {
     let positions = context_entry_positions(path);
     let mut edits: HashMap<String, usize> = HashMap::new();
     for &pos in &positions {
@@ -132,6 +141,9 @@ pub fn project_each<S: EntrySource + ?Sized>(path: &S, mut each: impl FnMut(usiz
         }
     }
     for (n, &pos) in positions.iter().enumerate() {
+        if !wanted(n) {
+            continue;
+        }
         // An older compaction inside the kept range contributes nothing: its
         // summary is already folded into the newest one at position zero.
         let messages = if path.kind(pos) == "compaction" && n > 0 {
@@ -148,41 +160,33 @@ pub fn project_each<S: EntrySource + ?Sized>(path: &S, mut each: impl FnMut(usiz
     }
 }
 
-/// Model and thinking level from the whole path. Only the last entry of each kind
-/// matters, so the path is read backwards and parsed no further than needed.
+/// Model and thinking level from the whole path: the last `thinking_level_change`,
+/// and the last `model_change` or assistant message. Over a walked session path
+/// these are found from its marks, without reading the path.
 pub fn context_settings<S: EntrySource + ?Sized>(path: &S) -> (Option<Value>, Option<Value>) {
-    let mut thinking: Option<Option<Value>> = None;
-    let mut model: Option<Option<Value>> = None;
-    for i in (0..path.len()).rev() {
-        if thinking.is_some() && model.is_some() {
-            break;
+    let thinking = match path.last_mark(Mark::ThinkingLevelChange) {
+        Some(i) => path.value(i).get("thinkingLevel").cloned(),
+        None => Some(Value::String("off".into())),
+    };
+    let model_change = path.last_mark(Mark::ModelChange);
+    let assistant = path.last_mark(Mark::AssistantMessage);
+    // Whichever came last (a change, or the model an assistant message names).
+    let model = match (model_change, assistant) {
+        (Some(c), a) if a.is_none_or(|a| c > a) => Some(pick(
+            &path.value(c),
+            &[("provider", "provider"), ("modelId", "modelId")],
+        )),
+        (_, Some(a)) => {
+            let v = path.value(a);
+            let message = v.get("message").cloned().unwrap_or(Value::Null);
+            Some(pick(
+                &message,
+                &[("provider", "provider"), ("model", "modelId")],
+            ))
         }
-        match path.kind(i) {
-            "thinking_level_change" if thinking.is_none() => {
-                thinking = Some(path.value(i).get("thinkingLevel").cloned());
-            }
-            "model_change" if model.is_none() => {
-                let v = path.value(i);
-                model = Some(Some(pick(
-                    &v,
-                    &[("provider", "provider"), ("modelId", "modelId")],
-                )));
-            }
-            "message" if model.is_none() && path.role(i) == Some("assistant") => {
-                let v = path.value(i);
-                let message = v.get("message").cloned().unwrap_or(Value::Null);
-                model = Some(Some(pick(
-                    &message,
-                    &[("provider", "provider"), ("model", "modelId")],
-                )));
-            }
-            _ => {}
-        }
-    }
-    (
-        thinking.unwrap_or(Some(Value::String("off".into()))),
-        model.unwrap_or(None),
-    )
+        _ => None,
+    };
+    (thinking, model)
 }
 
 /// Builds `{to: from[key]…}`, leaving out keys that are absent (JS `undefined`).

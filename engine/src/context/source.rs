@@ -1,6 +1,6 @@
 //! Where context building reads entries from.
 
-use crate::session::{EntryIdx, Session};
+use crate::session::{EntryIdx, Mark, PathMarks, PathWalk, Session};
 use serde_json::Value;
 use std::borrow::Cow;
 
@@ -24,6 +24,12 @@ pub trait EntrySource {
     /// The first position in `range` whose entry has this id (Pi's `findIndex` by id).
     fn position_of_id(&self, id: &str, range: std::ops::Range<usize>) -> Option<usize> {
         range.into_iter().find(|&i| self.id(i) == Some(id))
+    }
+    /// The last position whose entry is a `mark`.
+    fn last_mark(&self, mark: Mark) -> Option<usize> {
+        (0..self.len())
+            .rev()
+            .find(|&i| mark.matches(self.kind(i), self.role(i)))
     }
 }
 
@@ -74,11 +80,29 @@ impl EntrySource for Vec<Value> {
 pub struct SessionPath<'a> {
     pub session: &'a Session,
     pub path: &'a [EntryIdx],
+    /// The path's marks when it is a walk's, so the last entry of a kind is found
+    /// without scanning the path.
+    marks: Option<PathMarks>,
 }
 
 impl<'a> SessionPath<'a> {
+    /// Any root-first list of entries; the last entry of a kind is found by a scan.
     pub fn new(session: &'a Session, path: &'a [EntryIdx]) -> Self {
-        SessionPath { session, path }
+        SessionPath {
+            session,
+            path,
+            marks: None,
+        }
+    }
+
+    /// A walked path (`branch_path`, `path_to`, `context_path`), with its marks: what
+    /// every per-turn caller should use, as its cost follows the context, not the path.
+    pub fn of(session: &'a Session, walk: &'a PathWalk) -> Self {
+        SessionPath {
+            session,
+            path: &walk.entries,
+            marks: walk.marks().copied(),
+        }
     }
 
     /// Every entry of the path, parsed.
@@ -113,8 +137,23 @@ impl EntrySource for SessionPath<'_> {
         if !self.session.ids_unique() {
             return range.into_iter().find(|&i| self.id(i) == Some(id));
         }
-        // One entry has this id: look for its index, not for its id's bytes.
+        // One entry has this id: look for its index, not for its id's bytes. A walked
+        // path holds an entry at most once, so it is looked for from the end, where the
+        // entries context building asks for (the compaction, its kept entries, the last
+        // usage) sit.
         let target = self.session.find(id)?;
-        range.into_iter().find(|&i| self.path[i] == target)
+        if self.marks.is_some() {
+            range.into_iter().rev().find(|&i| self.path[i] == target)
+        } else {
+            range.into_iter().find(|&i| self.path[i] == target)
+        }
+    }
+    fn last_mark(&self, mark: Mark) -> Option<usize> {
+        match &self.marks {
+            Some(marks) => marks.last(mark),
+            None => (0..self.len())
+                .rev()
+                .find(|&i| mark.matches(self.kind(i), self.role(i))),
+        }
     }
 }

@@ -27,6 +27,7 @@
 //! rules), labels, the name and the totals `pi sessions stats` would count — comes along as
 //! a small `meta` object.
 
+use std::io::{self, Write};
 use std::sync::OnceLock;
 
 use base64::Engine as _;
@@ -79,24 +80,30 @@ const SHELL: &str = r#"<div id="app">
 
 /// Renders the session as a complete HTML document.
 pub fn render(session: &Session) -> String {
+    let mut out = Vec::new();
+    render_to(session, &mut out).expect("writing to memory does not fail");
+    String::from_utf8(out).expect("the page is UTF-8")
+}
+
+/// Writes the page to `out` as it is made: the session's lines go from the session's
+/// bytes (a mapped file) straight to `out`, so the page is never held in memory.
+pub fn render_to(session: &Session, out: &mut dyn Write) -> io::Result<()> {
     let meta = meta(session);
-    let mut out = String::with_capacity(session_bytes(session) + SCRIPT.len() + 16 * 1024);
-    out.push_str("<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n");
-    out.push_str("<meta http-equiv=\"Content-Security-Policy\" content=\"");
-    out.push_str(policy());
-    out.push_str("\">\n<meta name=\"referrer\" content=\"no-referrer\">\n");
-    out.push_str("<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n");
+    out.write_all(b"<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n")?;
+    out.write_all(b"<meta http-equiv=\"Content-Security-Policy\" content=\"")?;
+    out.write_all(policy().as_bytes())?;
+    out.write_all(b"\">\n<meta name=\"referrer\" content=\"no-referrer\">\n")?;
+    out.write_all(b"<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n")?;
     // The session's name becomes the title from the script; markup stays constant.
-    out.push_str("<title>Session export</title>\n<style>");
-    out.push_str(STYLE);
-    out.push_str("</style>\n</head>\n<body>\n");
-    out.push_str(SHELL);
-    out.push_str("<script id=\"session-data\" type=\"application/json\">");
-    data_block(session, &meta, &mut out);
-    out.push_str("</script>\n<script>");
-    out.push_str(SCRIPT);
-    out.push_str("</script>\n</body>\n</html>\n");
-    out
+    out.write_all(b"<title>Session export</title>\n<style>")?;
+    out.write_all(STYLE.as_bytes())?;
+    out.write_all(b"</style>\n</head>\n<body>\n")?;
+    out.write_all(SHELL.as_bytes())?;
+    out.write_all(b"<script id=\"session-data\" type=\"application/json\">")?;
+    data_block(session, &meta, out)?;
+    out.write_all(b"</script>\n<script>")?;
+    out.write_all(SCRIPT.as_bytes())?;
+    out.write_all(b"</script>\n</body>\n</html>\n")
 }
 
 /// The Content-Security-Policy of every page: our script and stylesheet by hash, nothing
@@ -121,14 +128,6 @@ fn sha256_source(text: &str) -> String {
         "sha256-{}",
         base64::engine::general_purpose::STANDARD.encode(digest.as_ref())
     )
-}
-
-fn session_bytes(session: &Session) -> usize {
-    let header = session.header_line().map_or(0, <[u8]>::len);
-    header
-        + (0..session.entries().len() as EntryIdx)
-            .map(|i| session.entry_line(i).len() + 2)
-            .sum::<usize>()
 }
 
 /// What the page needs beyond the lines: the tree as the engine reads it, labels, the name,
@@ -179,37 +178,37 @@ fn meta(session: &Session) -> Value {
 /// `{"meta":…,"lines":[` LF, then the header and every entry line (each on its own text
 /// line, `,`-separated), then `]}`: one JSON value, and the session's lines for the
 /// download button.
-fn data_block(session: &Session, meta: &Value, out: &mut String) {
-    out.push_str("{\"meta\":");
-    out.push_str(&json_for_script(meta));
-    out.push_str(",\"lines\":[\n");
+fn data_block(session: &Session, meta: &Value, out: &mut dyn Write) -> io::Result<()> {
+    out.write_all(b"{\"meta\":")?;
+    out.write_all(json_for_script(meta).as_bytes())?;
+    out.write_all(b",\"lines\":[\n")?;
     match session.header_line() {
-        Some(line) => push_line(line, out),
-        None => out.push_str("null"),
+        Some(line) => push_line(line, out)?,
+        None => out.write_all(b"null")?,
     }
     for i in 0..session.entries().len() as EntryIdx {
-        out.push_str(",\n");
-        push_line(session.entry_line(i), out);
+        out.write_all(b",\n")?;
+        push_line(session.entry_line(i), out)?;
     }
-    out.push_str("\n]}");
+    out.write_all(b"\n]}")
 }
 
 /// One JSON line made safe for the data block (see the module comment).
-fn push_line(line: &[u8], out: &mut String) {
+fn push_line(line: &[u8], out: &mut dyn Write) -> io::Result<()> {
     let text = String::from_utf8_lossy(line);
     let bytes = text.as_bytes();
     let mut start = 0;
     for (i, &b) in bytes.iter().enumerate() {
-        let replacement = match b {
-            b'<' => "\\u003c",
-            b'\r' => " ",
+        let replacement: &[u8] = match b {
+            b'<' => b"\\u003c",
+            b'\r' => b" ",
             _ => continue,
         };
-        out.push_str(&text[start..i]);
-        out.push_str(replacement);
+        out.write_all(&bytes[start..i])?;
+        out.write_all(replacement)?;
         start = i + 1;
     }
-    out.push_str(&text[start..]);
+    out.write_all(&bytes[start..])
 }
 
 /// HTML-escapes text for element content and (quoted) attribute values.
@@ -343,9 +342,9 @@ mod tests {
 
     #[test]
     fn carriage_returns_outside_strings_keep_lines_apart() {
-        let mut out = String::new();
-        push_line(b"{\"a\":\"<b>\"}\r", &mut out);
-        assert_eq!(out, "{\"a\":\"\\u003cb>\"} ");
+        let mut out = Vec::new();
+        push_line(b"{\"a\":\"<b>\"}\r", &mut out).unwrap();
+        assert_eq!(out, b"{\"a\":\"\\u003cb>\"} ");
     }
 
     #[test]

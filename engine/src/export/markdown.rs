@@ -22,6 +22,14 @@ use crate::session::{Kind, Session};
 
 /// Renders the active branch (root to leaf) as Markdown.
 pub fn render(session: &Session) -> String {
+    let mut out = Vec::new();
+    render_to(session, &mut out).expect("writing to memory does not fail");
+    String::from_utf8(out).expect("Markdown is UTF-8")
+}
+
+/// Writes the Markdown to `out` one entry at a time, so a huge branch is never held as
+/// one text.
+pub fn render_to(session: &Session, sink: &mut dyn std::io::Write) -> std::io::Result<()> {
     let header = session.header().unwrap_or(Value::Null);
     let mut out = String::new();
     let title = session
@@ -50,8 +58,10 @@ pub fn render(session: &Session) -> String {
         session.entries().len()
     );
     totals(session, &mut out);
+    flush(&mut out, sink)?;
 
     for idx in path.entries {
+        flush(&mut out, sink)?;
         let record = session.entry(idx);
         let value = session.entry_value(idx);
         let label = record
@@ -101,7 +111,16 @@ pub fn render(session: &Session) -> String {
             _ => {}
         }
     }
-    visible_controls(&out)
+    flush(&mut out, sink)
+}
+
+/// Writes what was rendered so far, controls made visible, and empties it.
+fn flush(text: &mut String, sink: &mut dyn std::io::Write) -> std::io::Result<()> {
+    if !text.is_empty() {
+        sink.write_all(visible_controls(text).as_bytes())?;
+        text.clear();
+    }
+    Ok(())
 }
 
 /// The whole session's totals, as `pi sessions stats` counts them (every branch).

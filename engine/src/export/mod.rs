@@ -41,9 +41,21 @@ impl Format {
 
 /// Renders `session` as `format`.
 pub fn render(session: &Session, format: Format) -> Vec<u8> {
+    let mut out = Vec::new();
+    render_to(session, format, &mut out).expect("writing to memory does not fail");
+    out
+}
+
+/// Writes `session` as `format` to `out` as it is rendered: the same bytes as [`render`],
+/// without holding them (a page or document as large as the session).
+pub fn render_to(
+    session: &Session,
+    format: Format,
+    out: &mut dyn std::io::Write,
+) -> std::io::Result<()> {
     match format {
-        Format::Jsonl => session.to_jsonl(),
-        Format::Html => html::render(session).into_bytes(),
-        Format::Markdown => markdown::render(session).into_bytes(),
+        Format::Jsonl => session.write_jsonl(out),
+        Format::Html => html::render_to(session, out),
+        Format::Markdown => markdown::render_to(session, out),
     }
 }

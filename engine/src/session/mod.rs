@@ -10,6 +10,7 @@
 
 mod heads;
 mod load;
+mod marks;
 mod text;
 mod tree;
 pub mod verify;
@@ -17,6 +18,7 @@ mod write;
 
 pub use heads::{HeadCache, OpenedFrom};
 pub use load::{LoadError, LoadReport};
+pub use marks::{Mark, PathMarks};
 pub use tree::{LeafChoice, PathWalk, Tree, TreeNode};
 pub use write::AppendError;
 pub use write::PreparedEntry;
@@ -318,15 +320,22 @@ impl Session {
     /// is the file's bytes only for clean files; it is meant for migrated and new sessions.
     pub fn to_jsonl(&self) -> Vec<u8> {
         let mut out = Vec::with_capacity(self.text.len());
+        self.write_jsonl(&mut out)
+            .expect("writing to memory does not fail");
+        out
+    }
+
+    /// [`Session::to_jsonl`] written to `out` line by line.
+    pub fn write_jsonl(&self, out: &mut dyn std::io::Write) -> std::io::Result<()> {
         if let Some(header) = self.header_line() {
-            out.extend_from_slice(header);
-            out.push(b'\n');
+            out.write_all(header)?;
+            out.write_all(b"\n")?;
         }
         for i in 0..self.entries.len() as EntryIdx {
-            out.extend_from_slice(self.entry_line(i));
-            out.push(b'\n');
+            out.write_all(self.entry_line(i))?;
+            out.write_all(b"\n")?;
         }
-        out
+        Ok(())
     }
 
     /// The header's 1-based line number in the source file.

@@ -1,5 +1,6 @@
 //! Paths and the tree, without recursion whose depth follows the input.
 
+use super::marks::PathMarks;
 use super::{EntryIdx, Parent, Session};
 use std::cmp::Ordering;
 
@@ -10,6 +11,16 @@ pub struct PathWalk {
     /// Ids along a parent cycle, starting at the walk's start and ending with the
     /// first repeated id. Pi loops forever here; we stop before the repeat.
     pub cycle: Option<Vec<String>>,
+    /// Where the entries context building looks for last sit on `entries` (valid
+    /// while `entries` is left as walked; see [`PathWalk::marks`]).
+    marks: PathMarks,
+}
+
+impl PathWalk {
+    /// The marks of `entries`, unless `entries` was changed since the walk.
+    pub fn marks(&self) -> Option<&PathMarks> {
+        (self.marks.len() == self.entries.len()).then_some(&self.marks)
+    }
 }
 
 /// One node of the tree view: an entry and its children (sorted by timestamp).
@@ -29,29 +40,39 @@ pub struct Tree {
 /// How far up from a new leaf the memo is looked for (a turn appends a few entries).
 const MEMO_REACH: usize = 64;
 
-/// The last acyclic path walked, by its start entry. Cleared whenever an id gets
-/// shadowed (parent links may then resolve elsewhere); appends of fresh ids leave
-/// every walked link as it was, so the memo stays a valid prefix.
+/// The last acyclic path walked, by its start entry, with its marks. Cleared
+/// whenever an id gets shadowed (parent links may then resolve elsewhere); appends
+/// of fresh ids leave every walked link as it was, so the memo stays a valid prefix
+/// and is extended in place by the entries appended below its start.
 #[derive(Debug, Default)]
-pub(super) struct BranchMemo(std::sync::Mutex<Option<(EntryIdx, Vec<EntryIdx>)>>);
+pub(super) struct BranchMemo(std::sync::Mutex<Option<Memo>>);
+
+#[derive(Debug, Clone)]
+struct Memo {
+    start: EntryIdx,
+    entries: Vec<EntryIdx>,
+    marks: PathMarks,
+}
+
+impl Memo {
+    fn walk(&self) -> PathWalk {
+        PathWalk {
+            entries: self.entries.clone(),
+            cycle: None,
+            marks: self.marks,
+        }
+    }
+}
 
 impl Clone for BranchMemo {
     fn clone(&self) -> Self {
-        BranchMemo(std::sync::Mutex::new(self.get()))
+        BranchMemo(std::sync::Mutex::new(self.lock().clone()))
     }
 }
 
 impl BranchMemo {
-    fn lock(&self) -> std::sync::MutexGuard<'_, Option<(EntryIdx, Vec<EntryIdx>)>> {
+    fn lock(&self) -> std::sync::MutexGuard<'_, Option<Memo>> {
         self.0.lock().unwrap_or_else(|e| e.into_inner())
-    }
-
-    fn get(&self) -> Option<(EntryIdx, Vec<EntryIdx>)> {
-        self.lock().clone()
-    }
-
-    fn set(&self, start: EntryIdx, path: &[EntryIdx]) {
-        *self.lock() = Some((start, path.to_vec()));
     }
 
     pub(super) fn clear(&self) {
@@ -65,34 +86,45 @@ impl Session {
         let Some(start) = start else {
             return PathWalk::default();
         };
-        if let Some(entries) = self.path_from_memo(start) {
-            self.branch_memo.set(start, &entries);
-            return PathWalk {
-                entries,
-                cycle: None,
-            };
+        if let Some(walk) = self.path_from_memo(start) {
+            return walk;
         }
         let walk = self.walk_to_root(start);
-        if walk.cycle.is_none() {
-            self.branch_memo.set(start, &walk.entries);
+        // A path that ends in a dangling parent id is not memoized: appending an entry
+        // with that id would extend it at the root, which no memo can see.
+        let ends_at_root = walk
+            .entries
+            .first()
+            .is_some_and(|&root| self.entry(root).parent.id().is_none());
+        if walk.cycle.is_none() && ends_at_root {
+            *self.branch_memo.lock() = Some(Memo {
+                start,
+                entries: walk.entries.clone(),
+                marks: walk.marks,
+            });
         }
         walk
     }
 
     /// The path to `start` as the memo plus the few entries between it and `start`,
-    /// when `start` descends from the memo's start within [`MEMO_REACH`] steps.
-    /// A repeat on the way up never reaches the memo's start (whose own path has no
-    /// cycle), so it falls back to the full walk, which reports the cycle.
-    fn path_from_memo(&self, start: EntryIdx) -> Option<Vec<EntryIdx>> {
-        let (memo_start, memo_path) = self.branch_memo.get()?;
+    /// when `start` descends from the memo's start within [`MEMO_REACH`] steps; the
+    /// memo moves on to `start`. A repeat on the way up never reaches the memo's start
+    /// (whose own path has no cycle), so it falls back to the full walk, which reports
+    /// the cycle.
+    fn path_from_memo(&self, start: EntryIdx) -> Option<PathWalk> {
+        let mut guard = self.branch_memo.lock();
+        let memo = guard.as_mut()?;
         let mut tail = Vec::new();
         let mut current = Some(start);
         for _ in 0..=MEMO_REACH {
             let idx = current?;
-            if idx == memo_start {
-                let mut entries = memo_path;
-                entries.extend(tail.iter().rev());
-                return Some(entries);
+            if idx == memo.start {
+                for &idx in tail.iter().rev() {
+                    memo.entries.push(idx);
+                    memo.marks.push(self.entry(idx));
+                }
+                memo.start = start;
+                return Some(memo.walk());
             }
             tail.push(idx);
             current = self.parent_of(idx);
@@ -116,6 +148,7 @@ impl Session {
             current = self.parent_of(idx);
         }
         walk.entries.reverse();
+        walk.marks = PathMarks::of(walk.entries.iter().map(|&i| self.entry(i)));
         walk
     }
 

@@ -145,7 +145,7 @@ impl Session {
         usage: Option<Value>,
     ) -> NewEntry {
         let branch = self.branch_path();
-        let path = crate::context::SessionPath::new(self, &branch.entries);
+        let path = crate::context::SessionPath::of(self, &branch);
         let projection = crate::context::project(&path);
         let system_message =
             crate::context::transcript::current_system_message(projection.messages());

@@ -41,30 +41,31 @@ pub struct ExportArgs {
 }
 
 pub fn run(args: ExportArgs, store_args: &StoreArgs) -> anyhow::Result<i32> {
-    let (bytes, name) = read_session(&args.session, store_args)?;
-    let bytes = if args.redact {
-        redact::redact_jsonl(&bytes)
-    } else {
-        bytes
-    };
-    let rendered = match args.format {
-        Format::Jsonl => bytes,
-        Format::Html | Format::Md => {
-            let session = Session::from_bytes(bytes, Path::new(&name))
-                .with_context(|| format!("cannot read session {name}"))?;
-            let format = if args.format == Format::Html {
-                export::Format::Html
-            } else {
-                export::Format::Markdown
-            };
-            export::render(&session, format)
-        }
+    let mut source = find_session(&args.session, store_args)?;
+    if args.redact {
+        // Masking rewrites the lines, so the session is read into memory for it.
+        let (bytes, name) = source.read()?;
+        source = Source::Bytes(redact::redact_jsonl(&bytes), name);
+    }
+    // A file is copied or mapped, never read into memory: the export streams from the
+    // session's bytes to the output. The session is opened before any output exists, so
+    // one that cannot be read leaves no file behind.
+    let job = match args.format {
+        Format::Jsonl => match source {
+            Source::File(path) => Job::CopyFile(
+                std::fs::File::open(&path)
+                    .with_context(|| format!("cannot read {}", path.display()))?,
+            ),
+            Source::Bytes(bytes, _) => Job::CopyBytes(bytes),
+        },
+        Format::Html => Job::Render(Box::new(source.into_session()?), export::Format::Html),
+        Format::Md => Job::Render(Box::new(source.into_session()?), export::Format::Markdown),
     };
     match &args.output {
-        Some(path) => pi_storage::atomic::write_atomically(path, &rendered)?,
+        Some(path) => pi_storage::atomic::write_atomically_with(path, |out| job.write(out))?,
         None => {
-            let mut out = std::io::stdout().lock();
-            match out.write_all(&rendered).and_then(|()| out.flush()) {
+            let mut out = std::io::BufWriter::with_capacity(1 << 16, std::io::stdout().lock());
+            match job.write(&mut out).and_then(|()| out.flush()) {
                 // `pi sessions export … | head` is not an error.
                 Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => {}
                 other => other.context("cannot write to stdout")?,
@@ -72,6 +73,71 @@ pub fn run(args: ExportArgs, store_args: &StoreArgs) -> anyhow::Result<i32> {
         }
     }
     Ok(0)
+}
+
+/// Where an export reads the session from: a file (copied or mapped as needed), or
+/// bytes (a stored session, or masked lines).
+enum Source {
+    File(PathBuf),
+    Bytes(Vec<u8>, String),
+}
+
+impl Source {
+    fn read(self) -> anyhow::Result<(Vec<u8>, String)> {
+        match self {
+            Source::File(path) => {
+                let bytes = std::fs::read(&path)
+                    .with_context(|| format!("cannot read {}", path.display()))?;
+                Ok((bytes, path.display().to_string()))
+            }
+            Source::Bytes(bytes, name) => Ok((bytes, name)),
+        }
+    }
+
+    /// The session, its file mapped rather than read.
+    fn into_session(self) -> anyhow::Result<Session> {
+        match self {
+            Source::File(path) => Session::open(&path)
+                .with_context(|| format!("cannot read session {}", path.display())),
+            Source::Bytes(bytes, name) => Session::from_bytes(bytes, Path::new(&name))
+                .with_context(|| format!("cannot read session {name}")),
+        }
+    }
+}
+
+/// What an export writes: the session's bytes unchanged, or a rendering.
+enum Job {
+    CopyFile(std::fs::File),
+    CopyBytes(Vec<u8>),
+    Render(Box<Session>, export::Format),
+}
+
+impl Job {
+    fn write(&self, out: &mut dyn Write) -> std::io::Result<()> {
+        match self {
+            Job::CopyFile(file) => std::io::copy(&mut &*file, out).map(drop),
+            Job::CopyBytes(bytes) => out.write_all(bytes),
+            Job::Render(session, format) => export::render_to(session, *format, out),
+        }
+    }
+}
+
+/// The session an export names: a path (read directly, whatever store is configured), or an
+/// id, prefix or name resolved in the store.
+fn find_session(arg: &str, store_args: &StoreArgs) -> anyhow::Result<Source> {
+    if super::store::is_path_argument(arg) {
+        return Ok(Source::File(PathBuf::from(arg)));
+    }
+    let store = store_args.open()?;
+    match resolve_target(store.as_ref(), arg)? {
+        Target::File(path) => Ok(Source::File(path)),
+        Target::Stored(id) => {
+            let data = store
+                .read_session(&id)
+                .with_context(|| format!("cannot read session {id} from {}", store.describe()))?;
+            Ok(Source::Bytes(data.to_jsonl(), id.to_string()))
+        }
+    }
 }
 
 /// `pi --export FILE [OUTPUT]`: Pi's one-step HTML export of a session file. The output
@@ -97,7 +163,9 @@ pub fn export_flag(input: &str, output: Option<&String>) -> anyhow::Result<i32> 
             ))
         }
     };
-    pi_storage::atomic::write_atomically(&output, &export::render(&session, export::Format::Html))?;
+    pi_storage::atomic::write_atomically_with(&output, |out| {
+        export::render_to(&session, export::Format::Html, out)
+    })?;
     println!("Exported to: {}", output.display());
     Ok(0)
 }
@@ -105,23 +173,5 @@ pub fn export_flag(input: &str, output: Option<&String>) -> anyhow::Result<i32> 
 /// The session's JSONL bytes and a name for messages. A file is read as it is (its exact
 /// bytes); a stored session is the stored lines, each followed by a line feed.
 pub(super) fn read_session(arg: &str, store_args: &StoreArgs) -> anyhow::Result<(Vec<u8>, String)> {
-    // A path never needs the store: exporting a file works whatever store is configured.
-    if super::store::is_path_argument(arg) {
-        let bytes = std::fs::read(arg).with_context(|| format!("cannot read {arg}"))?;
-        return Ok((bytes, arg.to_string()));
-    }
-    let store = store_args.open()?;
-    match resolve_target(store.as_ref(), arg)? {
-        Target::File(path) => {
-            let bytes =
-                std::fs::read(&path).with_context(|| format!("cannot read {}", path.display()))?;
-            Ok((bytes, path.display().to_string()))
-        }
-        Target::Stored(id) => {
-            let data = store
-                .read_session(&id)
-                .with_context(|| format!("cannot read session {id} from {}", store.describe()))?;
-            Ok((data.to_jsonl(), id.to_string()))
-        }
-    }
+    find_session(arg, store_args)?.read()
 }

@@ -82,7 +82,7 @@ enum Field {
 impl<'a> Report<'a> {
     pub fn build(session: &'a Session) -> Report<'a> {
         let branch = session.branch_path();
-        let path = SessionPath::new(session, &branch.entries);
+        let path = SessionPath::of(session, &branch);
         let context_ids: Vec<Value> = context::context_entry_positions(&path)
             .iter()
             .map(|&pos| id_value(session, branch.entries[pos]))
@@ -185,7 +185,7 @@ impl<'a> Report<'a> {
     }
 
     fn path(&self) -> SessionPath<'_> {
-        SessionPath::new(self.session, &self.branch.entries)
+        SessionPath::of(self.session, &self.branch)
     }
 
     fn write_field(&self, field: &Field, out: &mut impl Write) -> anyhow::Result<()> {
@@ -275,8 +275,9 @@ impl<'a> Report<'a> {
             });
             serde_json::to_writer(&mut *out, &settings_json)?;
             out.write_all(b",\"preparation\":")?;
-            match compaction::prepare_compaction(&path, settings) {
-                Some(prep) => serde_json::to_writer(&mut *out, &prep)?,
+            // Written as it is read from the session: the plan holds no message.
+            match compaction::plan_compaction(&path, settings) {
+                Some(plan) => plan.write_json(&path, &mut *out)?,
                 None => {
                     out.write_all(b"null,\"reason\":")?;
                     serde_json::to_writer(&mut *out, compaction::no_preparation_reason(&path))?;
