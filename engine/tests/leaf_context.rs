@@ -10,6 +10,9 @@
 //! branch parsed into values, which scan it (and against a reload of the file,
 //! which walks the path afresh).
 
+// A test fails by panicking: unwrapping is how it reports.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
 use pi_engine::compaction::{
     estimate_projected_context_tokens, last_assistant_usage, latest_compaction_millis,
     prepare_compaction, CompactionSettings,

@@ -122,7 +122,7 @@ fn parse_options(
 fn agent_dir() -> PathBuf {
     pi_agent::config::agent_dir(
         &|k| std::env::var(k).ok(),
-        pi_agent::config::home_dir().as_deref(),
+        pi_agent::config::home().as_deref(),
     )
 }
 

@@ -80,9 +80,9 @@ const SHELL: &str = r#"<div id="app">
 
 /// Renders the session as a complete HTML document.
 pub fn render(session: &Session) -> String {
-    let mut out = Vec::new();
-    render_to(session, &mut out).expect("writing to memory does not fail");
-    String::from_utf8(out).expect("the page is UTF-8")
+    // A session line that is not UTF-8 shows with replacement characters, as in a browser.
+    let page = super::in_memory(|out| render_to(session, out));
+    String::from_utf8_lossy(&page).into_owned()
 }
 
 /// Writes the page to `out` as it is made: the session's lines go from the session's

@@ -22,9 +22,8 @@ use crate::session::{Kind, Session};
 
 /// Renders the active branch (root to leaf) as Markdown.
 pub fn render(session: &Session) -> String {
-    let mut out = Vec::new();
-    render_to(session, &mut out).expect("writing to memory does not fail");
-    String::from_utf8(out).expect("Markdown is UTF-8")
+    let text = super::in_memory(|out| render_to(session, out));
+    String::from_utf8_lossy(&text).into_owned()
 }
 
 /// Writes the Markdown to `out` one entry at a time, so a huge branch is never held as

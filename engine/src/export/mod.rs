@@ -41,8 +41,14 @@ impl Format {
 
 /// Renders `session` as `format`.
 pub fn render(session: &Session, format: Format) -> Vec<u8> {
+    in_memory(|out| render_to(session, format, out))
+}
+
+/// What a writer-driven renderer produces, collected in memory. The renderers fail only
+/// when their writer does, and writing to a `Vec` does not fail.
+pub(crate) fn in_memory(render: impl FnOnce(&mut Vec<u8>) -> std::io::Result<()>) -> Vec<u8> {
     let mut out = Vec::new();
-    render_to(session, format, &mut out).expect("writing to memory does not fail");
+    let _ = render(&mut out);
     out
 }
 
