@@ -35,6 +35,9 @@ pub enum Msg {
     /// Text back from the external editor.
     EditorText(String),
     Notice(String),
+    /// The usage of every assistant message in the session file, summed off the UI thread
+    /// so a large session shows its latest messages first.
+    FileTotals(Usage),
 }
 
 /// The output line of a `!cmd` until it finishes.
@@ -139,6 +142,11 @@ pub struct Footer {
     pub git_branch: Option<String>,
     pub session_name: Option<String>,
     pub totals: Usage,
+    /// The whole file's totals are being summed off the UI thread (a resumed session at
+    /// start-up); until they arrive `totals` covers the context shown, and
+    /// `since_open` what this run has spent, to add to them.
+    pub file_totals_pending: bool,
+    pub since_open: Usage,
     /// Tokens of the last assistant message (the current context size).
     pub context_tokens: u64,
     pub auto_compact: bool,
@@ -1286,12 +1294,10 @@ impl App {
             AgentEvent::MessageEnd { role, usage, error } => {
                 if role == "assistant" {
                     if let Some(u) = usage {
-                        let t = &mut self.footer.totals;
-                        t.input += u.input;
-                        t.output += u.output;
-                        t.cache_read += u.cache_read;
-                        t.cache_write += u.cache_write;
-                        t.cost += u.cost;
+                        self.footer.totals.add(&u);
+                        if self.footer.file_totals_pending {
+                            self.footer.since_open.add(&u);
+                        }
                         if error.is_none() {
                             self.footer.context_tokens =
                                 u.input + u.output + u.cache_read + u.cache_write;
@@ -1507,6 +1513,16 @@ pub fn update(app: &mut App, msg: Msg) -> Vec<Effect> {
             app.editor.set_text(t.strip_suffix('\n').unwrap_or(&t));
         }
         Msg::Notice(t) => app.notice(t),
+        Msg::FileTotals(file) => {
+            // A switch since start-up computed its own totals; these are stale then.
+            if app.footer.file_totals_pending {
+                let mut totals = file;
+                totals.add(&app.footer.since_open);
+                app.footer.totals = totals;
+                app.footer.file_totals_pending = false;
+                app.footer.since_open = Usage::default();
+            }
+        }
     }
     out
 }

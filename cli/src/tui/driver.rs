@@ -64,7 +64,7 @@ impl ModelInfo {
     }
 }
 
-/// Token usage and cost of one assistant message (Pi's `usage`).
+/// Token usage and cost of one assistant message (Pi's `usage`), or a sum of them.
 #[derive(Debug, Clone, Copy, Default, PartialEq)]
 pub struct Usage {
     pub input: u64,
@@ -72,6 +72,17 @@ pub struct Usage {
     pub cache_read: u64,
     pub cache_write: u64,
     pub cost: f64,
+}
+
+impl Usage {
+    /// Adds `other` to this sum.
+    pub fn add(&mut self, other: &Usage) {
+        self.input += other.input;
+        self.output += other.output;
+        self.cache_read += other.cache_read;
+        self.cache_write += other.cache_write;
+        self.cost += other.cost;
+    }
 }
 
 /// The three answers to "summarize the branch you are leaving?".

@@ -219,7 +219,9 @@ pub fn initial_app(opts: &TuiOptions, driver: &dyn AgentDriver) -> App {
     }
     if let Some(s) = driver.session() {
         app.footer.session_name = s.session_name();
-        app.footer.totals = session_ops::session_totals(&s);
+        // Summing usage reads every assistant message of the file: `run` does it after the
+        // first frame (see `Msg::FileTotals`).
+        app.footer.file_totals_pending = true;
     }
     for w in warnings {
         app.notice(w);
@@ -389,6 +391,14 @@ pub fn run(mut opts: TuiOptions) -> anyhow::Result<i32> {
     let mut guard = TerminalGuard { exit_message: None };
     let mut search = session_search::SessionSearch::default();
     let (tx, rx) = mpsc::channel::<Msg>();
+    if app.footer.file_totals_pending {
+        if let Some(snapshot) = driver.session() {
+            let tx = tx.clone();
+            std::thread::spawn(move || {
+                let _ = tx.send(Msg::FileTotals(session_ops::session_totals(&snapshot)));
+            });
+        }
+    }
     let mut indexed = opts.cwd.clone();
     spawn_file_index(indexed.clone(), tx.clone());
     if opts.open_resume {

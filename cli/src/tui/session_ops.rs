@@ -345,6 +345,8 @@ pub fn after_switch(app: &mut App, driver: &dyn AgentDriver) {
     if let Some(s) = &session {
         app.footer.totals = session_totals(s);
     }
+    app.footer.file_totals_pending = false;
+    app.footer.since_open = super::driver::Usage::default();
     // A resumed or imported session brings its own model and thinking level.
     if let Some(model) = driver.current_model() {
         app.model = Some(model);

@@ -3016,3 +3016,42 @@ fn alt_y_pops_the_kill_ring() {
     update(&mut a, alt('y'));
     assert_eq!(a.editor.text(), "two!");
 }
+
+/// A resumed session's footer totals are summed after the first frame: until they arrive
+/// the footer covers the context shown, and what this run spends meanwhile is added to the
+/// file's totals, not lost; after a switch the late sum is stale and ignored.
+#[test]
+fn file_totals_arrive_after_start_and_keep_what_was_spent_meanwhile() {
+    let opts = super::TuiOptions::new(PathBuf::from("/p"));
+    let driver = FakeDriver {
+        session: Some(sample_session()),
+        ..Default::default()
+    };
+    let mut a = super::initial_app(&opts, &driver);
+    assert!(a.footer.file_totals_pending);
+    let spent = Usage {
+        input: 5,
+        output: 1,
+        ..Usage::default()
+    };
+    update(
+        &mut a,
+        Msg::Agent(AgentEvent::MessageEnd {
+            role: "assistant".into(),
+            usage: Some(spent),
+            error: None,
+        }),
+    );
+    let file = Usage {
+        input: 100,
+        output: 10,
+        ..Usage::default()
+    };
+    update(&mut a, Msg::FileTotals(file));
+    assert_eq!((a.footer.totals.input, a.footer.totals.output), (105, 11));
+    assert!(!a.footer.file_totals_pending);
+
+    // Arriving again (or after a switch computed its own), the sum changes nothing.
+    update(&mut a, Msg::FileTotals(file));
+    assert_eq!(a.footer.totals.input, 105);
+}
