@@ -4,6 +4,9 @@
 //! and is the only layer that talks to the network or runs processes. Front ends (`pi-cli`)
 //! drive it; data flows one way: formats → storage → engine → agent → cli.
 
+// Unsafe code only at the few syscalls that say why (signals to process groups, access(2)).
+#![deny(unsafe_code)]
+
 pub mod agent;
 mod collation;
 pub mod config;

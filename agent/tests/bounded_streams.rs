@@ -2,6 +2,9 @@
 //! provider sends must be handled linearly and without recursion (the test harness's
 //! threads have 2 MiB stacks).
 
+// A test fails by panicking: unwrapping is how it reports.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
 use pi_agent::llm::json_stream::partial_object;
 use pi_agent::llm::sse::SseDecoder;
 

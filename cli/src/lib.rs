@@ -1,5 +1,8 @@
 //! The `pi` command line: argument parsing and dispatch to the modes and `pi sessions …`.
 
+// Unsafe code only at the terminal's syscalls, each with its SAFETY note.
+#![deny(unsafe_code)]
+
 pub mod commands;
 pub mod modes;
 pub mod tui;

@@ -11,6 +11,9 @@
 //! cargo test --release -p pi-cli --test bounded -- --nocapture
 //! ```
 
+// A test fails by panicking: unwrapping is how it reports.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
 use std::io::Write as _;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};

@@ -2,6 +2,9 @@
 //! pi-fake-llm on 127.0.0.1, checked against what real Pi does with the same flags
 //! (observed with `/work/shared/realpi`'s harness; quoted in each test).
 
+// A test fails by panicking: unwrapping is how it reports.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
 use std::io::{BufRead, BufReader, Write};
 use std::path::PathBuf;
 use std::process::{Command, Output, Stdio};

@@ -1,5 +1,8 @@
 //! The `pi sessions` commands of the session core, driven through the real binary.
 
+// A test fails by panicking: unwrapping is how it reports.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
 use assert_cmd::Command;
 use std::path::{Path, PathBuf};
 

@@ -23,6 +23,9 @@
 //! PI_CRASH_SEED=… PI_CRASH_ITERATIONS=200 cargo test --release -p pi-cli --test crash -- --nocapture
 //! ```
 
+// A test fails by panicking: unwrapping is how it reports.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
 use std::collections::HashMap;
 use std::fs;
 use std::io::{BufRead, BufReader};

@@ -6,6 +6,9 @@
 //! cannot make; a file size limit (`RLIMIT_FSIZE`, what `ulimit -f` sets) fails the same
 //! `write` call with EFBIG after writing what fits, so the EFBIG test covers that path.
 
+// A test fails by panicking: unwrapping is how it reports.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
 use std::io::{BufRead, BufReader, Write};
 use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};

@@ -2,6 +2,9 @@
 //! process) and through the TUI's driver (in process, as the interactive mode builds it)
 //! leaves the same sessions behind, because both are clients of one session host.
 
+// A test fails by panicking: unwrapping is how it reports.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
 use std::io::{BufRead, BufReader, Write};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};

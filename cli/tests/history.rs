@@ -1,6 +1,9 @@
 //! `pi sessions search` and `pi sessions stats` through the real binary, over an agent dir
 //! in Pi's per-cwd layout.
 
+// A test fails by panicking: unwrapping is how it reports.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
 use std::fs::{self, OpenOptions};
 use std::io::Write;
 use std::path::{Path, PathBuf};

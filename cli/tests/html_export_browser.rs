@@ -6,6 +6,9 @@
 //! says clearly that it did not run. Screenshots of every state go to
 //! `target/html-export-screenshots/<test>/` (not committed).
 
+// A test fails by panicking: unwrapping is how it reports.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
 use std::io::{BufRead, BufReader, Write};
 use std::path::{Path, PathBuf};
 use std::process::{Child, ChildStdin, ChildStdout, Command, Stdio};

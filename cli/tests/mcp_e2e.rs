@@ -9,6 +9,9 @@
 //! session file), `--no-mcp`, the `mcp_servers` prompt section, a server that dies mid-call
 //! and a server that does not answer in time (clear errors, nothing hangs).
 
+// A test fails by panicking: unwrapping is how it reports.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::sync::Mutex;

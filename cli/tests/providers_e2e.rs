@@ -1,6 +1,9 @@
 //! Print-mode prompts (`pi -p`) over wire APIs beyond the basic four, against pi-fake-llm on
 //! 127.0.0.1, checking the request our binary sends.
 
+// A test fails by panicking: unwrapping is how it reports.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
 use assert_cmd::Command;
 use pi_fake_llm::{FakeLlm, Script, Turn};
 

@@ -1,6 +1,9 @@
 //! Data safety end to end (issue 14, "Data and safety"): the real `pi` binary against
 //! pi-fake-llm on 127.0.0.1, real files, links and processes. Each test failed before its fix.
 
+// A test fails by panicking: unwrapping is how it reports.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
 use std::io::{BufRead, BufReader, Write};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};

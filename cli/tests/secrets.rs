@@ -3,6 +3,9 @@
 //! real `pi` processes against the fake LLM with a recognisable key from each source
 //! (`--api-key`, auth.json, the environment, models.json) and greps every byte produced.
 
+// A test fails by panicking: unwrapping is how it reports.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
 use pi_fake_llm::{FakeLlm, Script};
 use serde_json::json;
 use std::path::{Path, PathBuf};

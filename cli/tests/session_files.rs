@@ -2,6 +2,9 @@
 //! large v1 fixtures (migrated, with context equal to real Pi 1.6.0's), and no
 //! panic on any truncated or tricky input.
 
+// A test fails by panicking: unwrapping is how it reports.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
 use pi_cli::commands::sessions::inspect::Report;
 use pi_engine::session::{EntryIdx, Session};
 use serde_json::Value;

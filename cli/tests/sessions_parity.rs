@@ -2,6 +2,9 @@
 //! compactions, warnings apart from errors in `verify`, `show` on a parent cycle, `inspect`
 //! by session id, and the first `search` index build saying what it does.
 
+// A test fails by panicking: unwrapping is how it reports.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
 use assert_cmd::Command;
 use serde_json::{json, Value};
 use std::path::{Path, PathBuf};

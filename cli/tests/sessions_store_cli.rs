@@ -1,6 +1,9 @@
 //! `pi sessions list | export | import | migrate` end to end: the real binary on real JSONL
 //! files, redb and SQLite databases in temp dirs.
 
+// A test fails by panicking: unwrapping is how it reports.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
 use std::fs;
 use std::path::{Path, PathBuf};
 use std::process::Output;

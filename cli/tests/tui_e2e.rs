@@ -4,6 +4,9 @@
 //! interactive mode (`tui::agent::run_with_args`), a terminal multiplexer, and a few seconds.
 //! `PI_TUI_E2E_BIN` picks another binary (e.g. `target/release/pi`).
 
+// A test fails by panicking: unwrapping is how it reports.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::{Duration, Instant};

@@ -58,6 +58,7 @@ impl AgentSession {
                     cancelled = true;
                     if let Some(pid) = child.id().and_then(|p| i32::try_from(p).ok()) {
                         // SAFETY: kill(2) on the process group we created; no memory involved.
+                        #[allow(unsafe_code)]
                         unsafe {
                             libc::kill(-pid, libc::SIGKILL);
                         }

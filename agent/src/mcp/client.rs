@@ -191,6 +191,7 @@ impl ChildProcess {
     fn signal_group(&self, signal: i32) {
         if let Some(pgid) = self.pgid {
             // SAFETY: kill(2) with a negative pid signals the process group we created.
+            #[allow(unsafe_code)]
             unsafe {
                 libc::kill(-pgid, signal);
             }
@@ -373,8 +374,12 @@ impl McpServer {
                 let mut child = self
                     .spawn(command, args, env, cwd.as_deref())
                     .map_err(|e| (e, None))?;
-                let stdin = child.child.stdin.take().expect("piped stdin");
-                let stdout = child.child.stdout.take().expect("piped stdout");
+                // `spawn` pipes both; a child without them cannot be spoken to.
+                let (Some(stdin), Some(stdout)) =
+                    (child.child.stdin.take(), child.child.stdout.take())
+                else {
+                    return Err(("the server's stdin and stdout are not pipes".into(), None));
+                };
                 let transport =
                     rmcp::transport::async_rw::AsyncRwTransport::new_client(stdout, stdin);
                 let served = tokio::time::timeout(self.timeout(), handler.serve(transport)).await;
@@ -671,6 +676,8 @@ pub(crate) fn resolve_value(value: &str, what: &str) -> Result<String, String> {
 
 /// The variable names a template refers to (`$NAME`, `${NAME}`), in order, once each.
 fn env_names(value: &str) -> Vec<String> {
+    // A fixed pattern, checked by the tests: it compiles.
+    #[allow(clippy::expect_used)]
     let re =
         regex::Regex::new(r"\$\$|\$!|\$\{([A-Za-z_][A-Za-z0-9_]*)\}|\$([A-Za-z_][A-Za-z0-9_]*)")
             .expect("valid regex");

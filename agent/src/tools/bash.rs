@@ -151,6 +151,7 @@ fn kill_process_tree(pid: u32) {
         return;
     };
     // SAFETY: plain syscalls on a pid we spawned; failures are reported through the return value.
+    #[allow(unsafe_code)]
     unsafe {
         if libc::killpg(pid, libc::SIGKILL) != 0 {
             libc::kill(pid, libc::SIGKILL);

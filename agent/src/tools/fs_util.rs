@@ -56,6 +56,7 @@ pub(crate) fn access(path: &Path, mode: libc::c_int) -> io::Result<()> {
     let c_path = CString::new(path.as_os_str().as_bytes())
         .map_err(|_| io::Error::from_raw_os_error(libc::ENOENT))?;
     // SAFETY: c_path is a valid NUL-terminated string that outlives the call.
+    #[allow(unsafe_code)]
     let rc = unsafe { libc::access(c_path.as_ptr(), mode) };
     if rc == 0 {
         Ok(())

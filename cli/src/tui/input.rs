@@ -369,6 +369,9 @@ pub struct TtyInput {
     decoder: Decoder,
 }
 
+// The raw terminal reader: isatty, poll and read on the tty's descriptor, each with its
+// SAFETY note.
+#[allow(unsafe_code)]
 impl TtyInput {
     pub fn open() -> std::io::Result<TtyInput> {
         use std::os::fd::AsRawFd;

@@ -655,6 +655,7 @@ fn apply_effect(
             restore_terminal();
             // SIGTSTP stops us like the shell's ctrl+z; execution continues here after `fg`.
             // SAFETY: raising a signal in our own process has no memory-safety preconditions.
+            #[allow(unsafe_code)]
             unsafe {
                 libc::raise(libc::SIGTSTP);
             }
