@@ -87,14 +87,18 @@ fn block_images(message: &mut Value) {
 }
 
 /// An assistant message as Pi writes it (with its `role`).
-/// The context's messages (already converted for the model) as the providers take them.
-/// A message of a role the model sees whose fields do not fit it (say a user message whose
-/// `content` is a number) cannot be sent: it is left out, and the second list says which
-/// one and why, so the front ends can warn instead of losing it silently.
-fn read_context_messages(converted: Vec<Value>) -> (Vec<AgentMessage>, Vec<String>) {
-    let mut messages = Vec::with_capacity(converted.len());
-    let mut unreadable = Vec::new();
-    for (position, value) in converted.into_iter().enumerate() {
+/// Adds `converted` (context messages already converted for the model) to `messages` as
+/// the providers take them. A message of a role the model sees whose fields do not fit it
+/// (say a user message whose `content` is a number) cannot be sent: it is left out, and
+/// `unreadable` says which one (its position among all converted messages) and why, so the
+/// front ends can warn instead of losing it silently.
+fn read_context_messages(
+    converted: Vec<Value>,
+    messages: &mut Vec<AgentMessage>,
+    unreadable: &mut Vec<String>,
+) {
+    for value in converted {
+        let position = messages.len() + unreadable.len() + 1;
         let why = match serde_json::from_value::<AgentMessage>(value) {
             // `AgentMessage` keeps what it cannot read as `Unknown`.
             Ok(AgentMessage::Unknown(v)) => why_unreadable(&v),
@@ -105,11 +109,9 @@ fn read_context_messages(converted: Vec<Value>) -> (Vec<AgentMessage>, Vec<Strin
             Err(e) => e.to_string(),
         };
         unreadable.push(format!(
-            "context message {} cannot be read and was left out of the request: {why}",
-            position + 1
+            "context message {position} cannot be read and was left out of the request: {why}"
         ));
     }
-    (messages, unreadable)
 }
 
 /// Why a message did not decode as its role's type: decoding that type alone names the
@@ -539,13 +541,19 @@ impl AgentSession {
             let s = &st.session;
             let branch = s.branch_path();
             let path = SessionPath::of(s, &branch);
-            let projection = context::project(&path);
-            let values: Vec<Value> = projection.messages().cloned().collect();
-            let mut converted = context::convert_to_llm(&values);
-            if st.opts.requests.block_images {
-                converted.iter_mut().for_each(block_images);
-            }
-            let (messages, unreadable) = read_context_messages(converted);
+            let block = st.opts.requests.block_images;
+            let mut messages = Vec::new();
+            let mut unreadable = Vec::new();
+            // One context entry at a time: a huge context is held only as the typed messages
+            // the provider takes, never also as JSON values, a copy and a converted copy.
+            context::project_each(&path, |_, values| {
+                let mut converted = context::convert_to_llm(&values);
+                drop(values);
+                if block {
+                    converted.iter_mut().for_each(block_images);
+                }
+                read_context_messages(converted, &mut messages, &mut unreadable);
+            });
             for problem in unreadable {
                 self.emit(Event::Warning { message: problem });
             }
