@@ -43,6 +43,9 @@ SMALL_MB = float(os.environ.get("SMALL_MB", "1"))
 BIG_MB = float(os.environ.get("TURNS_BIG_MB", "100"))
 TUI_MB = float(os.environ.get("TUI_MB", "50"))
 TURNS_PER_RUN = int(os.environ.get("TURNS_PER_RUN", "5"))
+# Goal 5 (memory per message held in a context): one linear branch of this many
+# alternating user/assistant messages, nothing compacted, so the whole file is the context.
+CHAIN_ENTRIES = int(os.environ.get("CHAIN_ENTRIES", "100000"))
 MODEL = "fakeoai/fake-model"
 OUT_MD = Path(os.environ.get("TURNS_MD", REPO / "docs" / "performance.md"))
 BEGIN, END = "<!-- turns:begin -->", "<!-- turns:end -->"
@@ -55,6 +58,34 @@ def gen(name, mb, shape):
     if not stamp.exists():
         subprocess.run([GEN, str(path), str(mb), shape], check=True)
         stamp.touch()
+    return path
+
+
+def gen_chain(entries):
+    """A session that is one linear branch of short alternating user/assistant messages
+    with no compaction: every entry is in the context sent with the next prompt."""
+    path = WORK / f"chain-{entries}.jsonl"
+    if path.exists():
+        return path
+    with open(path, "w") as out:
+        out.write(json.dumps({"type": "session", "version": 3, "id": "chain", "timestamp": "2026-01-01T00:00:00.000Z",
+                              "cwd": "/tmp"}, separators=(",", ":")) + "\n")
+        parent = None
+        for i in range(entries):
+            eid = "%08x" % i
+            if i % 2 == 0:
+                msg = {"role": "user", "content": f"question {i}: please look at the file and tell me what it does",
+                       "timestamp": i}
+            else:
+                msg = {"role": "assistant", "content": [{"type": "text", "text": f"answer {i}: it parses the input"}],
+                       "api": "openai-completions", "provider": "fakeoai", "model": "fake-model",
+                       "usage": {"input": 10, "output": 5, "cacheRead": 0, "cacheWrite": 0, "totalTokens": 15,
+                                 "cost": {"input": 0, "output": 0, "cacheRead": 0, "cacheWrite": 0, "total": 0}},
+                       "stopReason": "stop", "timestamp": i}
+            out.write(json.dumps({"type": "message", "id": eid, "parentId": parent,
+                                  "timestamp": "2026-01-01T00:00:00.000Z", "message": msg},
+                                 separators=(",", ":")) + "\n")
+            parent = eid
     return path
 
 
@@ -278,6 +309,7 @@ def main():
     big = gen("big.jsonl", BIG_MB, "compacted")
     opened = gen("open.jsonl", BIG_MB, "open")
     tui = gen("tui.jsonl", TUI_MB, "compacted")
+    chain = gen_chain(CHAIN_ENTRIES)
     fake, port = start_fake()
     try:
         agent = agent_dir(port)
@@ -287,7 +319,7 @@ def main():
         # Each program resumes its own copies: both append to the session they resume.
         copies = {}
         for who in ["ours", "pi"]:
-            for src in [small, big]:
+            for src in [small, big, chain]:
                 copies[(who, src.name)] = copy_for(src, f"{who}-{src.stem}", cwd)
         opened = copy_for(opened, "ours-open", cwd)
         tui = copy_for(tui, "ours-tui", cwd)
@@ -302,6 +334,21 @@ def main():
             pb = copies[("pi", "big.jsonl")]
             r["resume_pi"] = measure("resume big + one prompt, print mode: Pi",
                                      pi_cmd() + ["--session", str(pb), "--model", MODEL, "-p", "hi"], env, cwd)
+        # Each run resumes a fresh copy: the prompt compacts the chain (it is far over the window).
+        r["chain_bytes"] = chain.stat().st_size
+        def fresh_chain(who, program):
+            """The prompt appends (and compacts): each run starts from a fresh copy, alone in
+            its directory; the copy is made inside the timed process (~35 MB `cp`)."""
+            src = copies[(who, chain.name)]
+            run = src.parent / "run" / "session.jsonl"
+            run.parent.mkdir(exist_ok=True)
+            return ["sh", "-c", f'cp {src} {run} && exec "$@"', "sh"] + program + [
+                "--session", str(run), "--model", MODEL, "-p", "hi"]
+        r["chain_ours"] = measure("resume whole-context chain + one prompt: ours",
+                                  fresh_chain("ours", [PI]), env, cwd)
+        if HAVE_PI:
+            r["chain_pi"] = measure("resume whole-context chain + one prompt: Pi",
+                                    fresh_chain("pi", pi_cmd()), env, cwd)
         for size in ["small", "big"]:
             f = copies[("ours", f"{size}.jsonl")]
             r[f"rpc_{size}_ours"] = rpc_turns(f"RPC per turn, {size}: ours",
@@ -374,6 +421,17 @@ def write_md(r, started):
         t = r["tui_ours"]
         row(f"TUI first frame with the latest messages, {mb(r['tui_bytes']):.0f} MB compacted session: ours", t,
             f"≤300 ms: {verdict(t['ms'] <= 300)}")
+    if r.get("chain_ours"):
+        co, cb = r["chain_ours"], r["chain_bytes"]
+        x = co["rss"] * 2**20 / cb
+        goal = f"RSS {x:.1f}x the file (goal 5, ≤3x per message held: {verdict(x <= 3)})"
+        if r.get("chain_pi"):
+            cp = r["chain_pi"]
+            goal += f"; {cp['ms'] / co['ms']:.1f}x faster than Pi, RSS {co['rss'] / cp['rss']:.2f}x Pi's"
+        row(f"resume a {mb(cb):.0f} MB whole-context chain ({CHAIN_ENTRIES:,} messages) + one prompt: ours", co, goal)
+        if r.get("chain_pi"):
+            row(f"resume the same chain + one prompt: Pi", r["chain_pi"],
+                f"RSS {r['chain_pi']['rss'] * 2**20 / cb:.1f}x the file")
     out.append("\nRaw: `benches/compare-pi/turns-results.json`.\n")
     out.append(END)
     section = "\n".join(out)

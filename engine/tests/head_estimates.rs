@@ -3,7 +3,8 @@
 //! branch into values first. Both ways must agree on every fixture real Pi wrote or
 //! loaded, and on generated sessions with many compactions: the token estimate, the
 //! latest compaction's time, the size after a response (with and without usage,
-//! with an error), and the compaction plan for several `keepRecentTokens`.
+//! with an error), and the compaction plan and the summarizer's input for several
+//! `keepRecentTokens`.
 
 // A test fails by panicking: unwrapping is how it reports.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
@@ -118,8 +119,15 @@ fn compare(session: &mut Session, name: &str) -> usize {
             });
             assert_eq!(
                 streamed,
-                prepared.map(|p| serde_json::to_string(&p).unwrap()),
+                prepared.as_ref().map(|p| serde_json::to_string(p).unwrap()),
                 "{at}: streamed preparation, keepRecentTokens={keep}"
+            );
+            // What the summarizer reads, streamed entry by entry (what the agent sends),
+            // is the preparation's conversation text and file lists.
+            assert_eq!(
+                plan_compaction(&path, &settings).map(|plan| plan.input(&path)),
+                prepared.map(|p| p.input()),
+                "{at}: summarizer input, keepRecentTokens={keep}"
             );
         }
         assert_eq!(

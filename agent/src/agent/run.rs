@@ -398,16 +398,11 @@ impl AgentSession {
             let s = &st.session;
             let branch = s.branch_path();
             let path = SessionPath::of(s, &branch);
-            let projected = context::project(&path);
-            let has_system = projected
-                .messages()
-                .any(|m| m.get("role").and_then(Value::as_str) == Some("system"));
-            if has_system && !st.opts.prompt.reloaded {
+            let system = context::transcript::context_system_messages(&path);
+            if !system.is_empty() && !st.opts.prompt.reloaded {
                 return None;
             }
-            has_system
-                .then(|| context::transcript::current_system_message(projected.messages()))
-                .flatten()
+            context::transcript::current_system_message(&system)
         };
         let cwd = st.opts.cwd.display().to_string();
         let full = prompt::system_message(&st.opts.tools, &cwd, &st.opts.prompt, now_millis());
@@ -583,7 +578,7 @@ impl AgentSession {
                 level,
             )
         };
-        let mut stream = llm::stream(&model, &context, options);
+        let mut stream = llm::stream(&model, context, options);
         let mut started = false;
         let mut final_message = None;
         while let Some(ev) = stream.next().await {
@@ -893,7 +888,10 @@ impl AgentSession {
             let s = &st.session;
             let branch = s.branch_path();
             let path = SessionPath::of(s, &branch);
-            let prep = compaction::prepare_compaction(&path, &st.opts.compaction);
+            // The summarizer's text is streamed from the path: a huge span is never
+            // held as messages.
+            let prep = compaction::plan_compaction(&path, &st.opts.compaction)
+                .map(|plan| plan.input(&path));
             let no_prep_reason = compaction::no_preparation_reason(&path);
             let events = RetryEvents {
                 sink: self.shared.sink.clone(),

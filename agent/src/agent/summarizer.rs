@@ -59,7 +59,7 @@ impl Summarizer for LlmSummarizer {
             cancel: self.cancel.child_token(),
             ..Default::default()
         };
-        let stream = llm::stream(&self.model, &context, options);
+        let stream = llm::stream(&self.model, context, options);
         async move {
             let m = stream.result().await;
             let text = m

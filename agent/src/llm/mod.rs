@@ -16,7 +16,7 @@
 //! let model = llm::builtin_models().into_iter().next().expect("catalog");
 //! let ctx = Context { system_prompt: Some("Be brief.".into()), messages: vec![
 //!     llm::transform::user_text("hi", 0)], tools: vec![] };
-//! let mut s = llm::stream(&model, &ctx, StreamOptions::default());
+//! let mut s = llm::stream(&model, ctx, StreamOptions::default());
 //! while let Some(ev) = s.next().await { println!("{ev:?}"); }
 //! # }
 //! ```
@@ -355,12 +355,13 @@ pub(crate) fn now_ms() -> i64 {
 
 /// Start a streaming request for `model` (dispatching on `model.api`). Must be called
 /// inside a tokio runtime.
-pub fn stream(model: &Model, context: &Context, options: StreamOptions) -> AssistantStream {
+/// The context is taken by value: the provider task reads it while the caller goes on, and a
+/// huge context must not be held twice.
+pub fn stream(model: &Model, context: Context, options: StreamOptions) -> AssistantStream {
     let template = AssistantMessage::empty(&model.api, &model.provider, &model.id, now_ms());
     // Small buffer: a slow consumer slows the network read rather than growing memory.
     let (tx, rx) = mpsc::channel(64);
     let model = model.clone();
-    let context = context.clone();
     let partial = template.clone();
     tokio::spawn(async move {
         let started = Instant::now();
@@ -656,7 +657,7 @@ pub fn calculate_cost(model: &Model, usage: &mut Usage) {
 pub fn estimate_context_tokens(
     system_prompt: &str,
     tools: &[Tool],
-    messages: &[AgentMessage],
+    messages: &[&AgentMessage],
 ) -> u64 {
     fn units(s: &str) -> u64 {
         s.encode_utf16().count() as u64
@@ -713,8 +714,13 @@ pub fn estimate_context_tokens(
             _ => None,
         });
     match last_usage {
-        Some((i, t)) => t + messages[i + 1..].iter().map(message_tokens).sum::<u64>(),
-        None => head + messages.iter().map(message_tokens).sum::<u64>(),
+        Some((i, t)) => {
+            t + messages[i + 1..]
+                .iter()
+                .map(|m| message_tokens(m))
+                .sum::<u64>()
+        }
+        None => head + messages.iter().map(|m| message_tokens(m)).sum::<u64>(),
     }
 }
 

@@ -55,7 +55,7 @@ async fn collect(
     context: &Context,
     options: StreamOptions,
 ) -> (Vec<AssistantMessageEvent>, AssistantMessage) {
-    let mut s = stream(model, context, options);
+    let mut s = stream(model, context.clone(), options);
     let mut events = Vec::new();
     while let Some(ev) = s.next().await {
         events.push(ev);
@@ -342,7 +342,7 @@ async fn abort_mid_stream(model: &Model) {
     let options = opts();
     let cancel = options.cancel.clone();
     let mut started = Instant::now();
-    let mut s = stream(model, &ctx("x"), options);
+    let mut s = stream(model, ctx("x"), options);
     let mut saw_delta = false;
     let mut last = None;
     while let Some(ev) = s.next().await {

@@ -27,21 +27,22 @@ const NON_VISION_USER_IMAGE_PLACEHOLDER: &str = "(image omitted: model does not 
 const NON_VISION_TOOL_IMAGE_PLACEHOLDER: &str =
     "(tool image omitted: model does not support images)";
 
-/// The context with all system messages folded into one prompt and tool set.
+/// The context with all system messages folded into one prompt and tool set. The
+/// messages are borrowed: a huge context is not copied to be normalized.
 #[derive(Debug, Clone, Default, PartialEq)]
-pub struct NormalizedContext {
+pub struct NormalizedContext<'a> {
     /// The full system prompt text (content followed by sections), possibly empty.
     pub system_prompt: String,
     /// The tools available at the end of the transcript.
     pub tools: Vec<Tool>,
     /// User, assistant and tool-result messages, in order.
-    pub messages: Vec<AgentMessage>,
+    pub messages: Vec<&'a AgentMessage>,
 }
 
 /// Fold `context.system_prompt`, `context.tools` and every system message in
 /// `context.messages` into one prompt and tool set. Roles other than user, assistant and
 /// toolResult are not LLM messages (the caller's `convert_to_llm` maps them) and are skipped.
-pub fn normalize_context(context: &Context) -> NormalizedContext {
+pub fn normalize_context(context: &Context) -> NormalizedContext<'_> {
     let mut content_parts: Vec<String> = Vec::new();
     let mut sections: Map<String, Value> = Map::new();
     let mut tools: Vec<Tool> = Vec::new();
@@ -77,7 +78,7 @@ pub fn normalize_context(context: &Context) -> NormalizedContext {
                 }
             }
             AgentMessage::User(_) | AgentMessage::Assistant(_) | AgentMessage::ToolResult(_) => {
-                messages.push(m.clone())
+                messages.push(m)
             }
             _ => {}
         }
@@ -128,15 +129,38 @@ fn replace_images(content: &[ContentBlock], placeholder: &str) -> Vec<ContentBlo
 /// Apply Pi's `transformMessages` for `model`. `normalize_tool_call_id` rewrites ids of
 /// tool calls made by other models (`None` keeps them).
 pub fn transform_messages(
-    messages: &[AgentMessage],
+    messages: &[&AgentMessage],
     model: &Model,
     normalize_tool_call_id: Option<&dyn Fn(&str) -> String>,
 ) -> Vec<AgentMessage> {
+    let mut result = Vec::with_capacity(messages.len());
+    let mut pending: Vec<(String, String)> = Vec::new();
+    let mut answered: HashSet<String> = HashSet::new();
+    let close = |result: &mut Vec<AgentMessage>,
+                 pending: &mut Vec<(String, String)>,
+                 answered: &mut HashSet<String>| {
+        for (id, name) in pending.drain(..) {
+            if !answered.contains(&id) {
+                result.push(AgentMessage::ToolResult(ToolResultMessage {
+                    tool_call_id: id,
+                    tool_name: name,
+                    content: vec![ContentBlock::text("No result provided")],
+                    details: None,
+                    is_error: true,
+                    duration_ms: None,
+                    timestamp: now_ms(),
+                    extra: Map::new(),
+                }));
+            }
+        }
+        answered.clear();
+    };
     let mut id_map: HashMap<String, String> = HashMap::new();
     let vision = model.supports_images();
-    let mut transformed = Vec::with_capacity(messages.len());
-    for msg in messages {
-        match msg {
+    // One pass: transform each message, then drop failed turns and answer dangling tool
+    // calls (as Pi's two passes do, without holding the context a second time).
+    for &msg in messages {
+        let msg = match msg {
             AgentMessage::User(u) => {
                 let mut u = u.clone();
                 if !vision {
@@ -145,7 +169,7 @@ pub fn transform_messages(
                             Content::Blocks(replace_images(b, NON_VISION_USER_IMAGE_PLACEHOLDER));
                     }
                 }
-                transformed.push(AgentMessage::User(u));
+                AgentMessage::User(u)
             }
             AgentMessage::ToolResult(r) => {
                 let mut r = r.clone();
@@ -155,7 +179,7 @@ pub fn transform_messages(
                 if let Some(new_id) = id_map.get(&r.tool_call_id) {
                     r.tool_call_id = new_id.clone();
                 }
-                transformed.push(AgentMessage::ToolResult(r));
+                AgentMessage::ToolResult(r)
             }
             AgentMessage::Assistant(a) => {
                 let same_model =
@@ -202,36 +226,11 @@ pub fn transform_messages(
                         other => Some(other),
                     })
                     .collect();
-                transformed.push(AgentMessage::Assistant(a));
+                AgentMessage::Assistant(a)
             }
-            other => transformed.push(other.clone()),
-        }
-    }
+            other => other.clone(),
+        };
 
-    // Second pass: drop failed turns, answer dangling tool calls.
-    let mut result = Vec::with_capacity(transformed.len());
-    let mut pending: Vec<(String, String)> = Vec::new();
-    let mut answered: HashSet<String> = HashSet::new();
-    let close = |result: &mut Vec<AgentMessage>,
-                 pending: &mut Vec<(String, String)>,
-                 answered: &mut HashSet<String>| {
-        for (id, name) in pending.drain(..) {
-            if !answered.contains(&id) {
-                result.push(AgentMessage::ToolResult(ToolResultMessage {
-                    tool_call_id: id,
-                    tool_name: name,
-                    content: vec![ContentBlock::text("No result provided")],
-                    details: None,
-                    is_error: true,
-                    duration_ms: None,
-                    timestamp: now_ms(),
-                    extra: Map::new(),
-                }));
-            }
-        }
-        answered.clear();
-    };
-    for msg in transformed {
         match &msg {
             AgentMessage::Assistant(a) => {
                 close(&mut result, &mut pending, &mut answered);
@@ -308,7 +307,7 @@ mod tests {
 
     #[test]
     fn drops_failed_turns_and_answers_dangling_calls() {
-        let msgs = vec![
+        let msgs = [
             user_text("hi", 1),
             assistant("p", StopReason::Error, vec![ContentBlock::text("partial")]),
             assistant("p", StopReason::ToolUse, vec![call("a"), call("b")]),
@@ -324,7 +323,7 @@ mod tests {
             }),
             user_text("next", 3),
         ];
-        let out = transform_messages(&msgs, &model(), None);
+        let out = transform_messages(&msgs.iter().collect::<Vec<_>>(), &model(), None);
         let roles: Vec<_> = out.iter().map(|m| m.role()).collect();
         assert_eq!(
             roles,
@@ -340,7 +339,7 @@ mod tests {
 
     #[test]
     fn cross_model_thinking_dropped_and_ids_normalized() {
-        let msgs = vec![
+        let msgs = [
             assistant(
                 "other",
                 StopReason::ToolUse,
@@ -363,7 +362,7 @@ mod tests {
             ),
         ];
         let norm = |id: &str| id.replace(['|', '/'], "_");
-        let out = transform_messages(&msgs, &model(), Some(&norm));
+        let out = transform_messages(&msgs.iter().collect::<Vec<_>>(), &model(), Some(&norm));
         let AgentMessage::Assistant(a) = &out[0] else {
             panic!("assistant")
         };

@@ -47,12 +47,12 @@ pub use branch::{
 };
 pub use file_ops::{compute_file_lists, format_file_operations, FileLists, FileOps};
 pub use prepare::{
-    find_cut_point, no_preparation_reason, plan_compaction, prepare_compaction, CompactionPlan,
-    CompactionPreparation, CutPoint, REASON_ALREADY_COMPACTED, REASON_TOO_SMALL,
+    find_cut_point, no_preparation_reason, plan_compaction, prepare_compaction, CompactionInput,
+    CompactionPlan, CompactionPreparation, CutPoint, REASON_ALREADY_COMPACTED, REASON_TOO_SMALL,
 };
 pub use serialize::{
     branch_summary_prompt, history_summary_prompt, serialize_conversation, turn_prefix_prompt,
-    BRANCH_SUMMARY_PREAMBLE, BRANCH_SUMMARY_PROMPT, SUMMARIZATION_SYSTEM_PROMPT,
+    ConversationText, BRANCH_SUMMARY_PREAMBLE, BRANCH_SUMMARY_PROMPT, SUMMARIZATION_SYSTEM_PROMPT,
     TOOL_RESULT_MAX_CHARS,
 };
 pub use summarize::{

@@ -10,9 +10,12 @@
 //! separately as the "turn prefix".
 
 use super::file_ops::{FileLists, FileOps};
+use super::serialize::{serialize_conversation, ConversationText};
 use super::tokens::{estimate_tokens, ProjectedTokensAcc};
 use super::CompactionSettings;
-use crate::context::{entry_messages, project_each, project_each_where, EntrySource};
+use crate::context::{
+    convert_to_llm, entry_messages, project_each, project_each_where, EntrySource,
+};
 use crate::js;
 use serde::ser::SerializeStruct;
 use serde::{Serialize, Serializer};
@@ -100,6 +103,38 @@ impl CompactionPreparation {
     pub fn file_lists(&self) -> FileLists {
         self.file_ops.file_lists()
     }
+
+    /// What the summarizer reads for this preparation.
+    pub fn input(&self) -> CompactionInput {
+        let conversation = |messages: &[Value]| {
+            (!messages.is_empty()).then(|| serialize_conversation(&convert_to_llm(messages)))
+        };
+        CompactionInput {
+            first_kept_entry_id: self.first_kept_entry_id.clone(),
+            history: conversation(&self.messages_to_summarize),
+            turn_prefix: conversation(&self.turn_prefix_messages),
+            is_split_turn: self.is_split_turn,
+            tokens_before: self.tokens_before,
+            previous_summary: self.previous_summary.clone(),
+            file_lists: self.file_lists(),
+        }
+    }
+}
+
+/// What [`super::compact`] needs: the summarized spans already flattened to the text the
+/// summarizer reads. Built from a [`CompactionPreparation`], or streamed from the path by
+/// [`CompactionPlan::input`] so a huge span is never held as messages.
+#[derive(Debug, Clone, PartialEq)]
+pub struct CompactionInput {
+    pub first_kept_entry_id: String,
+    /// The summarized history as conversation text; `None` when it holds no message.
+    pub history: Option<String>,
+    /// The split turn's beginning as conversation text; `None` when it holds no message.
+    pub turn_prefix: Option<String>,
+    pub is_split_turn: bool,
+    pub tokens_before: u64,
+    pub previous_summary: Option<String>,
+    pub file_lists: FileLists,
 }
 
 fn role_of(message: &Value) -> Option<&str> {
@@ -467,6 +502,39 @@ impl CompactionPlan {
             self.each_message(path, span, |m| file_ops.add_from_message(&m));
         }
         file_ops
+    }
+
+    /// The summarizer's input read from `path` (the branch planned on), equal to
+    /// `self.preparation(path).input()`: each summarized message is noted for the file
+    /// lists and appended to its span's text, then dropped.
+    pub fn input<S: EntrySource + ?Sized>(&self, path: &S) -> CompactionInput {
+        let mut file_ops = FileOps::default();
+        if let Some(pos) = self.previous_pos {
+            file_ops.add_from_details(&path.value(pos));
+        }
+        let mut conversation = |span: &std::ops::Range<usize>| {
+            let mut text = ConversationText::default();
+            let mut any = false;
+            self.each_message(path, span, |message| {
+                any = true;
+                file_ops.add_from_message(&message);
+                convert_to_llm(std::iter::once(&message))
+                    .iter()
+                    .for_each(|m| text.push(m));
+            });
+            any.then(|| text.finish())
+        };
+        let history = conversation(&self.summarize);
+        let turn_prefix = conversation(&self.turn_prefix);
+        CompactionInput {
+            first_kept_entry_id: self.first_kept_entry_id.clone(),
+            history,
+            turn_prefix,
+            is_split_turn: self.is_split_turn,
+            tokens_before: self.tokens_before,
+            previous_summary: self.previous_summary.clone(),
+            file_lists: file_ops.file_lists(),
+        }
     }
 
     /// The whole preparation, its messages read from `path` (the branch planned on).

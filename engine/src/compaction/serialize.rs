@@ -42,8 +42,24 @@ fn format_tool_call(block: &Value) -> String {
 /// [`crate::context::convert_to_llm`] first). Thinking is left out: it is often
 /// not part of what the model saw, and can be larger than the context itself.
 pub fn serialize_conversation<'a>(messages: impl IntoIterator<Item = &'a Value>) -> String {
-    let mut parts: Vec<String> = Vec::new();
-    for message in messages {
+    let mut text = ConversationText::default();
+    messages.into_iter().for_each(|m| text.push(m));
+    text.finish()
+}
+
+/// [`serialize_conversation`] one message at a time, so a huge span is held only as
+/// the text it becomes, never also as its messages.
+#[derive(Debug, Default)]
+pub struct ConversationText {
+    text: String,
+    /// Whether any message produced a part (parts are separated by a blank line).
+    any: bool,
+}
+
+impl ConversationText {
+    /// Appends one provider-level message's parts.
+    pub fn push(&mut self, message: &Value) {
+        let mut parts: Vec<String> = Vec::new();
         match message.get("role").and_then(Value::as_str) {
             Some("user") => {
                 let text = js::content_text(message.get("content"), "");
@@ -82,8 +98,18 @@ pub fn serialize_conversation<'a>(messages: impl IntoIterator<Item = &'a Value>)
             }
             _ => {}
         }
+        for part in parts {
+            if self.any {
+                self.text.push_str("\n\n");
+            }
+            self.text.push_str(&part);
+            self.any = true;
+        }
     }
-    parts.join("\n\n")
+
+    pub fn finish(self) -> String {
+        self.text
+    }
 }
 
 /// System prompt for every summarization request.

@@ -9,7 +9,7 @@
 
 use super::branch::prepare_branch_entries;
 use super::file_ops::{format_file_operations, FileLists};
-use super::prepare::CompactionPreparation;
+use super::prepare::CompactionInput;
 use super::serialize::{
     branch_summary_prompt, history_summary_prompt, serialize_conversation, turn_prefix_prompt,
     BRANCH_SUMMARY_PREAMBLE, SUMMARIZATION_SYSTEM_PROMPT,
@@ -311,16 +311,16 @@ pub struct CompactionResult {
     pub usage: Option<Value>,
 }
 
-/// Summarizes a history span (with the update prompt when there is a previous summary).
+/// Summarizes a history span, given as conversation text (with the update prompt when
+/// there is a previous summary).
 async fn history_summary<S: Summarizer>(
     summarizer: &S,
-    messages: &[Value],
+    conversation: &str,
     previous_summary: Option<&str>,
     options: &SummaryOptions,
 ) -> Result<SummaryResponse, SummarizeError> {
-    let conversation = serialize_conversation(&convert_to_llm(messages));
     let prompt = history_summary_prompt(
-        &conversation,
+        conversation,
         previous_summary,
         options.custom_instructions.as_deref(),
     );
@@ -333,28 +333,21 @@ async fn history_summary<S: Summarizer>(
 /// summary (or the previous summary, if there is no new history) and a turn
 /// prefix summary joined under a separator; then the file lists.
 pub async fn compact<S: Summarizer>(
-    preparation: &CompactionPreparation,
+    input: &CompactionInput,
     summarizer: &S,
     options: &SummaryOptions,
 ) -> Result<CompactionResult, SummarizeError> {
-    let previous = preparation.previous_summary.as_deref();
-    let (mut summary, usage) =
-        if preparation.is_split_turn && !preparation.turn_prefix_messages.is_empty() {
-            let (history, history_usage) = if preparation.messages_to_summarize.is_empty() {
-                (previous.unwrap_or("No prior history.").to_string(), None)
-            } else {
-                let r = history_summary(
-                    summarizer,
-                    &preparation.messages_to_summarize,
-                    previous,
-                    options,
-                )
-                .await?;
-                (r.text, r.usage)
+    let previous = input.previous_summary.as_deref();
+    let (mut summary, usage) = match (&input.history, &input.turn_prefix) {
+        (history, Some(turn_prefix)) if input.is_split_turn => {
+            let (history, history_usage) = match history {
+                None => (previous.unwrap_or("No prior history.").to_string(), None),
+                Some(conversation) => {
+                    let r = history_summary(summarizer, conversation, previous, options).await?;
+                    (r.text, r.usage)
+                }
             };
-            let conversation =
-                serialize_conversation(&convert_to_llm(&preparation.turn_prefix_messages));
-            let prompt = turn_prefix_prompt(&conversation, options.custom_instructions.as_deref());
+            let prompt = turn_prefix_prompt(turn_prefix, options.custom_instructions.as_deref());
             let response =
                 summarize_with_retry(summarizer, &request(prompt, options), &options.retry).await?;
             let prefix = accept(response, "Turn prefix summarization")?;
@@ -365,26 +358,23 @@ pub async fn compact<S: Summarizer>(
                 ),
                 combine_usage(history_usage, prefix.usage),
             )
-        } else {
-            let r = history_summary(
-                summarizer,
-                &preparation.messages_to_summarize,
-                previous,
-                options,
-            )
-            .await?;
+        }
+        (history, _) => {
+            let conversation = history.as_deref().unwrap_or("");
+            let r = history_summary(summarizer, conversation, previous, options).await?;
             (r.text, r.usage)
-        };
-    let lists = preparation.file_lists();
+        }
+    };
+    let lists = &input.file_lists;
     summary.push_str(&format_file_operations(
         &lists.read_files,
         &lists.modified_files,
     ));
     Ok(CompactionResult {
         summary,
-        first_kept_entry_id: preparation.first_kept_entry_id.clone(),
-        tokens_before: preparation.tokens_before,
-        details: lists,
+        first_kept_entry_id: input.first_kept_entry_id.clone(),
+        tokens_before: input.tokens_before,
+        details: lists.clone(),
         usage,
     })
 }

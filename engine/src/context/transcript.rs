@@ -7,6 +7,20 @@
 use crate::js;
 use serde_json::{Map, Value};
 
+/// The system messages of `path`'s context, in order. The context is projected one entry
+/// at a time and everything else is dropped: a huge context is never held to find them.
+pub fn context_system_messages<S: super::EntrySource + ?Sized>(path: &S) -> Vec<Value> {
+    let mut system = Vec::new();
+    super::project_each(path, |_, messages| {
+        system.extend(
+            messages
+                .into_iter()
+                .filter(|m| m.get("role").and_then(Value::as_str) == Some("system")),
+        )
+    });
+    system
+}
+
 /// Pi's `getCurrentSystemMessage`: every system message replayed into one —
 /// content appended, sections patched by name (a `null` removes one), tools
 /// added and removed by name. `None` when there is no system message and no tool.
@@ -103,5 +117,41 @@ mod tests {
             json!({"role":"system","content":"base","sections":{"b":"2","c":"3"},"toolsAdded":[{"name":"bash"}],"timestamp":5})
         );
         assert_eq!(current_system_message(&msgs[1..2]), None);
+    }
+
+    #[test]
+    fn context_system_messages_are_the_system_messages_of_the_context_in_order() {
+        let entry = |id: &str, parent: Option<&str>, message: Value| {
+            json!({"type": "message", "id": id, "parentId": parent,
+                   "timestamp": "2026-01-01T00:00:00.000Z", "message": message})
+        };
+        let path = [
+            entry(
+                "a",
+                None,
+                json!({"role": "system", "content": "one", "timestamp": 1}),
+            ),
+            entry(
+                "b",
+                Some("a"),
+                json!({"role": "user", "content": "hi", "timestamp": 2}),
+            ),
+            entry(
+                "c",
+                Some("b"),
+                json!({"role": "system", "content": "two", "timestamp": 3}),
+            ),
+            entry(
+                "d",
+                Some("c"),
+                json!({"role": "user", "content": "go", "timestamp": 4}),
+            ),
+        ];
+        let contents: Vec<Value> = context_system_messages(&path[..])
+            .into_iter()
+            .map(|m| m["content"].clone())
+            .collect();
+        assert_eq!(contents, vec![json!("one"), json!("two")]);
+        assert!(context_system_messages(&path[1..2]).is_empty());
     }
 }

@@ -146,9 +146,8 @@ impl Session {
     ) -> NewEntry {
         let branch = self.branch_path();
         let path = crate::context::SessionPath::of(self, &branch);
-        let projection = crate::context::project(&path);
-        let system_message =
-            crate::context::transcript::current_system_message(projection.messages());
+        let system = crate::context::transcript::context_system_messages(&path);
+        let system_message = crate::context::transcript::current_system_message(&system);
         NewEntry::Compaction {
             summary,
             first_kept_entry_id: first_kept,

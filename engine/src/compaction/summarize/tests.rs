@@ -164,7 +164,7 @@ fn split_turn_makes_two_requests_and_joins_them() {
         custom_instructions: Some("tests".into()),
         ..Default::default()
     };
-    let result = run(compact(&prep, &model, &options)).unwrap();
+    let result = run(compact(&prep.input(), &model, &options)).unwrap();
     assert_eq!(
         result.summary,
         "HISTORY\n\n---\n\n**Turn Context (split turn):**\n\nPREFIX\n\n<modified-files>\nsrc/lib.rs\n</modified-files>"
@@ -313,7 +313,7 @@ fn truncated_and_tool_calling_summaries_are_refused() {
         stop_reason: StopReason::Length,
         ..ok("partial")
     }]);
-    let err = run(compact(&prep, &model, &SummaryOptions::default())).unwrap_err();
+    let err = run(compact(&prep.input(), &model, &SummaryOptions::default())).unwrap_err();
     assert_eq!(
         err.to_string(),
         "Summarization failed: generation hit the token cap and the summary is incomplete"
@@ -325,13 +325,13 @@ fn truncated_and_tool_calling_summaries_are_refused() {
             ..ok("x")
         },
     ]);
-    let err = run(compact(&prep, &model, &SummaryOptions::default())).unwrap_err();
+    let err = run(compact(&prep.input(), &model, &SummaryOptions::default())).unwrap_err();
     assert_eq!(
         err.to_string(),
         "Turn prefix summarization attempted to call a tool"
     );
     let model = Scripted::new([failed(StopReason::Error, "")]);
-    let err = run(compact(&prep, &model, &SummaryOptions::default())).unwrap_err();
+    let err = run(compact(&prep.input(), &model, &SummaryOptions::default())).unwrap_err();
     assert_eq!(err.to_string(), "Summarization failed: Unknown error");
 }
 
@@ -356,7 +356,7 @@ fn previous_summary_switches_to_the_update_prompt() {
     let prep = prepare_compaction(&path, &settings).unwrap();
     assert_eq!(prep.previous_summary.as_deref(), Some("OLD"));
     let model = Scripted::new([ok("NEW"), ok("P")]);
-    let result = run(compact(&prep, &model, &SummaryOptions::default())).unwrap();
+    let result = run(compact(&prep.input(), &model, &SummaryOptions::default())).unwrap();
     let prompt = &model.requests()[0].prompt;
     assert!(
         prompt.contains("\n</conversation>\n\n<previous-summary>\nOLD\n</previous-summary>\n\n")
