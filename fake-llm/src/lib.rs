@@ -191,7 +191,8 @@ pub struct RecordedRequest {
     pub method: String,
     /// Request path including the query.
     pub path: String,
-    /// `openai`, `anthropic`, `openai-responses` or `google`.
+    /// `openai`, `anthropic`, `openai-responses`, `google`, `mistral`, `bedrock` or
+    /// `oauth-token`.
     pub api: String,
     /// `turn` or `summary`.
     pub kind: String,

@@ -623,7 +623,7 @@ pub(crate) async fn run(
         .api_key
         .as_deref()
         .map(str::trim)
-        .filter(|k| !k.is_empty() && !(k.starts_with('<') && k.ends_with('>')))
+        .filter(|k| !k.is_empty() && !is_placeholder(k))
         .map(str::to_string)
         .or_else(|| env("AWS_BEARER_TOKEN_BEDROCK"));
     let mut headers: Vec<(String, String)> =
@@ -888,6 +888,11 @@ pub(crate) async fn run(
         }
         _ => Ok(()),
     }
+}
+
+/// Pi's `<authenticated>`-style marker for ambient credentials: not a bearer token.
+fn is_placeholder(key: &str) -> bool {
+    key.len() >= 2 && key.starts_with('<') && key.ends_with('>')
 }
 
 /// Store buffered encrypted reasoning as base64 in the block's signature.
