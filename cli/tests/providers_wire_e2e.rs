@@ -463,6 +463,56 @@ async fn google_vertex_adc_service_account() {
     );
 }
 
+#[tokio::test(flavor = "multi_thread")]
+async fn google_vertex_adc_authorized_user_in_a_region() {
+    let fake = FakeLlm::start(Script::turns(vec![Turn::text("Vertex user ok")]))
+        .await
+        .unwrap();
+    // The catalog's regional endpoint cannot be reached here, so models.json points the
+    // provider at the fake; the refresh-token grant goes to the file's token_uri.
+    let run = Run::new(&format!(
+        r#"{{"providers": {{"google-vertex": {{"baseUrl": "http://127.0.0.1:{}/v1beta1"}}}}}}"#,
+        fake.port()
+    ));
+    let creds = run.path("adc.json");
+    std::fs::write(
+        &creds,
+        json!({"type": "authorized_user", "client_id": "cid.apps.googleusercontent.com",
+            "client_secret": "csecret", "refresh_token": "1//refresh",
+            "token_uri": format!("http://127.0.0.1:{}/token", fake.port())})
+        .to_string(),
+    )
+    .unwrap();
+    let out = run.prompt(
+        &[
+            ("GOOGLE_APPLICATION_CREDENTIALS", creds.to_str().unwrap()),
+            ("GCLOUD_PROJECT", "proj"),
+            ("GOOGLE_CLOUD_LOCATION", "europe-west4"),
+        ],
+        "google-vertex/gemini-2.5-flash",
+        "hi",
+    );
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "pi failed: {stderr}");
+    assert_eq!(String::from_utf8_lossy(&out.stdout), "Vertex user ok\n");
+    let reqs = fake.requests();
+    assert_eq!(reqs.len(), 2);
+    let form = reqs[0].body["form"].as_object().unwrap();
+    assert_eq!(form["grant_type"], "refresh_token");
+    assert_eq!(form["client_id"], "cid.apps.googleusercontent.com");
+    // Secrets are not recorded.
+    assert_eq!(form["refresh_token"], "<redacted>");
+    // A base URL naming an API version gets no second one.
+    assert_eq!(
+        reqs[1].path,
+        "/v1beta1/publishers/google/models/gemini-2.5-flash:streamGenerateContent?alt=sse"
+    );
+    assert_eq!(
+        header(&reqs[1], "authorization"),
+        Some("Bearer fake-access-token-1")
+    );
+}
+
 fn jwt_claims(jwt: &str) -> Value {
     use base64::Engine;
     let part = jwt.split('.').nth(1).unwrap();
