@@ -1,7 +1,11 @@
 //! A scripted fake LLM server for tests: real HTTP/1.1 on 127.0.0.1, speaking the streaming
 //! wire formats of OpenAI Chat Completions (`POST …/chat/completions`), Anthropic Messages
-//! (`POST …/messages`), OpenAI Responses (`POST …/responses`) and Google Generative AI
-//! (`POST …/models/{id}:streamGenerateContent`).
+//! (`POST …/messages`), OpenAI Responses (`POST …/responses`), Google Generative AI and
+//! Vertex AI (`POST …/models/{id}:streamGenerateContent`), Mistral (`POST
+//! /mistral/…/v1/chat/completions`: Mistral shares OpenAI's path, so the fake serves it under a
+//! prefix) and Amazon Bedrock ConverseStream (`POST /model/{id}/converse-stream`, answered in
+//! the binary `application/vnd.amazon.eventstream` framing with CRC-32 checksums). A `POST
+//! …/token` is an OAuth token endpoint (Google service-account and refresh-token grants).
 //!
 //! It answers requests from a [`Script`] of turns, in order, the same script format as
 //! `fixtures/realpi/fake_llm.py` (which drove real Pi for the recorded fixtures), plus a few
@@ -187,7 +191,8 @@ pub struct RecordedRequest {
     pub method: String,
     /// Request path including the query.
     pub path: String,
-    /// `openai`, `anthropic`, `openai-responses` or `google`.
+    /// `openai`, `anthropic`, `openai-responses`, `google`, `mistral`, `bedrock` or
+    /// `oauth-token`.
     pub api: String,
     /// `turn` or `summary`.
     pub kind: String,
@@ -386,12 +391,22 @@ fn dechunk(mut data: &[u8]) -> Vec<u8> {
 }
 
 async fn send_json(sock: &mut TcpStream, status: u16, body: &Value) -> std::io::Result<()> {
+    send_json_with(sock, status, body, "").await
+}
+
+/// `send_json` with extra header lines (each ending in CRLF).
+async fn send_json_with(
+    sock: &mut TcpStream,
+    status: u16,
+    body: &Value,
+    extra_headers: &str,
+) -> std::io::Result<()> {
     let data = match body {
         Value::String(s) => s.clone(),
         other => other.to_string(),
     };
     let head = format!(
-        "HTTP/1.1 {status} {}\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n",
+        "HTTP/1.1 {status} {}\r\nContent-Type: application/json\r\nContent-Length: {}\r\n{extra_headers}Connection: close\r\n\r\n",
         reason(status),
         data.len()
     );
@@ -454,6 +469,18 @@ fn system_text(api: &str, body: &Value) -> String {
                     Some("system" | "developer")
                 ) {
                     push_content(&mut out, m.get("content").unwrap_or(&Value::Null));
+                }
+            }
+        }
+        "bedrock" => {
+            for b in body
+                .get("system")
+                .and_then(Value::as_array)
+                .into_iter()
+                .flatten()
+            {
+                if let Some(t) = b.get("text").and_then(Value::as_str) {
+                    out.push(t.to_string());
                 }
             }
         }
@@ -531,7 +558,16 @@ async fn handle(mut sock: TcpStream, state: Arc<Mutex<State>>) -> std::io::Resul
         return send_json(&mut sock, 404, &json!({"error": "not found"})).await;
     }
 
-    let api = if path.ends_with("/chat/completions") {
+    if req.method == "POST" && path.ends_with("/token") {
+        return oauth_token(&mut sock, &state, &req).await;
+    }
+    // Mistral's native API shares OpenAI's path; the fake serves it under a `/mistral` prefix
+    // (point the provider's baseUrl at `{base}/mistral`).
+    let api = if path.starts_with("/mistral/") && path.ends_with("/v1/chat/completions") {
+        "mistral"
+    } else if path.starts_with("/model/") && path.ends_with("/converse-stream") {
+        "bedrock"
+    } else if path.ends_with("/chat/completions") {
         "openai"
     } else if path.ends_with("/messages") {
         "anthropic"
@@ -601,7 +637,13 @@ async fn handle(mut sock: TcpStream, state: Arc<Mutex<State>>) -> std::io::Resul
         .headers
         .iter()
         .map(|(k, v)| {
-            let v = if k == "authorization"
+            // Access tokens the fake issued itself are not secrets: keep them, so tests
+            // can see the token exchange reached the request.
+            // A SigV4 signature is a one-request MAC, not a credential: keep it, so tests
+            // can check what was signed against what arrived.
+            let issued =
+                v.starts_with("Bearer fake-access-token-") || v.starts_with("AWS4-HMAC-SHA256 ");
+            let v = if (k == "authorization" && !issued)
                 || k == "x-api-key"
                 || k == "x-goog-api-key"
                 || k == "api-key"
@@ -647,6 +689,20 @@ async fn handle(mut sock: TcpStream, state: Arc<Mutex<State>>) -> std::io::Resul
             .body
             .clone()
             .unwrap_or_else(|| json!({"error": {"message": "fake error"}}));
+        if api == "bedrock" {
+            // AWS names the exception in a header; the SDK turns it into the error's name.
+            let kind = match he.status {
+                400 => "ValidationException",
+                403 => "AccessDeniedException",
+                429 => "ThrottlingException",
+                503 => "ServiceUnavailableException",
+                _ => "InternalServerException",
+            };
+            let extra = format!(
+                "x-amzn-errortype: {kind}:http://internal.amazon.com/coral/com.amazon.bedrock/\r\n"
+            );
+            return send_json_with(&mut sock, he.status, &body, &extra).await;
+        }
         return send_json(&mut sock, he.status, &body).await;
     }
     let usage = resolve_usage(&turn, req.body.len());
@@ -655,13 +711,112 @@ async fn handle(mut sock: TcpStream, state: Arc<Mutex<State>>) -> std::io::Resul
         .and_then(Value::as_str)
         .unwrap_or("fake-model")
         .to_string();
+    if api == "bedrock" {
+        let frames = bedrock_events(&turn, &usage, seq);
+        return stream_body(
+            &mut sock,
+            "application/vnd.amazon.eventstream",
+            &frames,
+            &turn,
+        )
+        .await;
+    }
     let events = match api {
         "openai" => openai_events(&turn, &usage, seq, &model),
+        "mistral" => mistral_events(&turn, &usage, seq, &model),
         "anthropic" => anthropic_events(&turn, &usage, seq, &model),
         "openai-responses" => responses_events(&turn, &usage, seq, &model),
         _ => google_events(&turn, &usage, seq, &model),
     };
     stream_sse(&mut sock, &events, &turn).await
+}
+
+/// An OAuth 2.0 token endpoint (Google's `token_uri`): records the form and answers with
+/// `fake-access-token-{seq}`. It consumes no script turn.
+async fn oauth_token(
+    sock: &mut TcpStream,
+    state: &Arc<Mutex<State>>,
+    req: &Request,
+) -> std::io::Result<()> {
+    let text = String::from_utf8_lossy(&req.body);
+    let form: Map<String, Value> = text
+        .split('&')
+        .filter(|kv| !kv.is_empty())
+        .map(|kv| {
+            let (k, v) = kv.split_once('=').unwrap_or((kv, ""));
+            (form_decode(k), Value::String(form_decode(v)))
+        })
+        .collect();
+    let (seq, log) = {
+        let mut st = lock(state);
+        st.seq += 1;
+        (st.seq, st.log.clone())
+    };
+    let mut redacted = form.clone();
+    for secret in ["client_secret", "refresh_token"] {
+        if redacted.contains_key(secret) {
+            redacted.insert(secret.into(), json!("<redacted>"));
+        }
+    }
+    let rec = RecordedRequest {
+        seq,
+        time: now(),
+        method: req.method.clone(),
+        path: req.path.clone(),
+        api: "oauth-token".into(),
+        kind: "token".into(),
+        index: 0,
+        headers: Map::new(),
+        body: json!({ "form": redacted }),
+        reply: Turn::default(),
+    };
+    append_log(log.as_deref(), &rec);
+    lock(state).requests.push(rec);
+    send_json(
+        sock,
+        200,
+        &json!({"access_token": format!("fake-access-token-{seq}"), "expires_in": 3600,
+            "token_type": "Bearer"}),
+    )
+    .await
+}
+
+fn form_decode(s: &str) -> String {
+    let bytes = s.as_bytes();
+    let mut out = Vec::with_capacity(bytes.len());
+    let mut i = 0;
+    while i < bytes.len() {
+        match bytes[i] {
+            b'+' => out.push(b' '),
+            b'%' if i + 2 < bytes.len() => {
+                let hex = std::str::from_utf8(&bytes[i + 1..i + 3]).unwrap_or("");
+                match u8::from_str_radix(hex, 16) {
+                    Ok(b) => {
+                        out.push(b);
+                        i += 2;
+                    }
+                    Err(_) => out.push(b'%'),
+                }
+            }
+            b => out.push(b),
+        }
+        i += 1;
+    }
+    String::from_utf8_lossy(&out).into_owned()
+}
+
+fn append_log(log: Option<&std::path::Path>, rec: &RecordedRequest) {
+    let Some(log) = log else { return };
+    if let Ok(line) = serde_json::to_string(rec) {
+        use std::io::Write;
+        if let Ok(mut f) = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(log)
+        {
+            let _ = writeln!(f, "{line}");
+        }
+    }
 }
 
 const DEFAULT_SUMMARY: &str = "## Goal\nFake goal produced by pi-fake-llm.\n\n## Constraints & Preferences\n- (none)\n\n\
@@ -796,6 +951,219 @@ fn openai_events(turn: &Turn, u: &Usage, seq: u64, model: &str) -> Vec<String> {
             "model": model, "choices": [], "usage": usage}),
         ));
         out.push(sse(None, &json!("[DONE]")));
+    }
+    out
+}
+
+/// Mistral chat chunks: thinking as typed content chunks, whole tool calls with 9-character
+/// ids, usage on the finishing chunk, then `[DONE]`.
+fn mistral_events(turn: &Turn, u: &Usage, seq: u64, model: &str) -> Vec<String> {
+    let id = format!("mistral-fake-{seq}");
+    let created = now() as u64;
+    let chunk = |delta: Value, finish: Option<&str>, usage: Option<Value>| {
+        let mut v = json!({"id": id, "object": "chat.completion.chunk", "created": created,
+            "model": model, "choices": [{"index": 0, "delta": delta, "finish_reason": finish}]});
+        if let Some(u) = usage {
+            v["usage"] = u;
+        }
+        sse(None, &v)
+    };
+    let mut out = vec![chunk(
+        json!({"role": "assistant", "content": ""}),
+        None,
+        None,
+    )];
+    if let Some(t) = &turn.thinking {
+        out.extend(pieces(t).into_iter().map(|p| {
+            chunk(
+                json!({"content": [{"type": "thinking", "thinking": [{"type": "text", "text": p}]}]}),
+                None,
+                None,
+            )
+        }));
+    }
+    if let Some(t) = &turn.text {
+        out.extend(
+            pieces(t)
+                .into_iter()
+                .map(|p| chunk(json!({"content": p}), None, None)),
+        );
+    }
+    for (i, tc) in turn.tool_calls.iter().enumerate() {
+        let tid = tc
+            .id
+            .clone()
+            .unwrap_or_else(|| format!("f{:04}{:04}", seq % 10_000, i % 10_000));
+        out.push(chunk(
+            json!({"tool_calls": [{"id": tid, "type": "function", "index": i,
+                "function": {"name": tc.name, "arguments": args_string(&tc.arguments)}}]}),
+            None,
+            None,
+        ));
+    }
+    if let Some(msg) = &turn.stream_error {
+        out.push(sse(
+            None,
+            &json!({"object": "error", "message": msg, "type": "internal_error"}),
+        ));
+    }
+    if !turn.omit_finish {
+        let finish = turn.finish_reason.clone().unwrap_or_else(|| {
+            if turn.tool_calls.is_empty() {
+                "stop".into()
+            } else {
+                "tool_calls".into()
+            }
+        });
+        let mut usage = json!({"prompt_tokens": u.prompt, "completion_tokens": u.completion,
+            "total_tokens": u.prompt + u.completion});
+        if u.cached > 0 {
+            usage["prompt_tokens_details"] = json!({"cached_tokens": u.cached});
+        }
+        out.push(chunk(json!({"content": ""}), Some(&finish), Some(usage)));
+        out.push(sse(None, &json!("[DONE]")));
+    }
+    out
+}
+
+/// CRC-32 (IEEE), for event-stream frames.
+fn crc32(data: &[u8]) -> u32 {
+    let mut crc = !0u32;
+    for &b in data {
+        crc ^= u32::from(b);
+        for _ in 0..8 {
+            crc = if crc & 1 != 0 {
+                (crc >> 1) ^ 0xEDB8_8320
+            } else {
+                crc >> 1
+            };
+        }
+    }
+    !crc
+}
+
+/// One `application/vnd.amazon.eventstream` message: prelude (total length, headers
+/// length, CRC), string headers, payload, message CRC.
+pub fn event_stream_frame(headers: &[(&str, &str)], payload: &[u8]) -> Vec<u8> {
+    let mut h = Vec::new();
+    for (k, v) in headers {
+        h.push(k.len() as u8);
+        h.extend_from_slice(k.as_bytes());
+        h.push(7); // string
+        h.extend_from_slice(&(v.len() as u16).to_be_bytes());
+        h.extend_from_slice(v.as_bytes());
+    }
+    let total = 12 + h.len() + payload.len() + 4;
+    let mut f = Vec::with_capacity(total);
+    f.extend_from_slice(&(total as u32).to_be_bytes());
+    f.extend_from_slice(&(h.len() as u32).to_be_bytes());
+    let c = crc32(&f);
+    f.extend_from_slice(&c.to_be_bytes());
+    f.extend_from_slice(&h);
+    f.extend_from_slice(payload);
+    let c = crc32(&f);
+    f.extend_from_slice(&c.to_be_bytes());
+    f
+}
+
+/// Bedrock ConverseStream events as binary frames: messageStart, per block
+/// contentBlockStart (tool use) / contentBlockDelta / contentBlockStop, messageStop,
+/// metadata. Payloads carry AWS's `p` padding field.
+fn bedrock_events(turn: &Turn, u: &Usage, seq: u64) -> Vec<Vec<u8>> {
+    let event = |kind: &str, mut payload: Value| {
+        payload["p"] = json!("abcdefghijklmnopqrstuvwxyzABCDEF");
+        event_stream_frame(
+            &[
+                (":event-type", kind),
+                (":content-type", "application/json"),
+                (":message-type", "event"),
+            ],
+            payload.to_string().as_bytes(),
+        )
+    };
+    let mut out = vec![event("messageStart", json!({"role": "assistant"}))];
+    let mut index = 0;
+    if let Some(t) = &turn.thinking {
+        for p in pieces(t) {
+            out.push(event(
+                "contentBlockDelta",
+                json!({"contentBlockIndex": index, "delta": {"reasoningContent": {"text": p}}}),
+            ));
+        }
+        out.push(event(
+            "contentBlockDelta",
+            json!({"contentBlockIndex": index,
+                "delta": {"reasoningContent": {"signature": format!("fake-signature-{seq}")}}}),
+        ));
+        out.push(event(
+            "contentBlockStop",
+            json!({"contentBlockIndex": index}),
+        ));
+        index += 1;
+    }
+    if let Some(t) = &turn.text {
+        for p in pieces(t) {
+            out.push(event(
+                "contentBlockDelta",
+                json!({"contentBlockIndex": index, "delta": {"text": p}}),
+            ));
+        }
+        out.push(event(
+            "contentBlockStop",
+            json!({"contentBlockIndex": index}),
+        ));
+        index += 1;
+    }
+    for (i, tc) in turn.tool_calls.iter().enumerate() {
+        let id = tc
+            .id
+            .clone()
+            .unwrap_or_else(|| format!("tooluse_fake_{seq}_{i}"));
+        out.push(event(
+            "contentBlockStart",
+            json!({"contentBlockIndex": index, "start": {"toolUse": {"toolUseId": id, "name": tc.name}}}),
+        ));
+        for half in halves(&args_string(&tc.arguments)) {
+            out.push(event(
+                "contentBlockDelta",
+                json!({"contentBlockIndex": index, "delta": {"toolUse": {"input": half}}}),
+            ));
+        }
+        out.push(event(
+            "contentBlockStop",
+            json!({"contentBlockIndex": index}),
+        ));
+        index += 1;
+    }
+    if let Some(msg) = &turn.stream_error {
+        out.push(event_stream_frame(
+            &[
+                (":exception-type", "modelStreamErrorException"),
+                (":content-type", "application/json"),
+                (":message-type", "exception"),
+            ],
+            json!({ "message": msg }).to_string().as_bytes(),
+        ));
+    }
+    if !turn.omit_finish {
+        let stop = match turn.finish_reason.as_deref() {
+            Some("length") => "max_tokens".to_string(),
+            Some("stop") => "end_turn".to_string(),
+            Some("tool_calls") => "tool_use".to_string(),
+            Some(other) => other.to_string(),
+            None if turn.tool_calls.is_empty() => "end_turn".to_string(),
+            None => "tool_use".to_string(),
+        };
+        out.push(event("messageStop", json!({ "stopReason": stop })));
+        let mut usage = json!({"inputTokens": u.prompt.saturating_sub(u.cached),
+            "outputTokens": u.completion, "totalTokens": u.prompt + u.completion});
+        if u.cached > 0 {
+            usage["cacheReadInputTokens"] = json!(u.cached);
+        }
+        out.push(event(
+            "metadata",
+            json!({"usage": usage, "metrics": {"latencyMs": 1}}),
+        ));
     }
     out
 }
@@ -1070,8 +1438,21 @@ fn google_events(turn: &Turn, u: &Usage, seq: u64, model: &str) -> Vec<String> {
 }
 
 async fn stream_sse(sock: &mut TcpStream, events: &[String], turn: &Turn) -> std::io::Result<()> {
-    let head = "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nCache-Control: no-cache\r\n\
-                Transfer-Encoding: chunked\r\nConnection: close\r\n\r\n";
+    let events: Vec<Vec<u8>> = events.iter().map(|e| e.as_bytes().to_vec()).collect();
+    stream_body(sock, "text/event-stream", &events, turn).await
+}
+
+/// Send `events` one HTTP chunk each, honouring the turn's delay and cut knobs.
+async fn stream_body(
+    sock: &mut TcpStream,
+    content_type: &str,
+    events: &[Vec<u8>],
+    turn: &Turn,
+) -> std::io::Result<()> {
+    let head = format!(
+        "HTTP/1.1 200 OK\r\nContent-Type: {content_type}\r\nCache-Control: no-cache\r\n\
+         Transfer-Encoding: chunked\r\nConnection: close\r\n\r\n"
+    );
     sock.write_all(head.as_bytes()).await?;
     sock.flush().await?;
     for (i, ev) in events.iter().enumerate() {
@@ -1085,8 +1466,10 @@ async fn stream_sse(sock: &mut TcpStream, events: &[String], turn: &Turn) -> std
                 tokio::time::sleep(Duration::from_millis(ms)).await;
             }
         }
-        let chunk = format!("{:x}\r\n{ev}\r\n", ev.len());
-        sock.write_all(chunk.as_bytes()).await?;
+        sock.write_all(format!("{:x}\r\n", ev.len()).as_bytes())
+            .await?;
+        sock.write_all(ev).await?;
+        sock.write_all(b"\r\n").await?;
         sock.flush().await?;
     }
     if turn.cut_after.is_some_and(|n| n >= events.len()) {

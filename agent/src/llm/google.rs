@@ -376,8 +376,19 @@ pub(crate) async fn run(
         &format!("models/{}:streamGenerateContent?alt=sse", model.id),
     );
     let resp = http::post_json(options, &url, &headers, &body, ErrorStyle::Google).await?;
-    em.start().await;
+    consume_stream(model, resp, em, "Google").await
+}
 
+/// Read a `streamGenerateContent?alt=sse` response into `em` (shared with Vertex AI, whose
+/// chunks are the same `GenerateContentResponse`). `label` names the API in the error for a
+/// stream without a finish reason.
+pub(crate) async fn consume_stream(
+    model: &Model,
+    resp: reqwest::Response,
+    em: &mut Emitter,
+    label: &str,
+) -> Result<(), String> {
+    em.start().await;
     let mut reader = SseReader::new(resp);
     // (content index, is_thinking) of the open text/thinking block.
     let mut current: Option<(usize, bool)> = None;
@@ -514,7 +525,7 @@ pub(crate) async fn run(
         }
     }
     match em.partial.stop_reason {
-        StopReason::Pending => Err("Google stream ended without a finish reason".into()),
+        StopReason::Pending => Err(format!("{label} stream ended without a finish reason")),
         StopReason::Error | StopReason::Aborted => Err(match &em.partial.raw_stop_reason {
             Some(r) => format!("Provider stopped with: {r}"),
             None => "An unknown error occurred".into(),

@@ -64,6 +64,10 @@ pub(crate) enum ErrorStyle {
     Anthropic,
     /// Google: `{status}: {body}` with the inner `error.message` when present.
     Google,
+    /// The Google Gen AI SDK (Vertex AI): the error body itself, re-serialized compactly.
+    GenAiSdk,
+    /// Pi's Mistral client: `Mistral API error ({status}): {body}` (body cut at 4,000 chars).
+    Mistral,
 }
 
 pub(crate) fn format_http_error(style: ErrorStyle, status: u16, body: &str) -> String {
@@ -73,6 +77,23 @@ pub(crate) fn format_http_error(style: ErrorStyle, status: u16, body: &str) -> S
     }
     let json: Option<Value> = serde_json::from_str(trimmed).ok();
     match style {
+        ErrorStyle::GenAiSdk => match json {
+            Some(v) => compact(&v),
+            None => format!("{status}: {trimmed}"),
+        },
+        ErrorStyle::Mistral => {
+            const MAX: usize = 4000;
+            let n = trimmed.chars().count();
+            if n <= MAX {
+                format!("Mistral API error ({status}): {trimmed}")
+            } else {
+                let cut: String = trimmed.chars().take(MAX).collect();
+                format!(
+                    "Mistral API error ({status}): {cut}... [truncated {} chars]",
+                    n - MAX
+                )
+            }
+        }
         ErrorStyle::OpenAi => match json {
             Some(v) => {
                 let inner = v.get("error").filter(|e| !e.is_null()).unwrap_or(&v);

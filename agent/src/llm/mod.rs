@@ -1,5 +1,7 @@
 //! LLM providers: model catalog, models.json, and streaming chat over the wire APIs
-//! `openai-completions`, `anthropic-messages`, `openai-responses` and `google-generative-ai`.
+//! `openai-completions`, `anthropic-messages`, `openai-responses` (and Azure's),
+//! `google-generative-ai`, `google-vertex`, `mistral-conversations` and
+//! `bedrock-converse-stream`.
 //!
 //! The contract (Pi's `AssistantMessageEventStream`): [`stream`] returns at once; the
 //! request runs in a spawned task that emits `start`, then `*_start/_delta/_end` per content
@@ -22,16 +24,22 @@
 //! ```
 
 pub mod anthropic;
+pub mod aws;
+pub mod bedrock;
 pub mod catalog;
 pub mod google;
+pub mod google_auth;
+pub mod google_vertex;
 mod http;
 pub mod json_stream;
+pub mod mistral;
 pub mod model;
 pub mod models_json;
 pub mod openai_completions;
 pub mod openai_responses;
 pub mod overflow;
 pub mod sse;
+pub mod strict_schema;
 #[cfg(test)]
 mod tests_e2e;
 pub mod transform;
@@ -409,6 +417,9 @@ async fn run_api(
             openai_responses::run_azure(model, context, options, em).await
         }
         api::GOOGLE_GENERATIVE_AI => google::run(model, context, options, em).await,
+        api::MISTRAL_CONVERSATIONS => mistral::run(model, context, options, em).await,
+        api::GOOGLE_VERTEX => google_vertex::run(model, context, options, em).await,
+        api::BEDROCK_CONVERSE_STREAM => bedrock::run(model, context, options, em).await,
         other => Err(format!("No API provider registered for api: {other}")),
     }
 }

@@ -22,6 +22,12 @@ pub mod api {
     pub const ANTHROPIC_MESSAGES: &str = "anthropic-messages";
     /// Google Generative AI (Gemini).
     pub const GOOGLE_GENERATIVE_AI: &str = "google-generative-ai";
+    /// Mistral's native chat API.
+    pub const MISTRAL_CONVERSATIONS: &str = "mistral-conversations";
+    /// Gemini on Vertex AI.
+    pub const GOOGLE_VERTEX: &str = "google-vertex";
+    /// Amazon Bedrock's ConverseStream.
+    pub const BEDROCK_CONVERSE_STREAM: &str = "bedrock-converse-stream";
 }
 
 /// What a model accepts as input.
