@@ -48,6 +48,7 @@ use tokio_util::sync::CancellationToken;
 
 use super::config::ServerEntry;
 use super::config::Transport;
+use super::guard::KnownResponsesOnly;
 use super::http::HttpError;
 use super::http::HttpTransport;
 use super::log::McpLog;
@@ -407,8 +408,9 @@ impl McpServer {
                         None,
                     ));
                 };
-                let transport =
-                    rmcp::transport::async_rw::AsyncRwTransport::new_client(stdout, stdin);
+                let transport = KnownResponsesOnly::new(
+                    rmcp::transport::async_rw::AsyncRwTransport::new_client(stdout, stdin),
+                );
                 let served = tokio::time::timeout(self.timeout(), handler.serve(transport)).await;
                 match served {
                     Ok(Ok(service)) => (service, Some(child)),
@@ -436,7 +438,8 @@ impl McpServer {
                         resolve_value(value, &what).map_err(|e| OpenFailure::new(e, None))?;
                     resolved.push((key.clone(), value));
                 }
-                let transport = HttpTransport::new(http_client(), url, resolved);
+                let transport =
+                    KnownResponsesOnly::new(HttpTransport::new(http_client(), url, resolved));
                 match tokio::time::timeout(self.timeout(), handler.serve(transport)).await {
                     Ok(Ok(service)) => (service, None),
                     Ok(Err(e)) => {

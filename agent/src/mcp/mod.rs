@@ -9,6 +9,7 @@
 
 pub mod client;
 pub mod config;
+pub mod guard;
 pub mod http;
 pub mod log;
 pub mod tool;
