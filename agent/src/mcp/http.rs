@@ -137,6 +137,14 @@ impl HttpTransport {
     }
 }
 
+impl Drop for HttpTransport {
+    /// A transport dropped without `close` (a connect that timed out) stops its background
+    /// readers too.
+    fn drop(&mut self) {
+        self.shared.closed.cancel();
+    }
+}
+
 impl Transport<RoleClient> for HttpTransport {
     type Error = HttpError;
 
