@@ -48,6 +48,9 @@ use tokio_util::sync::CancellationToken;
 
 use super::config::ServerEntry;
 use super::config::Transport;
+use super::guard::KnownResponsesOnly;
+use super::http::HttpError;
+use super::http::HttpTransport;
 use super::log::McpLog;
 use crate::llm::resolve_config_value;
 
@@ -57,6 +60,8 @@ const STDERR_TAIL_CHARS: usize = 2000;
 const STDIN_CLOSE_GRACE: Duration = Duration::from_millis(500);
 /// How long after SIGTERM before SIGKILL.
 const CLOSE_TIMEOUT: Duration = Duration::from_secs(2);
+/// Waits before the second and third attempt to connect to an HTTP server (Pi's).
+const CONNECT_RETRY_DELAYS: [Duration; 2] = [Duration::from_millis(250), Duration::from_secs(1)];
 
 /// Connection state, as `pi mcp list` and `/mcp` show it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -327,16 +332,36 @@ impl McpServer {
             old.close().await;
         }
         self.set_status(|s| s.state = ConnState::Connecting);
-        match self.open().await {
+        // HTTP servers get two more attempts after network errors and transient statuses.
+        let retries: &[Duration] = match self.entry.config.transport {
+            Transport::Http { .. } => &CONNECT_RETRY_DELAYS,
+            Transport::Stdio { .. } => &[],
+        };
+        let mut attempt = 0;
+        let opened = loop {
+            match self.open().await {
+                Err(failure) if failure.transient && attempt < retries.len() => {
+                    tokio::select! {
+                        _ = tokio::time::sleep(retries[attempt]) => {}
+                        _ = self.closed.cancelled() => break Err(failure),
+                    }
+                    attempt += 1;
+                }
+                other => break other,
+            }
+        };
+        match opened {
             Ok(opened) => {
                 let peer = opened.peer();
                 *live = Some(opened);
                 Ok(peer)
             }
-            Err((error, stderr)) => {
+            Err(OpenFailure {
+                message, stderr, ..
+            }) => {
                 let error = match stderr {
-                    Some(tail) => format!("{error}\n{tail}"),
-                    None => error,
+                    Some(tail) => format!("{message}\n{tail}"),
+                    None => message,
                 };
                 self.set_status(|s| {
                     s.state = ConnState::Failed;
@@ -351,7 +376,7 @@ impl McpServer {
     }
 
     /// Spawns or dials the server, initializes and lists its tools.
-    async fn open(self: &Arc<Self>) -> Result<Live, (String, Option<String>)> {
+    async fn open(self: &Arc<Self>) -> Result<Live, OpenFailure> {
         let handler = Handler {
             server: self.entry.name.clone(),
             log: self.log.clone(),
@@ -373,15 +398,19 @@ impl McpServer {
             } => {
                 let mut child = self
                     .spawn(command, args, env, cwd.as_deref())
-                    .map_err(|e| (e, None))?;
+                    .map_err(|e| OpenFailure::new(e, None))?;
                 // `spawn` pipes both; a child without them cannot be spoken to.
                 let (Some(stdin), Some(stdout)) =
                     (child.child.stdin.take(), child.child.stdout.take())
                 else {
-                    return Err(("the server's stdin and stdout are not pipes".into(), None));
+                    return Err(OpenFailure::new(
+                        "the server's stdin and stdout are not pipes".into(),
+                        None,
+                    ));
                 };
-                let transport =
-                    rmcp::transport::async_rw::AsyncRwTransport::new_client(stdout, stdin);
+                let transport = KnownResponsesOnly::new(
+                    rmcp::transport::async_rw::AsyncRwTransport::new_client(stdout, stdin),
+                );
                 let served = tokio::time::timeout(self.timeout(), handler.serve(transport)).await;
                 match served {
                     Ok(Ok(service)) => (service, Some(child)),
@@ -392,20 +421,35 @@ impl McpServer {
                                 .await;
                         let tail = child.stderr_tail();
                         child.stop().await;
-                        return Err((initialize_error(&e), tail));
+                        return Err(OpenFailure::new(initialize_error(&e), tail));
                     }
                     Err(_) => {
                         let tail = child.stderr_tail();
                         child.stop().await;
-                        return Err((timeout_message(self.timeout()), tail));
+                        return Err(OpenFailure::new(timeout_message(self.timeout()), tail));
                     }
                 }
             }
-            Transport::Http { .. } => {
-                return Err((
-                    "streamable HTTP servers are not supported yet by this build".to_string(),
-                    None,
-                ))
+            Transport::Http { url, headers } => {
+                let mut resolved = Vec::new();
+                for (key, value) in headers {
+                    let what = format!("MCP server \"{}\" header \"{key}\"", self.entry.name);
+                    let value =
+                        resolve_value(value, &what).map_err(|e| OpenFailure::new(e, None))?;
+                    resolved.push((key.clone(), value));
+                }
+                let transport =
+                    KnownResponsesOnly::new(HttpTransport::new(http_client(), url, resolved));
+                match tokio::time::timeout(self.timeout(), handler.serve(transport)).await {
+                    Ok(Ok(service)) => (service, None),
+                    Ok(Err(e)) => {
+                        let transient = init_http_error(&e).is_some_and(HttpError::is_transient);
+                        return Err(
+                            OpenFailure::new(initialize_error(&e), None).transient_if(transient)
+                        );
+                    }
+                    Err(_) => return Err(OpenFailure::new(timeout_message(self.timeout()), None)),
+                }
             }
         };
         let info = service.peer_info();
@@ -421,13 +465,16 @@ impl McpServer {
                     let live = Live { service, child };
                     let tail = live.child.as_ref().and_then(ChildProcess::stderr_tail);
                     live.close().await;
-                    return Err((service_error_message(&e, self.timeout()), tail));
+                    return Err(
+                        OpenFailure::new(service_error_message(&e, self.timeout()), tail)
+                            .transient_if(is_transient(&e)),
+                    );
                 }
                 Err(_) => {
                     let live = Live { service, child };
                     let tail = live.child.as_ref().and_then(ChildProcess::stderr_tail);
                     live.close().await;
-                    return Err((timeout_message(self.timeout()), tail));
+                    return Err(OpenFailure::new(timeout_message(self.timeout()), tail));
                 }
             }
         } else {
@@ -537,6 +584,10 @@ impl McpServer {
     /// Calls a tool. `on_progress` sees the server's progress notifications, each of which
     /// restarts the timeout. Cancelling sends `notifications/cancelled`. A dropped connection
     /// is reported and reopened by the next call.
+    ///
+    /// A streamable HTTP server that forgot the session (a restart, a deploy) did not run the
+    /// call: it is retried once on a new session. Nothing else is retried, since a call may
+    /// have had effects.
     pub async fn call_tool(
         self: &Arc<Self>,
         tool: &str,
@@ -544,9 +595,33 @@ impl McpServer {
         cancel: CancellationToken,
         on_progress: ProgressFn,
     ) -> Result<CallToolResult, String> {
+        let first = self
+            .call_tool_once(tool, arguments.clone(), cancel.clone(), on_progress.clone())
+            .await;
+        match first {
+            Err(CallFailure::SessionExpired(_)) => {
+                if let Some(old) = self.live.lock().await.take() {
+                    // Other calls on the old session fail the same way and retry likewise.
+                    tokio::spawn(old.close());
+                }
+                self.call_tool_once(tool, arguments, cancel, on_progress)
+                    .await
+                    .map_err(CallFailure::into_message)
+            }
+            other => other.map_err(CallFailure::into_message),
+        }
+    }
+
+    async fn call_tool_once(
+        self: &Arc<Self>,
+        tool: &str,
+        arguments: serde_json::Map<String, Value>,
+        cancel: CancellationToken,
+        on_progress: ProgressFn,
+    ) -> Result<CallToolResult, CallFailure> {
         let peer = tokio::select! {
-            peer = self.connect() => peer?,
-            _ = cancel.cancelled() => return Err("MCP request aborted".to_string()),
+            peer = self.connect() => peer.map_err(CallFailure::Other)?,
+            _ = cancel.cancelled() => return Err(CallFailure::Other("MCP request aborted".to_string())),
         };
         let mut params = CallToolRequestParams::new(tool.to_string());
         params.arguments = Some(arguments);
@@ -555,7 +630,7 @@ impl McpServer {
         options.reset_timeout_on_progress = true;
         let handle = match peer.send_request_with_option(request, options).await {
             Ok(handle) => handle,
-            Err(e) => return Err(self.request_failed(&e).await),
+            Err(e) => return Err(self.call_failure(&e).await),
         };
         let token = handle.progress_token.clone();
         let id = handle.id.clone();
@@ -580,21 +655,39 @@ impl McpServer {
                         Some("Aborted".to_string()),
                     ))
                     .await;
-                Err("MCP request aborted".to_string())
+                Err(CallFailure::Other("MCP request aborted".to_string()))
             }
             Some(Ok(ServerResult::CallToolResult(result))) => Ok(result),
-            Some(Ok(_)) => Err("Invalid MCP tools/call result".to_string()),
-            Some(Err(e)) => Err(self.request_failed(&e).await),
+            Some(Ok(_)) => Err(CallFailure::Other(
+                "Invalid MCP tools/call result".to_string(),
+            )),
+            Some(Err(e)) => Err(self.call_failure(&e).await),
+        }
+    }
+
+    async fn call_failure(self: &Arc<Self>, error: &ServiceError) -> CallFailure {
+        let expired = matches!(error, ServiceError::TransportSend(e)
+            if matches!(HttpError::find(e), Some(HttpError::SessionExpired)));
+        let message = self.request_failed(error).await;
+        if expired {
+            CallFailure::SessionExpired(message)
+        } else {
+            CallFailure::Other(message)
         }
     }
 
     /// The message for a failed request; a closed transport marks the server disconnected.
     async fn request_failed(self: &Arc<Self>, error: &ServiceError) -> String {
         let message = service_error_message(error, self.timeout());
-        if matches!(
-            error,
-            ServiceError::TransportClosed | ServiceError::TransportSend(_)
-        ) {
+        // An HTTP server that answered with an error is still connected.
+        let dropped = match error {
+            ServiceError::TransportClosed => true,
+            ServiceError::TransportSend(e) => {
+                HttpError::find(e).is_none_or(|h| matches!(h, HttpError::Closed))
+            }
+            _ => false,
+        };
+        if dropped {
             let tail = {
                 let live = self.live.lock().await;
                 live.as_ref()
@@ -704,6 +797,74 @@ fn spawn_error(command: &str, error: &std::io::Error) -> String {
     format!("spawn {command} {code}")
 }
 
+/// The HTTP failure behind a failed `initialize`.
+fn init_http_error(error: &rmcp::service::ClientInitializeError) -> Option<&HttpError> {
+    match error {
+        rmcp::service::ClientInitializeError::TransportError { error, .. } => {
+            HttpError::find(error)
+        }
+        other => HttpError::find(other),
+    }
+}
+
+/// Whether a failed request is worth another connect: an HTTP network error or transient status.
+fn is_transient(error: &ServiceError) -> bool {
+    match error {
+        ServiceError::TransportSend(e) => HttpError::find(e).is_some_and(HttpError::is_transient),
+        _ => false,
+    }
+}
+
+/// Why a tool call failed; an expired HTTP session is worth one retry.
+enum CallFailure {
+    SessionExpired(String),
+    Other(String),
+}
+
+impl CallFailure {
+    fn into_message(self) -> String {
+        match self {
+            CallFailure::SessionExpired(m) | CallFailure::Other(m) => m,
+        }
+    }
+}
+
+/// Why a connect failed: the message, a stdio server's stderr tail, and whether another
+/// attempt may succeed.
+struct OpenFailure {
+    message: String,
+    stderr: Option<String>,
+    transient: bool,
+}
+
+impl OpenFailure {
+    fn new(message: String, stderr: Option<String>) -> Self {
+        OpenFailure {
+            message,
+            stderr,
+            transient: false,
+        }
+    }
+
+    fn transient_if(mut self, transient: bool) -> Self {
+        self.transient = transient;
+        self
+    }
+}
+
+/// The HTTP client of every MCP server: one pool for the process.
+fn http_client() -> reqwest::Client {
+    static CLIENT: std::sync::OnceLock<reqwest::Client> = std::sync::OnceLock::new();
+    CLIENT
+        .get_or_init(|| {
+            reqwest::Client::builder()
+                .user_agent(concat!("pi-rust/", env!("CARGO_PKG_VERSION")))
+                .build()
+                .unwrap_or_default()
+        })
+        .clone()
+}
+
 fn timeout_message(timeout: Duration) -> String {
     format!("MCP request timed out after {}ms", timeout.as_millis())
 }
@@ -713,9 +874,11 @@ fn service_error_message(error: &ServiceError, timeout: Duration) -> String {
     match error {
         ServiceError::McpError(data) => data.message.to_string(),
         ServiceError::Timeout { .. } => timeout_message(timeout),
-        ServiceError::TransportClosed | ServiceError::TransportSend(_) => {
-            "MCP connection closed".to_string()
-        }
+        ServiceError::TransportSend(e) => match HttpError::find(e) {
+            Some(http) => http.to_string(),
+            None => "MCP connection closed".to_string(),
+        },
+        ServiceError::TransportClosed => "MCP connection closed".to_string(),
         ServiceError::Cancelled { .. } => "MCP request aborted".to_string(),
         other => other.to_string(),
     }
@@ -723,6 +886,9 @@ fn service_error_message(error: &ServiceError, timeout: Duration) -> String {
 
 fn initialize_error(error: &rmcp::service::ClientInitializeError) -> String {
     use rmcp::service::ClientInitializeError as E;
+    if let Some(http) = init_http_error(error) {
+        return http.to_string();
+    }
     match error {
         E::ConnectionClosed(_) => "MCP connection closed".to_string(),
         other => other.to_string(),

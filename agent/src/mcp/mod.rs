@@ -9,6 +9,8 @@
 
 pub mod client;
 pub mod config;
+pub mod guard;
+pub mod http;
 pub mod log;
 pub mod tool;
 
