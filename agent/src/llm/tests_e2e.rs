@@ -935,12 +935,12 @@ async fn google_cut_and_abort() {
 async fn unknown_api_is_an_error_event() {
     let srv = FakeLlm::start(Script::default()).await.expect("server");
     let mut model = fake_model(&srv, "fakeoai", "fake-model");
-    model.api = "bedrock-converse-stream".into();
+    model.api = "no-such-api".into();
     let (events, msg) = collect(&model, &ctx("x"), opts()).await;
     assert_eq!(kinds(&events), ["error"]);
     assert_eq!(
         msg.error_message.as_deref(),
-        Some("No API provider registered for api: bedrock-converse-stream")
+        Some("No API provider registered for api: no-such-api")
     );
     assert!(srv.requests().is_empty());
 }
