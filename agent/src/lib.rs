@@ -10,6 +10,7 @@
 pub mod agent;
 mod collation;
 pub mod config;
+pub mod extensions;
 pub mod host;
 pub mod llm;
 pub mod mcp;

@@ -111,6 +111,14 @@ pub struct RunArgs {
     #[arg(long = "no-builtin-tools", visible_alias = "nbt")]
     pub no_builtin_tools: bool,
 
+    /// Load an extension file (repeatable).
+    #[arg(short = 'e', long = "extension", value_name = "PATH")]
+    pub extensions: Vec<String>,
+
+    /// Disable extension discovery (`-e` paths still load).
+    #[arg(long = "no-extensions")]
+    pub no_extensions: bool,
+
     /// Disable MCP for this run: no servers connect and there are no MCP tools.
     #[arg(long = "no-mcp")]
     pub no_mcp: bool,

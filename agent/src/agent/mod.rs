@@ -16,6 +16,7 @@
 //! Events are Pi's JSON objects, handed to an [`EventSink`]; the CLI modes print them.
 
 pub mod events;
+mod hooks;
 mod navigate;
 pub mod prompt;
 mod retry;
@@ -42,6 +43,7 @@ use pi_engine::context::{self, SessionPath};
 use pi_engine::session::Session;
 
 pub use events::{null_sink, EventSink};
+pub use hooks::AgentHooks;
 pub use navigate::{NavigateOptions, NavigateOutcome};
 pub use prompt::PromptOptions;
 pub use retry::is_retryable_error;
@@ -215,6 +217,8 @@ struct Shared {
     /// Set while a tree navigation runs (it may be summarizing the branch it leaves);
     /// cancelled by `abort_branch_summary`.
     branch_summary: Mutex<Option<CancellationToken>>,
+    /// Extension hooks, when extensions are loaded.
+    hooks: Mutex<Option<Arc<dyn AgentHooks>>>,
 }
 
 /// Locks a mutex, carrying on if a panicking holder poisoned it: the state is only ever
@@ -272,6 +276,7 @@ impl AgentSession {
                 retry_wait: Mutex::new(None),
                 compaction: Mutex::new(None),
                 branch_summary: Mutex::new(None),
+                hooks: Mutex::new(None),
             }),
         }
     }
@@ -303,6 +308,58 @@ impl AgentSession {
     pub fn append(&self, entry: NewEntry) -> Result<String, AgentError> {
         let mut st = lock(&self.shared.state);
         append_locked(&mut st, &entry)
+    }
+
+    /// Lets extensions shape runs from now on.
+    pub fn set_hooks(&self, hooks: Arc<dyn AgentHooks>) {
+        *lock(&self.shared.hooks) = Some(hooks);
+    }
+
+    pub(crate) fn hooks(&self) -> Option<Arc<dyn AgentHooks>> {
+        lock(&self.shared.hooks).clone()
+    }
+
+    /// Records an extension's custom message (`pi.sendMessage`, `before_agent_start`) as
+    /// Pi does: a `custom_message` entry, announced with `message_start`/`message_end`
+    /// carrying `{role: "custom", customType, content, display, details, timestamp}`.
+    pub fn append_custom_message(&self, message: &Value) -> Result<String, AgentError> {
+        let text = |k: &str| {
+            message
+                .get(k)
+                .and_then(Value::as_str)
+                .unwrap_or("")
+                .to_string()
+        };
+        let content = match message.get("content") {
+            Some(c) if !c.is_null() => c.clone(),
+            _ => Value::from(""),
+        };
+        let display = message
+            .get("display")
+            .and_then(Value::as_bool)
+            .unwrap_or(true);
+        let details = message.get("details").cloned().filter(|d| !d.is_null());
+        let mut wire = serde_json::Map::new();
+        wire.insert("role".into(), "custom".into());
+        wire.insert("customType".into(), text("customType").into());
+        wire.insert("content".into(), content.clone());
+        wire.insert("display".into(), display.into());
+        if let Some(d) = &details {
+            wire.insert("details".into(), d.clone());
+        }
+        wire.insert("timestamp".into(), pi_formats::time::now_millis().into());
+        let wire = Value::Object(wire);
+        self.emit(Event::MessageStart {
+            message: wire.clone(),
+        });
+        let id = self.append(NewEntry::CustomMessage {
+            custom_type: text("customType"),
+            content,
+            display,
+            details,
+        });
+        self.emit(Event::MessageEnd { message: wire });
+        id
     }
 
     /// Runs `f` with the session.

@@ -260,7 +260,12 @@ impl AgentSession {
             initial.push(sys);
         }
         initial.push(user_message(text, images));
-        let mut end = self.run_loop(initial, token, None).await?;
+        // Pi's `before_agent_start`: extension messages go after the prompt.
+        let extra = match self.hooks() {
+            Some(hooks) => hooks.before_agent_start(text, images).await,
+            None => Vec::new(),
+        };
+        let mut end = self.run_loop_with(initial, extra, token, None).await?;
         let mut attempt: u32 = 0;
         let mut overflow_recovered = false;
         loop {
@@ -436,12 +441,27 @@ impl AgentSession {
         token: &CancellationToken,
         retry_attempt: Option<u32>,
     ) -> Result<LoopEnd, AgentError> {
+        self.run_loop_with(initial, Vec::new(), token, retry_attempt)
+            .await
+    }
+
+    /// [`Self::run_loop`] with extension custom messages written after the prompt.
+    async fn run_loop_with(
+        &self,
+        initial: Vec<Value>,
+        custom: Vec<Value>,
+        token: &CancellationToken,
+        retry_attempt: Option<u32>,
+    ) -> Result<LoopEnd, AgentError> {
         self.emit(Event::AgentStart);
         self.emit(Event::TurnStart);
         let mut new_messages: Vec<Value> = Vec::new();
         for m in initial {
             self.emit_and_persist(&m)?;
             new_messages.push(m);
+        }
+        for m in &custom {
+            self.append_custom_message(m)?;
         }
         let mut pending: Vec<String> = self.take_queued(true);
         let mut first = true;
@@ -675,6 +695,16 @@ impl AgentSession {
                         }
                     }
                 }
+            };
+            // Pi's `beforeToolCall`: extension `tool_call` handlers may block the call.
+            let prepared = match (prepared, self.hooks()) {
+                (Ok((tool, args)), Some(hooks)) => {
+                    match hooks.tool_call(&call.id, &call.name, &args).await {
+                        Some(reason) => Err(ToolError::new(reason).into_output()),
+                        None => Ok((tool, args)),
+                    }
+                }
+                (other, _) => other,
             };
             match prepared {
                 Err(output) => {

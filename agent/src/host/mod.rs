@@ -53,6 +53,17 @@ pub struct Host {
     setup: Mutex<HostSetup>,
     /// The running `bash` command's cancel switch (`abort_bash`).
     bash_cancel: Mutex<Option<CancellationToken>>,
+    /// Loaded extensions: their commands and `input` handlers see prompts first.
+    extensions: Mutex<Option<Arc<crate::extensions::Extensions>>>,
+}
+
+/// What becomes of typed input once extensions have seen it.
+#[derive(Debug, Clone, PartialEq)]
+pub enum PreparedInput {
+    /// An extension command ran, or an `input` handler handled the text: nothing is sent.
+    Handled,
+    /// The text to send (transformed by `input` handlers, then expanded).
+    Prompt(String),
 }
 
 fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
@@ -68,6 +79,7 @@ impl Host {
             agent,
             setup: Mutex::new(setup),
             bash_cancel: Mutex::new(None),
+            extensions: Mutex::new(None),
         })
     }
 
@@ -86,6 +98,38 @@ impl Host {
             .filter(|m| has_auth(&m.provider))
             .cloned()
             .collect()
+    }
+
+    /// Routes prompts through these extensions from now on.
+    pub fn set_extensions(&self, extensions: Arc<crate::extensions::Extensions>) {
+        *lock(&self.extensions) = Some(extensions);
+    }
+
+    /// The loaded extensions, if any.
+    pub fn extensions(&self) -> Option<Arc<crate::extensions::Extensions>> {
+        lock(&self.extensions).clone()
+    }
+
+    /// Pi's order for a prompt: an extension `/command` runs instead of being sent; else
+    /// `input` handlers may handle or transform the text; then skills and templates expand.
+    pub async fn prepare_input(
+        &self,
+        text: &str,
+        images: &[Value],
+    ) -> Result<PreparedInput, String> {
+        if let Some(ext) = self.extensions() {
+            if let Some((name, args)) = ext.command_of(text) {
+                ext.run_command(&name, &args).await;
+                return Ok(PreparedInput::Handled);
+            }
+            match ext.input(text, images).await {
+                crate::extensions::InputOutcome::Handled => return Ok(PreparedInput::Handled),
+                crate::extensions::InputOutcome::Continue(t) => {
+                    return self.expand(&t).map(PreparedInput::Prompt)
+                }
+            }
+        }
+        self.expand(text).map(PreparedInput::Prompt)
     }
 
     /// A copy of the current setup.
@@ -183,6 +227,22 @@ impl Host {
         streaming_behavior: Option<StreamingBehavior>,
         respond: impl FnOnce(Value) + Send + 'static,
     ) {
+        if self.extensions().is_some() && !self.agent.is_streaming() {
+            // Extension commands and `input` handlers may wait (dialogs): off the loop.
+            let this = self.clone();
+            tokio::spawn(async move {
+                match this.prepare_input(&message, &images).await {
+                    Err(e) => respond(response(&id, "prompt", Err(e))),
+                    Ok(PreparedInput::Handled) => respond(response(
+                        &id,
+                        "prompt",
+                        Ok(Some(json!({"disposition": "handled"}))),
+                    )),
+                    Ok(PreparedInput::Prompt(text)) => this.start_prompt(id, text, images, respond),
+                }
+            });
+            return;
+        }
         let message = match self.expand(&message) {
             Ok(m) => m,
             Err(e) => return respond(response(&id, "prompt", Err(e))),
@@ -202,6 +262,17 @@ impl Host {
             };
             return respond(response(&id, "prompt", outcome));
         }
+        self.start_prompt(id, message, images, respond);
+    }
+
+    /// Starts a run for an expanded prompt and answers `started` (or the error).
+    fn start_prompt(
+        self: &Arc<Self>,
+        id: Option<Value>,
+        message: String,
+        images: Vec<Value>,
+        respond: impl FnOnce(Value) + Send + 'static,
+    ) {
         // The response must go out before the run's first event: `on_started` runs before
         // the run is spawned. A prompt that cannot start answers with its error instead.
         let respond = Arc::new(Mutex::new(Some(respond)));

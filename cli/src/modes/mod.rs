@@ -1,6 +1,7 @@
 //! The non-interactive modes (print, json, rpc) and what they share: settings, model
 //! resolution, tool selection, and opening or creating the session.
 
+mod extensions;
 pub mod json;
 pub mod print;
 pub mod rpc;
@@ -84,6 +85,7 @@ pub fn run(args: RunArgs) -> anyhow::Result<i32> {
             Mode::Rpc => rpc::run(args).await,
         };
         shutdown_mcp().await;
+        extensions::shutdown().await;
         result
     })
 }
@@ -350,6 +352,13 @@ pub fn build_host(args: &RunArgs, env: &Env, sink: EventSink) -> anyhow::Result<
             &selection,
         ));
     }
+    let extensions = extensions::start(args, env, &tools)?;
+    if let Some(ext) = &extensions {
+        // An extension tool with a built-in's name replaces it (Pi's tool overrides).
+        let added = ext.agent_tools();
+        tools.retain(|t| !added.iter().any(|a| a.name() == t.name()));
+        tools.extend(added);
+    }
     let (session, persist, resumed) = if let Some(r) = &args.fork {
         let (source, _) = env.home.read_only().open_ref(r).map_err(|e| anyhow!(e))?;
         let header = NewHeader::new(
@@ -512,7 +521,11 @@ pub fn build_host(args: &RunArgs, env: &Env, sink: EventSink) -> anyhow::Result<
     } else {
         agent.start_new()?;
     }
-    Ok(Host::new(
+    if let Some(ext) = &extensions {
+        ext.attach(agent.clone());
+        agent.set_hooks(ext.clone());
+    }
+    let host = Host::new(
         agent,
         HostSetup {
             home: env.home.clone(),
@@ -522,7 +535,11 @@ pub fn build_host(args: &RunArgs, env: &Env, sink: EventSink) -> anyhow::Result<
             has_auth: Arc::new(has_auth),
             settings: env.settings.config.clone(),
         },
-    ))
+    );
+    if let Some(ext) = extensions {
+        host.set_extensions(ext);
+    }
+    Ok(host)
 }
 
 /// The settings that shape model requests: `thinkingBudgets`, `images.blockImages`, and an

@@ -45,7 +45,16 @@ pub async fn run(args: RunArgs, mode: Mode) -> anyhow::Result<i32> {
     let mut last = None;
     let mut images = Some(images);
     for m in &messages {
-        let text = host.expand(m).map_err(|e| anyhow::anyhow!(e))?;
+        let first_images = images.as_deref().unwrap_or_default();
+        let text = match host
+            .prepare_input(m, first_images)
+            .await
+            .map_err(|e| anyhow::anyhow!(e))?
+        {
+            pi_agent::host::PreparedInput::Prompt(text) => text,
+            // An extension command ran or an `input` handler took the text.
+            pi_agent::host::PreparedInput::Handled => continue,
+        };
         // `@image` attachments belong to the first message.
         let outcome = agent
             .prompt(&text, images.take().unwrap_or_default())

@@ -46,6 +46,13 @@ pub async fn run(args: RunArgs) -> anyhow::Result<i32> {
         if n == 0 {
             break;
         }
+        if let Some(response) = extension_ui_response(&buf) {
+            // Answers to extension dialogs are not commands: no response record.
+            if let Some(ext) = super::extensions::current() {
+                ext.ui_response(&response);
+            }
+            continue;
+        }
         match decode_record(&buf) {
             Decoded::Blank => continue,
             Decoded::Rejected(r) => output(&response(&r.id, &r.command, Err(r.message))),
@@ -80,4 +87,20 @@ pub async fn run(args: RunArgs) -> anyhow::Result<i32> {
         tokio::time::sleep(std::time::Duration::from_millis(20)).await;
     }
     Ok(0)
+}
+
+/// The record when it is an `extension_ui_response` (Pi's extension-UI sub-protocol).
+fn extension_ui_response(line: &[u8]) -> Option<Value> {
+    // Cheap test first: most lines are commands.
+    if memchr_contains(line, b"extension_ui_response") {
+        let v: Value = serde_json::from_slice(line).ok()?;
+        if v.get("type").and_then(Value::as_str) == Some("extension_ui_response") {
+            return Some(v);
+        }
+    }
+    None
+}
+
+fn memchr_contains(haystack: &[u8], needle: &[u8]) -> bool {
+    haystack.windows(needle.len()).any(|w| w == needle)
 }

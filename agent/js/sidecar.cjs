@@ -1,0 +1,491 @@
+// The extension sidecar: loads Pi extensions (TypeScript through the vendored jiti, as Pi
+// loads them) and runs their factories, hooks, tools and commands for the Rust host.
+//
+// Protocol: one JSON object per line on stdin/stdout (see docs/extensions.md).
+//   host → sidecar: {id, method, params}            requests (load, emit, tool, abort_tool, command)
+//                   {id, result} | {id, error}       answers to the sidecar's requests (ui dialogs)
+//   sidecar → host: {id, result} | {id, error}       answers to the host's requests
+//                   {method, params}                 notifications (ui, extension_error, append_entry, …)
+//                   {id, method, params}             requests the host answers (ui dialogs)
+// Everything an extension writes to stdout goes to stderr, so the protocol stays clean.
+"use strict";
+
+const path = require("node:path");
+
+const { spawn } = require("node:child_process");
+const { EventEmitter } = require("node:events");
+
+const writeOut = process.stdout.write.bind(process.stdout);
+process.stdout.write = process.stderr.write.bind(process.stderr);
+console.log = console.error;
+console.info = console.error;
+console.debug = console.error;
+
+function send(record) {
+  writeOut(`${JSON.stringify(record)}\n`);
+}
+function notify(method, params) {
+  send({ method, params });
+}
+const errorText = (err) => (err instanceof Error ? err.message : String(err));
+
+// Requests this side sends to the host (dialogs), by id.
+let nextOwnId = 1;
+const ownPending = new Map();
+function requestHost(method, params) {
+  const id = `s${nextOwnId++}`;
+  return new Promise((resolve) => {
+    ownPending.set(id, resolve);
+    send({ id, method, params });
+  });
+}
+
+const shimDir = path.join(__dirname, "shims");
+const shim = (name) => path.join(shimDir, name);
+const aliases = {};
+for (const scope of ["@earendil-works", "@mariozechner"]) {
+  aliases[`${scope}/pi-coding-agent`] = shim("pi-coding-agent.cjs");
+  aliases[`${scope}/pi-agent-core`] = shim("pi-coding-agent.cjs");
+  aliases[`${scope}/pi-ai/compat`] = shim("pi-ai.cjs");
+  aliases[`${scope}/pi-ai`] = shim("pi-ai.cjs");
+  aliases[`${scope}/pi-tui`] = shim("pi-tui.cjs");
+}
+for (const name of ["typebox", "@sinclair/typebox"]) aliases[name] = shim("typebox.cjs");
+
+const state = {
+  cwd: process.cwd(),
+  mode: "print",
+  hasUI: false,
+  extensions: [],
+  tools: new Map(), // name → {definition, extension}
+  commands: new Map(), // name → {options, extension}
+  flags: new Map(),
+  activeTools: [],
+  allTools: [],
+  builtinDefs: [], // every built-in tool, for createReadTool(cwd) and friends
+  sessionName: undefined,
+  entries: [],
+  running: new Map(), // toolCallId → AbortController
+};
+const bus = new EventEmitter();
+
+// What the shims need from the host: the built-in tools, run by the host.
+globalThis.__piHost = {
+  builtinTools: () => state.builtinDefs,
+  async runBuiltin(name, toolCallId, params) {
+    const r = await requestHost("run_builtin", { name, toolCallId, params });
+    if (r && r.error) throw new Error(r.error);
+    return r;
+  },
+};
+
+function reportError(extensionPath, event, err) {
+  notify("extension_error", { extensionPath, event, error: errorText(err) });
+}
+
+// ctx.ui: dialogs go to the host when there is a UI, else answer as Pi's no-UI context does.
+function makeUi() {
+  const dialog = (method, fields, fallback) => {
+    if (!state.hasUI) return Promise.resolve(fallback);
+    return requestHost("ui", { method, ...fields });
+  };
+  const theme = new Proxy({}, { get: () => (...args) => args[args.length - 1] });
+  const ui = {
+    theme,
+    notify: (message, type) => {
+      if (state.hasUI) notify("ui", { method: "notify", message, notifyType: type || "info" });
+    },
+    confirm: async (title, message, opts) => {
+      const r = await dialog("confirm", { title, message, timeout: opts && opts.timeout }, { confirmed: false });
+      return !!(r && r.confirmed);
+    },
+    select: async (title, options, opts) => {
+      const r = await dialog("select", { title, options, timeout: opts && opts.timeout }, {});
+      return r && !r.cancelled ? r.value : undefined;
+    },
+    input: async (title, placeholder, opts) => {
+      const r = await dialog("input", { title, placeholder, timeout: opts && opts.timeout }, {});
+      return r && !r.cancelled ? r.value : undefined;
+    },
+    editor: async (title, prefill) => {
+      const r = await dialog("editor", { title, prefill }, {});
+      return r && !r.cancelled ? r.value : undefined;
+    },
+    setStatus: (statusKey, statusText) => {
+      if (state.hasUI) notify("ui", { method: "setStatus", statusKey, statusText });
+    },
+    setWidget: (widgetKey, content, options) => {
+      if (!state.hasUI) return;
+      if (content !== undefined && !Array.isArray(content)) return; // component factories
+      notify("ui", { method: "setWidget", widgetKey, widgetLines: content, widgetPlacement: options && options.placement });
+    },
+    setTitle: (title) => {
+      if (state.hasUI) notify("ui", { method: "setTitle", title });
+    },
+    setEditorText: (text) => {
+      if (state.hasUI) notify("ui", { method: "set_editor_text", text });
+    },
+    getEditorText: () => "",
+    custom: async () => undefined,
+    getToolsExpanded: () => false,
+    getAllThemes: () => [],
+    getTheme: () => undefined,
+    setTheme: () => ({ success: false, error: "Theme switching not supported" }),
+    onTerminalInput: () => () => {},
+  };
+  // Methods this host does not offer are no-ops, as RPC mode makes TUI-only methods.
+  return new Proxy(ui, { get: (t, k) => (k in t ? t[k] : () => undefined) });
+}
+
+function makeContext(signal) {
+  return {
+    cwd: state.cwd,
+    mode: state.mode,
+    hasUI: state.hasUI,
+    ui: makeUi(),
+    signal,
+    isIdle: () => true,
+    abort: () => notify("abort", {}),
+    hasPendingMessages: () => false,
+    shutdown: () => notify("shutdown", {}),
+    getContextUsage: () => undefined,
+    compact: () => notify("compact", {}),
+    getSystemPrompt: () => "",
+    model: undefined,
+    modelRegistry: { find: () => undefined, getAll: () => [], getAvailable: () => [] },
+    sessionManager: {
+      getEntries: () => state.entries.slice(),
+      getBranch: () => state.entries.slice(),
+      getSessionName: () => state.sessionName,
+      getCwd: () => state.cwd,
+      getSessionFile: () => undefined,
+    },
+  };
+}
+
+function execCommand(command, args, options = {}) {
+  return new Promise((resolve) => {
+    const child = spawn(command, args || [], { cwd: options.cwd || state.cwd, shell: false });
+    let stdout = "";
+    let stderr = "";
+    let killed = false;
+    const timer = options.timeout ? setTimeout(() => { killed = true; child.kill("SIGTERM"); }, options.timeout) : null;
+    if (options.signal) options.signal.addEventListener("abort", () => { killed = true; child.kill("SIGTERM"); }, { once: true });
+    child.stdout.on("data", (d) => { stdout += d; });
+    child.stderr.on("data", (d) => { stderr += d; });
+    child.on("error", (e) => { stderr += e.message; });
+    child.on("close", (code) => {
+      if (timer) clearTimeout(timer);
+      resolve({ stdout, stderr, code: code ?? 1, killed });
+    });
+  });
+}
+
+function toolInfo(definition) {
+  return {
+    name: definition.name,
+    label: definition.label || definition.name,
+    description: definition.description || "",
+    parameters: definition.parameters,
+    promptSnippet: definition.promptSnippet,
+    promptGuidelines: Array.isArray(definition.promptGuidelines) ? definition.promptGuidelines : undefined,
+  };
+}
+
+function makeApi(extension) {
+  const api = {
+    on(event, handler) {
+      const list = extension.handlers.get(event) || [];
+      list.push(handler);
+      extension.handlers.set(event, list);
+      return () => {
+        const l = extension.handlers.get(event) || [];
+        const i = l.indexOf(handler);
+        if (i >= 0) l.splice(i, 1);
+      };
+    },
+    registerTool(tool) {
+      if (typeof tool.parameters !== "object" || tool.parameters === null || Array.isArray(tool.parameters)) {
+        throw new Error(`Tool "${tool.name}" registered by extension "${extension.path}" must define an object parameter schema.`);
+      }
+      const known = state.tools.has(tool.name);
+      state.tools.set(tool.name, { definition: tool, extension });
+      if (extension.loaded) notify("tools_changed", { tool: toolInfo(tool), replaced: known });
+    },
+    registerCommand(name, options) {
+      if (typeof name !== "string" || name.length === 0) {
+        throw new Error(`Command registered by extension "${extension.path}" must have a non-empty string name. Use pi.registerCommand("name", { description, handler }).`);
+      }
+      if (!options || typeof options.handler !== "function") {
+        throw new Error(`Command "/${name}" registered by extension "${extension.path}" must define handler().`);
+      }
+      state.commands.set(name, { options, extension });
+    },
+    registerShortcut() {},
+    registerFlag(name, options) {
+      if (options && options.default !== undefined && !state.flags.has(name)) state.flags.set(name, options.default);
+    },
+    getFlag: (name) => state.flags.get(name),
+    registerMessageRenderer() {},
+    registerEntryRenderer() {},
+    registerToolRenderer() {},
+    registerMarkdownTransformer() {},
+    sendMessage(message, options) {
+      notify("send_message", { message, options: options || {} });
+    },
+    sendUserMessage(content, options) {
+      notify("send_user_message", { content, options: options || {} });
+    },
+    appendEntry(customType, data) {
+      notify("append_entry", { customType, data });
+    },
+    setSessionName(name) {
+      state.sessionName = name;
+      notify("set_session_name", { name });
+    },
+    getSessionName: () => state.sessionName,
+    setLabel(entryId, label) {
+      notify("set_label", { entryId, label });
+    },
+    exec: (command, args, options) => execCommand(command, args, options),
+    getActiveTools: () => state.activeTools.slice(),
+    getAllTools: () => state.allTools.map((t) => ({ ...t })),
+    setActiveTools(names) {
+      notify("set_active_tools", { names });
+    },
+    getCommands: () => [...state.commands.entries()].map(([name, c]) => ({ name, description: c.options.description, source: "extension" })),
+    getThinkingLevel: () => "off",
+    setThinkingLevel() {},
+    setModel: async () => false,
+    registerProvider() {},
+    unregisterProvider() {},
+    events: {
+      emit: (channel, data) => bus.emit(channel, data),
+      on(channel, handler) {
+        const wrapped = async (data) => {
+          try {
+            await handler(data);
+          } catch (err) {
+            reportError(extension.path, `events:${channel}`, err);
+          }
+        };
+        bus.on(channel, wrapped);
+        return () => bus.off(channel, wrapped);
+      },
+    },
+  };
+  // Methods this host does not offer yet answer undefined instead of throwing at load.
+  return new Proxy(api, { get: (t, k) => (k in t ? t[k] : () => undefined) });
+}
+
+let jiti;
+function loader() {
+  if (!jiti) {
+    const { createJiti } = require("./vendor/jiti/lib/jiti.cjs");
+    jiti = createJiti(__filename, { moduleCache: false, fsCache: false, alias: aliases });
+  }
+  return jiti;
+}
+
+async function loadOne(extensionPath) {
+  const resolved = path.resolve(state.cwd, extensionPath);
+  const extension = { path: extensionPath, resolvedPath: resolved, handlers: new Map(), loaded: false };
+  try {
+    const factory = await loader().import(resolved, { default: true });
+    if (typeof factory !== "function") {
+      return { error: `Extension does not export a valid factory function: ${extensionPath}` };
+    }
+    const toolsBefore = new Map(state.tools);
+    const commandsBefore = new Map(state.commands);
+    try {
+      await factory(makeApi(extension));
+    } catch (err) {
+      // A factory that fails leaves nothing registered.
+      state.tools = toolsBefore;
+      state.commands = commandsBefore;
+      throw err;
+    }
+    extension.loaded = true;
+    state.extensions.push(extension);
+    return { error: null };
+  } catch (err) {
+    return { error: `Failed to load extension: ${errorText(err)}` };
+  }
+}
+
+function handlersOf(event) {
+  const out = [];
+  for (const extension of state.extensions) {
+    for (const handler of extension.handlers.get(event) || []) out.push({ extension, handler });
+  }
+  return out;
+}
+
+async function emit(event, payload) {
+  const ctx = makeContext(undefined);
+  if (event === "tool_call") {
+    let result;
+    for (const { handler } of handlersOf(event)) {
+      try {
+        const r = await handler({ type: event, ...payload }, ctx);
+        if (r) {
+          result = r;
+          if (r.block) return { block: true, reason: r.reason };
+        }
+      } catch (err) {
+        // Pi: a throwing tool_call handler blocks the call with its message.
+        return { block: true, reason: errorText(err) };
+      }
+    }
+    return result ? { block: !!result.block, reason: result.reason } : {};
+  }
+  if (event === "input") {
+    let text = payload.text;
+    let images = payload.images;
+    for (const { extension, handler } of handlersOf(event)) {
+      try {
+        const r = await handler({ type: "input", ...payload, text, images }, ctx);
+        if (r && r.action === "handled") return { action: "handled" };
+        if (r && r.action === "transform") {
+          text = r.text;
+          images = r.images ?? images;
+        }
+      } catch (err) {
+        reportError(extension.path, event, err);
+      }
+    }
+    return text !== payload.text || images !== payload.images ? { action: "transform", text, images } : { action: "continue" };
+  }
+  if (event === "before_agent_start") {
+    const messages = [];
+    let systemPrompt;
+    for (const { extension, handler } of handlersOf(event)) {
+      try {
+        const r = await handler({ type: event, ...payload, systemPrompt: systemPrompt ?? payload.systemPrompt }, ctx);
+        if (r && r.message) messages.push(r.message);
+        if (r && r.systemPrompt !== undefined) systemPrompt = r.systemPrompt;
+      } catch (err) {
+        reportError(extension.path, event, err);
+      }
+    }
+    return { messages, systemPrompt };
+  }
+  for (const { extension, handler } of handlersOf(event)) {
+    try {
+      await handler({ type: event, ...payload }, ctx);
+    } catch (err) {
+      reportError(extension.path, event, err);
+    }
+  }
+  return {};
+}
+
+async function runTool(params) {
+  const entry = state.tools.get(params.name);
+  if (!entry) throw new Error(`Tool ${params.name} not found`);
+  const controller = new AbortController();
+  state.running.set(params.toolCallId, controller);
+  try {
+    const onUpdate = (partial) => notify("tool_update", { toolCallId: params.toolCallId, partial });
+    const result = await entry.definition.execute(params.toolCallId, params.params, controller.signal, onUpdate, makeContext(controller.signal));
+    return {
+      content: Array.isArray(result && result.content) ? result.content : [],
+      details: result ? result.details : undefined,
+      isError: !!(result && result.isError),
+    };
+  } finally {
+    state.running.delete(params.toolCallId);
+  }
+}
+
+const methods = {
+  async load(params) {
+    state.cwd = params.cwd || state.cwd;
+    state.mode = params.mode || state.mode;
+    state.hasUI = !!params.hasUI;
+    state.allTools = params.builtinTools || [];
+    state.builtinDefs = params.allBuiltinTools || [];
+    const errors = [];
+    for (const p of params.paths) {
+      const { error } = await loadOne(p);
+      if (error) errors.push({ path: p, error });
+    }
+    return {
+      tools: [...state.tools.values()].map(({ definition, extension }) => ({ ...toolInfo(definition), extensionPath: extension.path })),
+      commands: [...state.commands.entries()].map(([name, { options, extension }]) => ({ name, description: options.description, extensionPath: extension.path })),
+      events: [...new Set(state.extensions.flatMap((e) => [...e.handlers.keys()]))],
+      errors,
+    };
+  },
+  async set_state(params) {
+    if (params.activeTools) state.activeTools = params.activeTools;
+    if (params.allTools) state.allTools = params.allTools;
+    if (params.entries) state.entries = params.entries;
+    if ("sessionName" in params) state.sessionName = params.sessionName;
+    return {};
+  },
+  emit: (params) => emit(params.event, params.payload || {}),
+  tool: (params) => runTool(params),
+  async abort_tool(params) {
+    const c = state.running.get(params.toolCallId);
+    if (c) c.abort();
+    return {};
+  },
+  async command(params) {
+    const entry = state.commands.get(params.name);
+    if (!entry) throw new Error(`Unknown command: /${params.name}`);
+    try {
+      await entry.options.handler(params.args || "", makeContext(undefined));
+    } catch (err) {
+      reportError(entry.extension.path, `command:${params.name}`, err);
+    }
+    return {};
+  },
+};
+
+function handleLine(line) {
+  if (!line.trim()) return;
+  let record;
+  try {
+    record = JSON.parse(line);
+  } catch {
+    return;
+  }
+  if (record.method === undefined && record.id !== undefined) {
+    const resolve = ownPending.get(record.id);
+    if (resolve) {
+      ownPending.delete(record.id);
+      resolve(record.result);
+    }
+    return;
+  }
+  const method = methods[record.method];
+  if (!method) {
+    send({ id: record.id, error: `Unknown method: ${record.method}` });
+    return;
+  }
+  Promise.resolve()
+    .then(() => method(record.params || {}))
+    .then(
+      (result) => send({ id: record.id, result: result === undefined ? null : result }),
+      (err) => send({ id: record.id, error: errorText(err) }),
+    );
+}
+
+let buffer = "";
+process.stdin.setEncoding("utf8");
+process.stdin.on("data", (chunk) => {
+  buffer += chunk;
+  let i;
+  while ((i = buffer.indexOf("\n")) >= 0) {
+    const line = buffer.slice(0, i);
+    buffer = buffer.slice(i + 1);
+    handleLine(line);
+  }
+});
+// The host closed the pipe: the session is over.
+process.stdin.on("end", () => process.exit(0));
+// An extension's stray rejection or throw is reported, never fatal.
+process.on("unhandledRejection", (err) => reportError("<unknown>", "unhandledRejection", err));
+process.on("uncaughtException", (err) => reportError("<unknown>", "uncaughtException", err));
+

@@ -1,0 +1,601 @@
+//! Pi's TypeScript extensions, run unchanged in a Node sidecar (see docs/extensions.md).
+//!
+//! [`Extensions::start`] starts the sidecar (only when an extension is configured), loads
+//! every extension as Pi's loader does and reports what they registered. Their tools become
+//! ordinary agent tools ([`ExtensionTool`]); their `tool_call`, `input` and
+//! `before_agent_start` handlers run through [`crate::agent::AgentHooks`] and
+//! [`Extensions::input`]; `/name` commands through [`Extensions::run_command`]. What the
+//! extensions do on their own (`appendEntry`, `sendMessage`, `ctx.ui`) arrives as sidecar
+//! notifications and is applied to the attached agent.
+//!
+//! Failures never end the run: a hook that throws or times out, or a sidecar that exits, is
+//! reported (`extension_error` in RPC mode, `Extension error (<path>): …` on stderr
+//! otherwise) and the agent goes on as if the hook had not been there.
+
+mod bundle;
+mod discover;
+mod sidecar;
+mod tool;
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::Ordering;
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::Duration;
+
+use serde_json::{json, Value};
+
+pub use discover::{extension_paths, DiscoverOptions};
+pub use sidecar::Sidecar;
+pub use tool::ExtensionTool;
+
+use crate::agent::AgentSession;
+
+/// How long a hook (`tool_call`, `input`, `before_agent_start`, a command) or loading may
+/// take before the agent goes on without it (`PI_EXTENSION_TIMEOUT_MS` overrides).
+pub const DEFAULT_HOOK_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// How long loading (transpiling and running the factories) may take at least.
+pub const DEFAULT_LOAD_TIMEOUT: Duration = Duration::from_secs(60);
+
+/// Which front end runs the extensions: Pi's `ctx.mode` and whether `ctx.hasUI`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum UiMode {
+    /// `-p`: no UI (`ctx.hasUI` false).
+    Print,
+    /// `--mode json`: no UI.
+    Json,
+    /// `--mode rpc`: dialogs over the extension-UI sub-protocol.
+    Rpc,
+    /// The interactive TUI (its extension UI is not built yet: no UI).
+    Tui,
+}
+
+impl UiMode {
+    fn as_str(self) -> &'static str {
+        match self {
+            UiMode::Print => "print",
+            UiMode::Json => "json",
+            UiMode::Rpc => "rpc",
+            UiMode::Tui => "tui",
+        }
+    }
+
+    fn has_ui(self) -> bool {
+        self == UiMode::Rpc
+    }
+}
+
+/// Writes a record for the client (RPC: a stdout line).
+pub type RecordSink = Arc<dyn Fn(Value) + Send + Sync>;
+
+/// What starting the extensions needs.
+pub struct StartOptions {
+    /// Extension files in load order.
+    pub paths: Vec<PathBuf>,
+    /// Where the session works (`ctx.cwd`, relative paths).
+    pub cwd: PathBuf,
+    /// The front end.
+    pub mode: UiMode,
+    /// RPC records (`extension_ui_request`, `extension_error`); `None` prints errors on stderr.
+    pub records: Option<RecordSink>,
+    /// The active tools, for `pi.getAllTools()`.
+    pub active_tools: Vec<Arc<dyn crate::tools::Tool>>,
+}
+
+/// A failed extension: its path and Pi's message.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LoadError {
+    /// The path as configured.
+    pub path: String,
+    /// `Failed to load extension: …` or `Extension does not export a valid factory function: …`.
+    pub error: String,
+}
+
+/// What an `input` handler decided.
+#[derive(Debug, Clone, PartialEq)]
+pub enum InputOutcome {
+    /// Send the text (maybe transformed) as the prompt.
+    Continue(String),
+    /// An extension handled it: nothing is sent.
+    Handled,
+}
+
+/// The loaded extensions of one run.
+pub struct Extensions {
+    sidecar: Arc<Sidecar>,
+    /// Tools as registered (`name`, `label`, `description`, `parameters`, …).
+    pub tools: Vec<Value>,
+    /// Commands: `(name, description)`.
+    pub commands: Vec<(String, Option<String>)>,
+    /// Events some extension handles.
+    pub events: Vec<String>,
+    /// Extensions that failed to load.
+    pub errors: Vec<LoadError>,
+    shared: Arc<Shared>,
+    timeout: Duration,
+}
+
+/// What sidecar notifications need: the agent to write to and where records go.
+struct Shared {
+    agent: Mutex<Option<AgentSession>>,
+    records: Option<RecordSink>,
+    /// Running extension tools' update channels, by tool call id.
+    updates: Mutex<HashMap<String, tokio::sync::mpsc::UnboundedSender<Value>>>,
+    /// Open RPC dialogs: UI request id → sidecar request id.
+    dialogs: Mutex<HashMap<String, Value>>,
+    sidecar: Mutex<Option<Arc<Sidecar>>>,
+    /// Every built-in tool, for the shims' `createReadTool(cwd)` and friends.
+    builtin: Vec<Arc<dyn crate::tools::Tool>>,
+    cwd: PathBuf,
+}
+
+fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+impl std::fmt::Debug for Extensions {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Extensions")
+            .field("tools", &self.tools.len())
+            .field("commands", &self.commands)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Shared {
+    fn report_error(&self, extension_path: &str, event: &str, error: &str) {
+        match &self.records {
+            Some(records) => records(json!({
+                "type": "extension_error",
+                "extensionPath": extension_path,
+                "event": event,
+                "error": error,
+            })),
+            None => eprintln!("Extension error ({extension_path}): {error}"),
+        }
+    }
+
+    fn agent(&self) -> Option<AgentSession> {
+        lock(&self.agent).clone()
+    }
+
+    /// A notification or request from the sidecar.
+    fn inbound(self: &Arc<Self>, method: &str, params: Value, id: Option<Value>) {
+        let text = |k: &str| {
+            params
+                .get(k)
+                .and_then(Value::as_str)
+                .unwrap_or("")
+                .to_string()
+        };
+        match method {
+            "extension_error" => {
+                self.report_error(&text("extensionPath"), &text("event"), &text("error"))
+            }
+            "tool_update" => {
+                let call = text("toolCallId");
+                if let Some(tx) = lock(&self.updates).get(&call) {
+                    let _ = tx.send(params.get("partial").cloned().unwrap_or(Value::Null));
+                }
+            }
+            "ui" => self.ui(params, id),
+            "run_builtin" => {
+                if let Some(id) = id {
+                    self.run_builtin(params, id);
+                }
+            }
+            "append_entry" => {
+                if let Some(agent) = self.agent() {
+                    let entry = pi_formats::entry::NewEntry::Custom {
+                        custom_type: text("customType"),
+                        data: params.get("data").cloned().filter(|d| !d.is_null()),
+                    };
+                    if let Err(e) = agent.append(entry) {
+                        self.report_error("<extension>", "appendEntry", &e.to_string());
+                    }
+                }
+            }
+            "send_message" => {
+                if let Some(agent) = self.agent() {
+                    let message = params.get("message").cloned().unwrap_or(Value::Null);
+                    if let Err(e) = agent.append_custom_message(&message) {
+                        self.report_error("<extension>", "sendMessage", &e.to_string());
+                    }
+                }
+            }
+            "set_session_name" => {
+                if let Some(agent) = self.agent() {
+                    let _ = agent.set_session_name(&text("name"));
+                }
+            }
+            "abort" => {
+                if let Some(agent) = self.agent() {
+                    agent.abort();
+                }
+            }
+            _ => {}
+        }
+    }
+
+    /// `ctx.ui` calls: RPC gets an `extension_ui_request`; a dialog's answer comes back
+    /// through [`Extensions::ui_response`]. Without a client, dialogs are cancelled.
+    fn ui(self: &Arc<Self>, params: Value, id: Option<Value>) {
+        let Value::Object(mut fields) = params else {
+            return;
+        };
+        fields.retain(|_, v| !v.is_null());
+        let ui_id = pi_formats::id::session_id();
+        let mut request = serde_json::Map::new();
+        request.insert("type".into(), "extension_ui_request".into());
+        request.insert("id".into(), ui_id.clone().into());
+        request.extend(fields);
+        let Some(records) = &self.records else {
+            if let Some(id) = id {
+                self.answer_sidecar(id, json!({"cancelled": true}));
+            }
+            return;
+        };
+        if let Some(id) = id {
+            lock(&self.dialogs).insert(ui_id, id);
+            if let Some(s) = lock(&self.sidecar).as_ref() {
+                s.open_dialogs.fetch_add(1, Ordering::SeqCst);
+            }
+        }
+        records(Value::Object(request));
+    }
+
+    /// Runs a built-in tool for an extension's wrapped definition (`createBashTool(cwd)`)
+    /// and answers with its result (`{content, details, isError}`).
+    fn run_builtin(self: &Arc<Self>, params: Value, id: Value) {
+        let this = self.clone();
+        tokio::spawn(async move {
+            let text = |k: &str| {
+                params
+                    .get(k)
+                    .and_then(Value::as_str)
+                    .unwrap_or("")
+                    .to_string()
+            };
+            let ctx = crate::tools::ToolContext::new(this.cwd.clone());
+            let output = crate::tools::run_tool_call(
+                &this.builtin,
+                &text("toolCallId"),
+                &text("name"),
+                params.get("params").cloned().unwrap_or(Value::Null),
+                &ctx,
+                tokio_util::sync::CancellationToken::new(),
+                &crate::tools::ignore_updates,
+            )
+            .await;
+            let mut result = json!({"content": output.content_json(), "isError": output.is_error});
+            if let Some(d) = output.details {
+                result["details"] = d;
+            }
+            this.answer_sidecar(id, result);
+        });
+    }
+
+    fn answer_sidecar(&self, id: Value, result: Value) {
+        let sidecar = lock(&self.sidecar).clone();
+        if let Some(sidecar) = sidecar {
+            tokio::spawn(async move { sidecar.answer(id, result).await });
+        }
+    }
+}
+
+impl Extensions {
+    /// Starts the sidecar and loads `options.paths`. Fails only when the sidecar cannot run
+    /// at all (no Node.js); extensions that fail to load are listed in [`Extensions::errors`].
+    pub async fn start(options: StartOptions) -> Result<Arc<Extensions>, String> {
+        let script =
+            bundle::install().map_err(|e| format!("cannot write the extension runtime: {e}"))?;
+        let node = std::env::var("PI_NODE").unwrap_or_else(|_| "node".to_string());
+        let timeout = std::env::var("PI_EXTENSION_TIMEOUT_MS")
+            .ok()
+            .and_then(|v| v.parse::<u64>().ok())
+            .map(Duration::from_millis)
+            .unwrap_or(DEFAULT_HOOK_TIMEOUT);
+        let shared = Arc::new(Shared {
+            agent: Mutex::new(None),
+            records: options.records.clone(),
+            updates: Mutex::new(HashMap::new()),
+            dialogs: Mutex::new(HashMap::new()),
+            sidecar: Mutex::new(None),
+            builtin: crate::tools::all_builtin_tools(),
+            cwd: options.cwd.clone(),
+        });
+        let inbound_shared = shared.clone();
+        let exit_shared = shared.clone();
+        let sidecar = Sidecar::spawn(
+            &node,
+            &script,
+            &options.cwd,
+            Arc::new(move |method, params, id| inbound_shared.inbound(method, params, id)),
+            Box::new(move |why| {
+                exit_shared.report_error(
+                    "<extensions>",
+                    "process",
+                    &format!("The extension process stopped ({why}); extension tools, commands and hooks are unavailable for the rest of the session"),
+                );
+            }),
+        )?;
+        *lock(&shared.sidecar) = Some(sidecar.clone());
+        let paths: Vec<String> = options
+            .paths
+            .iter()
+            .map(|p| p.display().to_string())
+            .collect();
+        let loaded = sidecar
+            .request_bounded(
+                "load",
+                json!({
+                    "paths": paths,
+                    "cwd": options.cwd.display().to_string(),
+                    "mode": options.mode.as_str(),
+                    "hasUI": options.mode.has_ui(),
+                    "builtinTools": options
+                        .active_tools
+                        .iter()
+                        .map(|t| json!({"name": t.name(), "description": t.description(), "parameters": t.parameters()}))
+                        .collect::<Vec<_>>(),
+                    "allBuiltinTools": shared
+                        .builtin
+                        .iter()
+                        .map(|t| json!({"name": t.name(), "description": t.description(), "parameters": t.parameters()}))
+                        .collect::<Vec<_>>(),
+                }),
+                // Loading transpiles TypeScript: slower than a hook, and bounded apart.
+                timeout.max(DEFAULT_LOAD_TIMEOUT),
+            )
+            .await;
+        let loaded = match loaded {
+            Ok(v) => v,
+            Err(e) => {
+                sidecar.shutdown().await;
+                return Ok(Arc::new(Extensions {
+                    sidecar,
+                    tools: Vec::new(),
+                    commands: Vec::new(),
+                    events: Vec::new(),
+                    errors: paths
+                        .iter()
+                        .map(|p| LoadError {
+                            path: p.clone(),
+                            error: format!("Failed to load extension: loading {e}"),
+                        })
+                        .collect(),
+                    shared,
+                    timeout,
+                }));
+            }
+        };
+        let list = |k: &str| {
+            loaded
+                .get(k)
+                .and_then(Value::as_array)
+                .cloned()
+                .unwrap_or_default()
+        };
+        let str_of = |v: &Value, k: &str| v.get(k).and_then(Value::as_str).map(str::to_string);
+        Ok(Arc::new(Extensions {
+            tools: list("tools"),
+            commands: list("commands")
+                .iter()
+                .filter_map(|c| Some((str_of(c, "name")?, str_of(c, "description"))))
+                .collect(),
+            events: list("events")
+                .iter()
+                .filter_map(|e| e.as_str().map(str::to_string))
+                .collect(),
+            errors: list("errors")
+                .iter()
+                .map(|e| LoadError {
+                    path: str_of(e, "path").unwrap_or_default(),
+                    error: str_of(e, "error").unwrap_or_default(),
+                })
+                .collect(),
+            sidecar,
+            shared,
+            timeout,
+        }))
+    }
+
+    /// The agent that `appendEntry`, `sendMessage` and session calls act on.
+    pub fn attach(&self, agent: AgentSession) {
+        *lock(&self.shared.agent) = Some(agent);
+    }
+
+    /// The registered tools as agent tools.
+    pub fn agent_tools(self: &Arc<Self>) -> Vec<Arc<dyn crate::tools::Tool>> {
+        self.tools
+            .iter()
+            .map(|t| Arc::new(ExtensionTool::new(t, self.clone())) as Arc<dyn crate::tools::Tool>)
+            .collect()
+    }
+
+    fn handles(&self, event: &str) -> bool {
+        self.events.iter().any(|e| e == event)
+    }
+
+    /// Emits `event` to the extensions, bounded by the hook time limit: `Ok(None)` when no
+    /// extension handles it; a failure (timeout, dead sidecar) is reported and returned.
+    async fn emit_checked(&self, event: &str, payload: Value) -> Result<Option<Value>, String> {
+        if !self.handles(event) {
+            return Ok(None);
+        }
+        if self.sidecar.exited() {
+            return Err("the extension process is not running".into());
+        }
+        match self
+            .sidecar
+            .request_bounded(
+                "emit",
+                json!({"event": event, "payload": payload}),
+                self.timeout,
+            )
+            .await
+        {
+            Ok(v) => Ok(Some(v)),
+            Err(e) => {
+                let e = format!("\"{event}\" handler {e}");
+                if !self.sidecar.exited() {
+                    self.shared.report_error("<extensions>", event, &e);
+                }
+                Err(e)
+            }
+        }
+    }
+
+    /// [`Self::emit_checked`] where a failure reads as "no result".
+    async fn emit(&self, event: &str, payload: Value) -> Option<Value> {
+        self.emit_checked(event, payload).await.ok().flatten()
+    }
+
+    /// Emits an event whose result is not used (`session_start`, `agent_end`, …).
+    pub async fn notify(&self, event: &str, payload: Value) {
+        let _ = self.emit(event, payload).await;
+    }
+
+    /// Pi's `input` event: handlers may transform the text or handle it.
+    pub async fn input(&self, text: &str, images: &[Value]) -> InputOutcome {
+        let Some(result) = self
+            .emit(
+                "input",
+                json!({"text": text, "images": images, "source": "interactive"}),
+            )
+            .await
+        else {
+            return InputOutcome::Continue(text.to_string());
+        };
+        match result.get("action").and_then(Value::as_str) {
+            Some("handled") => InputOutcome::Handled,
+            Some("transform") => InputOutcome::Continue(
+                result
+                    .get("text")
+                    .and_then(Value::as_str)
+                    .unwrap_or(text)
+                    .to_string(),
+            ),
+            _ => InputOutcome::Continue(text.to_string()),
+        }
+    }
+
+    /// The extension command `text` invokes (`/name args`), if any: `(name, args)`.
+    pub fn command_of(&self, text: &str) -> Option<(String, String)> {
+        let rest = text.strip_prefix('/')?;
+        let (name, args) = match rest.find(char::is_whitespace) {
+            Some(i) => (&rest[..i], rest[i..].trim_start()),
+            None => (rest, ""),
+        };
+        self.commands
+            .iter()
+            .any(|(n, _)| n == name)
+            .then(|| (name.to_string(), args.to_string()))
+    }
+
+    /// Runs an extension command to its end (errors are reported, never returned).
+    pub async fn run_command(&self, name: &str, args: &str) {
+        if self.sidecar.exited() {
+            self.shared.report_error(
+                "<extensions>",
+                &format!("command:{name}"),
+                "the extension process is not running",
+            );
+            return;
+        }
+        // A command may wait for the user or run long work: no time limit.
+        if let Err(e) = self
+            .sidecar
+            .request("command", json!({"name": name, "args": args}))
+            .await
+        {
+            self.shared
+                .report_error("<extensions>", &format!("command:{name}"), &e);
+        }
+    }
+
+    /// An `extension_ui_response` from the RPC client.
+    pub fn ui_response(&self, response: &Value) {
+        let Some(ui_id) = response.get("id").and_then(Value::as_str) else {
+            return;
+        };
+        let Some(sidecar_id) = lock(&self.shared.dialogs).remove(ui_id) else {
+            return;
+        };
+        self.sidecar.open_dialogs.fetch_sub(1, Ordering::SeqCst);
+        let mut result = response.clone();
+        if let Value::Object(m) = &mut result {
+            m.remove("type");
+            m.remove("id");
+        }
+        self.shared.answer_sidecar(sidecar_id, result);
+    }
+
+    /// Stops the sidecar after `session_shutdown`.
+    pub async fn shutdown(&self) {
+        self.notify("session_shutdown", json!({})).await;
+        self.sidecar.shutdown().await;
+    }
+
+    pub(crate) fn sidecar(&self) -> &Arc<Sidecar> {
+        &self.sidecar
+    }
+
+    pub(crate) fn updates(
+        &self,
+    ) -> &Mutex<HashMap<String, tokio::sync::mpsc::UnboundedSender<Value>>> {
+        &self.shared.updates
+    }
+}
+
+#[async_trait::async_trait]
+impl crate::agent::AgentHooks for Extensions {
+    async fn tool_call(&self, call_id: &str, tool_name: &str, input: &Value) -> Option<String> {
+        // Fail-safe as Pi: a handler that cannot answer blocks the call.
+        let result = match self
+            .emit_checked(
+                "tool_call",
+                json!({"toolName": tool_name, "toolCallId": call_id, "input": input}),
+            )
+            .await
+        {
+            Ok(Some(result)) => result,
+            Ok(None) => return None,
+            Err(e) => return Some(format!("Extension failed, blocking execution: {e}")),
+        };
+        (result.get("block").and_then(Value::as_bool) == Some(true)).then(|| {
+            result
+                .get("reason")
+                .and_then(Value::as_str)
+                .filter(|r| !r.is_empty())
+                .unwrap_or("Tool execution was blocked")
+                .to_string()
+        })
+    }
+
+    async fn before_agent_start(&self, prompt: &str, images: &[Value]) -> Vec<Value> {
+        let Some(result) = self
+            .emit(
+                "before_agent_start",
+                json!({"prompt": prompt, "images": images}),
+            )
+            .await
+        else {
+            return Vec::new();
+        };
+        result
+            .get("messages")
+            .and_then(Value::as_array)
+            .cloned()
+            .unwrap_or_default()
+    }
+}
+
+/// Whether `path` looks like an extension file (Pi loads `.ts` and `.js`).
+pub fn is_extension_file(path: &Path) -> bool {
+    matches!(
+        path.extension().and_then(|e| e.to_str()),
+        Some("ts" | "js" | "mts" | "mjs" | "cts" | "cjs")
+    )
+}

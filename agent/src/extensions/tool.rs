@@ -1,0 +1,142 @@
+//! A tool an extension registered, as an ordinary tool of the agent loop: declared to the
+//! model with the extension's schema, validated like every tool, run in the sidecar. Its
+//! `onUpdate` partial results become `tool_execution_update` events, and a thrown error an
+//! error result with the message, as Pi's agent loop records it.
+
+use std::sync::Arc;
+
+use serde_json::{json, Value};
+use tokio_util::sync::CancellationToken;
+
+use super::Extensions;
+use crate::tools::{ContentBlock, Tool, ToolContext, ToolError, ToolOutput, ToolUpdateFn};
+
+/// One registered extension tool.
+pub struct ExtensionTool {
+    name: String,
+    label: String,
+    description: String,
+    parameters: Value,
+    snippet: Option<String>,
+    extensions: Arc<Extensions>,
+}
+
+impl std::fmt::Debug for ExtensionTool {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ExtensionTool")
+            .field("name", &self.name)
+            .finish_non_exhaustive()
+    }
+}
+
+impl ExtensionTool {
+    /// The tool described by `info` (the sidecar's `load` answer).
+    pub fn new(info: &Value, extensions: Arc<Extensions>) -> ExtensionTool {
+        let text = |k: &str| info.get(k).and_then(Value::as_str).map(str::to_string);
+        let name = text("name").unwrap_or_default();
+        ExtensionTool {
+            label: text("label").unwrap_or_else(|| name.clone()),
+            description: text("description").unwrap_or_default(),
+            parameters: info.get("parameters").cloned().unwrap_or(json!({})),
+            snippet: text("promptSnippet"),
+            name,
+            extensions,
+        }
+    }
+}
+
+/// A tool result from the extension's JSON (`content`, `details`, `isError`).
+fn output_of(result: &Value) -> ToolOutput {
+    let content = result
+        .get("content")
+        .and_then(Value::as_array)
+        .map(|blocks| {
+            blocks
+                .iter()
+                .filter_map(|b| match b.get("type").and_then(Value::as_str) {
+                    Some("text") => Some(ContentBlock::Text(
+                        b.get("text").and_then(Value::as_str).unwrap_or("").into(),
+                    )),
+                    Some("image") => Some(ContentBlock::Image {
+                        data: b.get("data").and_then(Value::as_str).unwrap_or("").into(),
+                        mime_type: b
+                            .get("mimeType")
+                            .and_then(Value::as_str)
+                            .unwrap_or("")
+                            .into(),
+                    }),
+                    _ => None,
+                })
+                .collect()
+        })
+        .unwrap_or_default();
+    ToolOutput {
+        content,
+        details: result.get("details").cloned().filter(|d| !d.is_null()),
+        is_error: result.get("isError").and_then(Value::as_bool) == Some(true),
+        structured: None,
+    }
+}
+
+#[async_trait::async_trait]
+impl Tool for ExtensionTool {
+    fn name(&self) -> &str {
+        &self.name
+    }
+
+    fn label(&self) -> &str {
+        &self.label
+    }
+
+    fn description(&self) -> &str {
+        &self.description
+    }
+
+    fn parameters(&self) -> &Value {
+        &self.parameters
+    }
+
+    fn prompt_snippet(&self) -> Option<&str> {
+        self.snippet.as_deref()
+    }
+
+    async fn execute(
+        &self,
+        call_id: &str,
+        args: Value,
+        _ctx: &ToolContext,
+        cancel: CancellationToken,
+        on_update: ToolUpdateFn<'_>,
+    ) -> Result<ToolOutput, ToolError> {
+        let sidecar = self.extensions.sidecar().clone();
+        let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel::<Value>();
+        self.extensions
+            .updates()
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .insert(call_id.to_string(), tx);
+        let call = sidecar.request(
+            "tool",
+            json!({"name": self.name, "toolCallId": call_id, "params": args}),
+        );
+        tokio::pin!(call);
+        let mut aborted = false;
+        let outcome = loop {
+            tokio::select! {
+                outcome = &mut call => break outcome,
+                Some(partial) = rx.recv() => on_update(output_of(&partial)),
+                _ = cancel.cancelled(), if !aborted => {
+                    aborted = true;
+                    sidecar.tell("abort_tool", json!({"toolCallId": call_id})).await;
+                }
+            }
+        };
+        self.extensions
+            .updates()
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .remove(call_id);
+        let result = outcome.map_err(ToolError::new)?;
+        Ok(output_of(&result))
+    }
+}

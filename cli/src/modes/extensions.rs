@@ -1,0 +1,92 @@
+//! Starting the run's extensions (`-e`, discovery, the `extensions` setting) and stopping
+//! them at the end. Loading failures end the run before any session is created, as Pi does
+//! (its `Failed to load extension` diagnostics and the `-ne` hint, exit code 1).
+
+use std::path::Path;
+use std::sync::Arc;
+
+use anyhow::{anyhow, bail};
+use pi_agent::extensions::{extension_paths, DiscoverOptions, Extensions, StartOptions, UiMode};
+
+use super::{write_line, Env};
+use crate::RunArgs;
+
+/// The extensions this process started, stopped by [`shutdown`].
+static STARTED: std::sync::Mutex<Vec<Arc<Extensions>>> = std::sync::Mutex::new(Vec::new());
+
+/// Loads the configured extensions; `None` when there are none (no Node process starts).
+pub fn start(
+    args: &RunArgs,
+    env: &Env,
+    builtin: &[Arc<dyn pi_agent::tools::Tool>],
+) -> anyhow::Result<Option<Arc<Extensions>>> {
+    let cwd = Path::new(&env.home.cwd);
+    let config = &env.settings.config;
+    let paths = extension_paths(&DiscoverOptions {
+        agent_dir: &env.home.agent_dir,
+        cwd,
+        project_trusted: env.settings.trusted,
+        no_extensions: args.no_extensions,
+        cli_paths: &args.extensions,
+        global_setting: config.global().get("extensions"),
+        project_setting: config.project().get("extensions"),
+    });
+    if paths.is_empty() {
+        return Ok(None);
+    }
+    let mode = match args.mode.as_deref() {
+        Some("rpc") => UiMode::Rpc,
+        Some("json") => UiMode::Json,
+        _ if args.print => UiMode::Print,
+        Some(_) => UiMode::Print,
+        None => UiMode::Tui,
+    };
+    let records: Option<pi_agent::extensions::RecordSink> =
+        (mode == UiMode::Rpc).then(|| Arc::new(|v: serde_json::Value| write_line(&v)) as _);
+    let options = StartOptions {
+        paths,
+        cwd: cwd.to_path_buf(),
+        mode,
+        records,
+        active_tools: builtin.to_vec(),
+    };
+    let handle = tokio::runtime::Handle::current();
+    // build_host runs inside the runtime (print, rpc) or beside it (TUI): the sidecar's
+    // reader task must live on the runtime that outlives this call.
+    let ext = tokio::task::block_in_place(|| handle.block_on(Extensions::start(options)))
+        .map_err(|e| anyhow!(e))?;
+    STARTED
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .push(ext.clone());
+    if !ext.errors.is_empty() {
+        for e in &ext.errors {
+            eprintln!(
+                "Error: Failed to load extension \"{}\": {}",
+                e.path, e.error
+            );
+        }
+        bail!("Hint: Start without extensions using \"pi -ne\".");
+    }
+    tokio::task::block_in_place(|| {
+        handle.block_on(ext.notify("session_start", serde_json::json!({"reason": "startup"})))
+    });
+    Ok(Some(ext))
+}
+
+/// Sends `session_shutdown` and stops every sidecar this process started.
+pub async fn shutdown() {
+    let started = std::mem::take(&mut *STARTED.lock().unwrap_or_else(|e| e.into_inner()));
+    for ext in started {
+        ext.shutdown().await;
+    }
+}
+
+/// The extensions of this run (for RPC's `extension_ui_response`).
+pub fn current() -> Option<Arc<Extensions>> {
+    STARTED
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .last()
+        .cloned()
+}
