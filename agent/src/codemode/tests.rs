@@ -211,7 +211,7 @@ async fn discovery_globals_find_and_describe_tools() {
     );
     assert!(
         sample.contains(
-            "): Promise<{\n  // Combined stdout and stderr, possibly truncated\n  output: string;"
+            "}): Promise<{\n  exit_code: number;\n  // Full output, when truncated\n  full_output_path?: string;\n  // Combined stdout and stderr, possibly truncated\n  output: string;\n  truncated: boolean;\n  wall_time_seconds: number;\n}>; };"
         ),
         "{sample}"
     );
