@@ -344,7 +344,7 @@ fn run_vm(
                 return drop(api);
             }
             jobs += 1;
-            if jobs % JOBS_PER_POLL == 0 && stop.load(Ordering::SeqCst) {
+            if jobs.is_multiple_of(JOBS_PER_POLL) && stop.load(Ordering::SeqCst) {
                 return drop(api);
             }
         }
