@@ -8,6 +8,7 @@
 #![deny(unsafe_code)]
 
 pub mod agent;
+pub mod codemode;
 mod collation;
 pub mod config;
 pub mod extensions;

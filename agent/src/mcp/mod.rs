@@ -119,6 +119,15 @@ impl McpManager {
             .collect()
     }
 
+    /// Whether `codemode` is activated for these servers: one enabled server has tools with
+    /// `codemode` exposure and `autoEnableCodemode` is not `false`.
+    pub fn wants_codemode(&self) -> bool {
+        self.config.auto_enable_codemode != Some(false)
+            && self
+                .enabled()
+                .any(|s| configured_exposures(&s.entry).contains(&Exposure::Codemode))
+    }
+
     /// The `mcp_servers` system-prompt section body: enabled servers with `codemode` or
     /// `deferred` tools, how their tools are reached and a one-line summary; `None` without
     /// such servers.

@@ -32,6 +32,7 @@ pub struct McpTool {
     label: String,
     description: String,
     parameters: Value,
+    output_schema: Value,
     server: Arc<McpServer>,
     tool: String,
 }
@@ -56,9 +57,64 @@ impl McpTool {
             name,
             description,
             parameters: normalize_input_schema(&tool.input_schema),
+            output_schema: mcp_result_schema(tool.output_schema.as_deref()),
             tool: tool.name.to_string(),
             server,
         }
+    }
+}
+
+/// What codemode scripts receive from every MCP tool (Pi's `createMcpResultSchema`): the
+/// `CallToolResult` with the tool's own output schema as `structuredContent`, whose local
+/// references are rewritten to point below it.
+pub fn mcp_result_schema(structured: Option<&Map<String, Value>>) -> Value {
+    let structured = structured
+        .map(|s| relocate_refs(&Value::Object(s.clone()), "#/properties/structuredContent"))
+        .unwrap_or_else(|| json!({}));
+    json!({
+        "type": "object",
+        "properties": {
+            "content": {"type": "array", "items": {
+                "type": "object",
+                "properties": {
+                    "type": {"enum": ["text", "image", "audio", "resource_link", "resource"]},
+                    "text": {"type": "string"},
+                    "data": {"type": "string"},
+                    "mimeType": {"type": "string"}
+                },
+                "required": ["type"],
+                "additionalProperties": true
+            }},
+            "structuredContent": structured,
+            "isError": {"type": "boolean"}
+        },
+        "required": ["content"],
+        "additionalProperties": true
+    })
+}
+
+/// `schema` with its local `$ref`s moved below `pointer` (values of `const`, `enum`,
+/// `default` and `examples` are data and stay as they are).
+fn relocate_refs(schema: &Value, pointer: &str) -> Value {
+    match schema {
+        Value::Array(items) => {
+            Value::Array(items.iter().map(|i| relocate_refs(i, pointer)).collect())
+        }
+        Value::Object(map) => Value::Object(
+            map.iter()
+                .map(|(key, value)| {
+                    let moved = match (key.as_str(), value) {
+                        ("$ref", Value::String(r)) if r == "#" || r.starts_with("#/") => {
+                            Value::String(format!("{pointer}{}", &r[1..]))
+                        }
+                        ("const" | "enum" | "default" | "examples", v) => v.clone(),
+                        (_, v) => relocate_refs(v, pointer),
+                    };
+                    (key.clone(), moved)
+                })
+                .collect(),
+        ),
+        other => other.clone(),
     }
 }
 
@@ -87,6 +143,10 @@ impl Tool for McpTool {
 
     fn parameters(&self) -> &Value {
         &self.parameters
+    }
+
+    fn output_schema(&self) -> Option<&Value> {
+        Some(&self.output_schema)
     }
 
     async fn execute(

@@ -441,6 +441,19 @@ impl Tool for BashTool {
         schema()
     }
 
+    fn output_schema(&self) -> Option<&Value> {
+        static OUTPUT: std::sync::OnceLock<Value> = std::sync::OnceLock::new();
+        Some(OUTPUT.get_or_init(|| {
+            serde_json::json!({"type": "object", "properties": {
+                "output": {"type": "string", "description": "Combined stdout and stderr, possibly truncated"},
+                "truncated": {"type": "boolean"},
+                "full_output_path": {"type": "string", "description": "Full output, when truncated"},
+                "exit_code": {"type": "number"},
+                "wall_time_seconds": {"type": "number"}
+            }, "required": ["output", "truncated", "exit_code", "wall_time_seconds"]})
+        }))
+    }
+
     fn prefers_constrained_sampling(&self) -> bool {
         true
     }

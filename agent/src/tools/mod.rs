@@ -294,6 +294,19 @@ pub trait Tool: Send + Sync + fmt::Debug {
         false
     }
 
+    /// Pi's `constrainedSampling` of the tool's declaration: `{type: "json_schema", strict:
+    /// "prefer"}` for tools that prefer it, a grammar for codemode's raw source.
+    fn constrained_sampling(&self) -> Option<Value> {
+        self.prefers_constrained_sampling()
+            .then(|| serde_json::json!({"type": "json_schema", "strict": "prefer"}))
+    }
+
+    /// The JSON Schema of the structured result codemode scripts receive (Pi's
+    /// `outputSchema`); tools without one resolve to their text in scripts.
+    fn output_schema(&self) -> Option<&Value> {
+        None
+    }
+
     /// Rewrites raw model arguments before validation (the edit tool folds legacy fields here).
     fn prepare_arguments(&self, args: Value) -> Value {
         args
@@ -350,9 +363,8 @@ pub fn tool_declaration(tool: &dyn Tool) -> Value {
         "description": tool.description(),
         "parameters": tool.parameters(),
     });
-    if tool.prefers_constrained_sampling() {
-        declaration["constrainedSampling"] =
-            serde_json::json!({"type": "json_schema", "strict": "prefer"});
+    if let Some(sampling) = tool.constrained_sampling() {
+        declaration["constrainedSampling"] = sampling;
     }
     declaration
 }

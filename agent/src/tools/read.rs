@@ -479,6 +479,21 @@ impl Tool for ReadTool {
         schema()
     }
 
+    fn output_schema(&self) -> Option<&Value> {
+        static OUTPUT: std::sync::OnceLock<Value> = std::sync::OnceLock::new();
+        Some(OUTPUT.get_or_init(|| {
+            serde_json::json!({"anyOf": [
+                {"type": "string"},
+                {"type": "object", "properties": {
+                    "type": {"const": "image", "type": "string"},
+                    "data": {"type": "string"},
+                    "mimeType": {"type": "string"},
+                    "note": {"type": "string"}
+                }, "required": ["type", "data", "mimeType", "note"]}
+            ]})
+        }))
+    }
+
     fn prefers_constrained_sampling(&self) -> bool {
         true
     }

@@ -359,6 +359,10 @@ pub fn build_host(args: &RunArgs, env: &Env, sink: EventSink) -> anyhow::Result<
         tools.retain(|t| !added.iter().any(|a| a.name() == t.name()));
         tools.extend(added);
     }
+    // Last: codemode's `tools.*` covers every other callable tool, extensions' included.
+    if wants_codemode(&selection, mcp.as_deref()) {
+        tools = pi_agent::codemode::with_codemode(tools, mcp.clone());
+    }
     let (session, persist, resumed) = if let Some(r) = &args.fork {
         let (source, _) = env.home.read_only().open_ref(r).map_err(|e| anyhow!(e))?;
         let header = NewHeader::new(
@@ -634,6 +638,33 @@ fn start_mcp(args: &RunArgs, env: &Env) -> Option<Arc<pi_agent::mcp::McpManager>
         .unwrap_or_else(|e| e.into_inner())
         .push(manager.clone());
     Some(manager)
+}
+
+/// Whether the run declares `codemode`: named in `--tools` (`codemode` or `+codemode`), or
+/// activated by an MCP server with `codemode` exposure (unless `--tools` lists plain names
+/// without it), and not excluded.
+fn wants_codemode(selection: &ToolSelection, mcp: Option<&pi_agent::mcp::McpManager>) -> bool {
+    let name = pi_agent::codemode::CODEMODE_TOOL_NAME;
+    let excluded = selection
+        .exclude_tools
+        .iter()
+        .flatten()
+        .any(|e| pi_agent::mcp::config::wildcard_match(e, name));
+    let named = selection
+        .tools
+        .iter()
+        .flatten()
+        .any(|t| t.strip_prefix('+').unwrap_or(t) == name);
+    // A `--tools` allowlist of plain names keeps only what it names.
+    let allowlist = selection
+        .tools
+        .iter()
+        .flatten()
+        .any(|t| !t.starts_with('+') && !t.starts_with('-'));
+    let automatic = selection.no_tools == NoTools::None
+        && !allowlist
+        && mcp.is_some_and(pi_agent::mcp::McpManager::wants_codemode);
+    !excluded && (named || automatic)
 }
 
 /// Stops every MCP server this process started (stdin, SIGTERM, SIGKILL).

@@ -1,0 +1,288 @@
+//! What a script reaches: the callable tools (`tools.<name>()`) and the discovery globals
+//! `searchTools()`, `describeTool()` and `describeNamespace()`, as the sandbox's host.
+//!
+//! A nested call runs through [`run_tool_call`] (argument preparation, validation, Pi's
+//! error texts) and resolves as in Pi: a tool with an output schema to its structured result
+//! (bash's `{output, …}`, an MCP tool's `CallToolResult`, also with `isError`), `read` of an
+//! image to an image block with its note, any other tool to its text; a failed call rejects
+//! with the tool's error text.
+
+use std::sync::Arc;
+use std::sync::Mutex;
+
+use serde_json::json;
+use serde_json::Value;
+use tokio_util::sync::CancellationToken;
+
+use super::declarations::js_identifier;
+use super::sandbox::SandboxGlobal;
+use super::sandbox::SandboxHost;
+use super::search;
+use crate::tools::run_tool_call;
+use crate::tools::ContentBlock;
+use crate::tools::Tool;
+use crate::tools::ToolContext;
+use crate::tools::ToolOutput;
+
+/// An MCP server as scripts see it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Namespace {
+    /// `mcp__<server>`.
+    pub name: String,
+    /// Other names it answers to (the server name).
+    pub aliases: Vec<String>,
+    pub description: Option<String>,
+    pub instructions: Option<String>,
+}
+
+impl Namespace {
+    /// Whether `query` names it, as written or as the same script identifier.
+    pub fn is_named(&self, query: &str) -> bool {
+        let wanted = js_identifier(query);
+        std::iter::once(&self.name)
+            .chain(&self.aliases)
+            .any(|name| name == query || js_identifier(name) == wanted)
+    }
+}
+
+/// A tool a script may call.
+#[derive(Clone, Debug)]
+pub struct Callable {
+    pub tool: Arc<dyn Tool>,
+    pub namespace: Option<Namespace>,
+    /// Its description and declaration, as `ALL_TOOLS` and `describeTool()` show it.
+    pub sample: String,
+}
+
+/// The state of a nested call, for the result's failure summary and `details.calls`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct CallRecord {
+    pub id: String,
+    pub name: String,
+    pub args: String,
+    pub status: &'static str,
+}
+
+/// The sandbox host of one script.
+pub struct ScriptHost {
+    pub tools: Vec<Callable>,
+    pub ctx: ToolContext,
+    pub call_id: String,
+    pub calls: Arc<Mutex<Vec<CallRecord>>>,
+}
+
+/// The discovery globals every script has.
+pub fn discovery_globals() -> Vec<SandboxGlobal> {
+    ["searchTools", "describeTool", "describeNamespace"]
+        .iter()
+        .map(|name| SandboxGlobal {
+            name: (*name).to_string(),
+            spread: true,
+        })
+        .collect()
+}
+
+const ARGS_PREVIEW_CHARS: usize = 200;
+
+fn preview_args(args: &Value) -> String {
+    let text = args.to_string();
+    if text.chars().count() > ARGS_PREVIEW_CHARS {
+        let head: String = text.chars().take(ARGS_PREVIEW_CHARS - 3).collect();
+        format!("{head}...")
+    } else {
+        text
+    }
+}
+
+fn text_of(output: &ToolOutput) -> String {
+    output
+        .content
+        .iter()
+        .filter_map(ContentBlock::as_text)
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+/// The value a script receives for a nested call's output.
+fn script_value(tool: &dyn Tool, output: ToolOutput) -> Result<Value, String> {
+    if tool.output_schema().is_some() {
+        if let Some(structured) = output.structured.clone() {
+            return Ok(structured);
+        }
+        // `read` of an image: the image block the model would see, with its note.
+        if !output.is_error {
+            if let Some((data, mime_type)) = output.content.iter().find_map(|b| match b {
+                ContentBlock::Image { data, mime_type } => Some((data, mime_type)),
+                ContentBlock::Text(_) => None,
+            }) {
+                return Ok(
+                    json!({"type": "image", "data": data, "mimeType": mime_type, "note": text_of(&output)}),
+                );
+            }
+        }
+    }
+    let text = text_of(&output);
+    if output.is_error {
+        return Err(if text.is_empty() {
+            format!("Tool \"{}\" failed", tool.name())
+        } else {
+            text
+        });
+    }
+    Ok(Value::String(text))
+}
+
+#[async_trait::async_trait]
+impl SandboxHost for ScriptHost {
+    async fn call_tool(
+        &self,
+        name: &str,
+        args: Value,
+        cancel: CancellationToken,
+    ) -> Result<Value, String> {
+        let Some(callable) = self.tools.iter().find(|c| c.tool.name() == name) else {
+            return Err(format!("Tool {name} not found"));
+        };
+        let index = {
+            let mut calls = self.calls.lock().unwrap_or_else(|e| e.into_inner());
+            calls.push(CallRecord {
+                id: format!("{}/?", self.call_id),
+                name: name.to_string(),
+                args: preview_args(&args),
+                status: "running",
+            });
+            calls.len() - 1
+        };
+        let nested_id = format!("{}/{}", self.call_id, index + 1);
+        let tools = [callable.tool.clone()];
+        let output = run_tool_call(
+            &tools,
+            &nested_id,
+            name,
+            args,
+            &self.ctx,
+            cancel.clone(),
+            &crate::tools::ignore_updates,
+        )
+        .await;
+        {
+            let mut calls = self.calls.lock().unwrap_or_else(|e| e.into_inner());
+            if let Some(record) = calls.get_mut(index) {
+                record.id = nested_id;
+                record.status = if !output.is_error {
+                    "ok"
+                } else if cancel.is_cancelled() {
+                    "cancelled"
+                } else {
+                    "error"
+                };
+            }
+        }
+        script_value(callable.tool.as_ref(), output)
+    }
+
+    async fn call_global(&self, name: &str, args: Value) -> Result<Option<Value>, String> {
+        let args = args.as_array().cloned().unwrap_or_default();
+        let arg = |i: usize| args.get(i).cloned().unwrap_or(Value::Null);
+        match name {
+            "searchTools" => {
+                let Value::String(query) = arg(0) else {
+                    return Err("searchTools() expects a query string".into());
+                };
+                let options = arg(1);
+                let limit = match options.get("limit") {
+                    None | Some(Value::Null) => search::DEFAULT_SEARCH_LIMIT,
+                    Some(v) => v
+                        .as_f64()
+                        .filter(|f| f.fract() == 0.0 && *f > 0.0)
+                        .map(|f| f as usize)
+                        .ok_or("searchTools() limit must be a positive integer")?,
+                };
+                let namespace = match options.get("namespace") {
+                    None | Some(Value::Null) => None,
+                    Some(Value::String(s)) => Some(s.clone()),
+                    Some(_) => return Err("searchTools() namespace must be a string".into()),
+                };
+                let documents: Vec<search::SearchDocument> = self
+                    .tools
+                    .iter()
+                    .filter(|c| match (&namespace, &c.namespace) {
+                        (Some(wanted), Some(ns)) if !wanted.is_empty() => ns.is_named(wanted),
+                        (Some(wanted), None) if !wanted.is_empty() => false,
+                        _ => true,
+                    })
+                    .map(|c| {
+                        search::SearchDocument::new(
+                            c.tool.name(),
+                            c.tool.description(),
+                            c.tool.parameters(),
+                            c.namespace.as_ref().map(|ns| {
+                                (
+                                    ns.name.as_str(),
+                                    ns.description.as_deref().unwrap_or(""),
+                                    ns.instructions.as_deref().unwrap_or(""),
+                                )
+                            }),
+                        )
+                    })
+                    .collect();
+                let found = search::rank(&query, &documents, limit);
+                Ok(Some(Value::Array(
+                    found
+                        .iter()
+                        .map(|name| {
+                            let sample = self
+                                .tools
+                                .iter()
+                                .find(|c| c.tool.name() == name)
+                                .map(|c| c.sample.clone())
+                                .unwrap_or_default();
+                            json!({"name": js_identifier(name), "description": sample})
+                        })
+                        .collect(),
+                )))
+            }
+            "describeTool" => {
+                let Value::String(wanted) = arg(0) else {
+                    return Err("describeTool() expects a tool name".into());
+                };
+                Ok(self
+                    .tools
+                    .iter()
+                    .find(|c| c.tool.name() == wanted || js_identifier(c.tool.name()) == wanted)
+                    .map(|c| Value::String(c.sample.clone())))
+            }
+            "describeNamespace" => {
+                let Value::String(wanted) = arg(0) else {
+                    return Err("describeNamespace() expects a namespace name".into());
+                };
+                let mut found: Option<&Namespace> = None;
+                let mut names = Vec::new();
+                for callable in &self.tools {
+                    let Some(ns) = callable
+                        .namespace
+                        .as_ref()
+                        .filter(|ns| ns.is_named(&wanted))
+                    else {
+                        continue;
+                    };
+                    found.get_or_insert(ns);
+                    names.push(Value::String(js_identifier(callable.tool.name())));
+                }
+                Ok(found.map(|ns| {
+                    let mut out = serde_json::Map::new();
+                    out.insert("name".into(), Value::String(ns.name.clone()));
+                    if let Some(d) = ns.description.as_ref().filter(|d| !d.is_empty()) {
+                        out.insert("description".into(), Value::String(d.clone()));
+                    }
+                    if let Some(i) = ns.instructions.as_ref().filter(|i| !i.is_empty()) {
+                        out.insert("instructions".into(), Value::String(i.clone()));
+                    }
+                    out.insert("tools".into(), Value::Array(names));
+                    Value::Object(out)
+                }))
+            }
+            other => Err(format!("Unknown global {other}")),
+        }
+    }
+}
