@@ -64,8 +64,81 @@ const state = {
   allTools: [],
   builtinDefs: [], // every built-in tool, for createReadTool(cwd) and friends
   sessionName: undefined,
+  // The session as the host last synced it (set_state): entries are append-only.
   entries: [],
+  byId: new Map(),
+  labels: new Map(), // entry id → label
+  leafId: null,
+  header: null,
+  sessionFile: undefined,
+  sessionId: undefined,
+  model: undefined,
+  models: [],
+  thinkingLevel: "off",
+  isIdle: true,
   running: new Map(), // toolCallId → AbortController
+};
+
+function addEntry(entry) {
+  state.entries.push(entry);
+  if (entry && typeof entry.id === "string") state.byId.set(entry.id, entry);
+  if (entry && entry.type === "label" && typeof entry.targetId === "string") {
+    if (entry.label) state.labels.set(entry.targetId, entry.label);
+    else state.labels.delete(entry.targetId);
+  }
+}
+
+// The path from the root to `fromId` (default: the leaf), as Pi's getBranch.
+function branchOf(fromId) {
+  const out = [];
+  const seen = new Set();
+  let id = fromId === undefined ? state.leafId : fromId;
+  while (id && !seen.has(id)) {
+    seen.add(id);
+    const entry = state.byId.get(id);
+    if (!entry) break;
+    out.push(entry);
+    id = entry.parentId;
+  }
+  return out.reverse();
+}
+
+function treeOf() {
+  const nodes = new Map();
+  const roots = [];
+  for (const entry of state.entries) {
+    nodes.set(entry.id, { entry, children: [], label: state.labels.get(entry.id) });
+  }
+  for (const entry of state.entries) {
+    const node = nodes.get(entry.id);
+    const parent = entry.parentId ? nodes.get(entry.parentId) : undefined;
+    if (parent) parent.children.push(node);
+    else roots.push(node);
+  }
+  return roots;
+}
+
+const sessionManager = {
+  getCwd: () => state.cwd,
+  getSessionDir: () => (state.sessionFile ? path.dirname(state.sessionFile) : undefined),
+  getSessionId: () => state.sessionId,
+  getSessionFile: () => state.sessionFile,
+  getSessionName: () => state.sessionName,
+  getHeader: () => state.header,
+  getEntries: () => state.entries.slice(),
+  getEntry: (id) => state.byId.get(id),
+  getBranch: (fromId) => branchOf(fromId),
+  getTree: () => treeOf(),
+  getChildren: (parentId) => state.entries.filter((e) => e.parentId === parentId),
+  getLeafId: () => state.leafId,
+  getLeafEntry: () => (state.leafId ? state.byId.get(state.leafId) : undefined),
+  getLabel: (id) => state.labels.get(id),
+};
+
+const modelRegistry = {
+  find: (provider, id) => state.models.find((m) => m.provider === provider && m.id === id),
+  getAll: () => state.models.slice(),
+  getAvailable: () => state.models.slice(),
 };
 const bus = new EventEmitter();
 
@@ -144,22 +217,21 @@ function makeContext(signal) {
     hasUI: state.hasUI,
     ui: makeUi(),
     signal,
-    isIdle: () => true,
+    get model() {
+      return state.model;
+    },
+    get thinkingLevel() {
+      return state.thinkingLevel;
+    },
+    isIdle: () => state.isIdle,
     abort: () => notify("abort", {}),
     hasPendingMessages: () => false,
     shutdown: () => notify("shutdown", {}),
     getContextUsage: () => undefined,
     compact: () => notify("compact", {}),
     getSystemPrompt: () => "",
-    model: undefined,
-    modelRegistry: { find: () => undefined, getAll: () => [], getAvailable: () => [] },
-    sessionManager: {
-      getEntries: () => state.entries.slice(),
-      getBranch: () => state.entries.slice(),
-      getSessionName: () => state.sessionName,
-      getCwd: () => state.cwd,
-      getSessionFile: () => undefined,
-    },
+    modelRegistry,
+    sessionManager,
   };
 }
 
@@ -198,6 +270,8 @@ function makeApi(extension) {
       const list = extension.handlers.get(event) || [];
       list.push(handler);
       extension.handlers.set(event, list);
+      // Handlers added after loading (say from session_start) must reach the host too.
+      if (extension.loaded) notify("handles", { event });
       return () => {
         const l = extension.handlers.get(event) || [];
         const i = l.indexOf(handler);
@@ -251,12 +325,22 @@ function makeApi(extension) {
     getActiveTools: () => state.activeTools.slice(),
     getAllTools: () => state.allTools.map((t) => ({ ...t })),
     setActiveTools(names) {
-      notify("set_active_tools", { names });
+      const known = new Set(state.allTools.map((t) => t.name));
+      state.activeTools = (Array.isArray(names) ? names : []).filter((n) => known.has(n));
+      notify("set_active_tools", { names: state.activeTools });
     },
     getCommands: () => [...state.commands.entries()].map(([name, c]) => ({ name, description: c.options.description, source: "extension" })),
-    getThinkingLevel: () => "off",
-    setThinkingLevel() {},
-    setModel: async () => false,
+    getThinkingLevel: () => state.thinkingLevel,
+    setThinkingLevel(level) {
+      state.thinkingLevel = level;
+      notify("set_thinking_level", { level });
+    },
+    async setModel(model) {
+      if (!model || typeof model.provider !== "string" || typeof model.id !== "string") return false;
+      const ok = await requestHost("set_model", { provider: model.provider, id: model.id });
+      if (ok) state.model = model;
+      return !!ok;
+    },
     registerProvider() {},
     unregisterProvider() {},
     events: {
@@ -356,6 +440,42 @@ async function emit(event, payload) {
     }
     return text !== payload.text || images !== payload.images ? { action: "transform", text, images } : { action: "continue" };
   }
+  if (event === "tool_result") {
+    const current = { content: payload.content, details: payload.details, isError: payload.isError };
+    let changed = false;
+    for (const { extension, handler } of handlersOf(event)) {
+      try {
+        const r = await handler({ type: event, ...payload, ...current }, ctx);
+        if (r && typeof r === "object") {
+          for (const key of ["content", "details", "isError"]) {
+            if (r[key] !== undefined) {
+              current[key] = r[key];
+              changed = true;
+            }
+          }
+        }
+      } catch (err) {
+        reportError(extension.path, event, err);
+      }
+    }
+    return changed ? current : {};
+  }
+  if (event === "context") {
+    let messages = payload.messages;
+    let changed = false;
+    for (const { extension, handler } of handlersOf(event)) {
+      try {
+        const r = await handler({ type: event, messages }, ctx);
+        if (r && Array.isArray(r.messages)) {
+          messages = r.messages;
+          changed = true;
+        }
+      } catch (err) {
+        reportError(extension.path, event, err);
+      }
+    }
+    return changed ? { messages } : {};
+  }
   if (event === "before_agent_start") {
     const messages = [];
     let systemPrompt;
@@ -418,10 +538,18 @@ const methods = {
     };
   },
   async set_state(params) {
-    if (params.activeTools) state.activeTools = params.activeTools;
-    if (params.allTools) state.allTools = params.allTools;
-    if (params.entries) state.entries = params.entries;
-    if ("sessionName" in params) state.sessionName = params.sessionName;
+    if (params.reset) {
+      state.entries = [];
+      state.byId = new Map();
+      state.labels = new Map();
+    }
+    for (const entry of params.entries || []) addEntry(entry);
+    for (const key of ["leafId", "header", "sessionId", "sessionName", "model", "thinkingLevel", "isIdle", "activeTools", "allTools", "models"]) {
+      if (key in params) state[key] = params[key];
+    }
+    if ("sessionFile" in params) state.sessionFile = params.sessionFile ?? undefined;
+    if (state.sessionName === null) state.sessionName = undefined;
+    if (state.model === null) state.model = undefined;
     return {};
   },
   emit: (params) => emit(params.event, params.payload || {}),

@@ -13,135 +13,13 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use std::io::{BufRead, BufReader, Write};
-use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
-use pi_fake_llm::{FakeLlm, Script};
 use serde_json::{json, Value};
 
-const REALPI: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../fixtures/realpi");
-const EXTENSIONS: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../fixtures/extensions");
+mod extensions_common;
 
-fn pi_bin() -> &'static str {
-    env!("CARGO_BIN_EXE_pi")
-}
-
-fn fixture(name: &str) -> String {
-    Path::new(EXTENSIONS).join(name).display().to_string()
-}
-
-struct Setup {
-    _tmp: tempfile::TempDir,
-    agent: PathBuf,
-    cwd: PathBuf,
-    sessions: PathBuf,
-    fake: FakeLlm,
-}
-
-impl Setup {
-    async fn new(turns: Value) -> Setup {
-        let tmp = tempfile::tempdir().unwrap();
-        let agent = tmp.path().join("agent");
-        let cwd = tmp.path().join("cwd");
-        let sessions = tmp.path().join("sessions");
-        for d in [&agent, &cwd, &sessions] {
-            std::fs::create_dir_all(d).unwrap();
-        }
-        let script: Script = serde_json::from_value(json!({ "turns": turns })).unwrap();
-        let fake = FakeLlm::start(script).await.unwrap();
-        let models = std::fs::read_to_string(format!("{REALPI}/tricky/agent/models.json"))
-            .unwrap()
-            .replace("127.0.0.1:18765", &format!("127.0.0.1:{}", fake.port()));
-        std::fs::write(agent.join("models.json"), models).unwrap();
-        Setup {
-            _tmp: tmp,
-            agent,
-            cwd,
-            sessions,
-            fake,
-        }
-    }
-
-    fn command(&self, args: &[&str]) -> Command {
-        let mut c = Command::new(pi_bin());
-        c.arg("--session-dir")
-            .arg(&self.sessions)
-            .args(["--model", "fakeoai/fake-model"])
-            .args(args)
-            .current_dir(&self.cwd)
-            .env("PI_CODING_AGENT_DIR", &self.agent)
-            .env("XDG_CACHE_HOME", self.agent.join("cache"))
-            .env_remove("PI_CODING_AGENT_SESSION_DIR")
-            .env_remove("PI_SESSION_STORE");
-        c
-    }
-
-    fn pi(&self, args: &[&str]) -> (i32, String, String) {
-        let out = self
-            .command(args)
-            .stdin(Stdio::null())
-            .output()
-            .expect("run pi");
-        (
-            out.status.code().unwrap_or(-1),
-            String::from_utf8_lossy(&out.stdout).into_owned(),
-            String::from_utf8_lossy(&out.stderr).into_owned(),
-        )
-    }
-
-    fn session_entries(&self) -> Vec<Value> {
-        let file = std::fs::read_dir(&self.sessions)
-            .unwrap()
-            .flatten()
-            .map(|e| e.path())
-            .find(|p| p.extension().is_some_and(|e| e == "jsonl"))
-            .expect("a session file");
-        std::fs::read_to_string(file)
-            .unwrap()
-            .lines()
-            .map(|l| serde_json::from_str(l).unwrap())
-            .collect()
-    }
-
-    fn requests(&self) -> Vec<Value> {
-        self.fake.requests().into_iter().map(|r| r.body).collect()
-    }
-}
-
-fn tc(name: &str, arguments: Value) -> Value {
-    json!({"name": name, "arguments": arguments})
-}
-
-/// A declared tool of a provider request (OpenAI chat completions).
-fn declared<'a>(body: &'a Value, name: &str) -> Option<&'a Value> {
-    body["tools"]
-        .as_array()?
-        .iter()
-        .find(|t| t["function"]["name"] == name)
-        .map(|t| &t["function"])
-}
-
-/// Tool result texts in a provider request.
-fn tool_messages(body: &Value) -> Vec<String> {
-    body["messages"]
-        .as_array()
-        .into_iter()
-        .flatten()
-        .filter(|m| m["role"] == "tool")
-        .map(|m| match &m["content"] {
-            Value::String(s) => s.clone(),
-            other => other.to_string(),
-        })
-        .collect()
-}
-
-fn tool_results(entries: &[Value]) -> Vec<&Value> {
-    entries
-        .iter()
-        .filter(|e| e["type"] == "message" && e["message"]["role"] == "toolResult")
-        .map(|e| &e["message"])
-        .collect()
-}
+use extensions_common::*;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn hello_tool_is_declared_called_and_recorded() {

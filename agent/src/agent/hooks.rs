@@ -1,7 +1,20 @@
-//! Points where extensions shape a run (Pi's `beforeToolCall` and `before_agent_start`),
-//! as a trait so the agent loop knows nothing about how extensions run.
+//! Points where extensions shape a run (Pi's `beforeToolCall`, `afterToolCall`,
+//! `before_agent_start` and `context`), as a trait so the agent loop knows nothing about how
+//! extensions run. Every method but `tool_call` has a default that changes nothing, so a
+//! hook set implements only what it uses.
 
 use serde_json::Value;
+
+use crate::protocol::Event;
+
+/// What `before_agent_start` handlers decided for a run.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct RunStart {
+    /// Custom messages (`{customType, content, display, details}`) to add after the prompt.
+    pub messages: Vec<Value>,
+    /// A system prompt that replaces the whole prompt for this run.
+    pub system_prompt: Option<String>,
+}
 
 /// Hooks the agent loop calls; set with [`super::AgentSession::set_hooks`].
 #[async_trait::async_trait]
@@ -10,7 +23,41 @@ pub trait AgentHooks: Send + Sync {
     /// error result the model sees).
     async fn tool_call(&self, call_id: &str, tool_name: &str, input: &Value) -> Option<String>;
 
-    /// After the user message of a prompt is written, before the model is asked: custom
-    /// messages (`{customType, content, display, details}`) to add to the context.
-    async fn before_agent_start(&self, prompt: &str, images: &[Value]) -> Vec<Value>;
+    /// After the user message of a prompt is written, before the model is asked.
+    /// `system_prompt` is the prompt text the model would get.
+    async fn before_agent_start(
+        &self,
+        _prompt: &str,
+        _images: &[Value],
+        _system_prompt: &str,
+    ) -> RunStart {
+        RunStart::default()
+    }
+
+    /// After a tool ran: `Some` replaces the result (`{content, details, isError}`, each
+    /// field optional) before it is recorded.
+    async fn tool_result(
+        &self,
+        _call_id: &str,
+        _tool_name: &str,
+        _input: &Value,
+        _result: &Value,
+    ) -> Option<Value> {
+        None
+    }
+
+    /// Whether [`AgentHooks::context`] wants the messages (serializing them costs a pass
+    /// over the context, so it is done only for a hook that uses them).
+    fn wants_context(&self) -> bool {
+        false
+    }
+
+    /// Before each model request, with the conversation without its system messages:
+    /// `Some` replaces it for this request only.
+    async fn context(&self, _messages: Vec<Value>) -> Option<Vec<Value>> {
+        None
+    }
+
+    /// Every event the agent emits, in order. Must not block.
+    fn observe(&self, _event: &Event) {}
 }

@@ -43,9 +43,9 @@ use pi_engine::context::{self, SessionPath};
 use pi_engine::session::Session;
 
 pub use events::{null_sink, EventSink};
-pub use hooks::AgentHooks;
+pub use hooks::{AgentHooks, RunStart};
 pub use navigate::{NavigateOptions, NavigateOutcome};
-pub use prompt::PromptOptions;
+pub use prompt::{PromptBuilder, PromptOptions};
 pub use retry::is_retryable_error;
 
 /// Why an agent operation failed. Messages are shown to users (RPC `error`, stderr).
@@ -198,6 +198,8 @@ struct State {
     session: Session,
     persist: Persistence,
     opts: AgentOptions,
+    /// Every configured tool; `opts.tools` holds the active ones.
+    registered: Vec<Arc<dyn Tool>>,
     steering_mode: QueueMode,
     follow_up_mode: QueueMode,
     auto_compaction: bool,
@@ -219,6 +221,8 @@ struct Shared {
     branch_summary: Mutex<Option<CancellationToken>>,
     /// Extension hooks, when extensions are loaded.
     hooks: Mutex<Option<Arc<dyn AgentHooks>>>,
+    /// A `before_agent_start` system prompt that replaces the prompt for the running prompt.
+    system_override: Mutex<Option<String>>,
 }
 
 /// Locks a mutex, carrying on if a panicking holder poisoned it: the state is only ever
@@ -264,6 +268,7 @@ impl AgentSession {
                 state: Mutex::new(State {
                     session,
                     persist,
+                    registered: opts.tools.clone(),
                     opts,
                     steering_mode: QueueMode::OneAtATime,
                     follow_up_mode: QueueMode::OneAtATime,
@@ -277,6 +282,7 @@ impl AgentSession {
                 compaction: Mutex::new(None),
                 branch_summary: Mutex::new(None),
                 hooks: Mutex::new(None),
+                system_override: Mutex::new(None),
             }),
         }
     }
@@ -301,6 +307,9 @@ impl AgentSession {
     }
 
     pub(crate) fn emit(&self, ev: Event) {
+        if let Some(hooks) = self.hooks() {
+            hooks.observe(&ev);
+        }
         (self.shared.sink)(ev);
     }
 
@@ -414,6 +423,15 @@ impl AgentSession {
     /// The session file (JSONL stores), even before it is created.
     pub fn session_file(&self) -> Option<PathBuf> {
         lock(&self.shared.state).persist.file.clone()
+    }
+
+    /// Whether a key is configured for `provider` (`--api-key`, auth.json, the
+    /// environment, models.json).
+    pub fn has_api_key(&self, provider: &str) -> bool {
+        lock(&self.shared.state)
+            .opts
+            .api_key_for(provider)
+            .is_some()
     }
 
     /// The session id.

@@ -26,6 +26,22 @@ pub struct PromptOptions {
     /// any reload the first system message of a branch stands, so resuming a session that
     /// another build wrote does not rewrite its prompt.
     pub reloaded: bool,
+    /// Rebuilds `system_message` for another tool set (`pi.setActiveTools`, a tool an
+    /// extension registers later). The front end that built the message supplies it.
+    pub builder: Option<PromptBuilder>,
+}
+
+/// Builds the complete system message for a tool set.
+pub type BuildPrompt = dyn Fn(&[Arc<dyn Tool>]) -> Value + Send + Sync;
+
+/// A shared [`BuildPrompt`].
+#[derive(Clone)]
+pub struct PromptBuilder(pub Arc<BuildPrompt>);
+
+impl std::fmt::Debug for PromptBuilder {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("PromptBuilder")
+    }
 }
 
 /// The `system` message Pi 1.6 stores before the first user message of a branch: the
@@ -62,6 +78,49 @@ impl super::AgentSession {
         super::lock(&self.shared.state).opts.tools.clone()
     }
 
+    /// Every configured tool, active or not (`pi.getAllTools()`).
+    pub fn all_tools(&self) -> Vec<Arc<dyn Tool>> {
+        super::lock(&self.shared.state).registered.clone()
+    }
+
+    /// Adds a tool registered after start-up, or replaces the one with its name; it is
+    /// active from the next prompt on, as Pi activates newly registered extension tools.
+    pub fn register_tool(&self, tool: Arc<dyn Tool>) {
+        let mut st = super::lock(&self.shared.state);
+        let name = tool.name().to_string();
+        match st.registered.iter_mut().find(|t| t.name() == name) {
+            Some(slot) => *slot = tool.clone(),
+            None => st.registered.push(tool.clone()),
+        }
+        match st.opts.tools.iter_mut().find(|t| t.name() == name) {
+            Some(slot) => *slot = tool,
+            None => st.opts.tools.push(tool),
+        }
+        rebuild_prompt(&mut st);
+    }
+
+    /// Makes exactly the named tools active (unknown names are ignored, as Pi ignores
+    /// them), in the order they were configured. Returns the active names.
+    pub fn set_active_tools(&self, names: &[String]) -> Vec<String> {
+        let mut st = super::lock(&self.shared.state);
+        let active: Vec<Arc<dyn Tool>> = st
+            .registered
+            .iter()
+            .filter(|t| names.iter().any(|n| n == t.name()))
+            .cloned()
+            .collect();
+        let changed = active.len() != st.opts.tools.len()
+            || active
+                .iter()
+                .zip(&st.opts.tools)
+                .any(|(a, b)| a.name() != b.name());
+        st.opts.tools = active;
+        if changed {
+            rebuild_prompt(&mut st);
+        }
+        st.opts.tools.iter().map(|t| t.name().to_string()).collect()
+    }
+
     /// Replaces the prebuilt system message, for Pi's `/reload` after context files, skills
     /// or prompt templates changed on disk. The session writes it before the next user
     /// message of a branch, as it does for the first one.
@@ -72,18 +131,54 @@ impl super::AgentSession {
     }
 }
 
-/// A system message patching the sections of `current` (the prompt the model has, replayed
-/// from the transcript) into those of `full`; `None` when they are the same.
+/// After the tool set changed: a new prebuilt system message, diffed against the branch's
+/// prompt before the next user message (as after `/reload`).
+fn rebuild_prompt(st: &mut super::State) {
+    if let Some(builder) = st.opts.prompt.builder.clone() {
+        st.opts.prompt.system_message = Some((builder.0)(&st.opts.tools));
+    }
+    st.opts.prompt.reloaded = true;
+}
+
+/// A system message patching `current` (the prompt the model has, replayed from the
+/// transcript) into `full`: the sections that differ, the tools that are gone
+/// (`toolsRemoved`, by name) and the tools that are new or changed (`toolsAdded`), in Pi's
+/// key order; `None` when nothing differs.
 pub fn sections_patch(current: &Value, full: &Value) -> Option<Value> {
     let empty = Map::new();
     let sections = |v: &Value| v.get("sections").and_then(Value::as_object).cloned();
     let previous = sections(current).unwrap_or_else(|| empty.clone());
     let wanted = sections(full).unwrap_or(empty);
-    let patch = crate::config::diff_system_sections(&previous, &wanted)?;
+    let patch = crate::config::diff_system_sections(&previous, &wanted);
+    let tools = |v: &Value| {
+        v.get("toolsAdded")
+            .and_then(Value::as_array)
+            .cloned()
+            .unwrap_or_default()
+    };
+    let name_of = |t: &Value| t.get("name").cloned().unwrap_or(Value::Null);
+    let (had, want) = (tools(current), tools(full));
+    let removed: Vec<Value> = had
+        .iter()
+        .filter(|h| !want.iter().any(|w| name_of(w) == name_of(h)))
+        .map(|h| serde_json::json!({ "name": name_of(h) }))
+        .collect();
+    let added: Vec<Value> = want.into_iter().filter(|w| !had.contains(w)).collect();
+    if patch.is_none() && removed.is_empty() && added.is_empty() {
+        return None;
+    }
     let mut m = Map::new();
     m.insert("role".into(), "system".into());
     m.insert("content".into(), "".into());
-    m.insert("sections".into(), Value::Object(patch));
+    if let Some(patch) = patch {
+        m.insert("sections".into(), Value::Object(patch));
+    }
+    if !removed.is_empty() {
+        m.insert("toolsRemoved".into(), Value::Array(removed));
+    }
+    if !added.is_empty() {
+        m.insert("toolsAdded".into(), Value::Array(added));
+    }
     m.insert(
         "timestamp".into(),
         full.get("timestamp").cloned().unwrap_or(Value::Null),
@@ -109,5 +204,32 @@ mod patch_tests {
                 "sections": {"context": "new", "gone": null}}))
         );
         assert_eq!(sections_patch(&full, &full), None);
+    }
+
+    #[test]
+    fn a_changed_tool_set_is_patched_by_name() {
+        let tool = |name: &str, d: &str| json!({"name": name, "description": d, "parameters": {}});
+        let current = json!({"role": "system", "content": "", "sections": {"tools": "a b"},
+            "toolsAdded": [tool("a", "A"), tool("b", "B")]});
+        let full = json!({"role": "system", "content": "", "timestamp": 3,
+            "sections": {"tools": "a b"}, "toolsAdded": [tool("a", "A2"), tool("c", "C")]});
+        assert_eq!(
+            sections_patch(&current, &full),
+            Some(
+                json!({"role": "system", "content": "", "toolsRemoved": [{"name": "b"}],
+                "toolsAdded": [tool("a", "A2"), tool("c", "C")], "timestamp": 3})
+            )
+        );
+        let keys: Vec<String> = sections_patch(&current, &full)
+            .unwrap()
+            .as_object()
+            .unwrap()
+            .keys()
+            .cloned()
+            .collect();
+        assert_eq!(
+            keys,
+            ["role", "content", "toolsRemoved", "toolsAdded", "timestamp"]
+        );
     }
 }

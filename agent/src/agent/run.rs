@@ -259,13 +259,65 @@ impl AgentSession {
         if let Some(sys) = self.pending_system_message() {
             initial.push(sys);
         }
-        initial.push(user_message(text, images));
-        // Pi's `before_agent_start`: extension messages go after the prompt.
-        let extra = match self.hooks() {
-            Some(hooks) => hooks.before_agent_start(text, images).await,
-            None => Vec::new(),
+        // Pi's `before_agent_start`: extension messages go after the prompt; a returned
+        // system prompt replaces the whole prompt for this run.
+        let start = match self.hooks() {
+            Some(hooks) => {
+                let prompt = self.system_prompt_text(initial.first());
+                hooks.before_agent_start(text, images, &prompt).await
+            }
+            None => super::RunStart::default(),
         };
-        let mut end = self.run_loop_with(initial, extra, token, None).await?;
+        initial.push(user_message(text, images));
+        *lock(&self.shared.system_override) = start.system_prompt;
+        let end = self
+            .run_loop_with(initial, start.messages, token, None)
+            .await;
+        let end = match end {
+            Ok(end) => end,
+            Err(e) => {
+                *lock(&self.shared.system_override) = None;
+                return Err(e);
+            }
+        };
+        let outcome = self.finish_prompt(end, token).await;
+        *lock(&self.shared.system_override) = None;
+        outcome
+    }
+
+    /// The prompt text the model gets on this branch (with `pending`, the system message
+    /// about to be written): content and sections of every system message, folded as the
+    /// providers fold them.
+    fn system_prompt_text(&self, pending: Option<&Value>) -> String {
+        let st = lock(&self.shared.state);
+        let s = &st.session;
+        let branch = s.branch_path();
+        let path = SessionPath::of(s, &branch);
+        let mut system = context::transcript::context_system_messages(&path);
+        system.extend(pending.cloned());
+        let Some(folded) = context::transcript::current_system_message(&system) else {
+            return String::new();
+        };
+        let mut parts = vec![pi_engine::js::content_text(folded.get("content"), "\n")];
+        if let Some(Value::Object(sections)) = folded.get("sections") {
+            parts.extend(
+                sections
+                    .values()
+                    .filter_map(Value::as_str)
+                    .map(str::to_string),
+            );
+        }
+        parts.retain(|p| !p.is_empty());
+        parts.join("\n\n")
+    }
+
+    /// After a prompt's first run: Pi's recovery steps (compact and retry on overflow,
+    /// retries of transient errors) and the threshold compaction.
+    async fn finish_prompt(
+        &self,
+        mut end: LoopEnd,
+        token: &CancellationToken,
+    ) -> Result<Option<AssistantMessage>, AgentError> {
         let mut attempt: u32 = 0;
         let mut overflow_recovered = false;
         loop {
@@ -598,6 +650,7 @@ impl AgentSession {
                 level,
             )
         };
+        let context = self.shaped_context(context).await;
         let mut stream = llm::stream(&model, context, options);
         let mut started = false;
         let mut final_message = None;
@@ -635,6 +688,47 @@ impl AgentSession {
         }
         // `message_end` is the caller's, once the message is written.
         Ok(message)
+    }
+
+    /// The request's context as extensions shape it: `context` handlers may replace the
+    /// conversation (the system messages stay ahead of it), and a `before_agent_start`
+    /// system prompt replaces the prompt text while the tools stay declared.
+    async fn shaped_context(&self, mut context: Context) -> Context {
+        let Some(hooks) = self.hooks() else {
+            return context;
+        };
+        if hooks.wants_context() {
+            let (system, conversation): (Vec<AgentMessage>, Vec<AgentMessage>) = context
+                .messages
+                .into_iter()
+                .partition(|m| matches!(m, AgentMessage::System(_)));
+            let values: Vec<Value> = conversation
+                .iter()
+                .filter_map(|m| serde_json::to_value(m).ok())
+                .collect();
+            context.messages = system;
+            match hooks.context(values).await {
+                Some(replaced) => {
+                    let mut unreadable = Vec::new();
+                    read_context_messages(replaced, &mut context.messages, &mut unreadable);
+                    for problem in unreadable {
+                        self.emit(Event::Warning {
+                            message: format!("context handler: {problem}"),
+                        });
+                    }
+                }
+                None => context.messages.extend(conversation),
+            }
+        }
+        let forced = lock(&self.shared.system_override).clone();
+        if let Some(prompt) = forced {
+            context.tools = llm::transform::normalize_context(&context).tools;
+            context
+                .messages
+                .retain(|m| !matches!(m, AgentMessage::System(_)));
+            context.system_prompt = Some(prompt);
+        }
+        context
     }
 
     /// Runs a batch of tool calls: `tool_execution_start` for each in order, execution in
@@ -735,12 +829,15 @@ impl AgentSession {
                                 });
                             }
                         };
-                        let output =
-                            match tool.execute(&call.id, args, &ctx, cancel, &on_update).await {
-                                Ok(o) => o,
-                                Err(e) => e.into_output(),
-                            };
+                        let output = match tool
+                            .execute(&call.id, args.clone(), &ctx, cancel, &on_update)
+                            .await
+                        {
+                            Ok(o) => o,
+                            Err(e) => e.into_output(),
+                        };
                         let duration = started.elapsed().as_millis() as u64;
+                        let output = this.reshaped_result(&call, &args, output).await;
                         this.emit_tool_end(&call, &output, Some(duration));
                         Done {
                             call,
@@ -772,6 +869,38 @@ impl AgentSession {
                 Value::Object(m)
             })
             .collect()
+    }
+
+    /// Pi's `afterToolCall`: `tool_result` handlers may replace the content, details or
+    /// error flag of a result before it is recorded.
+    async fn reshaped_result(
+        &self,
+        call: &pi_formats::message::ToolCall,
+        args: &Value,
+        mut output: ToolOutput,
+    ) -> ToolOutput {
+        let Some(hooks) = self.hooks() else {
+            return output;
+        };
+        let Some(patch) = hooks
+            .tool_result(&call.id, &call.name, args, &tool_output_json(&output))
+            .await
+        else {
+            return output;
+        };
+        if let Some(content) = patch.get("content").and_then(Value::as_array) {
+            output.content = content
+                .iter()
+                .filter_map(crate::tools::ContentBlock::from_json)
+                .collect();
+        }
+        if let Some(details) = patch.get("details") {
+            output.details = Some(details.clone()).filter(|d| !d.is_null());
+        }
+        if let Some(is_error) = patch.get("isError").and_then(Value::as_bool) {
+            output.is_error = is_error;
+        }
+        output
     }
 
     fn emit_tool_end(

@@ -14,13 +14,15 @@
 
 mod bundle;
 mod discover;
+mod forward;
 mod sidecar;
+mod state;
 mod tool;
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::Ordering;
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard, Weak};
 use std::time::Duration;
 
 use serde_json::{json, Value};
@@ -68,6 +70,10 @@ impl UiMode {
 
 /// Writes a record for the client (RPC: a stdout line).
 pub type RecordSink = Arc<dyn Fn(Value) + Send + Sync>;
+
+/// Starts a prompt in the background (`pi.sendUserMessage` while the agent is idle, outside
+/// a command): the front end's way to run one.
+pub type PromptRunner = Arc<dyn Fn(String, Vec<Value>) + Send + Sync>;
 
 /// What starting the extensions needs.
 pub struct StartOptions {
@@ -128,6 +134,20 @@ struct Shared {
     /// Every built-in tool, for the shims' `createReadTool(cwd)` and friends.
     builtin: Vec<Arc<dyn crate::tools::Tool>>,
     cwd: PathBuf,
+    /// The extensions these notifications belong to (for tools registered later).
+    this: Mutex<Weak<Extensions>>,
+    /// The sidecar's copy of the session; its lock also orders the syncs.
+    sync: tokio::sync::Mutex<state::SyncMark>,
+    /// Events handlers were registered for after loading.
+    late_events: Mutex<Vec<String>>,
+    /// `pi.sendUserMessage` texts waiting for the agent to be idle.
+    pending_user: Mutex<Vec<(String, Vec<Value>)>>,
+    /// Commands running now: a user message sent meanwhile becomes the prompt the command
+    /// turns into ([`Extensions::take_user_message`]).
+    in_command: AtomicUsize,
+    runner: Mutex<Option<PromptRunner>>,
+    /// Agent events for the extensions' notification handlers, in order.
+    forward: forward::Forwarder,
 }
 
 fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
@@ -209,6 +229,55 @@ impl Shared {
                     let _ = agent.set_session_name(&text("name"));
                 }
             }
+            "handles" => {
+                let mut late = lock(&self.late_events);
+                let event = text("event");
+                if !late.contains(&event) {
+                    late.push(event);
+                }
+            }
+            "tools_changed" => self.tool_registered(&params),
+            "set_active_tools" => {
+                if let Some(agent) = self.agent() {
+                    let names: Vec<String> = params
+                        .get("names")
+                        .and_then(Value::as_array)
+                        .into_iter()
+                        .flatten()
+                        .filter_map(|n| n.as_str().map(str::to_string))
+                        .collect();
+                    agent.set_active_tools(&names);
+                }
+            }
+            "set_label" => {
+                if let Some(agent) = self.agent() {
+                    let label = params
+                        .get("label")
+                        .and_then(Value::as_str)
+                        .map(str::to_string);
+                    let entry = pi_formats::entry::NewEntry::Label {
+                        target_id: text("entryId"),
+                        label,
+                    };
+                    if let Err(e) = agent.append(entry) {
+                        self.report_error("<extension>", "setLabel", &e.to_string());
+                    }
+                }
+            }
+            "send_user_message" => self.send_user_message(&params),
+            "set_thinking_level" => {
+                if let Some(agent) = self.agent() {
+                    if let Some(level) = pi_formats::message::ThinkingLevel::parse(&text("level")) {
+                        let _ = agent.set_thinking_level(level);
+                    }
+                }
+            }
+            "set_model" => {
+                if let Some(id) = id {
+                    let ok = self.set_model(&text("provider"), &text("id"));
+                    self.answer_sidecar(id, json!(ok));
+                }
+            }
             "abort" => {
                 if let Some(agent) = self.agent() {
                     agent.abort();
@@ -216,6 +285,55 @@ impl Shared {
             }
             _ => {}
         }
+    }
+
+    /// A tool an extension registered after loading: the agent can call it from now on.
+    fn tool_registered(&self, params: &Value) {
+        let (Some(agent), Some(ext)) = (self.agent(), lock(&self.this).upgrade()) else {
+            return;
+        };
+        if let Some(info) = params.get("tool") {
+            agent.register_tool(Arc::new(ExtensionTool::new(info, ext)));
+        }
+    }
+
+    /// `pi.sendUserMessage`: while the agent streams, a steering or follow-up message; while
+    /// it is idle, the prompt the running command turns into, or a run of its own.
+    fn send_user_message(&self, params: &Value) {
+        let Some(agent) = self.agent() else { return };
+        let (text, images) = user_content(params.get("content"));
+        let deliver = params.pointer("/options/deliverAs").and_then(Value::as_str);
+        if agent.is_streaming() {
+            match deliver {
+                Some("followUp") => agent.follow_up(text),
+                Some("steer") => agent.steer(text),
+                _ => self.report_error(
+                    "<extension>",
+                    "sendUserMessage",
+                    "Agent is busy: pass deliverAs \"steer\" or \"followUp\" to queue the message",
+                ),
+            }
+            return;
+        }
+        let runner = lock(&self.runner).clone();
+        match runner {
+            Some(run) if self.in_command.load(Ordering::SeqCst) == 0 => run(text, images),
+            _ => lock(&self.pending_user).push((text, images)),
+        }
+    }
+
+    /// `pi.setModel`: `false` when the model is unknown or its provider has no key.
+    fn set_model(&self, provider: &str, id: &str) -> bool {
+        let Some(agent) = self.agent() else {
+            return false;
+        };
+        let Some(model) = agent.registry().find(provider, id).cloned() else {
+            return false;
+        };
+        if !agent.has_api_key(provider) {
+            return false;
+        }
+        agent.set_model(model).is_ok()
     }
 
     /// `ctx.ui` calls: RPC gets an `extension_ui_request`; a dialog's answer comes back
@@ -276,6 +394,15 @@ impl Shared {
         });
     }
 
+    async fn sync_state(&self) {
+        let Some(agent) = self.agent() else { return };
+        let sidecar = lock(&self.sidecar).clone();
+        let Some(sidecar) = sidecar else { return };
+        let mut mark = self.sync.lock().await;
+        let update = state::state_update(&agent, &mut mark);
+        sidecar.tell_raw("set_state", &update).await;
+    }
+
     fn answer_sidecar(&self, id: Value, result: Value) {
         let sidecar = lock(&self.sidecar).clone();
         if let Some(sidecar) = sidecar {
@@ -304,6 +431,13 @@ impl Extensions {
             sidecar: Mutex::new(None),
             builtin: crate::tools::all_builtin_tools(),
             cwd: options.cwd.clone(),
+            this: Mutex::new(Weak::new()),
+            sync: tokio::sync::Mutex::new(state::SyncMark::default()),
+            late_events: Mutex::new(Vec::new()),
+            pending_user: Mutex::new(Vec::new()),
+            in_command: AtomicUsize::new(0),
+            runner: Mutex::new(None),
+            forward: forward::Forwarder::default(),
         });
         let inbound_shared = shared.clone();
         let exit_shared = shared.clone();
@@ -378,7 +512,7 @@ impl Extensions {
                 .unwrap_or_default()
         };
         let str_of = |v: &Value, k: &str| v.get(k).and_then(Value::as_str).map(str::to_string);
-        Ok(Arc::new(Extensions {
+        let extensions = Arc::new(Extensions {
             tools: list("tools"),
             commands: list("commands")
                 .iter()
@@ -398,12 +532,37 @@ impl Extensions {
             sidecar,
             shared,
             timeout,
-        }))
+        });
+        *lock(&extensions.shared.this) = Arc::downgrade(&extensions);
+        extensions.shared.forward.start(&extensions);
+        Ok(extensions)
     }
 
     /// The agent that `appendEntry`, `sendMessage` and session calls act on.
     pub fn attach(&self, agent: AgentSession) {
         *lock(&self.shared.agent) = Some(agent);
+    }
+
+    /// Pi's `session_start`, once the session is open (its entries readable through
+    /// `ctx.sessionManager`): `reason` is `startup`, `new`, `resume` or `fork`.
+    pub async fn session_start(&self, reason: &str, previous_file: Option<&str>) {
+        let mut payload = json!({ "reason": reason });
+        if let Some(previous) = previous_file {
+            payload["previousSessionFile"] = previous.into();
+        }
+        self.notify("session_start", payload).await;
+    }
+
+    /// How the front end runs a prompt of its own (RPC, the TUI); without one, messages an
+    /// extension sends while idle wait for [`Extensions::take_user_message`].
+    pub fn set_prompt_runner(&self, runner: PromptRunner) {
+        *lock(&self.shared.runner) = Some(runner);
+    }
+
+    /// The next user message an extension sent while idle (a command's `sendUserMessage`).
+    pub fn take_user_message(&self) -> Option<(String, Vec<Value>)> {
+        let mut pending = lock(&self.shared.pending_user);
+        (!pending.is_empty()).then(|| pending.remove(0))
     }
 
     /// The registered tools as agent tools.
@@ -416,6 +575,7 @@ impl Extensions {
 
     fn handles(&self, event: &str) -> bool {
         self.events.iter().any(|e| e == event)
+            || lock(&self.shared.late_events).iter().any(|e| e == event)
     }
 
     /// Emits `event` to the extensions, bounded by the hook time limit: `Ok(None)` when no
@@ -427,6 +587,7 @@ impl Extensions {
         if self.sidecar.exited() {
             return Err("the extension process is not running".into());
         }
+        self.shared.sync_state().await;
         match self
             .sidecar
             .request_bounded(
@@ -504,12 +665,15 @@ impl Extensions {
             );
             return;
         }
+        self.shared.sync_state().await;
+        self.shared.in_command.fetch_add(1, Ordering::SeqCst);
         // A command may wait for the user or run long work: no time limit.
-        if let Err(e) = self
+        let outcome = self
             .sidecar
             .request("command", json!({"name": name, "args": args}))
-            .await
-        {
+            .await;
+        self.shared.in_command.fetch_sub(1, Ordering::SeqCst);
+        if let Err(e) = outcome {
             self.shared
                 .report_error("<extensions>", &format!("command:{name}"), &e);
         }
@@ -534,12 +698,18 @@ impl Extensions {
 
     /// Stops the sidecar after `session_shutdown`.
     pub async fn shutdown(&self) {
+        self.shared.forward.drain().await;
         self.notify("session_shutdown", json!({})).await;
         self.sidecar.shutdown().await;
     }
 
     pub(crate) fn sidecar(&self) -> &Arc<Sidecar> {
         &self.sidecar
+    }
+
+    /// Brings the sidecar's copy of the session up to date (before a tool runs).
+    pub(crate) async fn sync_state(&self) {
+        self.shared.sync_state().await;
     }
 
     pub(crate) fn updates(
@@ -574,21 +744,95 @@ impl crate::agent::AgentHooks for Extensions {
         })
     }
 
-    async fn before_agent_start(&self, prompt: &str, images: &[Value]) -> Vec<Value> {
+    async fn before_agent_start(
+        &self,
+        prompt: &str,
+        images: &[Value],
+        system_prompt: &str,
+    ) -> crate::agent::RunStart {
         let Some(result) = self
             .emit(
                 "before_agent_start",
-                json!({"prompt": prompt, "images": images}),
+                json!({"prompt": prompt, "images": images, "systemPrompt": system_prompt,
+                       "messageType": "user"}),
             )
             .await
         else {
-            return Vec::new();
+            return crate::agent::RunStart::default();
         };
-        result
-            .get("messages")
-            .and_then(Value::as_array)
+        crate::agent::RunStart {
+            messages: result
+                .get("messages")
+                .and_then(Value::as_array)
+                .cloned()
+                .unwrap_or_default(),
+            system_prompt: result
+                .get("systemPrompt")
+                .and_then(Value::as_str)
+                .filter(|p| *p != system_prompt)
+                .map(str::to_string),
+        }
+    }
+
+    async fn tool_result(
+        &self,
+        call_id: &str,
+        tool_name: &str,
+        input: &Value,
+        result: &Value,
+    ) -> Option<Value> {
+        let mut payload = json!({"toolCallId": call_id, "toolName": tool_name, "input": input});
+        for key in ["content", "details", "isError"] {
+            if let Some(v) = result.get(key) {
+                payload[key] = v.clone();
+            }
+        }
+        if payload.get("isError").is_none() {
+            payload["isError"] = false.into();
+        }
+        self.emit("tool_result", payload)
+            .await
+            .filter(|r| r.as_object().is_some_and(|m| !m.is_empty()))
+    }
+
+    fn wants_context(&self) -> bool {
+        self.handles("context")
+    }
+
+    async fn context(&self, messages: Vec<Value>) -> Option<Vec<Value>> {
+        self.emit("context", json!({ "messages": messages }))
+            .await?
+            .get("messages")?
+            .as_array()
             .cloned()
-            .unwrap_or_default()
+    }
+
+    fn observe(&self, event: &crate::protocol::Event) {
+        self.shared
+            .forward
+            .observe(event, |name| self.handles(name));
+    }
+}
+
+/// `sendUserMessage` content: a string, or text and image blocks.
+fn user_content(content: Option<&Value>) -> (String, Vec<Value>) {
+    match content {
+        Some(Value::String(text)) => (text.clone(), Vec::new()),
+        Some(Value::Array(blocks)) => {
+            let text = blocks
+                .iter()
+                .filter(|b| b.get("type").and_then(Value::as_str) == Some("text"))
+                .filter_map(|b| b.get("text").and_then(Value::as_str))
+                .collect::<Vec<_>>()
+                .join("\n");
+            let images = blocks
+                .iter()
+                .filter(|b| b.get("type").and_then(Value::as_str) == Some("image"))
+                .cloned()
+                .collect();
+            (text, images)
+        }
+        _ => (String::new(), Vec::new()),
     }
 }
 

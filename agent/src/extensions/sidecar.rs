@@ -215,6 +215,22 @@ impl Sidecar {
             .await;
     }
 
+    /// [`Sidecar::tell`] with parameters that are already JSON text (large state updates
+    /// are written without being parsed into values first).
+    pub async fn tell_raw(&self, method: &str, params_json: &str) {
+        let id = self.next_id.fetch_add(1, Ordering::SeqCst);
+        let mut line = format!(
+            "{{\"id\":{id},\"method\":{},\"params\":",
+            Value::from(method)
+        );
+        line.push_str(params_json);
+        line.push_str("}\n");
+        let mut stdin = self.stdin.lock().await;
+        if stdin.write_all(line.as_bytes()).await.is_ok() {
+            let _ = stdin.flush().await;
+        }
+    }
+
     /// Stops the process (closing stdin ends it; a kill follows if it lingers).
     pub async fn shutdown(&self) {
         self.closing.store(true, Ordering::SeqCst);

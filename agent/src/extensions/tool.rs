@@ -46,29 +46,11 @@ impl ExtensionTool {
 }
 
 /// A tool result from the extension's JSON (`content`, `details`, `isError`).
-fn output_of(result: &Value) -> ToolOutput {
+pub(super) fn output_of(result: &Value) -> ToolOutput {
     let content = result
         .get("content")
         .and_then(Value::as_array)
-        .map(|blocks| {
-            blocks
-                .iter()
-                .filter_map(|b| match b.get("type").and_then(Value::as_str) {
-                    Some("text") => Some(ContentBlock::Text(
-                        b.get("text").and_then(Value::as_str).unwrap_or("").into(),
-                    )),
-                    Some("image") => Some(ContentBlock::Image {
-                        data: b.get("data").and_then(Value::as_str).unwrap_or("").into(),
-                        mime_type: b
-                            .get("mimeType")
-                            .and_then(Value::as_str)
-                            .unwrap_or("")
-                            .into(),
-                    }),
-                    _ => None,
-                })
-                .collect()
-        })
+        .map(|blocks| blocks.iter().filter_map(ContentBlock::from_json).collect())
         .unwrap_or_default();
     ToolOutput {
         content,
@@ -108,6 +90,8 @@ impl Tool for ExtensionTool {
         cancel: CancellationToken,
         on_update: ToolUpdateFn<'_>,
     ) -> Result<ToolOutput, ToolError> {
+        // `ctx.sessionManager` inside the tool sees the assistant message that called it.
+        self.extensions.sync_state().await;
         let sidecar = self.extensions.sidecar().clone();
         let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel::<Value>();
         self.extensions

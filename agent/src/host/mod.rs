@@ -8,7 +8,7 @@
 
 mod lifecycle;
 mod sessions;
-mod views;
+pub(crate) mod views;
 
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex, MutexGuard};
@@ -105,6 +105,17 @@ impl Host {
         *lock(&self.extensions) = Some(extensions);
     }
 
+    /// Runs the user messages extensions send while the agent is idle as prompts of their
+    /// own (RPC and the TUI, where runs go on in the background).
+    pub fn run_extension_prompts(&self) {
+        if let Some(ext) = self.extensions() {
+            let agent = self.agent.clone();
+            ext.set_prompt_runner(Arc::new(move |text, images| {
+                let _ = agent.spawn_prompt(text, images, || {});
+            }));
+        }
+    }
+
     /// The loaded extensions, if any.
     pub fn extensions(&self) -> Option<Arc<crate::extensions::Extensions>> {
         lock(&self.extensions).clone()
@@ -120,7 +131,11 @@ impl Host {
         if let Some(ext) = self.extensions() {
             if let Some((name, args)) = ext.command_of(text) {
                 ext.run_command(&name, &args).await;
-                return Ok(PreparedInput::Handled);
+                // A command that sent a user message (`pi.sendUserMessage`) turns into it.
+                return Ok(match ext.take_user_message() {
+                    Some((text, _images)) => PreparedInput::Prompt(text),
+                    None => PreparedInput::Handled,
+                });
             }
             match ext.input(text, images).await {
                 crate::extensions::InputOutcome::Handled => return Ok(PreparedInput::Handled),

@@ -93,6 +93,25 @@ impl ContentBlock {
         }
     }
 
+    /// A block from Pi's JSON; `None` for other block types.
+    pub fn from_json(block: &Value) -> Option<ContentBlock> {
+        let text = |k: &str| {
+            block
+                .get(k)
+                .and_then(Value::as_str)
+                .unwrap_or("")
+                .to_string()
+        };
+        match block.get("type").and_then(Value::as_str) {
+            Some("text") => Some(ContentBlock::Text(text("text"))),
+            Some("image") => Some(ContentBlock::Image {
+                data: text("data"),
+                mime_type: text("mimeType"),
+            }),
+            _ => None,
+        }
+    }
+
     /// The text of a text block.
     pub fn as_text(&self) -> Option<&str> {
         match self {

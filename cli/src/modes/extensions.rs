@@ -68,9 +68,6 @@ pub fn start(
         }
         bail!("Hint: Start without extensions using \"pi -ne\".");
     }
-    tokio::task::block_in_place(|| {
-        handle.block_on(ext.notify("session_start", serde_json::json!({"reason": "startup"})))
-    });
     Ok(Some(ext))
 }
 

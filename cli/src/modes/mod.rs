@@ -456,6 +456,7 @@ pub fn build_host(args: &RunArgs, env: &Env, sink: EventSink) -> anyhow::Result<
                 mcp.as_deref(),
             )),
             reloaded: false,
+            builder: Some(prompt_builder(env, mcp.clone())),
         },
         retry,
         compaction: env.settings.compaction,
@@ -528,6 +529,9 @@ pub fn build_host(args: &RunArgs, env: &Env, sink: EventSink) -> anyhow::Result<
     if let Some(ext) = &extensions {
         ext.attach(agent.clone());
         agent.set_hooks(ext.clone());
+        // Pi's `session_start`, once `ctx.sessionManager` can read the session.
+        let handle = tokio::runtime::Handle::current();
+        tokio::task::block_in_place(|| handle.block_on(ext.session_start("startup", None)));
     }
     let host = Host::new(
         agent,
@@ -604,6 +608,27 @@ pub(crate) fn system_message(
         docs: None,
         timestamp_ms: 0,
     })
+}
+
+/// Rebuilds the system message for another tool set (`pi.setActiveTools`, tools an
+/// extension registers later) from the same resources.
+fn prompt_builder(
+    env: &Env,
+    mcp: Option<Arc<pi_agent::mcp::McpManager>>,
+) -> pi_agent::agent::PromptBuilder {
+    let cwd = env.home.cwd.clone();
+    let resources = env.resources.clone();
+    pi_agent::agent::PromptBuilder(Arc::new(move |tools| {
+        let message =
+            pi_agent::config::build_system_message(&pi_agent::config::SystemPromptInput {
+                tools,
+                cwd: Path::new(&cwd),
+                resources: &resources,
+                docs: None,
+                timestamp_ms: 0,
+            });
+        with_mcp_section(message, mcp.as_deref())
+    }))
 }
 
 /// The MCP managers this process started, stopped by [`shutdown_mcp`].

@@ -60,6 +60,10 @@ pub async fn run(args: RunArgs, mode: Mode) -> anyhow::Result<i32> {
             .prompt(&text, images.take().unwrap_or_default())
             .await?;
         last = outcome.last_assistant;
+        // Messages extensions sent meanwhile (`pi.sendUserMessage` from a handler) run next.
+        while let Some((text, images)) = host.extensions().and_then(|e| e.take_user_message()) {
+            last = agent.prompt(&text, images).await?.last_assistant;
+        }
     }
     if mode == Mode::Json {
         return Ok(0);

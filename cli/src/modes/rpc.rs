@@ -27,6 +27,7 @@ pub async fn run(args: RunArgs) -> anyhow::Result<i32> {
     }
     let env = Env::new(&args)?;
     let host = build_host(&args, &env, stdout_sink())?;
+    host.run_extension_prompts();
     let mut reader = BufReader::new(tokio::io::stdin());
     let mut buf = Vec::new();
     // Commands that run on tasks (prompt, compact, bash) answer through this channel, so

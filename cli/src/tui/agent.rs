@@ -582,6 +582,7 @@ pub fn run_with_args(mut args: crate::RunArgs) -> anyhow::Result<i32> {
         let _guard = runtime.enter();
         crate::modes::build_host(&args, &env, sink)?
     };
+    host.run_extension_prompts();
     let agent = host.agent();
     let cwd = std::path::PathBuf::from(&env.home.cwd);
     let mut opts = TuiOptions::new(cwd.clone());

@@ -1,0 +1,99 @@
+//! What the sidecar knows of the session, kept current before every call into it.
+//!
+//! Extensions read the session synchronously (`ctx.sessionManager.getEntries()`,
+//! `getBranch()`, `getLabel()`, `ctx.model`, `pi.getActiveTools()`), so the sidecar holds a
+//! copy. Sessions are append-only: each sync sends only the entries appended since the
+//! last one, as their raw lines, so the cost of a call follows what changed, not the file.
+//! A different session (a switch, `/new`) or a shorter one (never appended to) resets the
+//! copy.
+
+use std::fmt::Write as _;
+
+use serde_json::{json, Value};
+
+use crate::agent::AgentSession;
+
+/// How far the sidecar's copy has got.
+#[derive(Debug, Default)]
+pub(super) struct SyncMark {
+    session_id: Option<String>,
+    sent: usize,
+    /// The tool names last sent with their definitions.
+    tools: Vec<String>,
+    models_sent: bool,
+}
+
+/// The `set_state` parameters that bring the sidecar's copy up to date, as JSON text
+/// (entry lines go in verbatim).
+pub(super) fn state_update(agent: &AgentSession, mark: &mut SyncMark) -> String {
+    let mut out = String::from("{");
+    agent.with_session(|s| {
+        let id = s.session_id();
+        let count = s.entry_count();
+        let reset = id != mark.session_id || count < mark.sent;
+        if reset {
+            mark.session_id = id.clone();
+            mark.sent = 0;
+        }
+        let _ = write!(out, "\"reset\":{reset},\"entries\":[");
+        for (n, idx) in s.indices().skip(mark.sent).enumerate() {
+            if n > 0 {
+                out.push(',');
+            }
+            out.push_str(&String::from_utf8_lossy(s.entry_line(idx)));
+        }
+        mark.sent = count;
+        out.push_str("],\"header\":");
+        match s.header_line() {
+            Some(line) => out.push_str(&String::from_utf8_lossy(line)),
+            None => out.push_str("null"),
+        }
+        let _ = write!(
+            out,
+            ",\"leafId\":{},\"sessionId\":{},\"sessionName\":{}",
+            json!(s.leaf_id()),
+            json!(id),
+            json!(s.session_name())
+        );
+    });
+    let file = agent.session_file().map(|p| p.display().to_string());
+    let model = agent.model().map(|m| crate::host::views::model_json(&m));
+    let _ = write!(
+        out,
+        ",\"sessionFile\":{},\"model\":{},\"thinkingLevel\":{},\"isIdle\":{}",
+        json!(file),
+        model.unwrap_or(Value::Null),
+        json!(agent.thinking_level().as_str()),
+        !agent.is_streaming()
+    );
+    let active: Vec<String> = agent.tools().iter().map(|t| t.name().to_string()).collect();
+    let _ = write!(out, ",\"activeTools\":{}", json!(active));
+    let all = agent.all_tools();
+    let names: Vec<String> = all.iter().map(|t| t.name().to_string()).collect();
+    if names != mark.tools {
+        let infos: Vec<Value> = all
+            .iter()
+            .map(|t| {
+                json!({
+                    "name": t.name(),
+                    "description": t.description(),
+                    "parameters": t.parameters(),
+                })
+            })
+            .collect();
+        let _ = write!(out, ",\"allTools\":{}", Value::Array(infos));
+        mark.tools = names;
+    }
+    if !mark.models_sent {
+        let models: Vec<Value> = agent
+            .registry()
+            .models
+            .iter()
+            .map(crate::host::views::model_json)
+            .collect();
+        let _ = write!(out, ",\"models\":{}", Value::Array(models));
+        mark.models_sent = true;
+    }
+    out.push('}');
+    out
+}

@@ -1,0 +1,135 @@
+//! Scaffolding shared by the extension end-to-end tests: a temp agent dir, cwd and session
+//! dir, the fake LLM on 127.0.0.1 with real Pi's models.json pointed at it, our `pi` binary,
+//! and readers for provider requests and the session file.
+
+#![allow(clippy::unwrap_used, clippy::expect_used, dead_code)]
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+
+use pi_fake_llm::{FakeLlm, Script};
+use serde_json::{json, Value};
+
+const REALPI: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../fixtures/realpi");
+const EXTENSIONS: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../fixtures/extensions");
+
+pub fn pi_bin() -> &'static str {
+    env!("CARGO_BIN_EXE_pi")
+}
+
+pub fn fixture(name: &str) -> String {
+    Path::new(EXTENSIONS).join(name).display().to_string()
+}
+
+pub struct Setup {
+    pub _tmp: tempfile::TempDir,
+    pub agent: PathBuf,
+    pub cwd: PathBuf,
+    pub sessions: PathBuf,
+    pub fake: FakeLlm,
+}
+
+impl Setup {
+    pub async fn new(turns: Value) -> Setup {
+        let tmp = tempfile::tempdir().unwrap();
+        let agent = tmp.path().join("agent");
+        let cwd = tmp.path().join("cwd");
+        let sessions = tmp.path().join("sessions");
+        for d in [&agent, &cwd, &sessions] {
+            std::fs::create_dir_all(d).unwrap();
+        }
+        let script: Script = serde_json::from_value(json!({ "turns": turns })).unwrap();
+        let fake = FakeLlm::start(script).await.unwrap();
+        let models = std::fs::read_to_string(format!("{REALPI}/tricky/agent/models.json"))
+            .unwrap()
+            .replace("127.0.0.1:18765", &format!("127.0.0.1:{}", fake.port()));
+        std::fs::write(agent.join("models.json"), models).unwrap();
+        Setup {
+            _tmp: tmp,
+            agent,
+            cwd,
+            sessions,
+            fake,
+        }
+    }
+
+    pub fn command(&self, args: &[&str]) -> Command {
+        let mut c = Command::new(pi_bin());
+        c.arg("--session-dir")
+            .arg(&self.sessions)
+            .args(["--model", "fakeoai/fake-model"])
+            .args(args)
+            .current_dir(&self.cwd)
+            .env("PI_CODING_AGENT_DIR", &self.agent)
+            .env("XDG_CACHE_HOME", self.agent.join("cache"))
+            .env_remove("PI_CODING_AGENT_SESSION_DIR")
+            .env_remove("PI_SESSION_STORE");
+        c
+    }
+
+    pub fn pi(&self, args: &[&str]) -> (i32, String, String) {
+        let out = self
+            .command(args)
+            .stdin(Stdio::null())
+            .output()
+            .expect("run pi");
+        (
+            out.status.code().unwrap_or(-1),
+            String::from_utf8_lossy(&out.stdout).into_owned(),
+            String::from_utf8_lossy(&out.stderr).into_owned(),
+        )
+    }
+
+    pub fn session_entries(&self) -> Vec<Value> {
+        let file = std::fs::read_dir(&self.sessions)
+            .unwrap()
+            .flatten()
+            .map(|e| e.path())
+            .find(|p| p.extension().is_some_and(|e| e == "jsonl"))
+            .expect("a session file");
+        std::fs::read_to_string(file)
+            .unwrap()
+            .lines()
+            .map(|l| serde_json::from_str(l).unwrap())
+            .collect()
+    }
+
+    pub fn requests(&self) -> Vec<Value> {
+        self.fake.requests().into_iter().map(|r| r.body).collect()
+    }
+}
+
+pub fn tc(name: &str, arguments: Value) -> Value {
+    json!({"name": name, "arguments": arguments})
+}
+
+/// A declared tool of a provider request (OpenAI chat completions).
+pub fn declared<'a>(body: &'a Value, name: &str) -> Option<&'a Value> {
+    body["tools"]
+        .as_array()?
+        .iter()
+        .find(|t| t["function"]["name"] == name)
+        .map(|t| &t["function"])
+}
+
+/// Tool result texts in a provider request.
+pub fn tool_messages(body: &Value) -> Vec<String> {
+    body["messages"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter(|m| m["role"] == "tool")
+        .map(|m| match &m["content"] {
+            Value::String(s) => s.clone(),
+            other => other.to_string(),
+        })
+        .collect()
+}
+
+pub fn tool_results(entries: &[Value]) -> Vec<&Value> {
+    entries
+        .iter()
+        .filter(|e| e["type"] == "message" && e["message"]["role"] == "toolResult")
+        .map(|e| &e["message"])
+        .collect()
+}
