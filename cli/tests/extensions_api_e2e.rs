@@ -342,3 +342,44 @@ async fn set_active_tools_patches_the_declared_tools() {
         .iter()
         .any(|t| t["name"] == "bash"));
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn plan_mode_restricts_tools_and_its_context_leaves_with_it() {
+    let s = Setup::new(json!([
+        {"text": "Cleaning first.", "tool_calls": [tc("bash", json!({"command": "rm -rf build"}))]},
+        {"text": "Plan:\n1. Read the code\n2. Change it"},
+        {"text": "Executing."},
+    ]))
+    .await;
+    std::fs::create_dir_all(s.cwd.join("build")).unwrap();
+    let ext = format!("{}/index.ts", fixture("plan-mode"));
+    let (code, stdout, stderr) = s.pi(&[
+        "-e",
+        &ext,
+        "-p",
+        "/plan",
+        "make a plan",
+        "/plan",
+        "now do it",
+    ]);
+    assert_eq!(code, 0, "{stdout}{stderr}");
+    assert!(!stderr.contains("Extension error"), "{stderr}");
+    let requests = s.requests();
+    assert_eq!(requests.len(), 3);
+    let planning = declared_names(&requests[0]);
+    assert!(planning.contains(&"read".to_string()), "{planning:?}");
+    assert!(!planning.contains(&"edit".to_string()), "{planning:?}");
+    assert!(!planning.contains(&"write".to_string()), "{planning:?}");
+    assert!(user_texts(&requests[0])
+        .iter()
+        .any(|t| t.contains("[PLAN MODE ACTIVE]")));
+    // The allowlist blocked the destructive command.
+    assert!(tool_messages(&requests[1])[0].starts_with("Plan mode: command blocked"));
+    assert!(s.cwd.join("build").exists());
+    // Plan mode off: every tool is back and the plan-mode context is filtered out.
+    let after = declared_names(&requests[2]);
+    assert!(after.contains(&"edit".to_string()), "{after:?}");
+    assert!(!user_texts(&requests[2])
+        .iter()
+        .any(|t| t.contains("[PLAN MODE ACTIVE]")));
+}
