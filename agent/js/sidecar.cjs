@@ -60,6 +60,7 @@ const state = {
   tools: new Map(), // name → {definition, extension}
   commands: new Map(), // name → {options, extension}
   flags: new Map(),
+  cliFlags: new Map(), // --name[=value] from the command line, until an extension registers name
   activeTools: [],
   allTools: [],
   builtinDefs: [], // every built-in tool, for createReadTool(cwd) and friends
@@ -297,7 +298,15 @@ function makeApi(extension) {
     },
     registerShortcut() {},
     registerFlag(name, options) {
-      if (options && options.default !== undefined && !state.flags.has(name)) state.flags.set(name, options.default);
+      const given = state.cliFlags.get(name);
+      if (given !== undefined) {
+        state.cliFlags.delete(name);
+        const boolean = !options || options.type !== "string";
+        if (boolean) state.flags.set(name, given === true ? true : given !== "false");
+        else state.flags.set(name, given === true ? "" : given);
+      } else if (options && options.default !== undefined && !state.flags.has(name)) {
+        state.flags.set(name, options.default);
+      }
     },
     getFlag: (name) => state.flags.get(name),
     registerMessageRenderer() {},
@@ -525,6 +534,12 @@ const methods = {
     state.hasUI = !!params.hasUI;
     state.allTools = params.builtinTools || [];
     state.builtinDefs = params.allBuiltinTools || [];
+    for (const flag of params.flags || []) {
+      const body = flag.replace(/^--/, "");
+      const eq = body.indexOf("=");
+      if (eq >= 0) state.cliFlags.set(body.slice(0, eq), body.slice(eq + 1));
+      else state.cliFlags.set(body, true);
+    }
     const errors = [];
     for (const p of params.paths) {
       const { error } = await loadOne(p);
@@ -534,6 +549,7 @@ const methods = {
       tools: [...state.tools.values()].map(({ definition, extension }) => ({ ...toolInfo(definition), extensionPath: extension.path })),
       commands: [...state.commands.entries()].map(([name, { options, extension }]) => ({ name, description: options.description, extensionPath: extension.path })),
       events: [...new Set(state.extensions.flatMap((e) => [...e.handlers.keys()]))],
+      unknownFlags: [...state.cliFlags.keys()].map((name) => `--${name}`),
       errors,
     };
   },

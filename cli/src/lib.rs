@@ -30,6 +30,11 @@ pub struct Cli {
 /// The flags of an agent run (Pi's top-level options).
 #[derive(Debug, Clone, Default, clap::Args)]
 pub struct RunArgs {
+    /// Long options clap does not know, as given (`--plan`, `--name=value`): values for the
+    /// flags extensions register.
+    #[arg(skip)]
+    pub extension_flags: Vec<String>,
+
     /// Print the version and exit (Pi spells it `-v`).
     #[arg(short = 'v', long = "version")]
     pub version: bool,
@@ -196,7 +201,10 @@ const MULTI_LETTER_SHORTS: &[(&str, &str)] = &[
 /// would read `-nc` as `-n c` (a session named "c"), so they are rewritten to their long
 /// forms first. Only flags are rewritten: not the value of a flag that takes one
 /// (`--name -nc`), nor anything after `--` (a prompt may start with `-`).
-fn normalize_args(args: impl Iterator<Item = String>) -> Vec<String> {
+/// The command line with Pi's spellings normalized for clap, and the long options clap does
+/// not know (`--plan`, `--ssh-host=h`): those are extension flags (`pi.registerFlag`),
+/// resolved once the extensions are loaded.
+fn normalize_args(args: impl Iterator<Item = String>) -> (Vec<String>, Vec<String>) {
     use clap::CommandFactory;
     let command = Cli::command();
     // `Some(optional)` for a flag that takes a value (`optional`: only when the next
@@ -215,7 +223,15 @@ fn normalize_args(args: impl Iterator<Item = String>) -> Vec<String> {
         let a = found.filter(|a| a.get_action().takes_values() && !a.is_positional())?;
         Some(a.get_num_args().is_some_and(|n| n.min_values() == 0))
     };
+    let known_long = |arg: &str| {
+        let name = arg.trim_start_matches('-');
+        let name = name.split_once('=').map_or(name, |(n, _)| n);
+        command.get_arguments().any(|a| {
+            a.get_long() == Some(name) || a.get_all_aliases().is_some_and(|v| v.contains(&name))
+        }) || matches!(name, "help")
+    };
     let mut out = Vec::new();
+    let mut extension_flags = Vec::new();
     let mut args = args.peekable();
     // The program name.
     out.extend(args.next());
@@ -225,13 +241,17 @@ fn normalize_args(args: impl Iterator<Item = String>) -> Vec<String> {
         .is_some_and(|a| command.get_subcommands().any(|c| c.get_name() == a))
     {
         out.extend(args);
-        return out;
+        return (out, extension_flags);
     }
     while let Some(arg) = args.next() {
         if arg == "--" {
             out.push(arg);
             out.extend(args);
             break;
+        }
+        if arg.starts_with("--") && arg.len() > 2 && !known_long(&arg) {
+            extension_flags.push(arg);
+            continue;
         }
         if let Some(optional) = takes_value(&arg) {
             out.push(arg);
@@ -245,7 +265,7 @@ fn normalize_args(args: impl Iterator<Item = String>) -> Vec<String> {
             None => out.push(arg),
         }
     }
-    out
+    (out, extension_flags)
 }
 
 /// What Pi's argument parser only warns about: an unknown `--thinking` level is dropped
@@ -265,7 +285,9 @@ fn check_run_args(args: &mut RunArgs) -> Vec<String> {
 
 /// Runs the command line and returns the process exit code.
 pub fn run() -> i32 {
-    let mut cli = Cli::parse_from(normalize_args(std::env::args()));
+    let (argv, extension_flags) = normalize_args(std::env::args());
+    let mut cli = Cli::parse_from(argv);
+    cli.args.extension_flags = extension_flags;
     if cli.command.is_none() {
         for warning in check_run_args(&mut cli.args) {
             eprintln!("Warning: {warning}");

@@ -383,3 +383,24 @@ async fn plan_mode_restricts_tools_and_its_context_leaves_with_it() {
         .iter()
         .any(|t| t.contains("[PLAN MODE ACTIVE]")));
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn extension_flags_come_from_the_command_line() {
+    let s = Setup::new(json!([{"text": "Planned."}])).await;
+    let ext = format!("{}/index.ts", fixture("plan-mode"));
+    // `--plan` is plan-mode's `pi.registerFlag("plan")`: it starts in plan mode.
+    let (code, stdout, stderr) = s.pi(&["-e", &ext, "--plan", "-p", "look around"]);
+    assert_eq!(code, 0, "{stdout}{stderr}");
+    let requests = s.requests();
+    assert!(!declared_names(&requests[0]).contains(&"edit".to_string()));
+    assert!(user_texts(&requests[0])
+        .iter()
+        .any(|t| t.contains("[PLAN MODE ACTIVE]")));
+    // A flag nobody registers is an error, as an unknown option always was.
+    let (code, _, stderr) = s.pi(&["-e", &ext, "--no-such-flag", "-p", "hi"]);
+    assert_eq!(code, 1);
+    assert!(stderr.contains("unknown option --no-such-flag"), "{stderr}");
+    let (code, _, stderr) = s.pi(&["--no-such-flag", "-p", "hi"]);
+    assert_eq!(code, 1);
+    assert!(stderr.contains("unknown option --no-such-flag"), "{stderr}");
+}

@@ -87,6 +87,8 @@ pub struct StartOptions {
     pub records: Option<RecordSink>,
     /// The active tools, for `pi.getAllTools()`.
     pub active_tools: Vec<Arc<dyn crate::tools::Tool>>,
+    /// Command-line options for `pi.registerFlag` flags, as given (`--plan`, `--name=v`).
+    pub flags: Vec<String>,
 }
 
 /// A failed extension: its path and Pi's message.
@@ -118,6 +120,8 @@ pub struct Extensions {
     pub events: Vec<String>,
     /// Extensions that failed to load.
     pub errors: Vec<LoadError>,
+    /// Command-line options no extension registered a flag for.
+    pub unknown_flags: Vec<String>,
     shared: Arc<Shared>,
     timeout: Duration,
 }
@@ -465,6 +469,7 @@ impl Extensions {
                 "load",
                 json!({
                     "paths": paths,
+                    "flags": options.flags,
                     "cwd": options.cwd.display().to_string(),
                     "mode": options.mode.as_str(),
                     "hasUI": options.mode.has_ui(),
@@ -492,6 +497,7 @@ impl Extensions {
                     tools: Vec::new(),
                     commands: Vec::new(),
                     events: Vec::new(),
+                    unknown_flags: Vec::new(),
                     errors: paths
                         .iter()
                         .map(|p| LoadError {
@@ -521,6 +527,10 @@ impl Extensions {
             events: list("events")
                 .iter()
                 .filter_map(|e| e.as_str().map(str::to_string))
+                .collect(),
+            unknown_flags: list("unknownFlags")
+                .iter()
+                .filter_map(|f| f.as_str().map(str::to_string))
                 .collect(),
             errors: list("errors")
                 .iter()

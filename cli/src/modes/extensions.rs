@@ -32,6 +32,9 @@ pub fn start(
         project_setting: config.project().get("extensions"),
     });
     if paths.is_empty() {
+        if let Some(flag) = args.extension_flags.first() {
+            bail!("unknown option {flag} (no extension is loaded to register it)");
+        }
         return Ok(None);
     }
     let mode = match args.mode.as_deref() {
@@ -49,6 +52,7 @@ pub fn start(
         mode,
         records,
         active_tools: builtin.to_vec(),
+        flags: args.extension_flags.clone(),
     };
     let handle = tokio::runtime::Handle::current();
     // build_host runs inside the runtime (print, rpc) or beside it (TUI): the sidecar's
@@ -67,6 +71,9 @@ pub fn start(
             );
         }
         bail!("Hint: Start without extensions using \"pi -ne\".");
+    }
+    if let Some(flag) = ext.unknown_flags.first() {
+        bail!("unknown option {flag} (no loaded extension registers it)");
     }
     Ok(Some(ext))
 }
