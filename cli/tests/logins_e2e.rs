@@ -540,3 +540,48 @@ async fn concurrent_processes_refresh_once() {
         auth.stats().rejected
     );
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn anthropic_copy_code_login_without_a_browser() {
+    let auth = FakeAuthServer::start("127.0.0.1:1").await.unwrap();
+    let home = Home::new(&auth, "{}");
+    let (mut child, rx) = home.start_login(&["anthropic", "--no-browser"]);
+    let mut seen = Vec::new();
+    let url = wait_line(&rx, &mut seen, |l| l.starts_with("http"));
+    // Anthropic's copy-code page shows `code#state`; the user pastes it.
+    let resp = reqwest::Client::builder()
+        .redirect(reqwest::redirect::Policy::none())
+        .build()
+        .unwrap()
+        .get(&url)
+        .send()
+        .await
+        .unwrap();
+    let location = resp.headers()["location"].to_str().unwrap().to_string();
+    assert!(
+        location.starts_with("https://platform.claude.com/oauth/code/callback?"),
+        "{location}"
+    );
+    let query = location.split_once('?').unwrap().1;
+    let param = |name: &str| {
+        query
+            .split('&')
+            .find_map(|kv| kv.strip_prefix(&format!("{name}=")))
+            .unwrap()
+            .to_string()
+    };
+    writeln!(
+        child.stdin.as_mut().unwrap(),
+        "{}#{}",
+        param("code"),
+        param("state")
+    )
+    .unwrap();
+    let (ok, stdout, stderr) = finish(child, rx, seen);
+    assert!(ok, "{stderr}");
+    assert!(stdout.contains("Logged in"), "{stdout}");
+    assert_eq!(auth.stats().logins["anthropic"], 1);
+    assert_eq!(home.auth_json()["anthropic"]["type"], "oauth");
+    assert_private(&home.agent.join("auth.json"));
+    assert_no_secrets(&auth, &format!("{stdout}{stderr}"));
+}
