@@ -183,6 +183,8 @@ pub enum Command {
     Sessions(commands::sessions::SessionsArgs),
     /// Add, remove and check MCP servers (mcp.json) without a session.
     Mcp(commands::mcp::McpArgs),
+    /// Log in to and out of model providers (subscription sign-in).
+    Auth(commands::auth::AuthArgs),
 }
 
 /// Pi's short flags of more than one letter, and the long flags they stand for.
@@ -310,6 +312,7 @@ pub fn run() -> i32 {
     let result = match cli.command {
         Some(Command::Sessions(args)) => commands::sessions::run(args),
         Some(Command::Mcp(args)) => commands::mcp::run(args),
+        Some(Command::Auth(args)) => commands::auth::run(args),
         None => match cli.args.export.as_deref() {
             Some(input) => {
                 commands::sessions::export::export_flag(input, cli.args.messages.first())

@@ -28,6 +28,8 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
 use tokio::task::JoinHandle;
 
+pub mod oauth;
+
 /// System-prompt marker of Pi's summarization requests; those consume `summaries`.
 pub const SUMMARY_MARKER: &str = "context summarization assistant";
 
@@ -299,14 +301,14 @@ fn lock(m: &Mutex<State>) -> std::sync::MutexGuard<'_, State> {
     m.lock().unwrap_or_else(|p| p.into_inner())
 }
 
-struct Request {
-    method: String,
-    path: String,
-    headers: Vec<(String, String)>,
-    body: Vec<u8>,
+pub(crate) struct Request {
+    pub(crate) method: String,
+    pub(crate) path: String,
+    pub(crate) headers: Vec<(String, String)>,
+    pub(crate) body: Vec<u8>,
 }
 
-async fn read_request(sock: &mut TcpStream) -> std::io::Result<Option<Request>> {
+pub(crate) async fn read_request(sock: &mut TcpStream) -> std::io::Result<Option<Request>> {
     let mut buf = Vec::new();
     let mut tmp = [0u8; 8192];
     let head_end = loop {
@@ -781,7 +783,7 @@ async fn oauth_token(
     .await
 }
 
-fn form_decode(s: &str) -> String {
+pub(crate) fn form_decode(s: &str) -> String {
     let bytes = s.as_bytes();
     let mut out = Vec::with_capacity(bytes.len());
     let mut i = 0;

@@ -111,6 +111,12 @@ impl AuthStore {
         self.data.keys().map(String::as_str).collect()
     }
 
+    /// The stored credential object of `provider` as written (OAuth logins keep extra
+    /// fields such as `accountId` there).
+    pub fn raw(&self, provider: &str) -> Option<&Value> {
+        self.data.get(provider)
+    }
+
     /// The stored credential of `provider`.
     pub fn get(&self, provider: &str) -> Option<Credential> {
         parse_credential(self.data.get(provider)?)

@@ -16,6 +16,7 @@ use serde_json::{json, Map, Value};
 use super::http::{self, ErrorStyle, SseReader};
 use super::json_stream::ToolArgs;
 use super::model::{LevelMapping, Model};
+use super::oauth;
 use super::transform::{normalize_context, transform_messages, NormalizedContext};
 use super::{
     base_max_tokens, calculate_cost, clamp_max_tokens_to_context, estimate_context_tokens,
@@ -413,9 +414,24 @@ fn request_headers(
             "true".into(),
         ),
     ];
+    let mut betas = betas.to_vec();
     if let Some(key) = options.api_key.as_deref().filter(|k| !k.is_empty()) {
-        if key.contains("sk-ant-oat") {
+        if model.provider == "github-copilot" {
             h.push(("authorization".into(), format!("Bearer {key}")));
+        } else if oauth::anthropic::is_oauth_token(key) {
+            // A Claude subscription token: Claude Code's identity (see oauth::anthropic).
+            h.push(("authorization".into(), format!("Bearer {key}")));
+            h.push((
+                "user-agent".into(),
+                format!("claude-cli/{}", oauth::anthropic::CLAUDE_CODE_VERSION),
+            ));
+            h.push(("x-app".into(), "cli".into()));
+            let own = std::mem::take(&mut betas);
+            betas = oauth::anthropic::OAUTH_BETAS
+                .iter()
+                .map(|b| b.to_string())
+                .chain(own)
+                .collect();
         } else {
             h.push(("x-api-key".into(), key.to_string()));
         }
@@ -473,7 +489,26 @@ pub(crate) async fn run(
     options: &StreamOptions,
     em: &mut Emitter,
 ) -> Result<(), String> {
-    let (body, betas) = build_request(model, context, options);
+    let (mut body, betas) = build_request(model, context, options);
+    let oauth_identity = model.provider != "github-copilot"
+        && options
+            .api_key
+            .as_deref()
+            .is_some_and(oauth::anthropic::is_oauth_token);
+    // The request's own tool names, to map Claude Code's casing back in replies.
+    let tool_names: Vec<String> = body
+        .get("tools")
+        .and_then(Value::as_array)
+        .map(|tools| {
+            tools
+                .iter()
+                .filter_map(|t| t.get("name").and_then(Value::as_str).map(str::to_string))
+                .collect()
+        })
+        .unwrap_or_default();
+    if oauth_identity {
+        oauth::anthropic::apply_claude_code_identity(&mut body);
+    }
     let url = http::join_url(&model.base_url, "v1/messages?beta=true");
     let resp = http::post_json(
         options,
@@ -584,10 +619,16 @@ pub(crate) async fn run(
                             .cloned()
                             .filter(|v| !v.is_null())
                             .unwrap_or_else(|| json!({}));
+                        let name = cb.get("name").and_then(Value::as_str).unwrap_or("");
+                        let name = if oauth_identity {
+                            oauth::anthropic::from_claude_code_name(name, &tool_names)
+                        } else {
+                            name.to_string()
+                        };
                         let i = em
                             .toolcall_start(
                                 cb.get("id").and_then(Value::as_str).unwrap_or(""),
-                                cb.get("name").and_then(Value::as_str).unwrap_or(""),
+                                &name,
                                 input,
                             )
                             .await;

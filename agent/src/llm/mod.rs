@@ -35,6 +35,8 @@ pub mod json_stream;
 pub mod mistral;
 pub mod model;
 pub mod models_json;
+pub mod oauth;
+pub mod openai_codex_responses;
 pub mod openai_completions;
 pub mod openai_responses;
 pub mod overflow;
@@ -370,7 +372,11 @@ pub fn stream(model: &Model, context: Context, options: StreamOptions) -> Assist
     let template = AssistantMessage::empty(&model.api, &model.provider, &model.id, now_ms());
     // Small buffer: a slow consumer slows the network read rather than growing memory.
     let (tx, rx) = mpsc::channel(64);
-    let model = model.clone();
+    let mut model = model.clone();
+    let mut options = options;
+    if model.provider == "github-copilot" {
+        oauth::github_copilot::prepare_request(&mut model, &context, &mut options);
+    }
     let partial = template.clone();
     tokio::spawn(async move {
         let started = Instant::now();
@@ -421,6 +427,9 @@ async fn run_api(
         api::MISTRAL_CONVERSATIONS => mistral::run(model, context, options, em).await,
         api::GOOGLE_VERTEX => google_vertex::run(model, context, options, em).await,
         api::BEDROCK_CONVERSE_STREAM => bedrock::run(model, context, options, em).await,
+        api::OPENAI_CODEX_RESPONSES => {
+            openai_codex_responses::run(model, context, options, em).await
+        }
         other => Err(format!("No API provider registered for api: {other}")),
     }
 }

@@ -28,6 +28,8 @@ pub mod api {
     pub const GOOGLE_VERTEX: &str = "google-vertex";
     /// Amazon Bedrock's ConverseStream.
     pub const BEDROCK_CONVERSE_STREAM: &str = "bedrock-converse-stream";
+    /// ChatGPT's Codex backend (`openai-codex`, subscription login).
+    pub const OPENAI_CODEX_RESPONSES: &str = "openai-codex-responses";
 }
 
 /// What a model accepts as input.

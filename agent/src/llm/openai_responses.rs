@@ -456,7 +456,7 @@ pub(crate) fn azure_deployment_name(model_id: &str, map: Option<&str>) -> String
 }
 
 /// Sends a Responses request and turns its SSE stream into events.
-async fn stream_response(
+pub(crate) async fn stream_response(
     model: &Model,
     options: &StreamOptions,
     em: &mut Emitter,

@@ -1,4 +1,5 @@
 //! One module per command group.
 
+pub mod auth;
 pub mod mcp;
 pub mod sessions;

@@ -744,7 +744,14 @@ pub(crate) fn api_key_resolver_quiet(
 ) -> pi_agent::agent::ApiKeyResolver {
     let auth = pi_agent::config::AuthStore::load_or_warn(&env.home.agent_dir, warnings);
     let registry = env.registry.clone();
+    let agent_dir = env.home.agent_dir.clone();
     pi_agent::agent::ApiKeyResolver(Arc::new(move |provider: &str| {
+        // A subscription login (read from disk now: /login may have run since startup),
+        // refreshed when it is about to expire. A failed refresh still sends the old token,
+        // so the provider's answer says what is wrong.
+        if let (Some(token), _) = pi_agent::llm::oauth::oauth_access_token(&agent_dir, provider) {
+            return Some(token);
+        }
         let lookup = |k: &str| std::env::var(k).ok();
         pi_agent::config::resolve_api_key(provider, None, Some(&auth), &registry, &lookup)
     }))

@@ -47,6 +47,12 @@ const BASH_RUNNING: &str = "Running… (escape to cancel)";
 #[derive(Debug, Clone, PartialEq)]
 pub enum Effect {
     Prompt(String),
+    /// `/login <provider> [domain]`: sign in (the loop runs it off the UI thread).
+    Login(String),
+    /// `/logout` without a provider: pick a stored credential.
+    OpenLogout,
+    /// Remove a provider's stored credential.
+    Logout(String),
     Steer(String),
     FollowUp(String),
     Abort,
@@ -184,6 +190,8 @@ pub const BUILTIN_COMMANDS: &[(&str, &str)] = &[
         "Reload keybindings, extensions, skills, prompts, and themes",
     ),
     ("trust", "Save project trust decision for future sessions"),
+    ("login", "Configure provider authentication"),
+    ("logout", "Remove provider authentication"),
     ("hotkeys", "Show all keyboard shortcuts"),
     ("quit", "Quit pi"),
 ];
@@ -1236,6 +1244,14 @@ impl App {
                     .push(Item::Error("Usage: /import <path.jsonl>".into())),
             },
             "reload" => out.push(Effect::Reload),
+            "login" => match arg {
+                Some(a) => out.push(Effect::Login(a)),
+                None => self.dialog = Some(super::login::picker()),
+            },
+            "logout" => match arg {
+                Some(p) => out.push(Effect::Logout(p)),
+                None => out.push(Effect::OpenLogout),
+            },
             "trust" => out.push(Effect::OpenTrust),
             "hotkeys" => self.dialog = Some(Dialog::Hotkeys(0)),
             "changelog" => self

@@ -34,6 +34,7 @@ pub mod editor;
 pub mod exit_hint;
 pub mod input;
 pub mod keys;
+pub mod login;
 pub mod markdown;
 pub mod render;
 pub mod session_ops;
@@ -597,6 +598,9 @@ fn apply_effect(
             missing_cwd,
         } => session_ops::resume(app, driver, &opts.agent_dir, &location, missing_cwd),
         Effect::Reload => session_ops::reload(app, driver, &opts.agent_dir),
+        Effect::Login(arg) => login::start(app, &opts.agent_dir, &arg, tx.clone()),
+        Effect::OpenLogout => login::open_logout(app, &opts.agent_dir),
+        Effect::Logout(provider) => login::logout(app, &opts.agent_dir, &provider),
         Effect::OpenTrust => {
             let cwd = driver.cwd().unwrap_or_else(|| app.cwd.clone());
             let trusted = driver.project_trusted();

@@ -1,0 +1,175 @@
+//! `pi auth login <provider> [--no-browser]` and `pi auth logout <provider>`: subscription
+//! logins from the shell, without a session (Pi 1.6.0's `pi auth`). The flows live in
+//! `pi_agent::llm::oauth`; this is their terminal front end: the authorize URL or device code
+//! goes to stderr, answers (a GitHub Enterprise domain, a pasted redirect URL or code) are
+//! read from stdin, one per line.
+//!
+//! Pi also offers API-key logins here and `print-api-key` / `print-bearer-token` / `check`;
+//! those are not built. Pi requires a terminal; this front end also works with piped stdin,
+//! which is what the tests drive.
+
+use std::io::{BufRead, IsTerminal, Write};
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use clap::Args;
+use pi_agent::llm::oauth::{self, Interaction, LoginEvent, LoginMethod, OAuthProvider};
+use tokio::sync::mpsc;
+use tokio_util::sync::CancellationToken;
+
+/// `pi auth …`: the raw arguments.
+#[derive(Debug, Args)]
+#[command(disable_help_flag = true)]
+pub struct AuthArgs {
+    /// login or logout, and their options.
+    #[arg(allow_hyphen_values = true, trailing_var_arg = true, num_args = 0..)]
+    pub args: Vec<String>,
+}
+
+const HELP: &str = "Usage:
+  pi auth login <provider> [--no-browser]
+  pi auth logout <provider>
+
+Log in to and out of model providers. Credentials are stored in ~/.pi/agent/auth.json.
+
+Commands:
+  login <provider>        Sign in with an account in the browser, then exit
+  logout <provider>       Remove the stored credentials; environment variables and models.json stay
+
+Options for login:
+  --no-browser            Do not open a browser; use another sign-in method, e.g. device code
+
+Providers with an account sign-in: anthropic, openai-codex, github-copilot.";
+
+fn agent_dir() -> PathBuf {
+    pi_agent::config::agent_dir(
+        &|k| std::env::var(k).ok(),
+        pi_agent::config::home().as_deref(),
+    )
+}
+
+/// Runs `pi auth <args>`; returns the exit code.
+pub fn run(args: AuthArgs) -> anyhow::Result<i32> {
+    let args = args.args;
+    let Some(command) = args.first() else {
+        println!("{HELP}");
+        return Ok(0);
+    };
+    if command == "help" || args.iter().any(|a| a == "--help" || a == "-h") {
+        println!("{HELP}");
+        return Ok(0);
+    }
+    let no_browser = args[1..].iter().any(|a| a == "--no-browser");
+    let provider = args[1..].iter().find(|a| !a.starts_with("--"));
+    let outcome = match (command.as_str(), provider) {
+        ("login" | "logout", None) => Err(format!("Usage: pi auth {command} <provider>")),
+        ("login", Some(p)) => login(p, no_browser),
+        ("logout", Some(p)) => logout(p),
+        (other, _) => Err(format!(
+            "Unknown auth command \"{other}\". Use \"pi auth login\" or \"pi auth logout\"."
+        )),
+    };
+    Ok(match outcome {
+        Ok(()) => 0,
+        Err(message) => {
+            eprintln!("{message}");
+            1
+        }
+    })
+}
+
+fn logout(provider: &str) -> Result<(), String> {
+    let dir = agent_dir();
+    if oauth::remove_credential(&dir, provider)? {
+        println!("Logged out of {provider}.");
+    } else {
+        println!("No stored credentials for {provider}.");
+    }
+    Ok(())
+}
+
+fn login(provider_id: &str, no_browser: bool) -> Result<(), String> {
+    let provider = OAuthProvider::from_id(provider_id).ok_or_else(|| {
+        let known: Vec<&str> = OAuthProvider::ALL.iter().map(|p| p.id()).collect();
+        format!(
+            "Unknown provider \"{provider_id}\" for account sign-in. Available: {}",
+            known.join(", ")
+        )
+    })?;
+    let methods = provider.methods();
+    let method = if no_browser {
+        *methods.last().unwrap_or(&LoginMethod::DeviceCode)
+    } else {
+        methods[0]
+    };
+    // stdin lines: the enterprise domain first (Copilot), then any pasted code.
+    let (tx, mut rx) = mpsc::channel::<String>(4);
+    std::thread::spawn(move || {
+        for line in std::io::stdin().lock().lines() {
+            let Ok(line) = line else { break };
+            if tx.blocking_send(line).is_err() {
+                break;
+            }
+        }
+    });
+    let interactive = std::io::stderr().is_terminal();
+    let open_browser = interactive && method == LoginMethod::Browser;
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .map_err(|e| format!("cannot start the async runtime: {e}"))?;
+    let credential = runtime.block_on(async move {
+        let enterprise_domain = if provider == OAuthProvider::GitHubCopilot {
+            eprint!("GitHub Enterprise URL/domain (blank for github.com): ");
+            let _ = std::io::stderr().flush();
+            rx.recv().await
+        } else {
+            None
+        };
+        let notify = Arc::new(move |event: LoginEvent| match event {
+            LoginEvent::AuthUrl { url, instructions } => {
+                eprintln!("Open this URL to sign in:\n{url}\n{instructions}");
+                if open_browser {
+                    open_url(&url);
+                }
+            }
+            LoginEvent::DeviceCode {
+                user_code,
+                verification_uri,
+            } => eprintln!("Enter code {user_code} at {verification_uri}"),
+            LoginEvent::Progress(message) => eprintln!("{message}"),
+        });
+        provider
+            .login(Interaction {
+                method,
+                enterprise_domain,
+                notify,
+                manual_input: Some(rx),
+                cancel: CancellationToken::new(),
+            })
+            .await
+    })?;
+    let dir = agent_dir();
+    oauth::save_credential(&dir, provider.id(), credential)?;
+    println!(
+        "Logged in to {}. Credentials saved to {}",
+        provider.name(),
+        dir.join("auth.json").display()
+    );
+    Ok(())
+}
+
+/// Opens `url` in the desktop's browser, quietly doing nothing when none can be started.
+fn open_url(url: &str) {
+    let opener = if cfg!(target_os = "macos") {
+        "open"
+    } else {
+        "xdg-open"
+    };
+    let _ = std::process::Command::new(opener)
+        .arg(url)
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn();
+}

@@ -1,0 +1,198 @@
+//! `/login` and `/logout` in the interactive mode: the provider picker, the sign-in running
+//! off the UI thread (its authorize URL, device code and progress shown as notices), and the
+//! credential saved to auth.json. Requests read auth.json when they are made, so a login
+//! takes effect with the next prompt.
+//!
+//! Differences from Pi: the sign-in method is the provider's default (browser; device code
+//! for Copilot, which has no other); `/login github-copilot <domain>` gives a GitHub
+//! Enterprise domain instead of a prompt; a redirect URL cannot be pasted into the editor
+//! (use `pi auth login` for headless logins); the browser is not opened for you.
+
+use std::path::Path;
+use std::sync::mpsc;
+use std::sync::Arc;
+
+use pi_agent::llm::oauth::{self, Interaction, LoginEvent, OAuthProvider};
+use tokio_util::sync::CancellationToken;
+
+use super::app::{App, Effect, Msg};
+use super::dialogs::{Confirm, Dialog};
+use super::transcript::Item;
+
+/// `/login` without a provider: pick one.
+pub fn picker() -> Dialog {
+    Dialog::Confirm(Confirm {
+        title: "Select provider to login:".into(),
+        message: String::new(),
+        options: OAuthProvider::ALL
+            .iter()
+            .map(|p| {
+                (
+                    p.name().to_string(),
+                    Some(Effect::Login(p.id().to_string())),
+                )
+            })
+            .collect(),
+        cancelled: String::new(),
+        selected: 0,
+    })
+}
+
+/// Starts the sign-in for `arg` (`<provider> [enterprise domain]`).
+pub fn start(app: &mut App, agent_dir: &Path, arg: &str, tx: mpsc::Sender<Msg>) {
+    let mut words = arg.split_whitespace();
+    let id = words.next().unwrap_or("");
+    let Some(provider) = OAuthProvider::from_id(id) else {
+        let known: Vec<&str> = OAuthProvider::ALL.iter().map(|p| p.id()).collect();
+        app.transcript.push(Item::Error(format!(
+            "Unknown provider \"{id}\" for account sign-in. Available: {}",
+            known.join(", ")
+        )));
+        return;
+    };
+    let enterprise_domain = words.next().map(str::to_string);
+    app.notice(format!("Logging in to {}…", provider.name()));
+    let agent_dir = agent_dir.to_path_buf();
+    std::thread::spawn(move || {
+        let say = tx.clone();
+        let notify = Arc::new(move |event: LoginEvent| {
+            let text = match event {
+                LoginEvent::AuthUrl { url, instructions } => format!("{instructions}\n{url}"),
+                LoginEvent::DeviceCode {
+                    user_code,
+                    verification_uri,
+                } => format!("Enter code {user_code} at {verification_uri}"),
+                LoginEvent::Progress(message) => message,
+            };
+            let _ = say.send(Msg::Notice(text));
+        });
+        let result = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .map_err(|e| e.to_string())
+            .and_then(|rt| {
+                rt.block_on(provider.login(Interaction {
+                    method: provider.methods()[0],
+                    enterprise_domain,
+                    notify,
+                    manual_input: None,
+                    cancel: CancellationToken::new(),
+                }))
+            })
+            .and_then(|credential| oauth::save_credential(&agent_dir, provider.id(), credential));
+        let text = match result {
+            Ok(()) => format!(
+                "Logged in to {}. Credentials saved to {}",
+                provider.name(),
+                agent_dir.join("auth.json").display()
+            ),
+            Err(e) => format!("Login failed: {e}"),
+        };
+        let _ = tx.send(Msg::Notice(text));
+    });
+}
+
+/// `/logout` without a provider: pick one of the stored credentials.
+pub fn open_logout(app: &mut App, agent_dir: &Path) {
+    let providers: Vec<String> = pi_agent::config::AuthStore::load(agent_dir)
+        .map(|s| s.providers().into_iter().map(str::to_string).collect())
+        .unwrap_or_default();
+    if providers.is_empty() {
+        app.notice("No stored credentials to remove");
+        return;
+    }
+    app.dialog = Some(Dialog::Confirm(Confirm {
+        title: "Select provider to logout:".into(),
+        message: String::new(),
+        options: providers
+            .into_iter()
+            .map(|p| (p.clone(), Some(Effect::Logout(p))))
+            .collect(),
+        cancelled: String::new(),
+        selected: 0,
+    }));
+}
+
+/// Removes `provider`'s stored credential.
+pub fn logout(app: &mut App, agent_dir: &Path, provider: &str) {
+    match oauth::remove_credential(agent_dir, provider) {
+        Ok(true) => app.notice(format!("Logged out of {provider}")),
+        Ok(false) => app.notice(format!("No stored credentials for {provider}")),
+        Err(e) => app
+            .transcript
+            .push(Item::Error(format!("Logout failed: {e}"))),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used, clippy::expect_used)]
+
+    use super::*;
+    use crate::tui::app::update;
+    use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
+
+    fn key(code: KeyCode) -> Msg {
+        Msg::Key(KeyEvent::new(code, KeyModifiers::NONE))
+    }
+
+    fn run(app: &mut App, line: &str) -> Vec<Effect> {
+        for c in line.chars() {
+            update(app, key(KeyCode::Char(c)));
+        }
+        update(app, key(KeyCode::Enter))
+    }
+
+    #[test]
+    fn login_picker_lists_providers_and_logout_removes() {
+        let mut app = App::new(std::path::PathBuf::from("/work/project"));
+        assert!(run(&mut app, "/login").is_empty());
+        match &app.dialog {
+            Some(Dialog::Confirm(c)) => {
+                let names: Vec<&str> = c.options.iter().map(|(n, _)| n.as_str()).collect();
+                assert_eq!(
+                    names,
+                    [
+                        "Anthropic (Claude Pro/Max)",
+                        "OpenAI (ChatGPT Plus/Pro)",
+                        "GitHub Copilot"
+                    ]
+                );
+            }
+            other => panic!("no picker: {other:?}"),
+        }
+        update(&mut app, key(KeyCode::Down));
+        assert_eq!(
+            update(&mut app, key(KeyCode::Enter)),
+            vec![Effect::Login("openai-codex".into())]
+        );
+        assert_eq!(
+            run(&mut app, "/login github-copilot ghe.example.com"),
+            vec![Effect::Login("github-copilot ghe.example.com".into())]
+        );
+        assert_eq!(run(&mut app, "/logout"), vec![Effect::OpenLogout]);
+
+        // The effects themselves, on a real auth.json.
+        let tmp = tempfile::tempdir().unwrap();
+        let (tx, _rx) = mpsc::channel();
+        start(&mut app, tmp.path(), "nope", tx);
+        open_logout(&mut app, tmp.path());
+        assert!(app.dialog.is_none());
+        oauth::save_credential(
+            tmp.path(),
+            "anthropic",
+            serde_json::json!({"type": "oauth", "access": "a", "refresh": "r", "expires": 1}),
+        )
+        .unwrap();
+        open_logout(&mut app, tmp.path());
+        let Some(Dialog::Confirm(c)) = &app.dialog else {
+            panic!("no logout picker")
+        };
+        assert_eq!(c.options[0].1, Some(Effect::Logout("anthropic".into())));
+        logout(&mut app, tmp.path(), "anthropic");
+        assert!(pi_agent::config::AuthStore::load(tmp.path())
+            .unwrap()
+            .providers()
+            .is_empty());
+    }
+}

@@ -1,0 +1,587 @@
+//! Subscription logins end to end: `pi auth login` against the fake authorization server
+//! (pi_fake_llm::oauth) on 127.0.0.1, the test playing the browser (following the
+//! authorize URL to Pi's loopback callback) or the user approving a device code; then print
+//! mode prompts through the fake LLM carry the token and the provider's OAuth headers, an
+//! expiring token is refreshed exactly once, and `pi auth logout` removes it.
+
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use std::io::{BufRead, BufReader, Write};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command as StdCommand, Stdio};
+use std::sync::mpsc;
+use std::time::Duration;
+
+use pi_fake_llm::oauth::{FakeAuthServer, CHATGPT_ACCOUNT_ID};
+use pi_fake_llm::{FakeLlm, Script, Turn};
+use serde_json::Value;
+
+struct Home {
+    _tmp: tempfile::TempDir,
+    home: PathBuf,
+    agent: PathBuf,
+    origin: String,
+}
+
+impl Home {
+    fn new(auth: &FakeAuthServer, models_json: &str) -> Home {
+        let tmp = tempfile::tempdir().unwrap();
+        let home = tmp.path().to_path_buf();
+        let agent = home.join("agent");
+        std::fs::create_dir_all(&agent).unwrap();
+        std::fs::write(agent.join("models.json"), models_json).unwrap();
+        Home {
+            _tmp: tmp,
+            home,
+            agent,
+            origin: auth.origin(),
+        }
+    }
+
+    fn command(&self) -> StdCommand {
+        let mut cmd = StdCommand::new(env!("CARGO_BIN_EXE_pi"));
+        cmd.env_clear()
+            .env("HOME", &self.home)
+            .env("PATH", std::env::var("PATH").unwrap_or_default())
+            .env("PI_CODING_AGENT_DIR", &self.agent)
+            .env("PI_TEST_OAUTH_ORIGIN", &self.origin)
+            .current_dir(&self.home);
+        cmd
+    }
+
+    /// Starts `pi auth login <args>`; stderr lines arrive on the returned channel.
+    fn start_login(&self, args: &[&str]) -> (Child, mpsc::Receiver<String>) {
+        let mut child = self
+            .command()
+            .arg("auth")
+            .arg("login")
+            .args(args)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let stderr = child.stderr.take().unwrap();
+        let (tx, rx) = mpsc::channel();
+        std::thread::spawn(move || {
+            for line in BufReader::new(stderr).lines() {
+                let Ok(line) = line else { break };
+                if tx.send(line).is_err() {
+                    break;
+                }
+            }
+        });
+        (child, rx)
+    }
+
+    fn auth_json(&self) -> Value {
+        serde_json::from_str(&std::fs::read_to_string(self.agent.join("auth.json")).unwrap())
+            .unwrap()
+    }
+
+    fn set_expired(&self, provider: &str) {
+        let mut auth = self.auth_json();
+        auth[provider]["expires"] = serde_json::json!(0);
+        std::fs::write(
+            self.agent.join("auth.json"),
+            serde_json::to_string_pretty(&auth).unwrap(),
+        )
+        .unwrap();
+    }
+
+    fn prompt(&self, model: &str) -> std::process::Output {
+        self.command()
+            .args(["--no-session", "--model", model, "-p", "Say hello"])
+            .stdin(Stdio::null())
+            .output()
+            .unwrap()
+    }
+
+    fn logout(&self, provider: &str) -> std::process::Output {
+        self.command()
+            .args(["auth", "logout", provider])
+            .output()
+            .unwrap()
+    }
+}
+
+/// Waits for a stderr line satisfying `pick` (the lines before it are collected too).
+fn wait_line(
+    rx: &mpsc::Receiver<String>,
+    seen: &mut Vec<String>,
+    pick: impl Fn(&str) -> bool,
+) -> String {
+    loop {
+        let line = rx
+            .recv_timeout(Duration::from_secs(60))
+            .unwrap_or_else(|_| panic!("no matching line; stderr so far: {seen:#?}"));
+        seen.push(line.clone());
+        if pick(&line) {
+            return line;
+        }
+    }
+}
+
+/// Finishes a login: the exit status, its stdout and all stderr.
+fn finish(
+    mut child: Child,
+    rx: mpsc::Receiver<String>,
+    mut seen: Vec<String>,
+) -> (bool, String, String) {
+    drop(child.stdin.take());
+    let status = child.wait().unwrap();
+    let mut out = String::new();
+    std::io::Read::read_to_string(&mut child.stdout.take().unwrap(), &mut out).unwrap();
+    seen.extend(rx.iter());
+    (status.success(), out, seen.join("\n"))
+}
+
+/// The browser: follows the authorize URL through the fake's redirect to Pi's callback.
+async fn browse(url: &str) -> String {
+    let resp = reqwest::Client::new().get(url).send().await.unwrap();
+    assert!(
+        resp.status().is_success(),
+        "callback answered {}",
+        resp.status()
+    );
+    resp.text().await.unwrap()
+}
+
+fn assert_private(path: &Path) {
+    use std::os::unix::fs::PermissionsExt;
+    let mode = std::fs::metadata(path).unwrap().permissions().mode() & 0o777;
+    assert_eq!(mode, 0o600, "{}", path.display());
+}
+
+/// No token the fake issued appears in `text`.
+fn assert_no_secrets(auth: &FakeAuthServer, text: &str) {
+    for token in auth.stats().issued {
+        assert!(!text.contains(&token), "a token leaked: {text}");
+    }
+}
+
+fn ok_output(auth: &FakeAuthServer, out: &std::process::Output) -> String {
+    let stdout = String::from_utf8_lossy(&out.stdout).to_string();
+    let stderr = String::from_utf8_lossy(&out.stderr).to_string();
+    assert!(out.status.success(), "pi failed: {stderr}");
+    assert_no_secrets(auth, &stdout);
+    assert_no_secrets(auth, &stderr);
+    stdout
+}
+
+fn header<'a>(req: &'a pi_fake_llm::RecordedRequest, name: &str) -> &'a str {
+    req.headers
+        .get(&name.to_ascii_lowercase())
+        .and_then(Value::as_str)
+        .unwrap_or_else(|| panic!("no {name} header in {:?}", req.headers))
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn anthropic_browser_login_headers_refresh_and_logout() {
+    let llm = FakeLlm::start(Script::turns(vec![
+        Turn::text("one"),
+        Turn::text("two"),
+        Turn::text("three"),
+    ]))
+    .await
+    .unwrap();
+    let auth = FakeAuthServer::start("127.0.0.1:1").await.unwrap();
+    let home = Home::new(
+        &auth,
+        &format!(
+            r#"{{"providers": {{"anthropic": {{"baseUrl": "{}"}}}}}}"#,
+            llm.base_url()
+        ),
+    );
+
+    let (child, rx) = home.start_login(&["anthropic"]);
+    let mut seen = Vec::new();
+    wait_line(&rx, &mut seen, |l| l.starts_with("Open this URL"));
+    let url = wait_line(&rx, &mut seen, |l| l.starts_with("http"));
+    let page = browse(&url).await;
+    assert!(page.contains("Signed in to Anthropic"), "{page}");
+    let (ok, stdout, stderr) = finish(child, rx, seen);
+    assert!(ok, "login failed: {stderr}");
+    assert!(
+        stdout.contains("Logged in to Anthropic (Claude Pro/Max)"),
+        "{stdout}"
+    );
+    assert_no_secrets(&auth, &stdout);
+    assert_no_secrets(&auth, &stderr);
+
+    // The authorize request as Pi builds it.
+    let authz = &auth.stats().authorizations[0];
+    assert_eq!(authz["code"], "true");
+    assert_eq!(authz["code_challenge_method"], "S256");
+    assert_eq!(authz["state"].as_str().unwrap().len(), 43);
+    assert!(authz["redirect_uri"]
+        .as_str()
+        .unwrap()
+        .starts_with("http://localhost:"));
+    assert!(authz["scope"].as_str().unwrap().contains("user:inference"));
+    assert_eq!(auth.stats().logins["anthropic"], 1);
+
+    let auth_path = home.agent.join("auth.json");
+    assert_private(&auth_path);
+    let stored = home.auth_json();
+    assert_eq!(stored["anthropic"]["type"], "oauth");
+    let access = stored["anthropic"]["access"].as_str().unwrap().to_string();
+    assert!(access.contains("sk-ant-oat"));
+    assert!(stored["anthropic"]["expires"].as_f64().unwrap() > 0.0);
+
+    // A prompt carries the token as Claude Code would send it.
+    assert_eq!(
+        ok_output(&auth, &home.prompt("anthropic/claude-haiku-4-5")),
+        "one\n"
+    );
+    let req = &llm.requests()[0];
+    assert_eq!(header(req, "authorization"), format!("Bearer {access}"));
+    assert!(!req.headers.contains_key("x-api-key"));
+    assert!(header(req, "anthropic-beta").starts_with("claude-code-20250219,oauth-2025-04-20"));
+    assert_eq!(header(req, "user-agent"), "claude-cli/2.1.322");
+    assert_eq!(header(req, "x-app"), "cli");
+    assert_eq!(
+        req.body["system"][0]["text"],
+        "You are Claude Code, Anthropic's official CLI for Claude."
+    );
+    let tools: Vec<&str> = req.body["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["name"].as_str().unwrap())
+        .collect();
+    assert!(
+        tools.contains(&"Read") && tools.contains(&"Bash"),
+        "{tools:?}"
+    );
+
+    // An expired token is refreshed once, before the request, and the new one is stored.
+    home.set_expired("anthropic");
+    assert_eq!(
+        ok_output(&auth, &home.prompt("anthropic/claude-haiku-4-5")),
+        "two\n"
+    );
+    assert_eq!(
+        ok_output(&auth, &home.prompt("anthropic/claude-haiku-4-5")),
+        "three\n"
+    );
+    assert_eq!(auth.stats().refreshes.get("anthropic"), Some(&1));
+    assert!(
+        auth.stats().rejected.is_empty(),
+        "{:?}",
+        auth.stats().rejected
+    );
+    let refreshed = home.auth_json()["anthropic"]["access"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    assert_ne!(refreshed, access);
+    let reqs = llm.requests();
+    assert_eq!(
+        header(&reqs[1], "authorization"),
+        format!("Bearer {refreshed}")
+    );
+    assert_eq!(
+        header(&reqs[2], "authorization"),
+        format!("Bearer {refreshed}")
+    );
+    assert_private(&auth_path);
+    assert!(!home.agent.join("auth.json.lock").exists());
+
+    // Logout removes it; a prompt then has no credentials.
+    let out = home.logout("anthropic");
+    assert!(out.status.success());
+    assert!(home.auth_json().get("anthropic").is_none());
+    let out = home.prompt("anthropic/claude-haiku-4-5");
+    assert!(!out.status.success());
+    assert_eq!(llm.requests().len(), 3);
+    // Logging out again is not an error (Pi exits 0).
+    assert!(home.logout("anthropic").status.success());
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn anthropic_pasted_redirect_url_when_the_browser_is_elsewhere() {
+    let auth = FakeAuthServer::start("127.0.0.1:1").await.unwrap();
+    let home = Home::new(&auth, "{}");
+    let (mut child, rx) = home.start_login(&["anthropic"]);
+    let mut seen = Vec::new();
+    let url = wait_line(&rx, &mut seen, |l| l.starts_with("http"));
+    // The "browser" on another machine: the redirect is not followed, its URL is pasted.
+    let resp = reqwest::Client::builder()
+        .redirect(reqwest::redirect::Policy::none())
+        .build()
+        .unwrap()
+        .get(&url)
+        .send()
+        .await
+        .unwrap();
+    let location = resp.headers()["location"].to_str().unwrap().to_string();
+    writeln!(child.stdin.as_mut().unwrap(), "{location}").unwrap();
+    let (ok, stdout, stderr) = finish(child, rx, seen);
+    assert!(ok, "{stderr}");
+    assert!(stdout.contains("Logged in"), "{stdout}");
+    assert_eq!(home.auth_json()["anthropic"]["type"], "oauth");
+    assert_no_secrets(&auth, &stderr);
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn openai_codex_logins_and_codex_responses_requests() {
+    let llm = FakeLlm::start(Script::turns(vec![
+        Turn::text("codex one"),
+        Turn::text("codex two"),
+    ]))
+    .await
+    .unwrap();
+    let auth = FakeAuthServer::start("127.0.0.1:1").await.unwrap();
+    let home = Home::new(
+        &auth,
+        &format!(
+            r#"{{"providers": {{"openai-codex": {{"baseUrl": "{}"}}}}}}"#,
+            llm.base_url()
+        ),
+    );
+
+    // Device code login (headless): the user approves the code shown.
+    let (child, rx) = home.start_login(&["openai-codex", "--no-browser"]);
+    let mut seen = Vec::new();
+    let line = wait_line(&rx, &mut seen, |l| l.starts_with("Enter code "));
+    let code = line.split_whitespace().nth(2).unwrap().to_string();
+    auth.approve(&code);
+    let (ok, stdout, stderr) = finish(child, rx, seen);
+    assert!(ok, "{stderr}");
+    assert!(
+        stdout.contains("Logged in to OpenAI (ChatGPT Plus/Pro)"),
+        "{stdout}"
+    );
+    assert_no_secrets(&auth, &format!("{stdout}{stderr}"));
+    assert_private(&home.agent.join("auth.json"));
+    let stored = home.auth_json();
+    assert_eq!(stored["openai-codex"]["accountId"], CHATGPT_ACCOUNT_ID);
+    let access = stored["openai-codex"]["access"]
+        .as_str()
+        .unwrap()
+        .to_string();
+
+    // The Codex backend request.
+    assert_eq!(
+        ok_output(&auth, &home.prompt("openai-codex/gpt-5.6-luna")),
+        "codex one\n"
+    );
+    let req = &llm.requests()[0];
+    assert_eq!(req.path, "/codex/responses");
+    assert_eq!(header(req, "authorization"), format!("Bearer {access}"));
+    assert_eq!(header(req, "chatgpt-account-id"), CHATGPT_ACCOUNT_ID);
+    assert_eq!(header(req, "originator"), "pi");
+    assert_eq!(header(req, "openai-beta"), "responses=experimental");
+    assert_eq!(req.body["store"], false);
+    assert_eq!(req.body["text"]["verbosity"], "low");
+    assert_eq!(req.body["parallel_tool_calls"], true);
+
+    // Refresh once.
+    home.set_expired("openai-codex");
+    assert_eq!(
+        ok_output(&auth, &home.prompt("openai-codex/gpt-5.6-luna")),
+        "codex two\n"
+    );
+    assert_eq!(auth.stats().refreshes.get("openai"), Some(&1));
+    let refreshed = home.auth_json()["openai-codex"]["access"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    assert_ne!(refreshed, access);
+    assert_eq!(
+        header(&llm.requests()[1], "authorization"),
+        format!("Bearer {refreshed}")
+    );
+
+    // Browser login on the Codex CLI's port 1455 replaces the credential.
+    let (child, rx) = home.start_login(&["openai-codex"]);
+    let mut seen = Vec::new();
+    let url = wait_line(&rx, &mut seen, |l| l.starts_with("http"));
+    assert!(url.contains("codex_cli_simplified_flow=true"), "{url}");
+    assert!(url.contains("originator=pi"), "{url}");
+    browse(&url).await;
+    let (ok, _, stderr) = finish(child, rx, seen);
+    assert!(ok, "{stderr}");
+    assert_eq!(auth.stats().logins["openai"], 2);
+    assert!(
+        auth.stats().rejected.is_empty(),
+        "{:?}",
+        auth.stats().rejected
+    );
+
+    assert!(home.logout("openai-codex").status.success());
+    assert!(home.auth_json().get("openai-codex").is_none());
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn github_copilot_device_login_token_exchange_and_refresh() {
+    let llm = FakeLlm::start(Script::turns(vec![
+        Turn::text("copilot one"),
+        Turn::text("copilot two"),
+    ]))
+    .await
+    .unwrap();
+    let auth = FakeAuthServer::start(&format!("127.0.0.1:{}", llm.port()))
+        .await
+        .unwrap();
+    let home = Home::new(&auth, "{}");
+
+    let (mut child, rx) = home.start_login(&["github-copilot"]);
+    // Blank enterprise domain: github.com.
+    writeln!(child.stdin.as_mut().unwrap()).unwrap();
+    let mut seen = Vec::new();
+    // The domain prompt has no newline: the code follows it on the same line.
+    let line = wait_line(&rx, &mut seen, |l| l.contains("Enter code "));
+    assert!(line.starts_with("GitHub Enterprise URL/domain"), "{line}");
+    assert!(line.ends_with("https://github.com/login/device"), "{line}");
+    let line = &line[line.find("Enter code ").unwrap()..];
+    let code = line.split_whitespace().nth(2).unwrap().to_string();
+    auth.approve(&code);
+    let (ok, stdout, stderr) = finish(child, rx, seen);
+    assert!(ok, "{stderr}");
+    assert!(stdout.contains("Logged in to GitHub Copilot"), "{stdout}");
+    assert_no_secrets(&auth, &format!("{stdout}{stderr}"));
+    assert_private(&home.agent.join("auth.json"));
+    let stored = home.auth_json();
+    let cred = &stored["github-copilot"];
+    assert!(cred["refresh"]
+        .as_str()
+        .unwrap()
+        .starts_with("fake-github-token-"));
+    let access = cred["access"].as_str().unwrap().to_string();
+    assert!(access.contains("proxy-ep="));
+
+    // Requests go to the endpoint the Copilot token names, with Copilot's headers.
+    assert_eq!(
+        ok_output(&auth, &home.prompt("github-copilot/gpt-5.4-nano")),
+        "copilot one\n"
+    );
+    let req = &llm.requests()[0];
+    assert_eq!(req.path, "/responses");
+    assert_eq!(header(req, "authorization"), format!("Bearer {access}"));
+    assert_eq!(header(req, "x-initiator"), "user");
+    assert_eq!(header(req, "openai-intent"), "conversation-edits");
+    assert_eq!(header(req, "editor-version"), "vscode/1.107.0");
+    assert_eq!(header(req, "copilot-integration-id"), "vscode-chat");
+
+    // An expired Copilot token is exchanged again with the stored GitHub token, once.
+    home.set_expired("github-copilot");
+    assert_eq!(
+        ok_output(&auth, &home.prompt("github-copilot/gpt-5.4-nano")),
+        "copilot two\n"
+    );
+    assert_eq!(auth.stats().refreshes.get("github"), Some(&1));
+    let refreshed = home.auth_json()["github-copilot"]["access"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    assert_ne!(refreshed, access);
+    assert_eq!(
+        header(&llm.requests()[1], "authorization"),
+        format!("Bearer {refreshed}")
+    );
+
+    assert!(home.logout("github-copilot").status.success());
+    assert!(home.auth_json().get("github-copilot").is_none());
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn concurrent_processes_refresh_once() {
+    let llm = FakeLlm::start(Script::turns(vec![
+        Turn::text("a"),
+        Turn::text("b"),
+        Turn::text("c"),
+    ]))
+    .await
+    .unwrap();
+    let auth = FakeAuthServer::start("127.0.0.1:1").await.unwrap();
+    let home = Home::new(
+        &auth,
+        &format!(
+            r#"{{"providers": {{"anthropic": {{"baseUrl": "{}"}}}}}}"#,
+            llm.base_url()
+        ),
+    );
+    let (child, rx) = home.start_login(&["anthropic"]);
+    let mut seen = Vec::new();
+    let url = wait_line(&rx, &mut seen, |l| l.starts_with("http"));
+    browse(&url).await;
+    let (ok, _, stderr) = finish(child, rx, seen);
+    assert!(ok, "{stderr}");
+    home.set_expired("anthropic");
+    // Three processes find the token expired at once; the lock lets one refresh, the others
+    // use its result (a second refresh with the rotated-out token would be rejected).
+    let children: Vec<_> = (0..3)
+        .map(|_| {
+            home.command()
+                .args([
+                    "--no-session",
+                    "--model",
+                    "anthropic/claude-haiku-4-5",
+                    "-p",
+                    "hi",
+                ])
+                .stdin(Stdio::null())
+                .stdout(Stdio::piped())
+                .stderr(Stdio::piped())
+                .spawn()
+                .unwrap()
+        })
+        .collect();
+    for c in children {
+        let out = c.wait_with_output().unwrap();
+        ok_output(&auth, &out);
+    }
+    assert_eq!(auth.stats().refreshes.get("anthropic"), Some(&1));
+    assert!(
+        auth.stats().rejected.is_empty(),
+        "{:?}",
+        auth.stats().rejected
+    );
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn anthropic_copy_code_login_without_a_browser() {
+    let auth = FakeAuthServer::start("127.0.0.1:1").await.unwrap();
+    let home = Home::new(&auth, "{}");
+    let (mut child, rx) = home.start_login(&["anthropic", "--no-browser"]);
+    let mut seen = Vec::new();
+    let url = wait_line(&rx, &mut seen, |l| l.starts_with("http"));
+    // Anthropic's copy-code page shows `code#state`; the user pastes it.
+    let resp = reqwest::Client::builder()
+        .redirect(reqwest::redirect::Policy::none())
+        .build()
+        .unwrap()
+        .get(&url)
+        .send()
+        .await
+        .unwrap();
+    let location = resp.headers()["location"].to_str().unwrap().to_string();
+    assert!(
+        location.starts_with("https://platform.claude.com/oauth/code/callback?"),
+        "{location}"
+    );
+    let query = location.split_once('?').unwrap().1;
+    let param = |name: &str| {
+        query
+            .split('&')
+            .find_map(|kv| kv.strip_prefix(&format!("{name}=")))
+            .unwrap()
+            .to_string()
+    };
+    writeln!(
+        child.stdin.as_mut().unwrap(),
+        "{}#{}",
+        param("code"),
+        param("state")
+    )
+    .unwrap();
+    let (ok, stdout, stderr) = finish(child, rx, seen);
+    assert!(ok, "{stderr}");
+    assert!(stdout.contains("Logged in"), "{stdout}");
+    assert_eq!(auth.stats().logins["anthropic"], 1);
+    assert_eq!(home.auth_json()["anthropic"]["type"], "oauth");
+    assert_private(&home.agent.join("auth.json"));
+    assert_no_secrets(&auth, &format!("{stdout}{stderr}"));
+}

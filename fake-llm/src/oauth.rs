@@ -1,0 +1,467 @@
+//! A fake OAuth authorization server for the subscription-login tests, on 127.0.0.1. It
+//! speaks the endpoints of Pi's three login flows (the client points at it with
+//! `PI_TEST_OAUTH_ORIGIN`, which keeps each endpoint's path):
+//!
+//! * `GET /oauth/authorize` (Anthropic and OpenAI): the "browser" — answers 302 to the
+//!   request's `redirect_uri` with a fresh code and the request's `state`, remembering the
+//!   PKCE challenge;
+//! * `POST /v1/oauth/token` (Anthropic, JSON) and `POST /oauth/token` (OpenAI, form):
+//!   `authorization_code` grants (code, redirect URI and PKCE verifier checked) and
+//!   `refresh_token` grants (the refresh token must be the latest issued: rotation);
+//! * `POST /api/accounts/deviceauth/usercode` and `…/deviceauth/token` (OpenAI device code);
+//! * `POST /login/device/code`, `POST /login/oauth/access_token` (GitHub device flow) and
+//!   `GET /copilot_internal/v2/token` (Copilot token exchange; the token names
+//!   `proxy-ep=<copilot_proxy>` so requests go to the fake LLM).
+//!
+//! Device codes are approved by [`FakeAuthServer::approve`], as a user would on the page.
+//! Issued access tokens start with `fake-access-token-` (the fake LLM keeps such bearer
+//! tokens in its request log) and refresh tokens with `fake-refresh-`.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+
+use base64::engine::general_purpose::URL_SAFE_NO_PAD;
+use base64::Engine;
+use serde_json::{json, Map, Value};
+use tokio::io::AsyncWriteExt;
+use tokio::net::{TcpListener, TcpStream};
+use tokio::task::JoinHandle;
+
+use crate::{form_decode, read_request, Request};
+
+/// Anthropic's (Claude Code's) client id, which the fake expects.
+pub const ANTHROPIC_CLIENT_ID: &str = "9d1c250a-e61b-44d9-88ed-5944d1962f5e";
+/// The Codex CLI's client id.
+pub const OPENAI_CLIENT_ID: &str = "app_EMoamEEZ73f0CkXaXp7hrann";
+/// The Copilot plugin's client id.
+pub const GITHUB_CLIENT_ID: &str = "Iv1.b507a08c87ecfe98";
+/// The ChatGPT account id inside issued OpenAI tokens.
+pub const CHATGPT_ACCOUNT_ID: &str = "acct-fake-123";
+
+/// What the fake saw and issued.
+#[derive(Debug, Default, Clone)]
+pub struct AuthStats {
+    /// Authorize requests (their query parameters).
+    pub authorizations: Vec<Map<String, Value>>,
+    /// Successful `authorization_code` / device grants, by provider (`anthropic`, `openai`,
+    /// `github`).
+    pub logins: HashMap<String, u32>,
+    /// Successful refreshes (Copilot: token exchanges after the first), by provider.
+    pub refreshes: HashMap<String, u32>,
+    /// Rejected token requests, with the reason.
+    pub rejected: Vec<String>,
+    /// Every token issued (access and refresh), so tests can look for leaks.
+    pub issued: Vec<String>,
+}
+
+#[derive(Default)]
+struct State {
+    seq: u64,
+    /// Lifetime of issued access tokens, seconds.
+    expires_in: u64,
+    copilot_proxy: String,
+    /// code → (challenge, redirect_uri, provider)
+    codes: HashMap<String, (String, String, String)>,
+    /// provider → the refresh token that is currently valid.
+    refresh: HashMap<String, String>,
+    /// user_code → approved?
+    device: HashMap<String, bool>,
+    /// OpenAI device flow: user_code → (code, verifier) to hand out once approved.
+    openai_device: HashMap<String, (String, String)>,
+    /// GitHub device_code → user_code.
+    github_device: HashMap<String, String>,
+    github_tokens: Vec<String>,
+    stats: AuthStats,
+}
+
+/// A running fake authorization server; stops when dropped.
+pub struct FakeAuthServer {
+    port: u16,
+    state: Arc<Mutex<State>>,
+    task: JoinHandle<()>,
+}
+
+impl Drop for FakeAuthServer {
+    fn drop(&mut self) {
+        self.task.abort();
+    }
+}
+
+fn lock(m: &Mutex<State>) -> std::sync::MutexGuard<'_, State> {
+    m.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+impl FakeAuthServer {
+    /// Starts on an ephemeral port. Copilot tokens name `copilot_proxy` (`127.0.0.1:PORT`
+    /// of the fake LLM) as their API endpoint.
+    pub async fn start(copilot_proxy: &str) -> std::io::Result<FakeAuthServer> {
+        let listener = TcpListener::bind(("127.0.0.1", 0)).await?;
+        let port = listener.local_addr()?.port();
+        let state = Arc::new(Mutex::new(State {
+            expires_in: 3600,
+            copilot_proxy: copilot_proxy.to_string(),
+            ..State::default()
+        }));
+        let st = state.clone();
+        let task = tokio::spawn(async move {
+            loop {
+                let Ok((sock, _)) = listener.accept().await else {
+                    continue;
+                };
+                let st = st.clone();
+                tokio::spawn(async move {
+                    let _ = handle(sock, st).await;
+                });
+            }
+        });
+        Ok(FakeAuthServer { port, state, task })
+    }
+
+    /// `http://127.0.0.1:PORT` (the value for `PI_TEST_OAUTH_ORIGIN`).
+    pub fn origin(&self) -> String {
+        format!("http://127.0.0.1:{}", self.port)
+    }
+
+    /// Lifetime of access tokens issued from now on.
+    pub fn set_expires_in(&self, seconds: u64) {
+        lock(&self.state).expires_in = seconds;
+    }
+
+    /// Approves a device code, as the user would on the verification page.
+    pub fn approve(&self, user_code: &str) {
+        lock(&self.state).device.insert(user_code.to_string(), true);
+    }
+
+    /// What happened so far.
+    pub fn stats(&self) -> AuthStats {
+        lock(&self.state).stats.clone()
+    }
+}
+
+fn challenge_of(verifier: &str) -> String {
+    let digest = ring::digest::digest(&ring::digest::SHA256, verifier.as_bytes());
+    URL_SAFE_NO_PAD.encode(digest.as_ref())
+}
+
+fn parse_query(q: &str) -> Map<String, Value> {
+    q.split('&')
+        .filter(|kv| !kv.is_empty())
+        .map(|kv| {
+            let (k, v) = kv.split_once('=').unwrap_or((kv, ""));
+            (form_decode(k), Value::String(form_decode(v)))
+        })
+        .collect()
+}
+
+fn header<'a>(req: &'a Request, name: &str) -> Option<&'a str> {
+    req.headers
+        .iter()
+        .find(|(k, _)| k == name)
+        .map(|(_, v)| v.as_str())
+}
+
+async fn reply(
+    sock: &mut TcpStream,
+    status: u16,
+    body: &Value,
+    extra: &str,
+) -> std::io::Result<()> {
+    let data = body.to_string();
+    let reason = match status {
+        200 => "OK",
+        302 => "Found",
+        400 => "Bad Request",
+        401 => "Unauthorized",
+        403 => "Forbidden",
+        _ => "Not Found",
+    };
+    let head = format!(
+        "HTTP/1.1 {status} {reason}\r\nContent-Type: application/json\r\nContent-Length: {}\r\n{extra}Connection: close\r\n\r\n",
+        data.len()
+    );
+    sock.write_all(head.as_bytes()).await?;
+    sock.write_all(data.as_bytes()).await?;
+    sock.flush().await
+}
+
+fn s<'a>(m: &'a Map<String, Value>, k: &str) -> &'a str {
+    m.get(k).and_then(Value::as_str).unwrap_or("")
+}
+
+/// An OpenAI-style access token: a JWT whose claim names the ChatGPT account.
+fn openai_jwt(seq: u64) -> String {
+    let header = URL_SAFE_NO_PAD.encode(br#"{"alg":"none"}"#);
+    let claims = json!({"https://api.openai.com/auth": {"chatgpt_account_id": CHATGPT_ACCOUNT_ID}, "n": seq});
+    let payload = URL_SAFE_NO_PAD.encode(claims.to_string());
+    format!("fake-access-token-{header}.{payload}.sig{seq}")
+}
+
+/// Issues an access/refresh pair for `provider` and makes the refresh token the valid one.
+fn issue(st: &mut State, provider: &str) -> Value {
+    st.seq += 1;
+    let seq = st.seq;
+    let access = match provider {
+        "anthropic" => format!("fake-access-token-sk-ant-oat01-{seq}"),
+        _ => openai_jwt(seq),
+    };
+    let refresh = format!("fake-refresh-{provider}-{seq}");
+    st.refresh.insert(provider.to_string(), refresh.clone());
+    st.stats.issued.push(access.clone());
+    st.stats.issued.push(refresh.clone());
+    json!({"access_token": access, "refresh_token": refresh, "expires_in": st.expires_in,
+        "token_type": "Bearer"})
+}
+
+async fn handle(mut sock: TcpStream, state: Arc<Mutex<State>>) -> std::io::Result<()> {
+    let Some(req) = read_request(&mut sock).await? else {
+        return Ok(());
+    };
+    let (path, query) = req.path.split_once('?').unwrap_or((req.path.as_str(), ""));
+    let body_text = String::from_utf8_lossy(&req.body).to_string();
+    let form = parse_query(&body_text);
+    let json_body: Map<String, Value> = serde_json::from_str(&body_text).unwrap_or_default();
+    let reject = |st: &mut State, why: String| {
+        st.stats.rejected.push(why.clone());
+        json!({"error": "invalid_grant", "error_description": why})
+    };
+    match (req.method.as_str(), path) {
+        ("GET", "/oauth/authorize") => {
+            let q = parse_query(query);
+            let provider = match s(&q, "client_id") {
+                ANTHROPIC_CLIENT_ID => "anthropic",
+                OPENAI_CLIENT_ID => "openai",
+                _ => return reply(&mut sock, 400, &json!({"error": "unknown client"}), "").await,
+            };
+            let location = {
+                let mut st = lock(&state);
+                st.seq += 1;
+                let code = format!("code-{provider}-{}", st.seq);
+                st.codes.insert(
+                    code.clone(),
+                    (
+                        s(&q, "code_challenge").to_string(),
+                        s(&q, "redirect_uri").to_string(),
+                        provider.to_string(),
+                    ),
+                );
+                st.stats.authorizations.push(q.clone());
+                let state_param: String = s(&q, "state")
+                    .bytes()
+                    .map(|b| match b {
+                        b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'_' | b'.' | b'~' => {
+                            (b as char).to_string()
+                        }
+                        other => format!("%{other:02X}"),
+                    })
+                    .collect();
+                format!("{}?code={code}&state={state_param}", s(&q, "redirect_uri"))
+            };
+            reply(
+                &mut sock,
+                302,
+                &json!({}),
+                &format!("Location: {location}\r\n"),
+            )
+            .await
+        }
+        ("POST", "/v1/oauth/token") | ("POST", "/oauth/token") => {
+            let anthropic = path == "/v1/oauth/token";
+            let (provider, params) = if anthropic {
+                ("anthropic", json_body)
+            } else {
+                ("openai", form)
+            };
+            let (status, body) = {
+                let mut st = lock(&state);
+                let expected_client = if anthropic {
+                    ANTHROPIC_CLIENT_ID
+                } else {
+                    OPENAI_CLIENT_ID
+                };
+                if s(&params, "client_id") != expected_client {
+                    (400, reject(&mut st, format!("{provider}: wrong client_id")))
+                } else {
+                    match s(&params, "grant_type") {
+                        "authorization_code" => match st.codes.remove(s(&params, "code")) {
+                            Some((challenge, redirect, p))
+                                if p == provider
+                                    && redirect == s(&params, "redirect_uri")
+                                    && challenge == challenge_of(s(&params, "code_verifier")) =>
+                            {
+                                *st.stats.logins.entry(provider.into()).or_default() += 1;
+                                (200, issue(&mut st, provider))
+                            }
+                            _ => (
+                                400,
+                                reject(
+                                    &mut st,
+                                    format!("{provider}: bad code, redirect or verifier"),
+                                ),
+                            ),
+                        },
+                        "refresh_token" => {
+                            if st.refresh.get(provider).map(String::as_str)
+                                == Some(s(&params, "refresh_token"))
+                            {
+                                *st.stats.refreshes.entry(provider.into()).or_default() += 1;
+                                (200, issue(&mut st, provider))
+                            } else {
+                                (
+                                    400,
+                                    reject(&mut st, format!("{provider}: stale refresh token")),
+                                )
+                            }
+                        }
+                        other => (400, reject(&mut st, format!("{provider}: grant {other}"))),
+                    }
+                }
+            };
+            reply(&mut sock, status, &body, "").await
+        }
+        ("POST", "/api/accounts/deviceauth/usercode") => {
+            let body = {
+                let mut st = lock(&state);
+                st.seq += 1;
+                let user_code = format!("OAI-{}", st.seq);
+                let verifier = format!("device-verifier-{}", st.seq);
+                let code = format!("code-openai-device-{}", st.seq);
+                st.codes.insert(
+                    code.clone(),
+                    (
+                        challenge_of(&verifier),
+                        "https://auth.openai.com/deviceauth/callback".into(),
+                        "openai".into(),
+                    ),
+                );
+                st.openai_device.insert(user_code.clone(), (code, verifier));
+                st.device.insert(user_code.clone(), false);
+                json!({"device_auth_id": format!("dev-{}", st.seq), "user_code": user_code, "interval": "1"})
+            };
+            reply(&mut sock, 200, &body, "").await
+        }
+        ("POST", "/api/accounts/deviceauth/token") => {
+            let user_code = s(&json_body, "user_code").to_string();
+            let answer = {
+                let st = lock(&state);
+                match (st.device.get(&user_code), st.openai_device.get(&user_code)) {
+                    (Some(true), Some((code, verifier))) => {
+                        Some(json!({"authorization_code": code, "code_verifier": verifier}))
+                    }
+                    _ => None,
+                }
+            };
+            match answer {
+                Some(body) => reply(&mut sock, 200, &body, "").await,
+                None => {
+                    reply(
+                        &mut sock,
+                        403,
+                        &json!({"error": {"code": "deviceauth_authorization_pending"}}),
+                        "",
+                    )
+                    .await
+                }
+            }
+        }
+        ("POST", "/login/device/code") => {
+            let body = {
+                let mut st = lock(&state);
+                if s(&form, "client_id") != GITHUB_CLIENT_ID {
+                    json!({"error": "unknown client"})
+                } else {
+                    st.seq += 1;
+                    let user_code = format!("GH-{}", st.seq);
+                    let device_code = format!("device-{}", st.seq);
+                    st.github_device
+                        .insert(device_code.clone(), user_code.clone());
+                    st.device.insert(user_code.clone(), false);
+                    json!({"device_code": device_code, "user_code": user_code,
+                        "verification_uri": "https://github.com/login/device",
+                        "interval": 1, "expires_in": 900})
+                }
+            };
+            reply(&mut sock, 200, &body, "").await
+        }
+        ("POST", "/login/oauth/access_token") => {
+            let body = {
+                let mut st = lock(&state);
+                let approved = st
+                    .github_device
+                    .get(s(&form, "device_code"))
+                    .and_then(|u| st.device.get(u))
+                    .copied();
+                match approved {
+                    Some(true) => {
+                        st.seq += 1;
+                        let token = format!("fake-github-token-{}", st.seq);
+                        st.github_tokens.push(token.clone());
+                        st.stats.issued.push(token.clone());
+                        *st.stats.logins.entry("github".into()).or_default() += 1;
+                        json!({"access_token": token, "token_type": "bearer", "scope": "read:user"})
+                    }
+                    Some(false) => json!({"error": "authorization_pending"}),
+                    None => {
+                        json!({"error": "expired_token", "error_description": "unknown device code"})
+                    }
+                }
+            };
+            reply(&mut sock, 200, &body, "").await
+        }
+        ("GET", "/copilot_internal/v2/token") => {
+            let bearer = header(&req, "authorization")
+                .and_then(|v| v.strip_prefix("Bearer "))
+                .unwrap_or("")
+                .to_string();
+            let (status, body) = {
+                let mut st = lock(&state);
+                if !st.github_tokens.contains(&bearer) {
+                    (401, reject(&mut st, "copilot: unknown GitHub token".into()))
+                } else {
+                    st.seq += 1;
+                    let exchanges = st
+                        .stats
+                        .issued
+                        .iter()
+                        .filter(|t| t.contains("copilot"))
+                        .count();
+                    if exchanges > 0 {
+                        *st.stats.refreshes.entry("github".into()).or_default() += 1;
+                    }
+                    let now = SystemTimeSecs::now();
+                    let token = format!(
+                        "fake-access-token-copilot-{};exp={};proxy-ep={}",
+                        st.seq,
+                        now + st.expires_in,
+                        st.copilot_proxy
+                    );
+                    st.stats.issued.push(token.clone());
+                    (
+                        200,
+                        json!({"token": token, "expires_at": now + st.expires_in}),
+                    )
+                }
+            };
+            reply(&mut sock, status, &body, "").await
+        }
+        _ => {
+            reply(
+                &mut sock,
+                404,
+                &json!({"error": format!("unknown path {}", req.path)}),
+                "",
+            )
+            .await
+        }
+    }
+}
+
+struct SystemTimeSecs;
+
+impl SystemTimeSecs {
+    fn now() -> u64 {
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map(|d| d.as_secs())
+            .unwrap_or(0)
+    }
+}
