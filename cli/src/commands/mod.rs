@@ -1,4 +1,5 @@
 //! One module per command group.
 
 pub mod mcp;
+pub mod mcp_login;
 pub mod sessions;
