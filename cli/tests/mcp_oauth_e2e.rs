@@ -135,7 +135,7 @@ fn fake_browser(dir: &Path) -> PathBuf {
     std::fs::write(
         &script,
         format!(
-            "#!/bin/sh\nprintf '%s' \"$1\" > '{dir}/opened-url'\nexec '{python}' '{browser}' \"$1\" > '{dir}/browser-page.tmp' 2>&1 && mv '{dir}/browser-page.tmp' '{dir}/browser-page'\n",
+            "#!/bin/sh\nprintf '%s' \"$1\" > '{dir}/opened-url'\n'{python}' '{browser}' \"$1\" > '{dir}/browser-page.tmp' 2>&1 && mv '{dir}/browser-page.tmp' '{dir}/browser-page'\n",
             dir = dir.display(),
             python = python().display(),
             browser = browser_py.display(),
@@ -207,7 +207,7 @@ async fn sign_in_use_refresh_and_sign_out_against_a_real_authorization_server() 
     assert_eq!(listed["servers"][0]["state"], "needs-auth");
     assert!(listed["servers"][0].get("error").is_none(), "{listed}");
     // A session starts anyway and says so once.
-    let out = s.prompt(&[], "Hi.");
+    let out = s.prompt(&["--no-session"], "Hi.");
     let (stdout, stderr) = text(&out);
     assert_eq!(out.status.code(), Some(0), "{stdout}{stderr}");
     assert_eq!(stdout, "Not signed in yet.\n");

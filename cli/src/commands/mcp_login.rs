@@ -132,10 +132,12 @@ async fn login(
         .await
     {
         Ok(()) => {}
-        Err(SignInError::Cancelled) => return Err(format!(
+        Err(SignInError::Cancelled) => {
+            return Err(format!(
             "Sign-in to MCP server \"{name}\" was cancelled or not completed within {} seconds.",
             timeout.round()
-        )),
+        ))
+        }
         Err(SignInError::Failed(reason)) => {
             return Err(format!("Sign-in to MCP server \"{name}\" failed: {reason}"))
         }

@@ -541,11 +541,16 @@ impl ServerAuth {
         stale: Option<&str>,
         resource_metadata_url: Option<&str>,
     ) -> Result<(), AuthError> {
-        // Nothing to refresh: no need to take (and create) the lock file.
-        if self
-            .load()
-            .and_then(|s| s.tokens)
-            .and_then(|t| t.refresh_token)
+        // Tokens replaced meanwhile, or nothing to refresh: no need to take (and create) the
+        // lock file.
+        let tokens = self.load().and_then(|s| s.tokens);
+        let current = tokens.as_ref().map(|t| t.access_token.as_str());
+        if current.is_some() && current != stale {
+            return Ok(());
+        }
+        if tokens
+            .as_ref()
+            .and_then(|t| t.refresh_token.as_ref())
             .is_none()
         {
             return Err(AuthError::NeedsSignIn);
