@@ -13,6 +13,7 @@
 //! mode 0600, and never reach output.
 
 mod loopback;
+pub mod session;
 pub mod store;
 
 use std::sync::Arc;
