@@ -1314,7 +1314,7 @@ fn client_auth_method(client: &Client, supported: &[String]) -> &'static str {
     if let Some(hinted) = client.auth_method.as_deref() {
         if let Some(known) = KNOWN.iter().find(|k| **k == hinted) {
             if supported.is_empty() || supported.iter().any(|s| s == hinted) {
-                return *known;
+                return known;
             }
         }
     }
