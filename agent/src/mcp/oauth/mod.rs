@@ -1211,10 +1211,26 @@ impl ServerAuth {
             ("code_verifier".to_string(), verifier),
             ("redirect_uri".to_string(), redirect_url),
         ];
-        let tokens = self
+        let tokens = match self
             .token_request(&discovered, &client, resource.as_deref(), params)
             .await
-            .map_err(|e| fail(e.to_string()))?;
+        {
+            Ok(tokens) => tokens,
+            Err(e) => {
+                // A client the server no longer knows is dropped, so the next sign-in
+                // registers a new one.
+                if matches!(&e, TokenError::OAuth { code, .. }
+                    if code == "invalid_client" || code == "unauthorized_client")
+                {
+                    let _ = self.store.modify(&self.name, &self.url, |s| {
+                        s.client_information = None;
+                        s.tokens = None;
+                        s.tokens_expire_at = None;
+                    });
+                }
+                return Err(fail(e.to_string()));
+            }
+        };
         // A response without `scope` grants the requested one (RFC 6749 §5.1).
         self.save_tokens(tokens, scope).map_err(fail)?;
         *self.challenge.lock().unwrap_or_else(|e| e.into_inner()) = None;
