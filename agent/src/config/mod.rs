@@ -66,7 +66,7 @@
 
 mod auth;
 mod context_files;
-mod error;
+pub(crate) mod error;
 mod frontmatter;
 mod models;
 mod paths;

@@ -52,6 +52,7 @@ use super::guard::KnownResponsesOnly;
 use super::http::HttpError;
 use super::http::HttpTransport;
 use super::log::McpLog;
+use super::oauth::ServerAuth;
 use crate::llm::resolve_config_value;
 
 /// Characters of a failed stdio server's stderr kept for its error.
@@ -76,6 +77,8 @@ pub enum ConnState {
     Disconnected,
     /// Shut down.
     Closed,
+    /// An OAuth server without usable credentials: the user has to sign in.
+    NeedsAuth,
 }
 
 impl ConnState {
@@ -87,6 +90,7 @@ impl ConnState {
             ConnState::Failed => "failed",
             ConnState::Disconnected => "disconnected",
             ConnState::Closed => "closed",
+            ConnState::NeedsAuth => "needs-auth",
         }
     }
 }
@@ -265,6 +269,7 @@ pub struct McpServer {
     tools_changed: Arc<tokio::sync::Notify>,
     progress: Arc<Mutex<Vec<(rmcp::model::ProgressToken, ProgressFn)>>>,
     closed: CancellationToken,
+    auth: Option<Arc<ServerAuth>>,
 }
 
 impl std::fmt::Debug for McpServer {
@@ -278,7 +283,34 @@ impl std::fmt::Debug for McpServer {
 impl McpServer {
     /// A server of `entry`; relative `cwd` entries resolve against `cwd`. Nothing connects yet.
     pub fn new(entry: ServerEntry, cwd: &Path, log: Arc<McpLog>) -> Arc<McpServer> {
+        McpServer::with_credentials(entry, cwd, log, None)
+    }
+
+    /// Like [`McpServer::new`]; an HTTP server without an `Authorization` header uses OAuth
+    /// with the credentials stored in `agent_dir` (when given).
+    pub fn with_credentials(
+        entry: ServerEntry,
+        cwd: &Path,
+        log: Arc<McpLog>,
+        agent_dir: Option<&Path>,
+    ) -> Arc<McpServer> {
+        let auth = match (&entry.config.transport, agent_dir) {
+            (Transport::Http { url, headers }, Some(dir))
+                if !headers
+                    .iter()
+                    .any(|(k, _)| k.eq_ignore_ascii_case("authorization")) =>
+            {
+                Some(Arc::new(ServerAuth::new(
+                    &entry.name,
+                    url,
+                    entry.config.raw.get("oauth"),
+                    dir,
+                )))
+            }
+            _ => None,
+        };
         Arc::new(McpServer {
+            auth,
             entry,
             cwd: cwd.to_path_buf(),
             log,
@@ -299,6 +331,43 @@ impl McpServer {
     /// The server name.
     pub fn name(&self) -> &str {
         &self.entry.name
+    }
+
+    /// The server's OAuth, when it uses OAuth (an HTTP server without an `Authorization`
+    /// header): what `pi mcp login|logout` and `/mcp login|logout` act on.
+    pub fn oauth(&self) -> Option<&Arc<ServerAuth>> {
+        self.auth.as_ref()
+    }
+
+    /// Drops the connection and connects again, with fresh credentials after a sign-in.
+    pub async fn reconnect(self: &Arc<Self>) -> Result<Peer<RoleClient>, String> {
+        if let Some(old) = self.live.lock().await.take() {
+            old.close().await;
+        }
+        self.connect().await
+    }
+
+    /// Disconnects after the stored credentials were removed; the server then needs sign-in.
+    pub async fn signed_out(self: &Arc<Self>) {
+        if let Some(old) = self.live.lock().await.take() {
+            old.close().await;
+        }
+        self.mark_needs_auth();
+    }
+
+    fn mark_needs_auth(&self) {
+        self.set_status(|s| {
+            s.state = ConnState::NeedsAuth;
+            s.error = None;
+        });
+    }
+
+    /// Pi's message for a server that needs sign-in.
+    fn sign_in_required(&self) -> String {
+        format!(
+            "MCP server \"{}\" requires sign-in. Run /mcp to sign in.",
+            self.entry.name
+        )
     }
 
     /// A snapshot of the state, error and tools.
@@ -355,6 +424,13 @@ impl McpServer {
                 let peer = opened.peer();
                 *live = Some(opened);
                 Ok(peer)
+            }
+            Err(OpenFailure {
+                needs_sign_in: true,
+                ..
+            }) => {
+                self.mark_needs_auth();
+                Err(self.sign_in_required())
             }
             Err(OpenFailure {
                 message, stderr, ..
@@ -438,15 +514,21 @@ impl McpServer {
                         resolve_value(value, &what).map_err(|e| OpenFailure::new(e, None))?;
                     resolved.push((key.clone(), value));
                 }
-                let transport =
-                    KnownResponsesOnly::new(HttpTransport::new(http_client(), url, resolved));
+                let transport = KnownResponsesOnly::new(HttpTransport::with_auth(
+                    http_client(),
+                    url,
+                    resolved,
+                    self.auth.clone(),
+                ));
                 match tokio::time::timeout(self.timeout(), handler.serve(transport)).await {
                     Ok(Ok(service)) => (service, None),
                     Ok(Err(e)) => {
-                        let transient = init_http_error(&e).is_some_and(HttpError::is_transient);
-                        return Err(
-                            OpenFailure::new(initialize_error(&e), None).transient_if(transient)
-                        );
+                        let http = init_http_error(&e);
+                        let transient = http.is_some_and(HttpError::is_transient);
+                        let mut failure =
+                            OpenFailure::new(initialize_error(&e), None).transient_if(transient);
+                        failure.needs_sign_in = self.needs_sign_in(http);
+                        return Err(failure);
                     }
                     Err(_) => return Err(OpenFailure::new(timeout_message(self.timeout()), None)),
                 }
@@ -465,10 +547,11 @@ impl McpServer {
                     let live = Live { service, child };
                     let tail = live.child.as_ref().and_then(ChildProcess::stderr_tail);
                     live.close().await;
-                    return Err(
+                    let mut failure =
                         OpenFailure::new(service_error_message(&e, self.timeout()), tail)
-                            .transient_if(is_transient(&e)),
-                    );
+                            .transient_if(is_transient(&e));
+                    failure.needs_sign_in = self.needs_sign_in(service_http_error(&e));
+                    return Err(failure);
                 }
                 Err(_) => {
                     let live = Live { service, child };
@@ -665,7 +748,21 @@ impl McpServer {
         }
     }
 
+    /// Whether a failure means the user has to sign in: an OAuth server's rejection after a
+    /// refresh, or any 401 of a server that uses OAuth.
+    fn needs_sign_in(&self, error: Option<&HttpError>) -> bool {
+        matches!(error, Some(HttpError::SignInRequired))
+            || (self.auth.is_some() && matches!(error, Some(HttpError::AuthRequired)))
+    }
+
     async fn call_failure(self: &Arc<Self>, error: &ServiceError) -> CallFailure {
+        if self.needs_sign_in(service_http_error(error)) {
+            if let Some(old) = self.live.lock().await.take() {
+                tokio::spawn(old.close());
+            }
+            self.mark_needs_auth();
+            return CallFailure::Other(self.sign_in_required());
+        }
         let expired = matches!(error, ServiceError::TransportSend(e)
             if matches!(HttpError::find(e), Some(HttpError::SessionExpired)));
         let message = self.request_failed(error).await;
@@ -807,6 +904,14 @@ fn init_http_error(error: &rmcp::service::ClientInitializeError) -> Option<&Http
     }
 }
 
+/// The HTTP failure behind a failed request.
+fn service_http_error(error: &ServiceError) -> Option<&HttpError> {
+    match error {
+        ServiceError::TransportSend(e) => HttpError::find(e),
+        _ => None,
+    }
+}
+
 /// Whether a failed request is worth another connect: an HTTP network error or transient status.
 fn is_transient(error: &ServiceError) -> bool {
     match error {
@@ -835,6 +940,7 @@ struct OpenFailure {
     message: String,
     stderr: Option<String>,
     transient: bool,
+    needs_sign_in: bool,
 }
 
 impl OpenFailure {
@@ -843,6 +949,7 @@ impl OpenFailure {
             message,
             stderr,
             transient: false,
+            needs_sign_in: false,
         }
     }
 

@@ -13,6 +13,10 @@
 //! with every later message, and `MCP-Protocol-Version` once `initialize` has chosen one.
 //! After `notifications/initialized` a GET stream carries server-initiated messages (a 405
 //! means the server has none). Closing deletes the session.
+//!
+//! A server that uses OAuth gets its stored access token as `Authorization: Bearer`; a 401 is
+//! answered by one refresh and one retry, after which the server needs sign-in
+//! ([`HttpError::SignInRequired`]).
 
 use std::sync::atomic::AtomicBool;
 use std::sync::atomic::Ordering;
@@ -29,6 +33,8 @@ use serde_json::Value;
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
+use super::oauth::AuthError;
+use super::oauth::ServerAuth;
 use crate::llm::error_chain;
 use crate::llm::SseReader;
 
@@ -59,6 +65,13 @@ pub enum HttpError {
     /// 401 without OAuth support.
     #[error("MCP server requires authentication")]
     AuthRequired,
+    /// 401 from an OAuth server whose tokens are missing, expired or rejected after a refresh:
+    /// the user has to sign in.
+    #[error("MCP server requires sign-in")]
+    SignInRequired,
+    /// Refreshing the OAuth tokens failed for another reason than a rejected grant.
+    #[error("{0}")]
+    Auth(String),
     /// 404 for a request carrying a session id: the server forgot the session.
     #[error("MCP session expired")]
     SessionExpired,
@@ -104,6 +117,7 @@ struct Shared {
     client: reqwest::Client,
     url: String,
     headers: Vec<(String, String)>,
+    auth: Option<Arc<ServerAuth>>,
     session_id: Mutex<Option<String>>,
     protocol_version: Mutex<Option<String>>,
     incoming: mpsc::UnboundedSender<ServerJsonRpcMessage>,
@@ -120,12 +134,23 @@ pub struct HttpTransport {
 impl HttpTransport {
     /// A connection to `url` sending `headers` (already resolved) with every message.
     pub fn new(client: reqwest::Client, url: &str, headers: Vec<(String, String)>) -> Self {
+        HttpTransport::with_auth(client, url, headers, None)
+    }
+
+    /// Like [`HttpTransport::new`], authenticating with OAuth when `auth` is given.
+    pub fn with_auth(
+        client: reqwest::Client,
+        url: &str,
+        headers: Vec<(String, String)>,
+        auth: Option<Arc<ServerAuth>>,
+    ) -> Self {
         let (tx, rx) = mpsc::unbounded_channel();
         HttpTransport {
             shared: Arc::new(Shared {
                 client,
                 url: url.to_string(),
                 headers,
+                auth,
                 session_id: Mutex::new(None),
                 protocol_version: Mutex::new(None),
                 incoming: tx,
@@ -178,8 +203,9 @@ impl Transport<RoleClient> for HttpTransport {
             shared.closed.cancel();
             let session = shared.session().clone();
             if let Some(session) = session {
+                let token = shared.bearer().await;
                 let request = shared
-                    .request(reqwest::Method::DELETE)
+                    .request(reqwest::Method::DELETE, token.as_deref())
                     .header("mcp-session-id", session)
                     .timeout(DELETE_TIMEOUT);
                 let _ = request.send().await;
@@ -194,11 +220,23 @@ impl Shared {
         self.session_id.lock().unwrap_or_else(|e| e.into_inner())
     }
 
-    /// A request with the configured headers, the session and the protocol version.
-    fn request(&self, method: reqwest::Method) -> reqwest::RequestBuilder {
+    /// The OAuth access token to send, refreshed when it is about to expire.
+    async fn bearer(&self) -> Option<String> {
+        match &self.auth {
+            Some(auth) => auth.token().await,
+            None => None,
+        }
+    }
+
+    /// A request with the configured headers, the OAuth token, the session and the protocol
+    /// version.
+    fn request(&self, method: reqwest::Method, bearer: Option<&str>) -> reqwest::RequestBuilder {
         let mut request = self.client.request(method, &self.url);
         for (name, value) in &self.headers {
             request = request.header(name.as_str(), value.as_str());
+        }
+        if let Some(token) = bearer {
+            request = request.header("authorization", format!("Bearer {token}"));
         }
         if let Some(session) = self.session().clone() {
             request = request.header("mcp-session-id", session);
@@ -257,14 +295,45 @@ impl Shared {
             .and_then(Value::as_str)
             .map(str::to_string);
         let request_id = value.get("id").filter(|_| method.is_some()).cloned();
-        let sent = self
-            .request(reqwest::Method::POST)
-            .header("accept", "application/json, text/event-stream")
-            .header("content-type", "application/json")
-            .body(value.to_string());
-        let response = tokio::select! {
-            response = sent.send() => response.map_err(|e| HttpError::Network(error_chain(&e)))?,
-            _ = self.closed.cancelled() => return Err(HttpError::Closed),
+        let body = value.to_string();
+        let mut token = self.bearer().await;
+        let mut refreshed = false;
+        let response = loop {
+            let sent = self
+                .request(reqwest::Method::POST, token.as_deref())
+                .header("accept", "application/json, text/event-stream")
+                .header("content-type", "application/json")
+                .body(body.clone());
+            let response = tokio::select! {
+                response = sent.send() => response.map_err(|e| HttpError::Network(error_chain(&e)))?,
+                _ = self.closed.cancelled() => return Err(HttpError::Closed),
+            };
+            let Some(auth) = self
+                .auth
+                .as_ref()
+                .filter(|_| response.status().as_u16() == 401)
+            else {
+                break response;
+            };
+            if refreshed {
+                return Err(HttpError::SignInRequired);
+            }
+            let challenge = response
+                .headers()
+                .get("www-authenticate")
+                .and_then(|v| v.to_str().ok())
+                .map(str::to_string);
+            match auth
+                .on_unauthorized(challenge.as_deref(), token.as_deref())
+                .await
+            {
+                Ok(()) => {
+                    refreshed = true;
+                    token = auth.token().await;
+                }
+                Err(AuthError::NeedsSignIn) => return Err(HttpError::SignInRequired),
+                Err(AuthError::Failed(message)) => return Err(HttpError::Auth(message)),
+            }
         };
         let response = self.check(response).await?;
         self.capture_session(&response);
@@ -401,8 +470,9 @@ impl Shared {
         tokio::spawn(async move {
             let mut attempt = 0u32;
             while !self.closed.is_cancelled() {
+                let token = self.bearer().await;
                 let opened = self
-                    .request(reqwest::Method::GET)
+                    .request(reqwest::Method::GET, token.as_deref())
                     .header("accept", "text/event-stream")
                     .send()
                     .await

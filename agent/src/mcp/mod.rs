@@ -12,6 +12,7 @@ pub mod config;
 pub mod guard;
 pub mod http;
 pub mod log;
+pub mod oauth;
 pub mod tool;
 
 use std::path::Path;
@@ -56,7 +57,9 @@ impl McpManager {
         let servers = config
             .servers
             .iter()
-            .map(|entry| McpServer::new(entry.clone(), cwd, log.clone()))
+            .map(|entry| {
+                McpServer::with_credentials(entry.clone(), cwd, log.clone(), Some(agent_dir))
+            })
             .collect();
         McpManager { config, servers }
     }
@@ -220,7 +223,8 @@ impl McpManager {
         futures::future::join_all(self.servers.iter().map(|s| s.close())).await;
     }
 
-    /// Configuration errors and failed connections, one line each, for the start-up report.
+    /// Configuration errors, failed connections and servers that need sign-in, one line
+    /// each, for the start-up report.
     pub fn problems(&self) -> Vec<String> {
         let mut out: Vec<String> = self
             .config
@@ -234,6 +238,12 @@ impl McpManager {
                 let error = status.error.unwrap_or_default();
                 let first = error.lines().next().unwrap_or("unknown error");
                 out.push(format!("MCP server \"{}\" failed: {first}", server.name()));
+            }
+            if status.state == ConnState::NeedsAuth {
+                out.push(format!(
+                    "MCP server \"{0}\" needs sign-in: run pi mcp login {0}",
+                    server.name()
+                ));
             }
         }
         out

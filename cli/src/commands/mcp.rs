@@ -1,5 +1,6 @@
-//! `pi mcp add|remove|list`: configure and check MCP servers without a session (Pi 1.6.0's
-//! `pi mcp`, same options, messages and exit codes). `login`/`logout` (OAuth) are not built.
+//! `pi mcp add|remove|list|login|logout`: configure and check MCP servers and sign in to
+//! OAuth servers without a session (Pi 1.6.0's `pi mcp`, same options, messages and exit
+//! codes). The OAuth flow itself is `pi_agent::mcp::oauth`.
 //!
 //! The arguments are parsed here, not by clap, because Pi's parser ends the options at the
 //! command of `add <server> <command> --its-flags`, which clap cannot express.
@@ -27,16 +28,20 @@ const HELP: &str = "Usage:
   pi mcp add <server> [options] --url <url>
   pi mcp remove <server> [-l]
   pi mcp list [--json]
+  pi mcp login <server> [-l] [--timeout <seconds>]
+  pi mcp logout <server> [-l]
 
-Configure and check MCP servers without starting a session.
+Configure and check MCP servers and sign in to OAuth servers without starting a session.
 Reads ~/.pi/agent/mcp.json and, in trusted projects, .pi/mcp.json.
 
 Commands:
   add <server>            Add or replace a server in mcp.json
   remove <server>         Remove a server from mcp.json
   list                    Show state, tools, and errors (exits 1 on failure)
+  login <server>          Sign in through the browser
+  logout <server>         Delete the stored OAuth credentials
 
-Options for add and remove:
+Options for add, remove, login, and logout:
   -l, --local             Use .pi/mcp.json in the current project instead of the global file
 
 Options for add:
@@ -46,31 +51,41 @@ Options for add:
   --header <KEY=VALUE>    HTTP header (repeatable)
   --bearer-token-env-var <NAME>
                           Send \"Authorization: Bearer ${NAME}\"
+  --oauth-client-id <id>  Pre-registered OAuth client id
+  --oauth-client-secret <secret>
+                          OAuth client secret (may be ${NAME} or !command)
+  --oauth-callback-port <port>
+                          Fixed OAuth callback port
+  --oauth-client-name <name>
+                          Client name sent when registering with the OAuth server
+  --oauth-client-registration <mode>
+                          auto (default), cimd, or dcr
   --exposure <mode>       codemode (default), deferred, direct, or hidden
   --description <text>    What the server offers, shown in the system prompt
 
 Other options:
-  --json                  Print the list as JSON";
+  --json                  Print the list as JSON
+  --timeout <seconds>     Time limit for the whole sign-in (default: 300)";
 
-const HELP_HINT: &str = "Use \"pi mcp --help\" for usage.";
+pub(super) const HELP_HINT: &str = "Use \"pi mcp --help\" for usage.";
 
 #[derive(Clone, Copy, PartialEq, Eq)]
-enum Kind {
+pub(super) enum Kind {
     Flag,
     Value,
     List,
 }
 
 #[derive(Default)]
-struct Parsed {
-    positional: Vec<String>,
-    values: BTreeMap<String, String>,
-    flags: Vec<String>,
+pub(super) struct Parsed {
+    pub(super) positional: Vec<String>,
+    pub(super) values: BTreeMap<String, String>,
+    pub(super) flags: Vec<String>,
     lists: BTreeMap<String, Vec<String>>,
 }
 
 /// Pi's option parser: `--` or reaching `max_positionals` ends the options.
-fn parse_options(
+pub(super) fn parse_options(
     args: &[String],
     known: &[(&str, Kind)],
     max_positionals: usize,
@@ -144,9 +159,7 @@ pub fn run(args: McpArgs) -> anyhow::Result<i32> {
         "add" => add(rest, &agent_dir, &cwd),
         "remove" => remove(rest, &agent_dir, &cwd),
         "list" => list(rest, &agent_dir, &cwd),
-        "login" | "logout" => Err(format!(
-            "pi mcp {command} (OAuth sign-in) is not supported by this build yet."
-        )),
+        "login" | "logout" => super::mcp_login::run(command, rest, &agent_dir, &cwd),
         other => Err(format!("Unknown mcp command \"{other}\".\n{HELP_HINT}")),
     };
     Ok(match outcome {
@@ -158,7 +171,7 @@ pub fn run(args: McpArgs) -> anyhow::Result<i32> {
     })
 }
 
-fn project_trusted(agent_dir: &Path, cwd: &Path) -> bool {
+pub(super) fn project_trusted(agent_dir: &Path, cwd: &Path) -> bool {
     pi_agent::config::TrustStore::new(agent_dir)
         .get(cwd)
         .ok()
@@ -470,6 +483,7 @@ fn list(args: &[String], agent_dir: &Path, cwd: &Path) -> Result<i32, String> {
                 tools.len(),
                 if tools.len() == 1 { "" } else { "s" }
             ),
+            "needs-auth" => "needs sign-in".to_string(),
             other => other.to_string(),
         };
         println!(
@@ -481,6 +495,9 @@ fn list(args: &[String], agent_dir: &Path, cwd: &Path) -> Result<i32, String> {
         println!("  {}", text(report, "transport"));
         if let Some(o) = report.get("override").and_then(Value::as_str) {
             println!("  project override: {o}");
+        }
+        if text(report, "state") == "needs-auth" {
+            println!("  sign in with: pi mcp login {}", text(report, "name"));
         }
         if !tools.is_empty() {
             let shown: Vec<String> = tools
@@ -512,7 +529,7 @@ fn list(args: &[String], agent_dir: &Path, cwd: &Path) -> Result<i32, String> {
 
 /// Server-supplied text (tool names, stderr) with control characters other than newlines
 /// made visible, so a hostile server cannot drive the terminal.
-fn sanitize(text: &str) -> String {
+pub(super) fn sanitize(text: &str) -> String {
     text.chars()
         .map(|c| {
             if c.is_control() && c != '\n' && c != '\t' {

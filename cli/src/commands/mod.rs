@@ -2,4 +2,5 @@
 
 pub mod auth;
 pub mod mcp;
+pub mod mcp_login;
 pub mod sessions;
