@@ -286,10 +286,15 @@ async fn npm_tarball_install_list_load_filter_and_remove() {
     assert!(system_prompt(&request).contains("Greets people warmly"));
     assert_eq!(last_user_text(&request), "Please review code carefully.");
 
+    // Without a terminal `pi config` prints its list in Pi's layout.
     let (code, stdout, _) = s.pi(&["config"]);
     assert_eq!(code, 0);
-    assert!(stdout.contains("[x] extension"), "{stdout}");
-    assert!(stdout.contains("[x] skill"), "{stdout}");
+    assert_eq!(
+        stdout,
+        format!(
+            "Global Resources\n~/.pi/agent/settings.json\n\n  {source} (user)\n    Extensions\n      [x] tool.ts\n    Skills\n      [x] greet\n    Prompts\n      [x] review.md\n"
+        )
+    );
 
     // The object form narrows the package: no skills, not this extension.
     std::fs::write(
@@ -304,9 +309,9 @@ async fn npm_tarball_install_list_load_filter_and_remove() {
         "{stdout}"
     );
     let (_, stdout, _) = s.pi(&["config"]);
-    assert!(stdout.contains("[ ] extension"), "{stdout}");
-    assert!(stdout.contains("[ ] skill"), "{stdout}");
-    assert!(stdout.contains("[x] prompt"), "{stdout}");
+    assert!(stdout.contains("[ ] tool.ts"), "{stdout}");
+    assert!(stdout.contains("[ ] greet"), "{stdout}");
+    assert!(stdout.contains("[x] review.md"), "{stdout}");
     let request = s.prompt(&s.cwd, &[], "/review it");
     assert!(!declares(&request, "pkg_hello"));
     assert!(!system_prompt(&request).contains("Greets people warmly"));

@@ -1107,9 +1107,15 @@ pub fn set_resource_enabled(entry: &Value, kind: Kind, rel_path: &str, enabled: 
         .entry(kind.key().to_string())
         .or_insert_with(|| Value::Array(Vec::new()));
     if let Value::Array(items) = list {
+        // Any earlier pattern for this path goes: the new one decides.
         items.retain(|v| {
             v.as_str().is_none_or(|s| {
-                s.get(1..) != Some(rel_path) || !(s.starts_with('+') || s.starts_with('-'))
+                let stripped = if s.starts_with(['!', '+', '-']) {
+                    &s[1..]
+                } else {
+                    s
+                };
+                stripped != rel_path
             })
         });
         let sign = if enabled { '+' } else { '-' };

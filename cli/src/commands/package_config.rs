@@ -122,48 +122,52 @@ impl State {
         Ok(())
     }
 
-    fn title(&self) -> String {
+    /// Pi's heading lines: the mode and the file it writes.
+    fn heading(&self) -> [String; 2] {
         match self.scope {
-            PackageScope::User => format!(
-                "Package resources (user: {})",
-                self.agent_dir.join("settings.json").display()
-            ),
-            PackageScope::Project => format!(
-                "Package resources (project: {})",
-                self.cwd.join(".pi/settings.json").display()
-            ),
+            PackageScope::User => [
+                "Global Resources".into(),
+                "~/.pi/agent/settings.json".into(),
+            ],
+            PackageScope::Project => ["Project Local Resources".into(), ".pi/settings.json".into()],
         }
     }
 
-    fn lines(&self) -> Vec<String> {
+    /// Pi's layout: each package (`<source> (user|project)`), its resource kinds, one
+    /// `[x]`/`[ ]` line per resource; with the display line of the selected resource.
+    fn lines(&self) -> (Vec<String>, usize) {
         let mut out = Vec::new();
-        let mut last: Option<(&str, PackageScope)> = None;
-        for r in &self.rows {
-            if last != Some((r.source.as_str(), r.scope)) {
-                let scope = if r.scope == PackageScope::Project {
-                    " (project)"
-                } else {
-                    ""
+        let mut selected_line = 0;
+        let mut last: Option<(&str, PackageScope, Kind)> = None;
+        for (i, r) in self.rows.iter().enumerate() {
+            if last.map(|(s, sc, _)| (s, sc)) != Some((r.source.as_str(), r.scope)) {
+                let scope = match r.scope {
+                    PackageScope::User => "user",
+                    PackageScope::Project => "project",
                 };
-                out.push(format!("{}{scope}", r.source));
-                last = Some((r.source.as_str(), r.scope));
+                out.push(format!("  {} ({scope})", visible(&r.source)));
+                last = None;
+            }
+            if last.map(|(_, _, k)| k) != Some(r.kind) {
+                out.push(format!("    {}", kind_heading(r.kind)));
+            }
+            last = Some((r.source.as_str(), r.scope, r.kind));
+            if i == self.selected {
+                selected_line = out.len();
             }
             let mark = if r.enabled { "[x]" } else { "[ ]" };
-            out.push(format!(
-                "  {mark} {} {}",
-                kind_label(r.kind),
-                display_path(&r.path)
-            ));
+            out.push(format!("      {mark} {}", visible(&item_name(r))));
         }
-        out
+        (out, selected_line)
     }
 
     fn render_plain(&self) -> String {
-        let mut text = format!("{}\n", self.title());
+        let [title, file] = self.heading();
+        let mut text = format!("{title}\n{file}\n\n");
         if self.rows.is_empty() {
-            text.push_str("No package resources.\n");
+            text.push_str("  No package resources.\n");
         }
-        for l in self.lines() {
+        for l in self.lines().0 {
             text.push_str(&l);
             text.push('\n');
         }
@@ -225,17 +229,29 @@ impl State {
     }
 }
 
-fn kind_label(kind: Kind) -> &'static str {
+fn kind_heading(kind: Kind) -> &'static str {
     match kind {
-        Kind::Extensions => "extension",
-        Kind::Skills => "skill    ",
-        Kind::Prompts => "prompt   ",
-        Kind::Themes => "theme    ",
+        Kind::Extensions => "Extensions",
+        Kind::Skills => "Skills",
+        Kind::Prompts => "Prompts",
+        Kind::Themes => "Themes",
     }
 }
 
-fn display_path(path: &Path) -> String {
-    crate::visible::visible_line(&path.display().to_string()).into_owned()
+/// A skill by its directory's name, other resources by file name (as Pi lists them).
+fn item_name(r: &PackageResource) -> String {
+    let path = if r.kind == Kind::Skills && r.path.file_name().is_some_and(|n| n == "SKILL.md") {
+        r.path.parent().unwrap_or(&r.path)
+    } else {
+        &r.path
+    };
+    path.file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_else(|| path.display().to_string())
+}
+
+fn visible(s: &str) -> String {
+    crate::visible::visible_line(s).into_owned()
 }
 
 /// The root the package's resource paths are relative to.
@@ -306,34 +322,31 @@ fn draw(state: &State, out: &mut std::io::Stdout) -> std::io::Result<()> {
         terminal::Clear(terminal::ClearType::All),
         cursor::MoveTo(0, 0)
     )?;
-    let mut text = vec![state.title(), String::new()];
-    // Which display line each resource row is on.
-    let mut row = 0usize;
-    let mut last: Option<(&str, PackageScope)> = None;
-    for r in &state.rows {
-        if last != Some((r.source.as_str(), r.scope)) {
-            text.push(crate::visible::visible_line(&r.source).into_owned());
-            last = Some((r.source.as_str(), r.scope));
-        }
-        let pointer = if row == state.selected { ">" } else { " " };
-        let mark = if r.enabled { "[x]" } else { "[ ]" };
-        text.push(format!(
-            "{pointer} {mark} {} {}",
-            kind_label(r.kind),
-            display_path(&r.path)
-        ));
-        row += 1;
-    }
-    if state.rows.is_empty() {
-        text.push("No package resources.".into());
-    }
-    text.push(String::new());
-    text.push(if state.trusted {
-        "↑/↓ move · space toggle · tab user/project · esc quit".into()
+    let [title, file] = state.heading();
+    let hint = if state.trusted {
+        "tab switch mode · space toggle · esc close"
     } else {
-        "↑/↓ move · space toggle · esc quit".into()
-    });
-    for line in text {
+        "space toggle · esc close"
+    };
+    let mut text = vec![format!("{title}    {hint}"), file, String::new()];
+    let (lines, selected) = state.lines();
+    if lines.is_empty() {
+        text.push("  No package resources.".into());
+    }
+    let offset = text.len();
+    text.extend(lines);
+    if !state.rows.is_empty() {
+        if let Some(line) = text.get_mut(offset + selected) {
+            line.replace_range(0..1, ">");
+        }
+    }
+    let rows = terminal::size()
+        .map(|(_, h)| h as usize)
+        .unwrap_or(24)
+        .max(5);
+    // Keep the selection on screen.
+    let skip = (offset + selected + 2).saturating_sub(rows);
+    for line in text.iter().skip(skip).take(rows - 1) {
         write!(out, "{line}\r\n")?;
     }
     out.flush()
