@@ -236,7 +236,7 @@ impl PackageManager {
         self.check_scope(scope)?;
         self.emit(Progress::Start(format!("Installing {source}...")));
         match Source::parse(source) {
-            Source::Npm(n) => self.install_npm(&[n.spec.clone()], scope)?,
+            Source::Npm(n) => self.install_npm(std::slice::from_ref(&n.spec), scope)?,
             Source::Git(g) => self.install_git(&g, scope)?,
             Source::Local(p) => {
                 let resolved = resolve_local(&p, &self.cwd);
@@ -329,8 +329,7 @@ impl PackageManager {
         let base = self.base_dir(scope);
         let mut packages = self.packages(scope);
         let before = packages.len();
-        packages
-            .retain(|e| !source_of(e).is_some_and(|s| Source::parse(&s).identity(&base) == key));
+        packages.retain(|e| source_of(e).is_none_or(|s| Source::parse(&s).identity(&base) != key));
         if packages.len() == before {
             return Ok(false);
         }
@@ -494,7 +493,9 @@ impl PackageManager {
                         }
                         self.emit(Progress::Start(format!("Installing {source}...")));
                         let result = match &parsed {
-                            Source::Npm(n) => self.install_npm(&[n.spec.clone()], scope),
+                            Source::Npm(n) => {
+                                self.install_npm(std::slice::from_ref(&n.spec), scope)
+                            }
                             Source::Git(g) => self.install_git(g, scope),
                             Source::Local(_) => Ok(()),
                         };

@@ -293,10 +293,8 @@ fn picker(state: &mut State) -> Result<(), String> {
                 KeyCode::Up | KeyCode::Char('k') => {
                     state.selected = state.selected.saturating_sub(1)
                 }
-                KeyCode::Down | KeyCode::Char('j') => {
-                    if state.selected + 1 < state.rows.len() {
-                        state.selected += 1;
-                    }
+                KeyCode::Down | KeyCode::Char('j') if state.selected + 1 < state.rows.len() => {
+                    state.selected += 1;
                 }
                 KeyCode::Char(' ') | KeyCode::Enter => state.toggle()?,
                 KeyCode::Tab if state.trusted => {
