@@ -15,5 +15,6 @@ pub mod extensions;
 pub mod host;
 pub mod llm;
 pub mod mcp;
+pub mod packages;
 pub mod protocol;
 pub mod tools;

@@ -287,6 +287,11 @@ fn check_run_args(args: &mut RunArgs) -> Vec<String> {
 
 /// Runs the command line and returns the process exit code.
 pub fn run() -> i32 {
+    // Package commands (`pi install …`, `pi list`, `pi config`) have Pi's own parser.
+    let raw: Vec<String> = std::env::args().skip(1).collect();
+    if let Some(code) = commands::packages::run(&raw) {
+        return code;
+    }
     let (argv, extension_flags) = normalize_args(std::env::args());
     let mut cli = Cli::parse_from(argv);
     cli.args.extension_flags = extension_flags;

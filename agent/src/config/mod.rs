@@ -69,7 +69,7 @@ mod context_files;
 pub(crate) mod error;
 mod frontmatter;
 mod models;
-mod paths;
+pub(crate) mod paths;
 mod prompts;
 mod resources;
 mod settings;

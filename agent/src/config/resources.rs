@@ -93,6 +93,10 @@ pub struct ResourceOptions {
     pub global_prompt_paths: Vec<String>,
     /// `prompts` paths from project settings.
     pub project_prompt_paths: Vec<String>,
+    /// Enabled skill files of installed packages (lowest precedence, as in Pi).
+    pub package_skill_paths: Vec<PathBuf>,
+    /// Enabled prompt-template files of installed packages.
+    pub package_prompt_paths: Vec<PathBuf>,
 }
 
 impl ResourceOptions {
@@ -114,6 +118,8 @@ impl ResourceOptions {
             project_skill_paths: Vec::new(),
             global_prompt_paths: Vec::new(),
             project_prompt_paths: Vec::new(),
+            package_skill_paths: Vec::new(),
+            package_prompt_paths: Vec::new(),
         }
     }
 
@@ -156,6 +162,9 @@ pub struct Resources {
     pub append_system_prompt: Vec<String>,
     /// Problems found.
     pub diagnostics: Vec<Diagnostic>,
+    /// Enabled extension files of installed packages (filled by the caller that resolved
+    /// the packages; [`Resources::load`] leaves it empty).
+    pub package_extensions: Vec<PathBuf>,
 }
 
 impl Resources {
@@ -212,6 +221,9 @@ impl Resources {
             if let Some(h) = home {
                 skill_sources.push((h.join(".agents/skills"), SkillDirMode::Agents));
             }
+            for p in &options.package_skill_paths {
+                skill_sources.push((p.clone(), SkillDirMode::Pi));
+            }
         }
         skill_sources.extend(cli_skills);
         let skills = load_skills(&skill_sources, &mut diagnostics);
@@ -241,6 +253,7 @@ impl Resources {
                 prompt_sources.push(resolve_path(p, &options.agent_dir, home));
             }
             prompt_sources.push(options.agent_dir.join("prompts"));
+            prompt_sources.extend(options.package_prompt_paths.iter().cloned());
         }
         prompt_sources.extend(cli_prompts);
         let prompt_templates = load_prompt_templates(&prompt_sources, &mut diagnostics);
@@ -284,6 +297,7 @@ impl Resources {
             system_prompt_path,
             append_system_prompt,
             diagnostics,
+            package_extensions: Vec::new(),
         }
     }
 }

@@ -3,4 +3,6 @@
 pub mod auth;
 pub mod mcp;
 pub mod mcp_login;
+pub mod package_config;
+pub mod packages;
 pub mod sessions;

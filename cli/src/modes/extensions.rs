@@ -22,7 +22,7 @@ pub fn start(
 ) -> anyhow::Result<Option<Arc<Extensions>>> {
     let cwd = Path::new(&env.home.cwd);
     let config = &env.settings.config;
-    let paths = extension_paths(&DiscoverOptions {
+    let mut paths = extension_paths(&DiscoverOptions {
         agent_dir: &env.home.agent_dir,
         cwd,
         project_trusted: env.settings.trusted,
@@ -31,6 +31,14 @@ pub fn start(
         global_setting: config.global().get("extensions"),
         project_setting: config.project().get("extensions"),
     });
+    // Installed packages' extensions load after the discovered ones (Pi's lowest precedence).
+    if !args.no_extensions {
+        for p in &env.resources.package_extensions {
+            if !paths.contains(p) {
+                paths.push(p.clone());
+            }
+        }
+    }
     if paths.is_empty() {
         if let Some(flag) = args.extension_flags.first() {
             bail!("unknown option {flag} (no extension is loaded to register it)");

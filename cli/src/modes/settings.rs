@@ -8,6 +8,7 @@ use std::sync::Arc;
 use pi_agent::config::{
     self, home, resolve_trust, ResourceOptions, Resources, TrustDecision, TrustInputs, TrustStore,
 };
+use pi_agent::packages::Kind;
 use pi_engine::compaction::{CompactionSettings, RetrySettings};
 
 use crate::RunArgs;
@@ -89,6 +90,19 @@ impl Settings {
         options.system_prompt = args.system_prompt.clone();
         options.append_system_prompt = args.append_system_prompt.clone();
         options.no_context_files = args.no_context_files;
-        Resources::load(&options)
+        let packages = crate::commands::packages::startup_resources(agent_dir, cwd, self.trusted);
+        options.package_skill_paths = packages.enabled(Kind::Skills);
+        options.package_prompt_paths = packages.enabled(Kind::Prompts);
+        let mut resources = Resources::load(&options);
+        resources.package_extensions = packages.enabled(Kind::Extensions);
+        for failure in &packages.failures {
+            resources.diagnostics.push(pi_agent::config::Diagnostic {
+                kind: "warning",
+                message: format!("could not be installed: {}", failure.message),
+                path: failure.source.clone().into(),
+                winner: None,
+            });
+        }
+        resources
     }
 }
