@@ -17,6 +17,7 @@
 
 pub mod events;
 mod hooks;
+pub mod loadout;
 mod navigate;
 pub mod prompt;
 mod retry;
@@ -44,6 +45,7 @@ use pi_engine::session::Session;
 
 pub use events::{null_sink, EventSink};
 pub use hooks::AgentHooks;
+pub use loadout::ToolLoadout;
 pub use navigate::{NavigateOptions, NavigateOutcome};
 pub use prompt::PromptOptions;
 pub use retry::is_retryable_error;
@@ -219,6 +221,8 @@ struct Shared {
     branch_summary: Mutex<Option<CancellationToken>>,
     /// Extension hooks, when extensions are loaded.
     hooks: Mutex<Option<Arc<dyn AgentHooks>>>,
+    /// Tools loaded during the session (`tool_search`), when MCP servers can be searched.
+    loadout: Mutex<Option<Arc<dyn ToolLoadout>>>,
 }
 
 /// Locks a mutex, carrying on if a panicking holder poisoned it: the state is only ever
@@ -277,6 +281,7 @@ impl AgentSession {
                 compaction: Mutex::new(None),
                 branch_summary: Mutex::new(None),
                 hooks: Mutex::new(None),
+                loadout: Mutex::new(None),
             }),
         }
     }
@@ -317,6 +322,15 @@ impl AgentSession {
 
     pub(crate) fn hooks(&self) -> Option<Arc<dyn AgentHooks>> {
         lock(&self.shared.hooks).clone()
+    }
+
+    /// Lets tools join the declared set during the session (see [`ToolLoadout`]).
+    pub fn set_tool_loadout(&self, loadout: Arc<dyn ToolLoadout>) {
+        *lock(&self.shared.loadout) = Some(loadout);
+    }
+
+    pub(crate) fn tool_loadout(&self) -> Option<Arc<dyn ToolLoadout>> {
+        lock(&self.shared.loadout).clone()
     }
 
     /// Records an extension's custom message (`pi.sendMessage`, `before_agent_start`) as

@@ -265,6 +265,8 @@ pub struct McpServer {
     tools_changed: Arc<tokio::sync::Notify>,
     progress: Arc<Mutex<Vec<(rmcp::model::ProgressToken, ProgressFn)>>>,
     closed: CancellationToken,
+    /// Set when the first connection attempt starts (see [`McpServer::settled`]).
+    attempted: std::sync::atomic::AtomicBool,
 }
 
 impl std::fmt::Debug for McpServer {
@@ -293,6 +295,7 @@ impl McpServer {
             tools_changed: Arc::new(tokio::sync::Notify::new()),
             progress: Arc::new(Mutex::new(Vec::new())),
             closed: CancellationToken::new(),
+            attempted: std::sync::atomic::AtomicBool::new(false),
         })
     }
 
@@ -322,6 +325,8 @@ impl McpServer {
         if self.closed.is_cancelled() {
             return Err(format!("MCP server \"{}\" is shut down", self.entry.name));
         }
+        self.attempted
+            .store(true, std::sync::atomic::Ordering::SeqCst);
         let mut live = self.live.lock().await;
         if let Some(open) = live.as_ref() {
             if open.is_open() {
@@ -705,6 +710,33 @@ impl McpServer {
         message
     }
 
+    /// Waits until the connection attempt under way has settled (connected or failed),
+    /// without starting another: a failed server is not tried again by waiting for it.
+    pub async fn settled(self: &Arc<Self>) {
+        if !self.attempted.load(std::sync::atomic::Ordering::SeqCst) {
+            // Nothing started it yet: this is the first attempt.
+            let _ = self.connect().await;
+            return;
+        }
+        loop {
+            drop(self.live.lock().await);
+            if self.status().state != ConnState::Connecting || self.closed.is_cancelled() {
+                return;
+            }
+            // The attempt's task has not taken the connection lock yet.
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    }
+
+    /// Closes the connection (if any) and connects again (`/mcp reconnect`).
+    pub async fn reconnect(self: &Arc<Self>) -> Result<(), String> {
+        let old = self.live.lock().await.take();
+        if let Some(old) = old {
+            old.close().await;
+        }
+        self.connect().await.map(|_| ())
+    }
+
     /// Stops the server (stdin, SIGTERM, SIGKILL for stdio) and refuses further calls.
     pub async fn close(&self) {
         self.closed.cancel();
@@ -808,7 +840,7 @@ fn init_http_error(error: &rmcp::service::ClientInitializeError) -> Option<&Http
 }
 
 /// Whether a failed request is worth another connect: an HTTP network error or transient status.
-fn is_transient(error: &ServiceError) -> bool {
+pub(crate) fn is_transient(error: &ServiceError) -> bool {
     match error {
         ServiceError::TransportSend(e) => HttpError::find(e).is_some_and(HttpError::is_transient),
         _ => false,

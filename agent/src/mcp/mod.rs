@@ -9,10 +9,14 @@
 
 pub mod client;
 pub mod config;
+pub mod edit;
 pub mod guard;
 pub mod http;
 pub mod log;
+pub mod resources;
+pub mod status;
 pub mod tool;
+pub mod tool_search;
 
 use std::path::Path;
 use std::path::PathBuf;
