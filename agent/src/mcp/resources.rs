@@ -420,7 +420,7 @@ impl ResourceTool {
             ));
         }
         let mut servers = resource_servers(&self.mcp);
-        servers.sort_by(|a, b| a.name().to_lowercase().cmp(&b.name().to_lowercase()));
+        servers.sort_by_key(|s| s.name().to_lowercase());
         let results =
             futures::future::join_all(servers.iter().map(|s| all_pages(self.kind, s))).await;
         let mut items = Vec::new();

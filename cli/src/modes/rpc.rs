@@ -27,7 +27,7 @@ pub async fn run(args: RunArgs) -> anyhow::Result<i32> {
     }
     let env = Env::new(&args)?;
     let host = build_host(&args, &env, stdout_sink())?;
-    super::mcp_command::report_after_startup(|record| output(record));
+    super::mcp_command::report_after_startup(output);
     let mut reader = BufReader::new(tokio::io::stdin());
     let mut buf = Vec::new();
     // Commands that run on tasks (prompt, compact, bash) answer through this channel, so
@@ -75,7 +75,7 @@ pub async fn run(args: RunArgs) -> anyhow::Result<i32> {
                 if super::mcp_command::handle_rpc(
                     &request,
                     &env.home.agent_dir,
-                    |record| output(record),
+                    output,
                     move || {
                         let _ = mcp_answered.send(());
                     },
