@@ -530,6 +530,43 @@ mod tests {
     }
 
     #[test]
+    fn binary_resources_go_to_temp_files_and_links_name_the_resource_tool() {
+        use base64::Engine as _;
+        let dir = tempfile::tempdir().unwrap();
+        let blob = |bytes: &[u8]| base64::engine::general_purpose::STANDARD.encode(bytes);
+        let result = json!({"content": [
+            {"type": "resource", "resource": {"uri": "x://a/data.bin", "mimeType": "application/octet-stream", "blob": blob(&[0, 1, 2])}},
+            {"type": "resource", "resource": {"uri": "x://b", "mimeType": "application/json; charset=utf-8", "blob": blob(b"{\"k\":1}")}},
+            {"type": "resource_link", "uri": "x://c", "name": "c"}
+        ]});
+        let out = convert_result_with("srv", "t", &result, Some(dir.path()), true);
+        let texts: Vec<&str> = out
+            .content
+            .iter()
+            .filter_map(ContentBlock::as_text)
+            .collect();
+        let saved = texts[0]
+            .strip_prefix(
+                "[Binary resource x://a/data.bin (application/octet-stream, 3B) saved to ",
+            )
+            .and_then(|rest| rest.strip_suffix(']'))
+            .unwrap_or_else(|| panic!("{}", texts[0]));
+        assert!(saved.ends_with(".bin"), "{saved}");
+        assert_eq!(std::fs::read(saved).unwrap(), [0, 1, 2]);
+        assert_eq!(texts[1], "{\"k\":1}");
+        assert_eq!(
+            texts[2],
+            "[Resource x://c \"c\". Read it with read_mcp_resource (server \"srv\")]"
+        );
+        // Without readable resources the link is as before.
+        let out = convert_result_with("srv", "t", &result, Some(dir.path()), false);
+        assert_eq!(
+            out.content[2],
+            ContentBlock::Text("[Resource x://c \"c\"]".into())
+        );
+    }
+
+    #[test]
     fn blocks_errors_and_structured_content() {
         let result = json!({"content": [], "isError": true});
         let out = convert_result("s", "t", &result, None);
