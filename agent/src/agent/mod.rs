@@ -17,6 +17,7 @@
 
 pub mod events;
 mod hooks;
+pub mod loadout;
 mod navigate;
 pub mod prompt;
 mod retry;
@@ -44,6 +45,7 @@ use pi_engine::session::Session;
 
 pub use events::{null_sink, EventSink};
 pub use hooks::{AgentHooks, RunStart};
+pub use loadout::ToolLoadout;
 pub use navigate::{NavigateOptions, NavigateOutcome};
 pub use prompt::{PromptBuilder, PromptOptions};
 pub use retry::is_retryable_error;
@@ -223,6 +225,8 @@ struct Shared {
     hooks: Mutex<Option<Arc<dyn AgentHooks>>>,
     /// A `before_agent_start` system prompt that replaces the prompt for the running prompt.
     system_override: Mutex<Option<String>>,
+    /// Tools loaded during the session (`tool_search`), when MCP servers can be searched.
+    loadout: Mutex<Option<Arc<dyn ToolLoadout>>>,
 }
 
 /// Locks a mutex, carrying on if a panicking holder poisoned it: the state is only ever
@@ -283,6 +287,7 @@ impl AgentSession {
                 branch_summary: Mutex::new(None),
                 hooks: Mutex::new(None),
                 system_override: Mutex::new(None),
+                loadout: Mutex::new(None),
             }),
         }
     }
@@ -326,6 +331,15 @@ impl AgentSession {
 
     pub(crate) fn hooks(&self) -> Option<Arc<dyn AgentHooks>> {
         lock(&self.shared.hooks).clone()
+    }
+
+    /// Lets tools join the declared set during the session (see [`ToolLoadout`]).
+    pub fn set_tool_loadout(&self, loadout: Arc<dyn ToolLoadout>) {
+        *lock(&self.shared.loadout) = Some(loadout);
+    }
+
+    pub(crate) fn tool_loadout(&self) -> Option<Arc<dyn ToolLoadout>> {
+        lock(&self.shared.loadout).clone()
     }
 
     /// Records an extension's custom message (`pi.sendMessage`, `before_agent_start`) as

@@ -469,6 +469,44 @@ impl AgentSession {
         }
     }
 
+    /// Pi's `declareToolChanges` for tools loaded during the session: before a request, the
+    /// tools the loadout loaded that the branch does not declare yet go into a system message
+    /// `{role, content: "", timestamp, toolsAdded}`, written like any message.
+    fn declare_loaded_tools(&self) -> Result<Option<Value>, AgentError> {
+        let Some(loadout) = self.tool_loadout() else {
+            return Ok(None);
+        };
+        let declared: Vec<String> = {
+            let st = lock(&self.shared.state);
+            let s = &st.session;
+            let branch = s.branch_path();
+            let path = SessionPath::of(s, &branch);
+            let system = context::transcript::context_system_messages(&path);
+            context::transcript::current_system_message(&system)
+                .and_then(|m| m.get("toolsAdded").and_then(Value::as_array).cloned())
+                .unwrap_or_default()
+                .iter()
+                .filter_map(|t| t.get("name").and_then(Value::as_str).map(str::to_string))
+                .collect()
+        };
+        let loaded = loadout.before_request(&declared);
+        if loaded.is_empty() {
+            return Ok(None);
+        }
+        let declarations: Vec<Value> = loaded
+            .iter()
+            .map(|t| crate::tools::tool_declaration(t.as_ref()))
+            .collect();
+        let message = serde_json::json!({
+            "role": "system",
+            "content": "",
+            "timestamp": now_millis(),
+            "toolsAdded": declarations,
+        });
+        self.emit_and_persist(&message)?;
+        Ok(Some(message))
+    }
+
     /// Emits `message_start`, persists the message, then emits `message_end`: a client that
     /// sees `message_end` finds the message in the session file. (`message_end` comes even
     /// when the write failed; the error ends the run.) Returns the entry id.
@@ -536,6 +574,9 @@ impl AgentSession {
                 for text in pending.drain(..) {
                     let m = user_message(&text, &[]);
                     self.emit_and_persist(&m)?;
+                    new_messages.push(m);
+                }
+                if let Some(m) = self.declare_loaded_tools()? {
                     new_messages.push(m);
                 }
                 let message = self.stream_turn(token).await?;
@@ -777,7 +818,15 @@ impl AgentSession {
             } else if token.is_cancelled() {
                 Err(ToolError::aborted().into_output())
             } else {
-                match tools.iter().find(|t| t.name() == call.name) {
+                let found = match tools.iter().find(|t| t.name() == call.name) {
+                    Some(tool) => Some(tool.clone()),
+                    // A tool loaded during the session (`tool_search`), declared on this branch.
+                    None => match self.tool_loadout() {
+                        Some(loadout) => loadout.resolve(&call.name).await,
+                        None => None,
+                    },
+                };
+                match found {
                     None => {
                         Err(ToolError::new(format!("Tool {} not found", call.name)).into_output())
                     }

@@ -199,11 +199,15 @@ impl CodemodeTool {
     /// global, else those whose namespace its words name.
     async fn wait_for_servers(&self, code: &str) {
         let Some(mcp) = &self.mcp else { return };
+        // The resource tools reach every server, like the discovery globals.
         let discovery = [
             "searchTools",
             "describeNamespace",
             "describeTool",
             "ALL_TOOLS",
+            crate::mcp::resources::LIST_MCP_RESOURCES_TOOL,
+            crate::mcp::resources::LIST_MCP_RESOURCE_TEMPLATES_TOOL,
+            crate::mcp::resources::READ_MCP_RESOURCE_TOOL,
         ]
         .iter()
         .any(|global| contains_word(code, global));
@@ -269,6 +273,19 @@ impl CodemodeTool {
                         instructions,
                     }),
                 });
+            }
+            // The resource tools, once a server with resources connected.
+            if crate::mcp::resources::exposure(mcp).is_some() {
+                for tool in crate::mcp::resources::resource_tools(mcp) {
+                    if self.builtins.iter().any(|t| t.name() == tool.name()) {
+                        continue;
+                    }
+                    out.push(Callable {
+                        sample: sample(tool.as_ref()),
+                        tool,
+                        namespace: None,
+                    });
+                }
             }
         }
         out

@@ -270,6 +270,8 @@ pub struct McpServer {
     progress: Arc<Mutex<Vec<(rmcp::model::ProgressToken, ProgressFn)>>>,
     closed: CancellationToken,
     auth: Option<Arc<ServerAuth>>,
+    /// Set when the first connection attempt starts (see [`McpServer::settled`]).
+    attempted: std::sync::atomic::AtomicBool,
 }
 
 impl std::fmt::Debug for McpServer {
@@ -325,6 +327,7 @@ impl McpServer {
             tools_changed: Arc::new(tokio::sync::Notify::new()),
             progress: Arc::new(Mutex::new(Vec::new())),
             closed: CancellationToken::new(),
+            attempted: std::sync::atomic::AtomicBool::new(false),
         })
     }
 
@@ -339,7 +342,8 @@ impl McpServer {
         self.auth.as_ref()
     }
 
-    /// Drops the connection and connects again, with fresh credentials after a sign-in.
+    /// Drops the connection and connects again (`/mcp reconnect`, and with fresh
+    /// credentials after a sign-in).
     pub async fn reconnect(self: &Arc<Self>) -> Result<Peer<RoleClient>, String> {
         if let Some(old) = self.live.lock().await.take() {
             old.close().await;
@@ -391,6 +395,8 @@ impl McpServer {
         if self.closed.is_cancelled() {
             return Err(format!("MCP server \"{}\" is shut down", self.entry.name));
         }
+        self.attempted
+            .store(true, std::sync::atomic::Ordering::SeqCst);
         let mut live = self.live.lock().await;
         if let Some(open) = live.as_ref() {
             if open.is_open() {
@@ -802,6 +808,24 @@ impl McpServer {
         message
     }
 
+    /// Waits until the connection attempt under way has settled (connected or failed),
+    /// without starting another: a failed server is not tried again by waiting for it.
+    pub async fn settled(self: &Arc<Self>) {
+        if !self.attempted.load(std::sync::atomic::Ordering::SeqCst) {
+            // Nothing started it yet: this is the first attempt.
+            let _ = self.connect().await;
+            return;
+        }
+        loop {
+            drop(self.live.lock().await);
+            if self.status().state != ConnState::Connecting || self.closed.is_cancelled() {
+                return;
+            }
+            // The attempt's task has not taken the connection lock yet.
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    }
+
     /// Stops the server (stdin, SIGTERM, SIGKILL for stdio) and refuses further calls.
     pub async fn close(&self) {
         self.closed.cancel();
@@ -913,7 +937,7 @@ fn service_http_error(error: &ServiceError) -> Option<&HttpError> {
 }
 
 /// Whether a failed request is worth another connect: an HTTP network error or transient status.
-fn is_transient(error: &ServiceError) -> bool {
+pub(crate) fn is_transient(error: &ServiceError) -> bool {
     match error {
         ServiceError::TransportSend(e) => HttpError::find(e).is_some_and(HttpError::is_transient),
         _ => false,

@@ -552,7 +552,7 @@ pub fn is_mcp_tool_name(name: &str) -> bool {
 
 /// Reads `path` (an empty object when missing), lets `edit` change its `mcpServers`, and
 /// writes it back with its own indentation when `edit` returns true; other content is kept.
-fn edit_mcp_servers(
+pub(crate) fn edit_mcp_servers(
     path: &Path,
     edit: impl FnOnce(&mut Map<String, Value>) -> bool,
 ) -> Result<(), String> {

@@ -9,11 +9,15 @@
 
 pub mod client;
 pub mod config;
+pub mod edit;
 pub mod guard;
 pub mod http;
 pub mod log;
 pub mod oauth;
+pub mod resources;
+pub mod status;
 pub mod tool;
+pub mod tool_search;
 
 use std::path::Path;
 use std::path::PathBuf;

@@ -202,11 +202,15 @@ impl Tool for McpTool {
         };
         let result = result.map_err(ToolError::new)?;
         let wire = serde_json::to_value(&result).unwrap_or(Value::Null);
-        Ok(convert_result(
+        let readable = status.has_resources
+            && self.server.entry.config.enabled
+            && self.server.entry.config.exposure() != super::config::Exposure::Hidden;
+        Ok(convert_result_with(
             self.server.name(),
             &self.tool,
             &wire,
             ctx.temp_dir.as_deref(),
+            readable,
         ))
     }
 }
@@ -218,6 +222,85 @@ fn js_number(n: f64) -> String {
     } else {
         n.to_string()
     }
+}
+
+/// Blobs of these types are shown as text (Pi's `isTextMimeType`).
+fn is_text_mime_type(mime: &str) -> bool {
+    let kind = mime
+        .split(';')
+        .next()
+        .unwrap_or("")
+        .trim()
+        .to_ascii_lowercase();
+    kind.starts_with("text/")
+        || kind == "application/json"
+        || kind.ends_with("+json")
+        || kind.ends_with("+xml")
+}
+
+/// The extension of a saved binary resource: the one its URI's path ends in, else `.bin`.
+fn extension_of(uri: &str) -> String {
+    let path = reqwest::Url::parse(uri)
+        .map(|u| u.path().to_string())
+        .unwrap_or_else(|_| uri.to_string());
+    let ext = path.rsplit_once('.').map(|(_, e)| e).unwrap_or("");
+    if !ext.is_empty() && ext.len() <= 8 && ext.chars().all(|c| c.is_ascii_alphanumeric()) {
+        format!(".{ext}")
+    } else {
+        ".bin".to_string()
+    }
+}
+
+/// What a content block becomes before the generic conversion: a resource link names
+/// `read_mcp_resource` when its server's resources are readable, and a binary embedded resource
+/// that is not an image is shown as text (text types) or saved to a temp file (Pi's
+/// `blockToContent`).
+fn special_block(
+    server: &str,
+    block: &Value,
+    temp_dir: Option<&std::path::Path>,
+    readable_resources: bool,
+) -> Option<ContentBlock> {
+    use base64::Engine as _;
+    let kind = block.get("type").and_then(Value::as_str)?;
+    if kind == "resource_link" && readable_resources {
+        if let ContentBlock::Text(text) = block_to_content(block) {
+            let body = text.strip_suffix(']').unwrap_or(&text);
+            return Some(ContentBlock::Text(format!(
+                "{body}. Read it with {} (server \"{server}\")]",
+                super::resources::READ_MCP_RESOURCE_TOOL
+            )));
+        }
+    }
+    let resource = block.get("resource").filter(|_| kind == "resource")?;
+    let blob = resource.get("blob").and_then(Value::as_str)?;
+    let mime = resource.get("mimeType").and_then(Value::as_str);
+    if mime.is_some_and(|m| m.starts_with("image/")) {
+        return None;
+    }
+    let uri = resource.get("uri").and_then(Value::as_str).unwrap_or("");
+    let data = base64::engine::general_purpose::STANDARD
+        .decode(blob)
+        .unwrap_or_default();
+    if mime.is_some_and(is_text_mime_type) {
+        return Some(ContentBlock::Text(
+            String::from_utf8_lossy(&data).into_owned(),
+        ));
+    }
+    let what = format!(
+        "{}, {}",
+        mime.unwrap_or("unknown type"),
+        crate::tools::format_size(data.len())
+    );
+    let saved =
+        crate::tools::output::write_output_file("pi-mcp", &extension_of(uri), &data, temp_dir);
+    Some(ContentBlock::Text(match saved {
+        Ok(path) => format!(
+            "[Binary resource {uri} ({what}) saved to {}]",
+            path.display()
+        ),
+        Err(e) => format!("[Binary resource {uri} ({what}) could not be saved: {e}]"),
+    }))
 }
 
 /// The model-facing content of one wire content block.
@@ -292,12 +375,30 @@ pub fn convert_result(
     result: &Value,
     temp_dir: Option<&std::path::Path>,
 ) -> ToolOutput {
+    convert_result_with(server, tool, result, temp_dir, false)
+}
+
+/// [`convert_result`]; `readable_resources` when the resource tools reach `server`, so its
+/// resource links name `read_mcp_resource`.
+pub fn convert_result_with(
+    server: &str,
+    tool: &str,
+    result: &Value,
+    temp_dir: Option<&std::path::Path>,
+    readable_resources: bool,
+) -> ToolOutput {
     let blocks = result
         .get("content")
         .and_then(Value::as_array)
         .cloned()
         .unwrap_or_default();
-    let mut content: Vec<ContentBlock> = blocks.iter().map(block_to_content).collect();
+    let mut content: Vec<ContentBlock> = blocks
+        .iter()
+        .map(|b| {
+            special_block(server, b, temp_dir, readable_resources)
+                .unwrap_or_else(|| block_to_content(b))
+        })
+        .collect();
     if content.is_empty() {
         if let Some(structured) = result.get("structuredContent") {
             let pretty = serde_json::to_string_pretty(structured).unwrap_or_default();
@@ -426,6 +527,43 @@ mod tests {
             "[Full output: {path} (read it with offset/limit)]"
         )));
         assert!(out.structured.unwrap().get("_meta").is_none());
+    }
+
+    #[test]
+    fn binary_resources_go_to_temp_files_and_links_name_the_resource_tool() {
+        use base64::Engine as _;
+        let dir = tempfile::tempdir().unwrap();
+        let blob = |bytes: &[u8]| base64::engine::general_purpose::STANDARD.encode(bytes);
+        let result = json!({"content": [
+            {"type": "resource", "resource": {"uri": "x://a/data.bin", "mimeType": "application/octet-stream", "blob": blob(&[0, 1, 2])}},
+            {"type": "resource", "resource": {"uri": "x://b", "mimeType": "application/json; charset=utf-8", "blob": blob(b"{\"k\":1}")}},
+            {"type": "resource_link", "uri": "x://c", "name": "c"}
+        ]});
+        let out = convert_result_with("srv", "t", &result, Some(dir.path()), true);
+        let texts: Vec<&str> = out
+            .content
+            .iter()
+            .filter_map(ContentBlock::as_text)
+            .collect();
+        let saved = texts[0]
+            .strip_prefix(
+                "[Binary resource x://a/data.bin (application/octet-stream, 3B) saved to ",
+            )
+            .and_then(|rest| rest.strip_suffix(']'))
+            .unwrap_or_else(|| panic!("{}", texts[0]));
+        assert!(saved.ends_with(".bin"), "{saved}");
+        assert_eq!(std::fs::read(saved).unwrap(), [0, 1, 2]);
+        assert_eq!(texts[1], "{\"k\":1}");
+        assert_eq!(
+            texts[2],
+            "[Resource x://c \"c\". Read it with read_mcp_resource (server \"srv\")]"
+        );
+        // Without readable resources the link is as before.
+        let out = convert_result_with("srv", "t", &result, Some(dir.path()), false);
+        assert_eq!(
+            out.content[2],
+            ContentBlock::Text("[Resource x://c \"c\"]".into())
+        );
     }
 
     #[test]

@@ -3,6 +3,7 @@
 
 mod extensions;
 pub mod json;
+mod mcp_command;
 pub mod print;
 pub mod rpc;
 mod settings;
@@ -351,6 +352,12 @@ pub fn build_host(args: &RunArgs, env: &Env, sink: EventSink) -> anyhow::Result<
             mcp.direct_tools(),
             &selection,
         ));
+        if pi_agent::mcp::resources::exposure(mcp) == Some(pi_agent::mcp::Exposure::Direct) {
+            tools.extend(pi_agent::mcp::select_mcp_tools(
+                pi_agent::mcp::resources::resource_tools(mcp),
+                &selection,
+            ));
+        }
     }
     let extensions = extensions::start(args, env, &tools)?;
     if let Some(ext) = &extensions {
@@ -363,6 +370,16 @@ pub fn build_host(args: &RunArgs, env: &Env, sink: EventSink) -> anyhow::Result<
     if wants_codemode(&selection, mcp.as_deref()) {
         tools = pi_agent::codemode::with_codemode(tools, mcp.clone());
     }
+    // After codemode: `tool_search` changes what the model sees, scripts do not call it.
+    let loadout = mcp
+        .as_ref()
+        .filter(|m| wants_tool_search(&selection, m))
+        .map(|m| {
+            use pi_agent::mcp::tool_search::{McpLoadout, ToolSearchTool};
+            let loadout = McpLoadout::new(m.clone(), selection.clone(), &tools);
+            tools.push(Arc::new(ToolSearchTool::new(loadout.clone())));
+            loadout
+        });
     let (session, persist, resumed) = if let Some(r) = &args.fork {
         let (source, _) = env.home.read_only().open_ref(r).map_err(|e| anyhow!(e))?;
         let header = NewHeader::new(
@@ -533,6 +550,9 @@ pub fn build_host(args: &RunArgs, env: &Env, sink: EventSink) -> anyhow::Result<
         let handle = tokio::runtime::Handle::current();
         tokio::task::block_in_place(|| handle.block_on(ext.session_start("startup", None)));
     }
+    if let Some(loadout) = loadout {
+        agent.set_tool_loadout(loadout);
+    }
     let host = Host::new(
         agent,
         HostSetup {
@@ -655,21 +675,88 @@ fn start_mcp(args: &RunArgs, env: &Env) -> Option<Arc<pi_agent::mcp::McpManager>
     // build_host runs inside the runtime (print, rpc) or beside it (TUI); either way the
     // servers' tasks must live on the runtime that outlives this call.
     tokio::task::block_in_place(|| handle.block_on(manager.start(pi_agent::mcp::DIRECT_WAIT)));
-    for problem in manager.problems() {
-        eprintln!("Warning: {problem}");
+    let tui = args.mode.is_none() && !args.print;
+    if tui {
+        // Later lines would write over the screen.
+        for problem in manager.problems() {
+            eprintln!("Warning: {problem}");
+        }
+    } else if args.mode.as_deref() != Some("rpc") {
+        // RPC clients get Pi's notify record instead (`mcp_command::report_after_startup`).
+        report_mcp_problems(&manager);
     }
     MCP_MANAGERS
         .lock()
         .unwrap_or_else(|e| e.into_inner())
         .push(manager.clone());
+    let _ = MCP_RUNTIME.set(handle);
     Some(manager)
+}
+
+/// The runtime the MCP connections live on (the TUI's loop runs beside it).
+static MCP_RUNTIME: std::sync::OnceLock<tokio::runtime::Handle> = std::sync::OnceLock::new();
+
+/// The MCP servers of this run, when MCP is on.
+pub fn current_mcp() -> Option<Arc<pi_agent::mcp::McpManager>> {
+    mcp_command::current()
+}
+
+/// Runs `work` on the runtime of the MCP connections (reconnects from the TUI).
+pub fn spawn_on_mcp_runtime(work: impl std::future::Future<Output = ()> + Send + 'static) {
+    if let Some(handle) = MCP_RUNTIME.get() {
+        handle.spawn(work);
+    }
+}
+
+/// Config errors and servers that failed already, now; servers still connecting once their
+/// first connection settled (they are not waited for at start-up); each once, on stderr.
+fn report_mcp_problems(manager: &Arc<pi_agent::mcp::McpManager>) {
+    use pi_agent::mcp::ConnState;
+    for problem in manager.problems() {
+        eprintln!("Warning: {problem}");
+    }
+    let connecting: Vec<_> = manager
+        .servers
+        .iter()
+        .filter(|s| s.entry.config.enabled && s.status().state == ConnState::Connecting)
+        .cloned()
+        .collect();
+    for server in connecting {
+        tokio::spawn(async move {
+            server.settled().await;
+            if server.status().state == ConnState::Failed {
+                let error = server.status().error.unwrap_or_default();
+                let first = error.lines().next().unwrap_or("unknown error").to_string();
+                eprintln!("Warning: MCP server \"{}\" failed: {first}", server.name());
+            }
+        });
+    }
+}
+
+/// Whether the run declares `tool_search`: as `codemode`, activated by a server with
+/// `deferred` exposure.
+fn wants_tool_search(selection: &ToolSelection, mcp: &pi_agent::mcp::McpManager) -> bool {
+    wants_discovery_tool(
+        selection,
+        pi_agent::mcp::tool_search::TOOL_SEARCH_TOOL_NAME,
+        pi_agent::mcp::tool_search::wants_tool_search(mcp),
+    )
 }
 
 /// Whether the run declares `codemode`: named in `--tools` (`codemode` or `+codemode`), or
 /// activated by an MCP server with `codemode` exposure (unless `--tools` lists plain names
 /// without it), and not excluded.
 fn wants_codemode(selection: &ToolSelection, mcp: Option<&pi_agent::mcp::McpManager>) -> bool {
-    let name = pi_agent::codemode::CODEMODE_TOOL_NAME;
+    wants_discovery_tool(
+        selection,
+        pi_agent::codemode::CODEMODE_TOOL_NAME,
+        mcp.is_some_and(pi_agent::mcp::McpManager::wants_codemode),
+    )
+}
+
+/// Whether a tool that reaches undeclared MCP tools is declared: named in `--tools`, or
+/// `activated` by the servers' exposure without a `--tools` allowlist, and not excluded.
+fn wants_discovery_tool(selection: &ToolSelection, name: &str, activated: bool) -> bool {
     let excluded = selection
         .exclude_tools
         .iter()
@@ -686,9 +773,7 @@ fn wants_codemode(selection: &ToolSelection, mcp: Option<&pi_agent::mcp::McpMana
         .iter()
         .flatten()
         .any(|t| !t.starts_with('+') && !t.starts_with('-'));
-    let automatic = selection.no_tools == NoTools::None
-        && !allowlist
-        && mcp.is_some_and(pi_agent::mcp::McpManager::wants_codemode);
+    let automatic = selection.no_tools == NoTools::None && !allowlist && activated;
     !excluded && (named || automatic)
 }
 

@@ -46,6 +46,15 @@ pub async fn run(args: RunArgs, mode: Mode) -> anyhow::Result<i32> {
     let mut images = Some(images);
     for m in &messages {
         let first_images = images.as_deref().unwrap_or_default();
+        // `/mcp`: the built-in MCP command, answered without the model.
+        if let Some(notice) = super::mcp_command::run_text(m, &env.home.agent_dir).await {
+            if mode == Mode::Json {
+                super::write_line(&super::mcp_command::notify_record(&notice));
+            } else {
+                println!("{}", notice.message);
+            }
+            continue;
+        }
         let text = match host
             .prepare_input(m, first_images)
             .await

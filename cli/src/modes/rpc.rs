@@ -28,6 +28,7 @@ pub async fn run(args: RunArgs) -> anyhow::Result<i32> {
     let env = Env::new(&args)?;
     let host = build_host(&args, &env, stdout_sink())?;
     host.run_extension_prompts();
+    super::mcp_command::report_after_startup(output);
     let mut reader = BufReader::new(tokio::io::stdin());
     let mut buf = Vec::new();
     // Commands that run on tasks (prompt, compact, bash) answer through this channel, so
@@ -70,6 +71,18 @@ pub async fn run(args: RunArgs) -> anyhow::Result<i32> {
             Decoded::Command(request) => {
                 pending += 1;
                 let answered = answered.clone();
+                let mcp_answered = answered.clone();
+                // `/mcp` is the built-in MCP command, answered without the model.
+                if super::mcp_command::handle_rpc(
+                    &request,
+                    &env.home.agent_dir,
+                    output,
+                    move || {
+                        let _ = mcp_answered.send(());
+                    },
+                ) {
+                    continue;
+                }
                 host.handle(request, move |record| {
                     output(&record);
                     let _ = answered.send(());

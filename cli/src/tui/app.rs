@@ -128,6 +128,15 @@ pub enum Effect {
         missing_cwd: super::driver::MissingCwd,
     },
     Reload,
+    /// Open /mcp: the server list.
+    OpenMcp,
+    /// A server's view in /mcp.
+    OpenMcpServer(String),
+    /// An action of a server's view in /mcp.
+    McpAction {
+        server: String,
+        action: super::mcp_view::McpAction,
+    },
     /// Open /trust (the loop reads trust.json and calls `session_ops::open_trust`).
     OpenTrust,
     /// Save the /trust answer to trust.json (effective at the next start, as in Pi).
@@ -194,6 +203,11 @@ pub const BUILTIN_COMMANDS: &[(&str, &str)] = &[
     ("logout", "Remove provider authentication"),
     ("hotkeys", "Show all keyboard shortcuts"),
     ("quit", "Quit pi"),
+    // Pi's built-in `mcp` extension registers it after the built-in commands.
+    (
+        "mcp",
+        "Manage MCP servers: sign in, reconnect, enable or disable, and change exposure",
+    ),
 ];
 
 #[derive(Debug, Clone, PartialEq)]
@@ -1253,6 +1267,7 @@ impl App {
                 None => out.push(Effect::OpenLogout),
             },
             "trust" => out.push(Effect::OpenTrust),
+            "mcp" => out.push(Effect::OpenMcp),
             "hotkeys" => self.dialog = Some(Dialog::Hotkeys(0)),
             "changelog" => self
                 .transcript

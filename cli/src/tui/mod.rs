@@ -36,6 +36,7 @@ pub mod input;
 pub mod keys;
 pub mod login;
 pub mod markdown;
+pub mod mcp_view;
 pub mod render;
 pub mod session_ops;
 pub mod session_search;
@@ -601,6 +602,41 @@ fn apply_effect(
         Effect::Login(arg) => login::start(app, &opts.agent_dir, &arg, tx.clone()),
         Effect::OpenLogout => login::open_logout(app, &opts.agent_dir),
         Effect::Logout(provider) => login::logout(app, &opts.agent_dir, &provider),
+        Effect::OpenMcp => {
+            let mcp = crate::modes::current_mcp();
+            mcp_view::open_list(app, mcp.as_deref(), &opts.agent_dir)
+        }
+        Effect::OpenMcpServer(name) => {
+            let mcp = crate::modes::current_mcp();
+            mcp_view::open_server(app, mcp.as_deref(), &name)
+        }
+        Effect::McpAction { server, action } => {
+            let found = crate::modes::current_mcp()
+                .and_then(|m| m.servers.iter().find(|s| s.name() == server).cloned());
+            match (found, action) {
+                (None, _) => app.notice(format!("No MCP server named \"{server}\".")),
+                (Some(server), mcp_view::McpAction::Reconnect) => {
+                    // On the runtime the connections live on; the outcome comes back as a notice.
+                    let tx = tx.clone();
+                    app.notice(format!("Reconnecting to MCP server \"{}\"…", server.name()));
+                    crate::modes::spawn_on_mcp_runtime(async move {
+                        let text = match server.reconnect().await {
+                            Ok(_) => format!(
+                                "Reconnected to MCP server \"{}\" ({}).",
+                                server.name(),
+                                pi_agent::mcp::status::describe_state(&server)
+                            ),
+                            Err(error) => error,
+                        };
+                        let _ = tx.send(Msg::Notice(text));
+                    });
+                }
+                (Some(server), action) => {
+                    let text = mcp_view::save_change(&server, action);
+                    app.notice(text);
+                }
+            }
+        }
         Effect::OpenTrust => {
             let cwd = driver.cwd().unwrap_or_else(|| app.cwd.clone());
             let trusted = driver.project_trusted();

@@ -234,3 +234,54 @@ pub fn tool_messages(body: &Value) -> Vec<String> {
         })
         .collect()
 }
+
+/// The npm reference servers' version (as mcp_e2e.rs and codemode_e2e.rs install them).
+pub const SERVER_VERSION: &str = "2026.8.31";
+
+static INSTALL: Mutex<Option<PathBuf>> = Mutex::new(None);
+
+/// `target/mcp-test-servers` with `@modelcontextprotocol/server-filesystem` and
+/// `server-everything` installed (by `.ci/run`, or here with npm on first use; same marker
+/// file as the other MCP test files). Fails saying what to install when npm cannot run.
+pub fn servers_dir() -> PathBuf {
+    let mut installed = INSTALL.lock().unwrap_or_else(|e| e.into_inner());
+    if let Some(dir) = installed.as_ref() {
+        return dir.clone();
+    }
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../target/mcp-test-servers");
+    let marker = dir.join(format!("installed-{SERVER_VERSION}"));
+    if !marker.exists() {
+        std::fs::create_dir_all(&dir).unwrap();
+        let status = Command::new("npm")
+            .args(["install", "--prefix"])
+            .arg(&dir)
+            .args(["--no-audit", "--no-fund", "--silent"])
+            .arg(format!("@modelcontextprotocol/server-filesystem@{SERVER_VERSION}"))
+            .arg(format!("@modelcontextprotocol/server-everything@{SERVER_VERSION}"))
+            .status()
+            .unwrap_or_else(|e| {
+                panic!("the MCP tests need npm and Node (>= 20) to install the reference MCP servers, but `npm` cannot run: {e}. Install Node.js and npm.")
+            });
+        assert!(
+            status.success(),
+            "npm install of the MCP reference servers failed"
+        );
+        std::fs::write(&marker, "").unwrap();
+    }
+    *installed = Some(dir.clone());
+    dir
+}
+
+/// `server-everything`'s entry point, for `node <it> stdio`.
+pub fn everything_script() -> String {
+    servers_dir()
+        .join("node_modules/@modelcontextprotocol/server-everything/dist/index.js")
+        .display()
+        .to_string()
+}
+
+/// A recording of real Pi 1.6.0 under `fixtures/realpi/mcp/`.
+pub fn recorded(name: &str) -> Value {
+    serde_json::from_str(&std::fs::read_to_string(format!("{FIXTURES}/mcp/{name}.json")).unwrap())
+        .unwrap()
+}

@@ -1,0 +1,26 @@
+//! Tools that join the declared set during a session (Pi's active-tool changes, as
+//! `tool_search` makes them), as a trait so the agent loop knows nothing about MCP.
+//!
+//! Pi declares tool changes before each request: the difference between what the
+//! transcript's system messages declare and what the runtime can execute becomes a system
+//! message with `toolsAdded`. Here a loadout hands the loop the tools it loaded since the
+//! last request; the loop writes that system message, so the transcript records the loading
+//! and a resumed session (ours or Pi's) declares the tools again on that branch. Calls to a
+//! declared tool that the session's fixed tool set lacks are resolved through the loadout.
+
+use std::sync::Arc;
+
+use crate::tools::Tool;
+
+/// Tools loaded during a session; set with [`super::AgentSession::set_tool_loadout`].
+#[async_trait::async_trait]
+pub trait ToolLoadout: Send + Sync {
+    /// Before each request: the names the branch's transcript declares now. Returns the tools
+    /// loaded since the last call that the branch does not declare yet; the loop declares them
+    /// in a system message before the request.
+    fn before_request(&self, declared: &[String]) -> Vec<Arc<dyn Tool>>;
+
+    /// A tool the branch declares (`name` was in the last `declared` list) that the session's
+    /// own tools do not include, such as an MCP tool loaded by `tool_search` in an earlier run.
+    async fn resolve(&self, name: &str) -> Option<Arc<dyn Tool>>;
+}

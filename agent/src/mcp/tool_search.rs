@@ -1,0 +1,338 @@
+//! The `tool_search` tool (Pi 1.6.0's built-in `tool-search` extension) and the loadout it
+//! changes.
+//!
+//! `tool_search` ranks the MCP tools that are not declared to the model (`codemode` and
+//! `deferred` exposure, the resource tools when theirs is one of those) with the same BM25
+//! ranking as codemode's `searchTools()`, and loads the matches: the agent loop declares them
+//! in a system message (`toolsAdded`) before its next request ([`McpLoadout`] is the agent's
+//! [`ToolLoadout`]). That message is the record: a resumed session declares the tools again
+//! on that branch, and their calls are resolved here. It waits for every server first, since
+//! a query can match any server's tools. Pi activates it when a server has `deferred`
+//! exposure; scripts cannot call it (it changes what the model sees, not what scripts reach).
+
+use std::sync::Arc;
+use std::sync::Mutex;
+
+use serde_json::json;
+use serde_json::Value;
+use tokio_util::sync::CancellationToken;
+
+use super::client::ConnState;
+use super::client::McpServer;
+use super::config::Exposure;
+use super::McpManager;
+use super::McpTool;
+use crate::agent::ToolLoadout;
+use crate::codemode::search;
+use crate::tools::ContentBlock;
+use crate::tools::Tool;
+use crate::tools::ToolContext;
+use crate::tools::ToolError;
+use crate::tools::ToolOutput;
+use crate::tools::ToolSelection;
+use crate::tools::ToolUpdateFn;
+
+/// The tool's name.
+pub const TOOL_SEARCH_TOOL_NAME: &str = "tool_search";
+
+const TOOL_SEARCH_DESCRIPTION: &str = "# Tool discovery\n\nSearches over deferred tool metadata with BM25 and exposes matching tools for the next model call.\n\nSome of the tools, such as tools of MCP servers, may not have been provided to you upfront, and you should use this tool (`tool_search`) to search for the required tools. For MCP tool discovery, always use `tool_search`.";
+
+fn parameters() -> &'static Value {
+    static SCHEMA: std::sync::OnceLock<Value> = std::sync::OnceLock::new();
+    SCHEMA.get_or_init(|| {
+        json!({
+            "type": "object",
+            "required": ["query"],
+            "properties": {
+                "query": {"type": "string", "description": "Search query for deferred tools."},
+                "limit": {"type": "number", "description": format!(
+                    "Maximum number of tools to return. Defaults to {}.",
+                    search::DEFAULT_SEARCH_LIMIT
+                )}
+            }
+        })
+    })
+}
+
+/// Waits for the first connection attempt of every enabled server still connecting (Pi's
+/// `waitForServers` over all of them); failed servers are not tried again here.
+pub async fn wait_for_all_servers(mcp: &McpManager) {
+    let waits = mcp
+        .servers
+        .iter()
+        .filter(|s| s.entry.config.enabled)
+        .filter(|s| s.status().state == ConnState::Connecting)
+        .map(|server| server.settled());
+    futures::future::join_all(waits).await;
+}
+
+/// A server's namespace text for the ranking: `mcp__<server>`, its description (the configured
+/// one, else the first line of its instructions) and its instructions.
+pub fn namespace_text(server: &McpServer) -> (String, String, String) {
+    let instructions = server.status().instructions.unwrap_or_default();
+    let description = server
+        .entry
+        .config
+        .description
+        .clone()
+        .filter(|d| !d.trim().is_empty())
+        .unwrap_or_else(|| instructions.trim().lines().next().unwrap_or("").to_string());
+    (
+        super::config::mcp_namespace(server.name()),
+        description,
+        instructions,
+    )
+}
+
+/// A tool `tool_search` can load, with the namespace text it is ranked by.
+struct Loadable {
+    tool: Arc<dyn Tool>,
+    namespace: Option<(String, String, String)>,
+}
+
+/// The session's loadout: the tools the session declares from the start, what the branch
+/// declares now, and what `tool_search` loaded since the last request.
+pub struct McpLoadout {
+    mcp: Arc<McpManager>,
+    selection: ToolSelection,
+    /// Names of the session's own (always declared) tools.
+    fixed: Vec<String>,
+    state: Mutex<LoadState>,
+}
+
+#[derive(Default)]
+struct LoadState {
+    /// What the branch's transcript declared at the last request.
+    declared: Vec<String>,
+    /// Loaded by `tool_search`, not declared yet.
+    pending: Vec<Arc<dyn Tool>>,
+}
+
+impl std::fmt::Debug for McpLoadout {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("McpLoadout").finish_non_exhaustive()
+    }
+}
+
+impl McpLoadout {
+    /// A loadout over `mcp`'s servers for a session whose own tools are `fixed`; `selection`
+    /// (`--tools`, `--exclude-tools`) filters MCP tools as it filters direct ones.
+    pub fn new(
+        mcp: Arc<McpManager>,
+        selection: ToolSelection,
+        fixed: &[Arc<dyn Tool>],
+    ) -> Arc<McpLoadout> {
+        Arc::new(McpLoadout {
+            mcp,
+            selection,
+            fixed: fixed.iter().map(|t| t.name().to_string()).collect(),
+            state: Mutex::new(LoadState::default()),
+        })
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, LoadState> {
+        self.state.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Tools with `codemode` or `deferred` exposure of the connected servers (and the resource
+    /// tools when theirs is one of those), as the tool options keep them.
+    fn loadable(&self) -> Vec<Loadable> {
+        let searchable = |e: Exposure| matches!(e, Exposure::Codemode | Exposure::Deferred);
+        let mut out: Vec<Loadable> = self
+            .mcp
+            .named_tools()
+            .into_iter()
+            .filter(|(server, _, tool)| searchable(server.entry.config.tool_exposure(&tool.name)))
+            .map(|(server, name, tool)| Loadable {
+                namespace: Some(namespace_text(&server)),
+                tool: Arc::new(McpTool::new(name, server.clone(), &tool)) as Arc<dyn Tool>,
+            })
+            .collect();
+        if super::resources::exposure(&self.mcp).is_some_and(searchable) {
+            out.extend(
+                super::resources::resource_tools(&self.mcp)
+                    .into_iter()
+                    .map(|tool| Loadable {
+                        tool,
+                        namespace: None,
+                    }),
+            );
+        }
+        let kept = super::select_mcp_tools(
+            out.iter().map(|l| l.tool.clone()).collect(),
+            &self.selection,
+        );
+        out.retain(|l| kept.iter().any(|k| k.name() == l.tool.name()));
+        out
+    }
+
+    /// Ranks the loadable tools that are not active and loads the matches for the next request.
+    fn search_and_load(&self, query: &str, limit: usize) -> Vec<Arc<dyn Tool>> {
+        let mut state = self.lock();
+        let active = |name: &str| {
+            self.fixed.iter().any(|n| n == name)
+                || state.declared.iter().any(|n| n == name)
+                || state.pending.iter().any(|t| t.name() == name)
+        };
+        let candidates: Vec<Loadable> = self
+            .loadable()
+            .into_iter()
+            .filter(|l| !active(l.tool.name()))
+            .collect();
+        let documents: Vec<search::SearchDocument> = candidates
+            .iter()
+            .map(|l| {
+                search::SearchDocument::new(
+                    l.tool.name(),
+                    l.tool.description(),
+                    l.tool.parameters(),
+                    l.namespace
+                        .as_ref()
+                        .map(|(n, d, i)| (n.as_str(), d.as_str(), i.as_str())),
+                )
+            })
+            .collect();
+        let found: Vec<Arc<dyn Tool>> = search::rank(query, &documents, limit)
+            .iter()
+            .filter_map(|name| candidates.iter().find(|l| l.tool.name() == name))
+            .map(|l| l.tool.clone())
+            .collect();
+        state.pending.extend(found.iter().cloned());
+        found
+    }
+}
+
+#[async_trait::async_trait]
+impl ToolLoadout for McpLoadout {
+    fn before_request(&self, declared: &[String]) -> Vec<Arc<dyn Tool>> {
+        let mut state = self.lock();
+        let pending = std::mem::take(&mut state.pending);
+        let loaded: Vec<Arc<dyn Tool>> = pending
+            .into_iter()
+            .filter(|t| !declared.iter().any(|n| n == t.name()))
+            .collect();
+        // The loop declares the loaded tools before this request: their calls resolve.
+        state.declared = declared
+            .iter()
+            .cloned()
+            .chain(loaded.iter().map(|t| t.name().to_string()))
+            .collect();
+        loaded
+    }
+
+    async fn resolve(&self, name: &str) -> Option<Arc<dyn Tool>> {
+        if !self.lock().declared.iter().any(|n| n == name) {
+            return None;
+        }
+        let find = || {
+            self.loadable()
+                .into_iter()
+                .find(|l| l.tool.name() == name)
+                .map(|l| l.tool)
+        };
+        if let Some(tool) = find() {
+            return Some(tool);
+        }
+        // Declared by an earlier run: its server may still be connecting.
+        wait_for_all_servers(&self.mcp).await;
+        find()
+    }
+}
+
+/// The `tool_search` tool of one session.
+#[derive(Debug)]
+pub struct ToolSearchTool {
+    loadout: Arc<McpLoadout>,
+}
+
+impl ToolSearchTool {
+    /// `tool_search` loading into `loadout`.
+    pub fn new(loadout: Arc<McpLoadout>) -> ToolSearchTool {
+        ToolSearchTool { loadout }
+    }
+}
+
+#[async_trait::async_trait]
+impl Tool for ToolSearchTool {
+    fn name(&self) -> &str {
+        TOOL_SEARCH_TOOL_NAME
+    }
+
+    fn description(&self) -> &str {
+        TOOL_SEARCH_DESCRIPTION
+    }
+
+    fn parameters(&self) -> &Value {
+        parameters()
+    }
+
+    fn prompt_snippet(&self) -> Option<&str> {
+        Some("Search for tools that are not loaded yet and load the matches")
+    }
+
+    async fn execute(
+        &self,
+        _call_id: &str,
+        args: Value,
+        _ctx: &ToolContext,
+        cancel: CancellationToken,
+        _on_update: ToolUpdateFn<'_>,
+    ) -> Result<ToolOutput, ToolError> {
+        let query = args.get("query").and_then(Value::as_str).unwrap_or("");
+        if query.trim().is_empty() {
+            return Err(ToolError::new("query must not be empty"));
+        }
+        let limit = match args.get("limit") {
+            None | Some(Value::Null) => search::DEFAULT_SEARCH_LIMIT,
+            Some(v) => v
+                .as_f64()
+                .filter(|f| f.fract() == 0.0 && *f > 0.0)
+                .map(|f| f as usize)
+                .ok_or_else(|| ToolError::new("limit must be a positive integer"))?,
+        };
+        tokio::select! {
+            _ = wait_for_all_servers(&self.loadout.mcp) => {}
+            _ = cancel.cancelled() => return Err(ToolError::aborted()),
+        }
+        let found = self.loadout.search_and_load(query, limit);
+        let text = if found.is_empty() {
+            "No matching tools found.".to_string()
+        } else {
+            let lines: Vec<String> = found
+                .iter()
+                .map(|t| {
+                    let first = t.description().trim().split('\n').next().unwrap_or("");
+                    format!("- {}: {}", t.name(), first.trim_end_matches('\r'))
+                })
+                .collect();
+            format!(
+                "Loaded {} tool{}. They are available from your next call:\n{}",
+                found.len(),
+                if found.len() == 1 { "" } else { "s" },
+                lines.join("\n")
+            )
+        };
+        Ok(ToolOutput {
+            content: vec![ContentBlock::Text(text)],
+            details: Some(json!({"loaded": found.iter().map(|t| t.name()).collect::<Vec<_>>()})),
+            is_error: false,
+            structured: None,
+        })
+    }
+}
+
+/// Whether a server's configuration gives some tool `deferred` exposure (Pi activates
+/// `tool_search` for those).
+pub fn wants_tool_search(mcp: &McpManager) -> bool {
+    mcp.servers
+        .iter()
+        .filter(|s| s.entry.config.enabled)
+        .any(|s| {
+            s.entry.config.exposure() == Exposure::Deferred
+                || s.entry
+                    .config
+                    .tool_exposure
+                    .iter()
+                    .any(|(_, e)| *e == Exposure::Deferred)
+        })
+}

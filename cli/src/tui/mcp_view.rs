@@ -1,0 +1,267 @@
+//! `/mcp` in the TUI (Pi 1.6.0's MCP manager, in this UI's selector dialog): the servers with
+//! their state, tool count, exposure and configuration source, those that need attention
+//! first; a server's view lists its tools with their effective exposure and its connection
+//! details, with the actions reconnect, enable or disable, and change exposure. Changes are
+//! saved to the file that defines the server ([`pi_agent::mcp::edit`]) and apply from the
+//! next start; reconnecting runs on the session's runtime and reports back as a notice.
+
+use std::sync::Arc;
+
+use pi_agent::mcp::client::McpServer;
+use pi_agent::mcp::edit::{save_server_change, target_file, ServerPatch};
+use pi_agent::mcp::status::{attention_rank, describe_state};
+use pi_agent::mcp::{ConnState, Exposure, McpManager};
+
+use super::app::{App, Effect};
+use super::dialogs::{Confirm, Dialog};
+
+/// What a server's view can do.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum McpAction {
+    Reconnect,
+    SetEnabled(bool),
+    SetExposure(Exposure),
+}
+
+const EXPOSURES: [Exposure; 4] = [
+    Exposure::Codemode,
+    Exposure::Deferred,
+    Exposure::Direct,
+    Exposure::Hidden,
+];
+
+/// Servers in the order `/mcp` lists them: needing attention first, then configuration order.
+pub fn ordered(mcp: &McpManager) -> Vec<Arc<McpServer>> {
+    let mut servers = mcp.servers.clone();
+    servers.sort_by_key(|s| attention_rank(s));
+    servers
+}
+
+/// One list row: `name  state · exposure · source`.
+pub fn row(server: &McpServer) -> String {
+    let source = match &server.entry.override_source {
+        Some(_) => format!("{} + project override", server.entry.scope.as_str()),
+        None => server.entry.scope.as_str().to_string(),
+    };
+    format!(
+        "{}  {} · {} · {source}",
+        server.name(),
+        describe_state(server),
+        server.entry.config.exposure().as_str()
+    )
+}
+
+/// The server list (`/mcp`), or a notice when MCP is off or nothing is configured.
+pub fn open_list(app: &mut App, mcp: Option<&McpManager>, agent_dir: &std::path::Path) {
+    let Some(mcp) = mcp.filter(|m| !m.servers.is_empty()) else {
+        app.notice(format!(
+            "No MCP servers configured. Add them to {} or .pi/mcp.json.",
+            agent_dir.join("mcp.json").display()
+        ));
+        return;
+    };
+    let message = mcp
+        .config
+        .errors
+        .iter()
+        .map(|e| format!("config error: {e}"))
+        .collect::<Vec<_>>()
+        .join("\n");
+    let options = ordered(mcp)
+        .iter()
+        .map(|s| (row(s), Some(Effect::OpenMcpServer(s.name().to_string()))))
+        .collect();
+    app.dialog = Some(Dialog::Confirm(Confirm {
+        title: "MCP servers".into(),
+        message,
+        options,
+        cancelled: String::new(),
+        selected: 0,
+    }));
+}
+
+/// The text of a server's view: its tools with their effective exposure, then the
+/// connection details (transport, file, the whole error with a stdio server's stderr tail).
+pub fn server_details(mcp: &McpManager, server: &McpServer) -> String {
+    let status = server.status();
+    let mut lines = vec![format!("State: {}", describe_state(server))];
+    let tools: Vec<(String, String)> = mcp
+        .named_tools()
+        .into_iter()
+        .filter(|(s, _, _)| s.name() == server.name())
+        .map(|(s, name, tool)| {
+            let exposure = s.entry.config.tool_exposure(&tool.name);
+            (name, exposure.as_str().to_string())
+        })
+        .collect();
+    if !tools.is_empty() {
+        lines.push(format!("Tools ({}):", tools.len()));
+        lines.extend(tools.iter().map(|(n, e)| format!("  {n} ({e})")));
+    }
+    lines.push(format!(
+        "Connection: {}",
+        server.entry.config.describe_transport()
+    ));
+    lines.push(format!("Config: {}", target_file(&server.entry).display()));
+    if let (Some(error), true) = (&status.error, status.state != ConnState::Connected) {
+        lines.push(format!("Error: {error}"));
+    }
+    lines.join("\n")
+}
+
+/// A server's view with its actions; `Back` returns to the list.
+pub fn open_server(app: &mut App, mcp: Option<&McpManager>, name: &str) {
+    let Some((mcp, server)) =
+        mcp.and_then(|m| m.servers.iter().find(|s| s.name() == name).map(|s| (m, s)))
+    else {
+        app.notice(format!("No MCP server named \"{name}\"."));
+        return;
+    };
+    let action = |action: McpAction| {
+        Some(Effect::McpAction {
+            server: name.to_string(),
+            action,
+        })
+    };
+    let enabled = server.entry.config.enabled;
+    let mut options = Vec::new();
+    if enabled {
+        options.push(("Reconnect".to_string(), action(McpAction::Reconnect)));
+    }
+    options.push((
+        if enabled { "Disable" } else { "Enable" }.to_string(),
+        action(McpAction::SetEnabled(!enabled)),
+    ));
+    let current = server.entry.config.exposure();
+    for exposure in EXPOSURES.into_iter().filter(|e| *e != current) {
+        options.push((
+            format!("Exposure: {}", exposure.as_str()),
+            action(McpAction::SetExposure(exposure)),
+        ));
+    }
+    options.push(("Back".to_string(), Some(Effect::OpenMcp)));
+    app.dialog = Some(Dialog::Confirm(Confirm {
+        title: format!("MCP server {name}"),
+        message: server_details(mcp, server),
+        options,
+        cancelled: String::new(),
+        selected: 0,
+    }));
+}
+
+/// Saves an enable/disable or exposure change; the notice says where, or why not.
+pub fn save_change(server: &McpServer, action: McpAction) -> String {
+    let patch = match action {
+        McpAction::SetEnabled(enabled) => ServerPatch {
+            enabled: Some(enabled),
+            exposure: None,
+        },
+        McpAction::SetExposure(exposure) => ServerPatch {
+            enabled: None,
+            exposure: Some(exposure),
+        },
+        McpAction::Reconnect => return String::new(),
+    };
+    match save_server_change(&server.entry, patch, None) {
+        Err(error) => error,
+        Ok(()) => {
+            let what = match action {
+                McpAction::SetEnabled(true) => "enabled".to_string(),
+                McpAction::SetEnabled(false) => "disabled".to_string(),
+                McpAction::SetExposure(e) => format!("exposure {}", e.as_str()),
+                McpAction::Reconnect => String::new(),
+            };
+            format!(
+                "MCP server \"{}\": {what}, saved to {}. Restart pi to apply.",
+                server.name(),
+                target_file(&server.entry).display()
+            )
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+    use super::*;
+    use crate::tui::app::{update, Msg};
+    use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
+
+    fn options(app: &App) -> Vec<String> {
+        match &app.dialog {
+            Some(Dialog::Confirm(c)) => c.options.iter().map(|(o, _)| o.clone()).collect(),
+            other => panic!("no selector: {other:?}"),
+        }
+    }
+
+    #[test]
+    fn slash_mcp_lists_servers_and_a_server_view_saves_changes() {
+        let dir = tempfile::tempdir().unwrap();
+        let config = dir.path().join("mcp.json");
+        std::fs::write(
+            &config,
+            r#"{"mcpServers": {"a": {"command": "x", "enabled": false}, "b": {"command": "y", "args": ["1"], "exposure": "direct", "toolExposure": {"t": "hidden"}}}, "keep": 1}"#,
+        )
+        .unwrap();
+        let mcp = McpManager::load(dir.path(), dir.path(), false);
+        let mut app = App::new(dir.path().to_path_buf());
+        let mut out = Vec::new();
+        for c in "/mcp".chars() {
+            out.extend(update(
+                &mut app,
+                Msg::Key(KeyEvent::new(KeyCode::Char(c), KeyModifiers::NONE)),
+            ));
+        }
+        out.extend(update(
+            &mut app,
+            Msg::Key(KeyEvent::new(KeyCode::Enter, KeyModifiers::NONE)),
+        ));
+        assert_eq!(out, vec![Effect::OpenMcp]);
+
+        // Enabled servers (not connected here) before disabled ones.
+        open_list(&mut app, Some(&mcp), dir.path());
+        assert_eq!(
+            options(&app),
+            [
+                "b  connecting… · direct · global",
+                "a  disabled · codemode · global"
+            ]
+        );
+        open_server(&mut app, Some(&mcp), "a");
+        assert_eq!(
+            options(&app),
+            [
+                "Enable",
+                "Exposure: deferred",
+                "Exposure: direct",
+                "Exposure: hidden",
+                "Back"
+            ]
+        );
+        open_server(&mut app, Some(&mcp), "b");
+        let Some(Dialog::Confirm(c)) = &app.dialog else {
+            panic!("no view")
+        };
+        assert_eq!(c.options[0].0, "Reconnect");
+        assert!(c.message.contains("Connection: y 1"), "{}", c.message);
+
+        // Saved to the defining file; the rest of it stays.
+        let a = mcp.servers.iter().find(|s| s.name() == "a").unwrap();
+        let notice = save_change(a, McpAction::SetEnabled(true));
+        assert_eq!(
+            notice,
+            format!(
+                "MCP server \"a\": enabled, saved to {}. Restart pi to apply.",
+                config.display()
+            )
+        );
+        let b = mcp.servers.iter().find(|s| s.name() == "b").unwrap();
+        save_change(b, McpAction::SetExposure(Exposure::Deferred));
+        let saved: serde_json::Value =
+            serde_json::from_str(&std::fs::read_to_string(&config).unwrap()).unwrap();
+        assert_eq!(
+            saved,
+            serde_json::json!({"mcpServers": {"a": {"command": "x"}, "b": {"command": "y", "args": ["1"], "exposure": "deferred", "toolExposure": {"t": "hidden"}}}, "keep": 1})
+        );
+    }
+}
