@@ -499,6 +499,23 @@ async function emit(event, payload) {
     }
     return { messages, systemPrompt };
   }
+  if (event.startsWith("session_before_")) {
+    // Gates: the first handler that cancels decides; otherwise the last result counts
+    // (a custom compaction or tree summary). A throwing handler is reported and skipped.
+    let result = {};
+    for (const { extension, handler } of handlersOf(event)) {
+      try {
+        const r = await handler({ type: event, ...payload }, ctx);
+        if (r && typeof r === "object") {
+          if (r.cancel) return { ...r, cancel: true };
+          result = r;
+        }
+      } catch (err) {
+        reportError(extension.path, event, err);
+      }
+    }
+    return result;
+  }
   for (const { extension, handler } of handlersOf(event)) {
     try {
       await handler({ type: event, ...payload }, ctx);

@@ -563,6 +563,23 @@ impl Extensions {
         self.notify("session_start", payload).await;
     }
 
+    /// Pi's `session_shutdown` for the session being left (`reason`: `quit`, `new`,
+    /// `resume`, `fork`), with the session replacing it when known.
+    pub async fn session_shutdown(&self, reason: &str, target_file: Option<&str>) {
+        let mut payload = json!({ "reason": reason });
+        if let Some(target) = target_file {
+            payload["targetSessionFile"] = target.into();
+        }
+        self.notify("session_shutdown", payload).await;
+    }
+
+    /// A `session_before_*` gate: the handlers' result (with `cancel: true` from the first
+    /// handler that cancels), `None` when no extension handles the event. A handler that
+    /// fails or does not answer in time is reported and the operation goes on, as in Pi.
+    pub async fn before(&self, event: &str, payload: Value) -> Option<Value> {
+        self.emit(event, payload).await
+    }
+
     /// How the front end runs a prompt of its own (RPC, the TUI); without one, messages an
     /// extension sends while idle wait for [`Extensions::take_user_message`].
     pub fn set_prompt_runner(&self, runner: PromptRunner) {
@@ -709,7 +726,7 @@ impl Extensions {
     /// Stops the sidecar after `session_shutdown`.
     pub async fn shutdown(&self) {
         self.shared.forward.drain().await;
-        self.notify("session_shutdown", json!({})).await;
+        self.session_shutdown("quit", None).await;
         self.sidecar.shutdown().await;
     }
 

@@ -7,6 +7,7 @@
 //! Pi 1.6.0 does them.
 
 mod lifecycle;
+mod replace;
 mod sessions;
 pub(crate) mod views;
 
@@ -22,6 +23,7 @@ use crate::llm::Model;
 use crate::protocol::{response, Command, Event, Outcome, Request, StreamingBehavior};
 
 pub use lifecycle::{HostError, MissingCwd, MissingSessionCwd};
+pub use replace::{Replaced, Replacement};
 pub use sessions::SessionHome;
 pub use views::{model_json, tree_json};
 
@@ -230,7 +232,21 @@ impl Host {
                     respond(response(&id, kind, outcome));
                 });
             }
-            other => respond(response(&id, kind, self.answer(&other))),
+            other => match (self.extensions(), replacement_of(&other)) {
+                // Extensions may ask the user before the session is replaced: off the loop.
+                (Some(_), Some(change)) => {
+                    let this = self.clone();
+                    tokio::spawn(async move {
+                        let outcome = this
+                            .replace_session(change)
+                            .await
+                            .map(|r| Some(replaced_json(r)))
+                            .map_err(|e| e.to_string());
+                        respond(response(&id, kind, outcome));
+                    });
+                }
+                _ => respond(response(&id, kind, self.answer(&other))),
+            },
         }
     }
 
@@ -331,5 +347,32 @@ impl Host {
         if let Some(t) = lock(&self.bash_cancel).as_ref() {
             t.cancel();
         }
+    }
+}
+
+/// The session replacement an RPC command asks for, if it is one.
+fn replacement_of(command: &Command) -> Option<Replacement> {
+    Some(match command {
+        Command::NewSession { parent_session } => Replacement::New {
+            parent: parent_session.clone(),
+        },
+        Command::SwitchSession { session_path } => Replacement::Resume {
+            location: session_path.clone(),
+            missing_cwd: MissingCwd::Continue,
+        },
+        Command::Fork { entry_id } => Replacement::Fork {
+            entry_id: entry_id.clone(),
+        },
+        Command::Clone => Replacement::Clone,
+        _ => return None,
+    })
+}
+
+/// Pi's RPC answer to a session replacement (`fork` adds the message's text).
+fn replaced_json(replaced: Replaced) -> Value {
+    match replaced {
+        Replaced::Cancelled => json!({"cancelled": true}),
+        Replaced::Done { text: Some(text) } => json!({"text": text, "cancelled": false}),
+        Replaced::Done { text: None } => json!({"cancelled": false}),
     }
 }

@@ -13,7 +13,7 @@ use super::driver::{
 use super::TuiOptions;
 use anyhow::{anyhow, bail};
 use pi_agent::agent::{AgentSession, EventSink, NavigateOptions};
-use pi_agent::host::{Host, HostError};
+use pi_agent::host::{Host, HostError, Replaced, Replacement};
 use pi_agent::protocol::{Command, Event, Request};
 use serde_json::Value;
 use std::path::Path;
@@ -72,6 +72,20 @@ fn ui_error(e: HostError) -> anyhow::Error {
 }
 
 impl AgentSessionDriver {
+    /// `/new`, `/resume`, `/fork`, `/clone`: asks the extensions' `session_before_*`
+    /// handlers first (they may cancel), then replaces the session.
+    fn replace(&mut self, change: Replacement) -> anyhow::Result<Option<String>> {
+        let host = self.host.clone();
+        match self
+            .runtime
+            .block_on(host.replace_session(change))
+            .map_err(ui_error)?
+        {
+            Replaced::Cancelled => bail!("Cancelled by an extension"),
+            Replaced::Done { text } => Ok(text),
+        }
+    }
+
     /// A driver over `host`, set up from `env` and `args`. `incoming` must be the receiver
     /// whose sender feeds the sink the host's agent was built with.
     pub fn new(
@@ -284,17 +298,19 @@ impl AgentDriver for AgentSessionDriver {
     }
 
     fn switch_session(&mut self, location: &str, missing_cwd: MissingCwd) -> anyhow::Result<()> {
-        self.host
-            .switch_session(location, missing_cwd)
-            .map_err(ui_error)
+        self.replace(Replacement::Resume {
+            location: location.to_string(),
+            missing_cwd,
+        })
+        .map(drop)
     }
 
     fn clone_session(&mut self) -> anyhow::Result<()> {
-        self.host.clone_session().map_err(ui_error)
+        self.replace(Replacement::Clone).map(drop)
     }
 
     fn new_session(&mut self) -> anyhow::Result<()> {
-        self.host.new_session(None).map_err(ui_error)
+        self.replace(Replacement::New { parent: None }).map(drop)
     }
 
     fn set_label(&mut self, id: &str, label: Option<&str>) -> anyhow::Result<()> {
@@ -306,7 +322,10 @@ impl AgentDriver for AgentSessionDriver {
     }
 
     fn fork(&mut self, entry_id: &str) -> anyhow::Result<String> {
-        self.host.fork(entry_id).map_err(ui_error)
+        self.replace(Replacement::Fork {
+            entry_id: entry_id.to_string(),
+        })
+        .map(Option::unwrap_or_default)
     }
 
     fn import_session(&mut self, path: &str, missing_cwd: MissingCwd) -> anyhow::Result<String> {

@@ -133,3 +133,76 @@ pub fn tool_results(entries: &[Value]) -> Vec<&Value> {
         .map(|e| &e["message"])
         .collect()
 }
+
+/// `pi --mode rpc` as a child: records written to its stdin, records read from its stdout
+/// by a thread, so a record that never comes fails the test instead of hanging it.
+pub struct Rpc {
+    child: std::process::Child,
+    stdin: Option<std::process::ChildStdin>,
+    records: std::sync::mpsc::Receiver<Value>,
+}
+
+impl Rpc {
+    pub fn start(setup: &Setup, args: &[&str]) -> Rpc {
+        let mut all = args.to_vec();
+        all.extend(["--mode", "rpc"]);
+        let mut child = setup
+            .command(&all)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::inherit())
+            .spawn()
+            .unwrap();
+        let stdin = child.stdin.take();
+        let stdout = child.stdout.take().unwrap();
+        let (tx, records) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            use std::io::BufRead;
+            for line in std::io::BufReader::new(stdout).lines() {
+                let Ok(line) = line else { break };
+                let value: Value = serde_json::from_str(&line).unwrap();
+                if tx.send(value).is_err() {
+                    break;
+                }
+            }
+        });
+        Rpc {
+            child,
+            stdin,
+            records,
+        }
+    }
+
+    pub fn send(&mut self, record: Value) {
+        use std::io::Write;
+        let stdin = self.stdin.as_mut().unwrap();
+        writeln!(stdin, "{record}").unwrap();
+        stdin.flush().unwrap();
+    }
+
+    /// The next record `wanted` accepts; the ones before it are returned too.
+    pub fn until(&mut self, wanted: impl Fn(&Value) -> bool) -> (Value, Vec<Value>) {
+        let mut skipped = Vec::new();
+        loop {
+            let record = self
+                .records
+                .recv_timeout(std::time::Duration::from_secs(60))
+                .unwrap_or_else(|e| panic!("no matching record ({e}); seen: {skipped:#?}"));
+            if wanted(&record) {
+                return (record, skipped);
+            }
+            skipped.push(record);
+        }
+    }
+
+    /// The response to the command sent with `id`.
+    pub fn response(&mut self, id: &str) -> Value {
+        self.until(|r| r["type"] == "response" && r["id"] == id).0
+    }
+
+    /// Closes stdin and waits: whether `pi` exited successfully.
+    pub fn finish(mut self) -> bool {
+        drop(self.stdin.take());
+        self.child.wait().unwrap().success()
+    }
+}

@@ -1,0 +1,139 @@
+//! Replacing the session as extensions see it (Pi's "Session Events"): `/new`, `/resume`,
+//! `/fork` and `/clone` first ask the `session_before_switch` / `session_before_fork`
+//! handlers, which may cancel; then the session being left gets `session_shutdown` and the
+//! one entered `session_start` with the file that was left.
+//!
+//! Pi tears the extension runtime down and loads it afresh for the new session; here the
+//! same extension process carries on and its copy of the session is reset (state.rs), so
+//! extensions see the same events in the same order but module-level variables survive.
+
+use pi_engine::session::Session;
+use serde_json::{json, Value};
+
+use super::{Host, HostError, MissingCwd};
+
+/// A change of the current session that extensions may veto.
+#[derive(Debug, Clone)]
+pub enum Replacement {
+    /// `/new`, RPC `new_session`, optionally naming the parent session file.
+    New { parent: Option<String> },
+    /// `/resume`, RPC `switch_session`: the session at a store location.
+    Resume {
+        location: String,
+        missing_cwd: MissingCwd,
+    },
+    /// `/fork`, RPC `fork`: continues from before a user message.
+    Fork { entry_id: String },
+    /// `/clone`, RPC `clone`: continues in a copy of the active path.
+    Clone,
+}
+
+/// What became of a [`Replacement`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Replaced {
+    /// An extension's `session_before_*` handler cancelled it; nothing changed.
+    Cancelled,
+    /// Done. A fork carries the text of the message forked from (for the editor).
+    Done { text: Option<String> },
+}
+
+impl Replacement {
+    /// The `reason` of `session_shutdown` and `session_start`.
+    fn reason(&self) -> &'static str {
+        match self {
+            Replacement::New { .. } => "new",
+            Replacement::Resume { .. } => "resume",
+            Replacement::Fork { .. } | Replacement::Clone => "fork",
+        }
+    }
+}
+
+impl Host {
+    /// Carries out `change` unless an extension cancels it, with Pi's events around it.
+    /// Without extensions this is exactly the plain operation.
+    pub async fn replace_session(&self, change: Replacement) -> Result<Replaced, HostError> {
+        let Some(ext) = self.extensions() else {
+            return self.replace_now(&change);
+        };
+        if self.agent.is_streaming() {
+            // The plain operation refuses with Pi's message; no handler should be asked.
+            return self.replace_now(&change);
+        }
+        let (event, payload) = self.gate_event(&change)?;
+        if let Some(result) = ext.before(event, payload).await {
+            if result.get("cancel").and_then(Value::as_bool) == Some(true) {
+                return Ok(Replaced::Cancelled);
+            }
+        }
+        let previous = self.current_file();
+        let target = match &change {
+            Replacement::Resume { location, .. } => Some(location.clone()),
+            _ => None,
+        };
+        ext.session_shutdown(change.reason(), target.as_deref())
+            .await;
+        let outcome = self.replace_now(&change);
+        // The extensions were told the old session ended, so they hear of the session that
+        // is current now even when the change failed (it is then the old one again).
+        ext.session_start(change.reason(), previous.as_deref())
+            .await;
+        outcome
+    }
+
+    /// The operation itself, synchronous, without asking anyone.
+    fn replace_now(&self, change: &Replacement) -> Result<Replaced, HostError> {
+        let text = match change {
+            Replacement::New { parent } => {
+                self.new_session(parent.clone())?;
+                None
+            }
+            Replacement::Resume {
+                location,
+                missing_cwd,
+            } => {
+                self.switch_session(location, *missing_cwd)?;
+                None
+            }
+            Replacement::Fork { entry_id } => Some(self.fork(entry_id)?),
+            Replacement::Clone => {
+                self.clone_session()?;
+                None
+            }
+        };
+        Ok(Replaced::Done { text })
+    }
+
+    /// The gate event of `change` and its payload (extensions.md: `session_before_switch`
+    /// has `reason` and, for a resume, `targetSessionFile`; `session_before_fork` has the
+    /// entry and `position`, `before` for a fork and `at` for a clone).
+    fn gate_event(&self, change: &Replacement) -> Result<(&'static str, Value), HostError> {
+        Ok(match change {
+            Replacement::New { .. } => ("session_before_switch", json!({"reason": "new"})),
+            Replacement::Resume { location, .. } => (
+                "session_before_switch",
+                json!({"reason": "resume", "targetSessionFile": location}),
+            ),
+            Replacement::Fork { entry_id } => (
+                "session_before_fork",
+                json!({"entryId": entry_id, "position": "before"}),
+            ),
+            Replacement::Clone => {
+                let leaf = self
+                    .agent
+                    .with_session(|s: &Session| s.leaf_id().map(str::to_string))
+                    .ok_or_else(|| {
+                        HostError::Failed("Cannot clone session: no current entry selected".into())
+                    })?;
+                (
+                    "session_before_fork",
+                    json!({"entryId": leaf, "position": "at"}),
+                )
+            }
+        })
+    }
+
+    /// The current session's file, as `previousSessionFile` names it.
+    fn current_file(&self) -> Option<String> {
+        self.agent.session_file().map(|p| p.display().to_string())
+    }
+}

@@ -1,0 +1,110 @@
+//! Session replacement as extensions see it, over RPC: Pi's confirm-destructive.ts example
+//! (copied unchanged from the 1.6.0 npm package) asks before `new_session` and `fork`
+//! through the RPC extension-UI protocol and cancels on "no"; session-events.ts (ours)
+//! records the lifecycle events and vetoes a clone. Needs `node` (>= 20) on PATH.
+
+// A test fails by panicking: unwrapping is how it reports.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use serde_json::{json, Value};
+
+mod extensions_common;
+
+use extensions_common::*;
+
+fn is_ui(method: &'static str) -> impl Fn(&Value) -> bool {
+    move |r| r["type"] == "extension_ui_request" && r["method"] == method
+}
+
+fn session_file(rpc: &mut Rpc, id: &str) -> String {
+    rpc.send(json!({"id": id, "type": "get_state"}));
+    let state = rpc.response(id);
+    state["data"]["sessionFile"].as_str().unwrap().to_string()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn extensions_confirm_and_cancel_session_replacement_over_rpc() {
+    let s = Setup::new(json!([{"text": "One."}])).await;
+    let mut rpc = Rpc::start(
+        &s,
+        &[
+            "-e",
+            &fixture("confirm-destructive.ts"),
+            "-e",
+            &fixture("session-events.ts"),
+        ],
+    );
+    rpc.send(json!({"id": "1", "type": "prompt", "message": "first"}));
+    rpc.until(|r| r["type"] == "agent_settled");
+    let first = session_file(&mut rpc, "s1");
+
+    // `new_session`: "Clear session?" answered no → cancelled, the session stays.
+    rpc.send(json!({"id": "2", "type": "new_session"}));
+    let (confirm, _) = rpc.until(is_ui("confirm"));
+    assert_eq!(confirm["title"], "Clear session?");
+    rpc.send(json!({"type": "extension_ui_response", "id": confirm["id"], "confirmed": false}));
+    let (notice, _) = rpc.until(is_ui("notify"));
+    assert_eq!(notice["message"], "Clear cancelled");
+    assert_eq!(rpc.response("2")["data"], json!({"cancelled": true}));
+    assert_eq!(session_file(&mut rpc, "s2"), first);
+
+    // `fork` from the first message: the select answered "No" → cancelled.
+    rpc.send(json!({"id": "fm", "type": "get_fork_messages"}));
+    let messages = rpc.response("fm");
+    let entry_id = messages["data"]["messages"][0]["entryId"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    rpc.send(json!({"id": "3", "type": "fork", "entryId": entry_id}));
+    let (select, _) = rpc.until(is_ui("select"));
+    assert_eq!(
+        select["title"],
+        format!("Fork from entry {}?", &entry_id[..8])
+    );
+    assert_eq!(
+        select["options"],
+        json!(["Yes, create fork", "No, stay in current session"])
+    );
+    rpc.send(json!({"type": "extension_ui_response", "id": select["id"],
+        "value": "No, stay in current session"}));
+    assert_eq!(rpc.response("3")["data"], json!({"cancelled": true}));
+
+    // `clone`: confirm-destructive lets it through, the next handler cancels it.
+    rpc.send(json!({"id": "4", "type": "prompt", "message": "/veto-clone"}));
+    assert_eq!(rpc.response("4")["data"]["disposition"], "handled");
+    rpc.send(json!({"id": "5", "type": "clone"}));
+    let (select, _) = rpc.until(is_ui("select"));
+    rpc.send(json!({"type": "extension_ui_response", "id": select["id"],
+        "value": "Yes, create fork"}));
+    assert_eq!(rpc.response("5")["data"], json!({"cancelled": true}));
+    assert_eq!(session_file(&mut rpc, "s3"), first);
+
+    // `new_session` confirmed: a new session, with shutdown and start around it.
+    rpc.send(json!({"id": "6", "type": "new_session"}));
+    let (confirm, _) = rpc.until(is_ui("confirm"));
+    rpc.send(json!({"type": "extension_ui_response", "id": confirm["id"], "confirmed": true}));
+    assert_eq!(rpc.response("6")["data"], json!({"cancelled": false}));
+    let second = session_file(&mut rpc, "s4");
+    assert_ne!(second, first);
+    assert!(rpc.finish());
+
+    let log = std::fs::read_to_string(s.cwd.join("session-events.jsonl")).unwrap();
+    let events: Vec<Value> = log
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    // A handler that cancels ends the gate: session-events.ts never saw the cancelled
+    // new_session and fork (confirm-destructive.ts comes first), only the clone it vetoed.
+    let expected = json!([
+        {"event": "session_start", "reason": "startup", "sessionFile": first},
+        {"event": "session_before_fork", "entryId": events[1]["entryId"], "position": "at", "sessionFile": first},
+        {"event": "session_before_switch", "reason": "new", "sessionFile": first},
+        {"event": "session_shutdown", "reason": "new", "sessionFile": first},
+        {"event": "session_start", "reason": "new", "previousSessionFile": first, "sessionFile": second},
+        {"event": "session_shutdown", "reason": "quit", "sessionFile": second},
+    ]);
+    assert_eq!(Value::Array(events.clone()), expected, "{log}");
+    // A clone is taken at the leaf (the answer), not at the message a fork starts before.
+    assert!(events[1]["entryId"].is_string());
+    assert_ne!(events[1]["entryId"], json!(entry_id));
+}
