@@ -503,9 +503,10 @@ async function emit(event, payload) {
     // Gates: the first handler that cancels decides; otherwise the last result counts
     // (a custom compaction or tree summary). A throwing handler is reported and skipped.
     let result = {};
+    const signal = new AbortController().signal;
     for (const { extension, handler } of handlersOf(event)) {
       try {
-        const r = await handler({ type: event, ...payload }, ctx);
+        const r = await handler({ type: event, signal, ...payload }, ctx);
         if (r && typeof r === "object") {
           if (r.cancel) return { ...r, cancel: true };
           result = r;

@@ -108,3 +108,71 @@ async fn extensions_confirm_and_cancel_session_replacement_over_rpc() {
     assert!(events[1]["entryId"].is_string());
     assert_ne!(events[1]["entryId"], json!(entry_id));
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn session_before_compact_cancels_or_supplies_the_summary() {
+    let big = "lorem ipsum dolor sit amet ".repeat(40);
+    let turns: Vec<Value> = (0..3)
+        .map(|i| json!({"text": format!("Reply {i}: {big}")}))
+        .collect();
+    let s = Setup::new(Value::Array(turns)).await;
+    std::fs::write(
+        s.agent.join("settings.json"),
+        json!({"compaction": {"keepRecentTokens": 60}}).to_string(),
+    )
+    .unwrap();
+    let mut rpc = Rpc::start(&s, &["-e", &fixture("compaction-hooks.ts")]);
+    for (i, text) in ["one", "two", "three"].iter().enumerate() {
+        let id = format!("p{i}");
+        rpc.send(json!({"id": id, "type": "prompt", "message": text}));
+        rpc.until(|r| r["type"] == "agent_settled");
+    }
+    let model_requests = s.requests().len();
+
+    rpc.send(json!({"id": "c1", "type": "compact", "customInstructions": "veto"}));
+    let vetoed = rpc.response("c1");
+    assert_eq!(vetoed["success"], false, "{vetoed}");
+    assert_eq!(vetoed["error"], "Compaction cancelled");
+
+    rpc.send(json!({"id": "c2", "type": "compact", "customInstructions": "custom"}));
+    let done = rpc.response("c2");
+    assert_eq!(done["success"], true, "{done}");
+    assert!(done["data"]["summary"]
+        .as_str()
+        .unwrap()
+        .starts_with("Custom summary of "));
+    // The extension's summary is recorded without asking the model.
+    assert_eq!(s.requests().len(), model_requests);
+    assert!(rpc.finish());
+
+    let entries = s.session_entries();
+    let compactions: Vec<&Value> = entries
+        .iter()
+        .filter(|e| e["type"] == "compaction")
+        .collect();
+    assert_eq!(compactions.len(), 1);
+    assert_eq!(compactions[0]["fromHook"], true);
+    assert_eq!(compactions[0]["details"], json!({"by": "compaction-hooks"}));
+
+    let log = std::fs::read_to_string(s.cwd.join("compaction-events.jsonl")).unwrap();
+    let events: Vec<Value> = log
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(events.len(), 4, "{log}");
+    assert_eq!(events[0]["event"], "session_before_compact");
+    assert_eq!(events[0]["reason"], "manual");
+    assert_eq!(events[0]["signal"], "boolean");
+    assert!(events[0]["summarized"].as_u64().unwrap() > 0, "{log}");
+    assert!(events[0]["branchEntries"].as_u64().unwrap() >= 6, "{log}");
+    assert_eq!(
+        events[1],
+        json!({"event": "session_compact_failed", "reason": "manual", "aborted": true})
+    );
+    assert_eq!(events[2]["customInstructions"], "custom");
+    assert_eq!(
+        events[3],
+        json!({"event": "session_compact", "reason": "manual", "fromExtension": true,
+            "summary": compactions[0]["summary"], "fromHook": true})
+    );
+}

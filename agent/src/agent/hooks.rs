@@ -58,6 +58,25 @@ pub trait AgentHooks: Send + Sync {
         None
     }
 
+    /// Whether [`AgentHooks::before_compact`] wants the preparation (building it reads the
+    /// summarized messages and the branch, so it is done only for a hook that uses them).
+    fn wants_compaction(&self) -> bool {
+        false
+    }
+
+    /// Before a compaction is summarized (Pi's `session_before_compact`), with
+    /// `{preparation, branchEntries, customInstructions, reason, willRetry}`: `{cancel: true}`
+    /// stops it; `{compaction: {summary, firstKeptEntryId, tokensBefore, usage?, details?}}`
+    /// is recorded instead of asking the model.
+    async fn before_compact(&self, _payload: Value) -> Option<Value> {
+        None
+    }
+
+    /// After a compaction: `session_compact` with `{compactionEntry, fromExtension, reason,
+    /// willRetry}` or `session_compact_failed` with `{reason, errorMessage?, aborted,
+    /// willRetry, fromExtension}`.
+    async fn compaction_done(&self, _event: &'static str, _payload: Value) {}
+
     /// Every event the agent emits, in order. Must not block.
     fn observe(&self, _event: &Event) {}
 }

@@ -1055,6 +1055,8 @@ impl AgentSession {
         r
     }
 
+    /// A compaction with the extensions' say: `session_before_compact` may cancel it or
+    /// supply the summary, and `session_compact` / `session_compact_failed` report it.
     async fn compact_inner(
         &self,
         reason: CompactionReason,
@@ -1062,6 +1064,55 @@ impl AgentSession {
         token: &CancellationToken,
         will_retry: bool,
     ) -> Result<Value, AgentError> {
+        let mut from_extension = false;
+        let outcome = self
+            .compact_steps(
+                reason,
+                custom_instructions,
+                token,
+                will_retry,
+                &mut from_extension,
+            )
+            .await;
+        if let Some(hooks) = self.hooks() {
+            match &outcome {
+                Ok((_, entry)) => {
+                    hooks
+                        .compaction_done(
+                            "session_compact",
+                            json!({"compactionEntry": entry, "fromExtension": from_extension,
+                                "reason": reason.as_str(), "willRetry": will_retry}),
+                        )
+                        .await
+                }
+                Err(CompactFailed::Failed { message, aborted }) => {
+                    let mut payload = json!({"reason": reason.as_str(), "aborted": aborted,
+                        "willRetry": will_retry, "fromExtension": from_extension});
+                    if !aborted {
+                        payload["errorMessage"] = message.clone().into();
+                    }
+                    hooks
+                        .compaction_done("session_compact_failed", payload)
+                        .await
+                }
+                Err(CompactFailed::NotStarted(_)) => {}
+            }
+        }
+        outcome.map(|(result, _)| result).map_err(|f| match f {
+            CompactFailed::Failed { message, .. } => AgentError::Other(message),
+            CompactFailed::NotStarted(e) => e,
+        })
+    }
+
+    /// The compaction itself: the `compaction_end` result object and the appended entry.
+    async fn compact_steps(
+        &self,
+        reason: CompactionReason,
+        custom_instructions: Option<String>,
+        token: &CancellationToken,
+        will_retry: bool,
+        from_extension: &mut bool,
+    ) -> Result<(Value, Value), CompactFailed> {
         let auto = reason != CompactionReason::Manual;
         if auto {
             // Pi's automatic compaction starts (and emits anything) only when there is
@@ -1073,7 +1124,9 @@ impl AgentSession {
             if st.opts.model.is_none()
                 || compaction::plan_compaction(&path, &st.opts.compaction).is_none()
             {
-                return Err(AgentError::Other("nothing to compact".into()));
+                return Err(CompactFailed::NotStarted(AgentError::Other(
+                    "nothing to compact".into(),
+                )));
             }
         }
         self.emit(Event::CompactionStart {
@@ -1088,18 +1141,32 @@ impl AgentSession {
                 error_message: Some(format!("Compaction failed: {msg}")),
             });
             lock(&this.shared.state).is_compacting = false;
-            Err(AgentError::Other(msg))
+            Err(CompactFailed::Failed {
+                message: msg,
+                aborted,
+            })
         };
-        let (prep, summarizer, options, no_prep_reason) = {
+        let hooks = self.hooks().filter(|h| h.wants_compaction());
+        let (prep, hook_payload, summarizer, options, no_prep_reason) = {
             let mut st = lock(&self.shared.state);
             st.is_compacting = true;
             let s = &st.session;
             let branch = s.branch_path();
             let path = SessionPath::of(s, &branch);
+            let plan = compaction::plan_compaction(&path, &st.opts.compaction);
             // The summarizer's text is streamed from the path: a huge span is never
-            // held as messages.
-            let prep = compaction::plan_compaction(&path, &st.opts.compaction)
-                .map(|plan| plan.input(&path));
+            // held as messages (unless an extension asks for them).
+            let prep = plan.as_ref().map(|plan| plan.input(&path));
+            let hook_payload = match (&plan, &hooks) {
+                (Some(plan), Some(_)) => Some(json!({
+                    "preparation": plan.preparation(&path),
+                    "branchEntries": branch.entries.iter().map(|&i| s.entry_value(i)).collect::<Vec<_>>(),
+                    "customInstructions": custom_instructions,
+                    "reason": reason.as_str(),
+                    "willRetry": will_retry,
+                })),
+                _ => None,
+            };
             let no_prep_reason = compaction::no_preparation_reason(&path);
             let events = RetryEvents {
                 sink: self.shared.sink.clone(),
@@ -1115,46 +1182,80 @@ impl AgentSession {
                 reasoning,
                 retry: st.opts.retry,
             };
-            (prep, summarizer, options, no_prep_reason)
+            (prep, hook_payload, summarizer, options, no_prep_reason)
         };
         let Some(prep) = prep else {
             return fail(self, no_prep_reason.to_string(), false);
         };
-        let Some(summarizer) = summarizer else {
-            return fail(self, "No model selected".into(), false);
+        let decision = match (hooks, hook_payload) {
+            (Some(hooks), Some(payload)) => hooks.before_compact(payload).await,
+            _ => None,
         };
-        let result = match compaction::compact(&prep, &summarizer, &options).await {
-            Ok(r) => r,
-            Err(e) => {
-                let aborted = token.is_cancelled();
-                let msg = if aborted {
-                    "Compaction cancelled".to_string()
-                } else {
-                    e.to_string()
+        if decision
+            .as_ref()
+            .and_then(|d| d.get("cancel"))
+            .and_then(Value::as_bool)
+            == Some(true)
+        {
+            return fail(self, "Compaction cancelled".into(), true);
+        }
+        let supplied = decision
+            .as_ref()
+            .and_then(|d| d.get("compaction"))
+            .and_then(|c| CompactionOutcome::from_json(c, &prep));
+        let result = match supplied {
+            Some(custom) => {
+                *from_extension = true;
+                custom
+            }
+            None => {
+                let Some(summarizer) = summarizer else {
+                    return fail(self, "No model selected".into(), false);
                 };
-                return fail(self, msg, aborted);
+                match compaction::compact(&prep, &summarizer, &options).await {
+                    Ok(r) => CompactionOutcome::from_summarizer(r),
+                    Err(e) => {
+                        let aborted = token.is_cancelled();
+                        let msg = if aborted {
+                            "Compaction cancelled".to_string()
+                        } else {
+                            e.to_string()
+                        };
+                        return fail(self, msg, aborted);
+                    }
+                }
             }
         };
         if token.is_cancelled() {
             return fail(self, "Compaction cancelled".into(), true);
         }
-        let details = serde_json::to_value(&result.details).ok();
-        let estimated_after = {
+        let details = result.details.clone();
+        let appended = {
             let mut st = lock(&self.shared.state);
             let entry = st.session.compaction_entry(
                 result.summary.clone(),
                 Some(result.first_kept_entry_id.clone()),
                 result.tokens_before,
                 details.clone(),
-                None,
+                from_extension.then_some(true),
                 result.usage.clone(),
             );
-            append_locked(&mut st, &entry)?;
+            let appended = append_locked(&mut st, &entry).map(|id| {
+                let s = &st.session;
+                let entry = s.find(&id).map(|i| s.entry_value(i)).unwrap_or_default();
+                let branch = s.branch_path();
+                let path = SessionPath::of(s, &branch);
+                let after =
+                    compaction::estimate_projected_context_tokens(&context::project(&path), &path)
+                        .tokens;
+                (entry, after)
+            });
             st.is_compacting = false;
-            let s = &st.session;
-            let branch = s.branch_path();
-            let path = SessionPath::of(s, &branch);
-            compaction::estimate_projected_context_tokens(&context::project(&path), &path).tokens
+            appended
+        };
+        let (entry, estimated_after) = match appended {
+            Ok(a) => a,
+            Err(e) => return fail(self, e.to_string(), false),
         };
         let mut out = Map::new();
         out.insert("summary".into(), result.summary.into());
@@ -1175,6 +1276,57 @@ impl AgentSession {
             will_retry,
             error_message: None,
         });
-        Ok(out)
+        Ok((out, entry))
+    }
+}
+
+/// Why a compaction did not happen.
+enum CompactFailed {
+    /// Nothing was started (no `compaction_start`): nothing to compact.
+    NotStarted(AgentError),
+    /// Started and failed or was cancelled (`compaction_end` carried it).
+    Failed { message: String, aborted: bool },
+}
+
+/// What a compaction records: the summarizer's result or one an extension's
+/// `session_before_compact` handler supplied.
+struct CompactionOutcome {
+    summary: String,
+    first_kept_entry_id: String,
+    tokens_before: u64,
+    details: Option<Value>,
+    usage: Option<Value>,
+}
+
+impl CompactionOutcome {
+    fn from_summarizer(result: compaction::CompactionResult) -> Self {
+        Self {
+            details: serde_json::to_value(&result.details).ok(),
+            summary: result.summary,
+            first_kept_entry_id: result.first_kept_entry_id,
+            tokens_before: result.tokens_before,
+            usage: result.usage,
+        }
+    }
+
+    /// Reads a handler's `{summary, firstKeptEntryId?, tokensBefore?, usage?, details?}`;
+    /// the preparation's values fill what it left out. `None` without a summary.
+    fn from_json(value: &Value, prep: &compaction::CompactionInput) -> Option<Self> {
+        let summary = value.get("summary")?.as_str()?.to_string();
+        let present = |key: &str| value.get(key).cloned().filter(|v| !v.is_null());
+        Some(Self {
+            summary,
+            first_kept_entry_id: value
+                .get("firstKeptEntryId")
+                .and_then(Value::as_str)
+                .unwrap_or(&prep.first_kept_entry_id)
+                .to_string(),
+            tokens_before: value
+                .get("tokensBefore")
+                .and_then(Value::as_u64)
+                .unwrap_or(prep.tokens_before),
+            usage: present("usage"),
+            details: present("details"),
+        })
     }
 }

@@ -822,6 +822,18 @@ impl crate::agent::AgentHooks for Extensions {
             .filter(|r| r.as_object().is_some_and(|m| !m.is_empty()))
     }
 
+    fn wants_compaction(&self) -> bool {
+        self.handles("session_before_compact")
+    }
+
+    async fn before_compact(&self, payload: Value) -> Option<Value> {
+        self.before("session_before_compact", payload).await
+    }
+
+    async fn compaction_done(&self, event: &'static str, payload: Value) {
+        self.notify(event, payload).await;
+    }
+
     fn wants_context(&self) -> bool {
         self.handles("context")
     }
