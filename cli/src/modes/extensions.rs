@@ -52,8 +52,12 @@ pub fn start(
         Some(_) => UiMode::Print,
         None => UiMode::Tui,
     };
-    let records: Option<pi_agent::extensions::RecordSink> =
-        (mode == UiMode::Rpc).then(|| Arc::new(|v: serde_json::Value| write_line(&v)) as _);
+    let records: Option<pi_agent::extensions::RecordSink> = match mode {
+        UiMode::Rpc => Some(Arc::new(|v: serde_json::Value| write_line(&v))),
+        // Text on stderr would land on the TUI's screen: errors become notices instead.
+        UiMode::Tui => Some(Arc::new(tui_relay::send)),
+        _ => None,
+    };
     let options = StartOptions {
         paths,
         cwd: cwd.to_path_buf(),
@@ -101,4 +105,77 @@ pub fn current() -> Option<Arc<Extensions>> {
         .unwrap_or_else(|e| e.into_inner())
         .last()
         .cloned()
+}
+
+/// Extension records in the TUI (`extension_error`): held until the screen is up, then
+/// shown as notices.
+pub mod tui_relay {
+    use std::sync::Mutex;
+
+    type Notify = Box<dyn Fn(String) + Send>;
+
+    enum Relay {
+        Waiting(Vec<String>),
+        Attached(Notify),
+    }
+
+    static RELAY: Mutex<Relay> = Mutex::new(Relay::Waiting(Vec::new()));
+
+    /// The record as a notice line, when it is one the TUI shows.
+    fn notice_of(record: &serde_json::Value) -> Option<String> {
+        (record["type"] == "extension_error").then(|| {
+            let path = record["extensionPath"].as_str().unwrap_or("extension");
+            let error = record["error"].as_str().unwrap_or("failed");
+            format!("Extension error ({path}): {error}")
+        })
+    }
+
+    /// A record from the extensions (any thread).
+    pub fn send(record: serde_json::Value) {
+        let Some(text) = notice_of(&record) else {
+            return;
+        };
+        match &mut *RELAY.lock().unwrap_or_else(|e| e.into_inner()) {
+            Relay::Waiting(held) => held.push(text),
+            Relay::Attached(notify) => notify(text),
+        }
+    }
+
+    /// Shows what was held and everything after through `notify`.
+    pub fn attach(notify: impl Fn(String) + Send + 'static) {
+        let mut relay = RELAY.lock().unwrap_or_else(|e| e.into_inner());
+        if let Relay::Waiting(held) = &mut *relay {
+            for text in held.drain(..) {
+                notify(text);
+            }
+        }
+        *relay = Relay::Attached(Box::new(notify));
+    }
+
+    #[cfg(test)]
+    mod tests {
+        use serde_json::json;
+
+        #[test]
+        fn errors_are_held_until_the_screen_attaches_then_shown() {
+            super::send(
+                json!({"type": "extension_error", "extensionPath": "/x/a.ts",
+                "event": "tool_call", "error": "boom"}),
+            );
+            super::send(json!({"type": "extension_ui_request", "method": "notify"}));
+            let (tx, rx) = std::sync::mpsc::channel();
+            super::attach(move |t| {
+                let _ = tx.send(t);
+            });
+            super::send(json!({"type": "extension_error", "error": "later"}));
+            let seen: Vec<String> = rx.try_iter().collect();
+            assert_eq!(
+                seen,
+                [
+                    "Extension error (/x/a.ts): boom",
+                    "Extension error (extension): later"
+                ]
+            );
+        }
+    }
 }

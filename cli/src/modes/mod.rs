@@ -1,7 +1,7 @@
 //! The non-interactive modes (print, json, rpc) and what they share: settings, model
 //! resolution, tool selection, and opening or creating the session.
 
-mod extensions;
+pub(crate) mod extensions;
 pub mod json;
 mod mcp_command;
 pub mod print;

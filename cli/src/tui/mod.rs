@@ -393,6 +393,15 @@ pub fn run(mut opts: TuiOptions) -> anyhow::Result<i32> {
     let mut guard = TerminalGuard { exit_message: None };
     let mut search = session_search::SessionSearch::default();
     let (tx, rx) = mpsc::channel::<Msg>();
+    {
+        let tx = std::sync::Mutex::new(tx.clone());
+        crate::modes::extensions::tui_relay::attach(move |text| {
+            let _ = tx
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .send(Msg::Notice(text));
+        });
+    }
     if app.footer.file_totals_pending {
         if let Some(snapshot) = driver.session() {
             let tx = tx.clone();
