@@ -487,3 +487,7 @@ fn refusal(ctx: &AuthContext<'_>) -> Option<String> {
         )),
     }
 }
+
+#[cfg(test)]
+#[path = "views_tests.rs"]
+mod tests;
