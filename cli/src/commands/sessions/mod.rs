@@ -45,7 +45,8 @@ pub enum SessionsCommand {
     Query(query::QueryArgs),
     /// List sessions, newest first, with name, first message and counts.
     List(list::ListArgs),
-    /// Export a session as JSONL, a self-contained HTML page or Markdown.
+    /// Export a session as JSONL, a self-contained HTML page or Markdown, or (`--format
+    /// parquet -o DIR`) every session's SQL views as Parquet files.
     Export(export::ExportArgs),
     /// Import Pi session files (any version) into the session store.
     Import(import::ImportArgs),
