@@ -36,6 +36,10 @@ pub(crate) struct Usage {
 pub(crate) struct Extracted {
     pub id: Option<String>,
     pub timestamp_ms: Option<i64>,
+    /// The entry's own `timestamp` (when it was appended), even where `timestamp_ms` is the
+    /// message's: a tool call's entry is appended when the model finished writing it, so
+    /// tool durations are measured between entry times.
+    pub appended_ms: Option<i64>,
     /// The message role mapped as in [`Part::role`], for `message` entries.
     pub message_role: Option<&'static str>,
     /// Provider and model named by the entry itself (assistant messages, usage entries).
@@ -49,7 +53,33 @@ pub(crate) struct Extracted {
     pub tool_errors: u32,
     /// An assistant message that ended with `stopReason: "error"`.
     pub error: bool,
+    /// The tool calls of an assistant message, for the `tool_uses` table (`views.rs`).
+    pub calls: Vec<ToolCall>,
+    /// A tool result: the call it answers, for the `tool_uses` table.
+    pub result: Option<ToolResult>,
 }
+
+/// One `toolCall` block, with the arguments people ask about in SQL.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub(crate) struct ToolCall {
+    pub id: Option<String>,
+    pub name: Option<String>,
+    /// `path` (or `file_path`, `filePath`) argument: the file a read/edit/write works on.
+    pub path: Option<String>,
+    /// `command` argument (bash), cut to [`MAX_COMMAND_CHARS`].
+    pub command: Option<String>,
+}
+
+/// A `toolResult` message.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub(crate) struct ToolResult {
+    pub call_id: Option<String>,
+    pub is_error: bool,
+}
+
+/// Characters of a bash command kept in `tool_calls.command`: enough to tell commands
+/// apart, not a second copy of a heredoc.
+pub const MAX_COMMAND_CHARS: usize = 500;
 
 impl Extracted {
     /// Whether the entry has anything for the `entries` (stats) table.
@@ -86,13 +116,15 @@ fn extract_uncapped(line: &[u8]) -> Option<Extracted> {
     fn str_of<'a>(m: &'a Map<String, Value>, key: &str) -> Option<&'a str> {
         m.get(key).and_then(Value::as_str)
     }
+    let appended_ms = entry
+        .get("timestamp")
+        .and_then(Value::as_str)
+        .and_then(parse_millis)
+        .map(|t| t as i64);
     let mut out = Extracted {
         id: str_of(entry, "id").map(str::to_string),
-        timestamp_ms: entry
-            .get("timestamp")
-            .and_then(Value::as_str)
-            .and_then(parse_millis)
-            .map(|t| t as i64),
+        timestamp_ms: appended_ms,
+        appended_ms,
         provider: str_of(entry, "provider").map(str::to_string),
         model: str_of(entry, "model")
             .or_else(|| str_of(entry, "modelId"))
@@ -191,6 +223,7 @@ fn observe_message(message: &Map<String, Value>, out: &mut Extracted) {
                     }
                     Some("toolCall") => {
                         out.tool_calls += 1;
+                        out.calls.push(tool_call(block));
                         let mut args = String::new();
                         if let Some(a) = block.get("arguments") {
                             flatten_values(a, &mut args);
@@ -224,6 +257,13 @@ fn observe_message(message: &Map<String, Value>, out: &mut Extracted) {
             out.message_role = Some("tool");
             let is_error = message.get("isError").and_then(Value::as_bool) == Some(true);
             out.tool_errors = u32::from(is_error);
+            out.result = Some(ToolResult {
+                call_id: message
+                    .get("toolCallId")
+                    .and_then(Value::as_str)
+                    .map(str::to_string),
+                is_error,
+            });
             // Every result gets a row, text or not, so per-tool stats can count it.
             out.parts.push(Part {
                 role: "tool",
@@ -262,6 +302,22 @@ fn observe_message(message: &Map<String, Value>, out: &mut Extracted) {
         // are counted as messages but hold nothing to search.
         "system" => out.message_role = Some("system"),
         _ => out.message_role = Some("other"),
+    }
+}
+
+fn tool_call(block: &Value) -> ToolCall {
+    let s = |v: Option<&Value>| v.and_then(Value::as_str).map(str::to_string);
+    let args = block.get("arguments");
+    let arg = |k: &str| args.and_then(|a| a.get(k));
+    ToolCall {
+        id: s(block.get("id")),
+        name: s(block.get("name")),
+        path: s(arg("path")
+            .or_else(|| arg("file_path"))
+            .or_else(|| arg("filePath"))),
+        command: arg("command")
+            .and_then(Value::as_str)
+            .map(|c| c.chars().take(MAX_COMMAND_CHARS).collect()),
     }
 }
 

@@ -22,6 +22,7 @@ mod extract;
 mod figures;
 mod query;
 mod scan;
+mod views;
 
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -32,6 +33,7 @@ pub use extract::MAX_INDEXED_BYTES_PER_ENTRY;
 pub use figures::{session_figures, SessionFigures};
 pub use query::{GroupBy, SearchHit, SearchQuery, Stats, StatsQuery, StatsRow};
 pub use scan::RefreshReport;
+pub use views::{ColumnType, HistorySql, QueryError, SqlQuery, SqlValue, View, ViewColumn, VIEWS};
 
 use crate::error::{StoreError, StoreResult};
 use crate::jsonl::{JsonlLayout, JsonlStore};
@@ -43,7 +45,8 @@ use crate::summary::{sort_summaries, ListScope, SessionSummary};
 /// Bumped whenever the tables or what goes into them change; an index of another version is
 /// rebuilt from the store.
 /// 3: first-message previews and indexed text capped (an older index may hold them whole).
-const SCHEMA_VERSION: i64 = 3;
+/// 4: `tool_uses` (one row per tool call and its result, for the SQL views).
+const SCHEMA_VERSION: i64 = 4;
 
 const SCHEMA: &str = "
 CREATE TABLE meta(key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -168,6 +171,7 @@ impl HistoryIndex {
         let conn = connect(path)
             .map_err(|e| StoreError::db("create history index", path.display().to_string(), e))?;
         conn.execute_batch(SCHEMA)
+            .and_then(|()| conn.execute_batch(views::TABLES))
             .and_then(|()| {
                 conn.execute(
                     "INSERT INTO meta(key, value) VALUES ('source', ?1)",
@@ -530,6 +534,7 @@ fn delete_rows(conn: &Connection, sid: i64) -> rusqlite::Result<()> {
     )?;
     conn.execute("DELETE FROM docs WHERE sid = ?1", [sid])?;
     conn.execute("DELETE FROM entries WHERE sid = ?1", [sid])?;
+    conn.execute("DELETE FROM tool_uses WHERE sid = ?1", [sid])?;
     Ok(())
 }
 

@@ -193,6 +193,13 @@ impl Feeder<'_> {
                 .prepare_cached("INSERT INTO fts(rowid, text) VALUES (?1, ?2)")?
                 .execute(params![rowid, part.text])?;
         }
+        super::views::record(
+            self.conn(),
+            self.sid,
+            &x,
+            provider.as_deref(),
+            model.as_deref(),
+        )?;
         if x.has_stats() {
             let u = x.usage.unwrap_or_default();
             self.conn()

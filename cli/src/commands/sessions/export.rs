@@ -1,5 +1,7 @@
 //! `pi sessions export ID|FILE`: a session as JSONL (the stored bytes), HTML (the whole tree,
-//! one self-contained page) or Markdown (the active branch).
+//! one self-contained page) or Markdown (the active branch). `pi sessions export --format
+//! parquet -o DIR` exports the whole history instead, one Parquet file per SQL view
+//! (`parquet.rs`).
 //!
 //! The renderers live in `pi_engine::export`; this command finds the session, optionally masks
 //! secrets, and writes the result to stdout or atomically to `-o FILE`.
@@ -22,18 +24,27 @@ pub enum Format {
     Html,
     /// The active branch as Markdown.
     Md,
+    /// The whole history's SQL views, one Parquet file each, into the directory `-o DIR`
+    /// (no session argument).
+    Parquet,
 }
 
 #[derive(Debug, Args)]
 pub struct ExportArgs {
     /// Session id, unique id prefix or name in the store, or a session file path.
+    /// Not with `--format parquet`, which exports every session.
     #[arg(value_name = "ID|FILE")]
-    pub session: String,
+    pub session: Option<String>,
     /// Output format.
     #[arg(long, value_enum, default_value_t = Format::Jsonl)]
     pub format: Format,
-    /// Write to this file instead of stdout.
-    #[arg(short = 'o', long = "output", value_name = "FILE")]
+    /// Write to this file instead of stdout (`--format parquet`: this directory).
+    #[arg(
+        short = 'o',
+        long = "output",
+        visible_alias = "out",
+        value_name = "FILE"
+    )]
     pub output: Option<PathBuf>,
     /// Mask API keys, tokens and private keys in message content.
     #[arg(long)]
@@ -41,7 +52,13 @@ pub struct ExportArgs {
 }
 
 pub fn run(args: ExportArgs, store_args: &StoreArgs) -> anyhow::Result<i32> {
-    let mut source = find_session(&args.session, store_args)?;
+    if args.format == Format::Parquet {
+        return export_parquet(&args, store_args);
+    }
+    let Some(session) = &args.session else {
+        anyhow::bail!("which session? give its ID or FILE (only --format parquet exports all)");
+    };
+    let mut source = find_session(session, store_args)?;
     if args.redact {
         // Masking rewrites the lines, so the session is read into memory for it.
         let (bytes, name) = source.read()?;
@@ -60,6 +77,8 @@ pub fn run(args: ExportArgs, store_args: &StoreArgs) -> anyhow::Result<i32> {
         },
         Format::Html => Job::Render(Box::new(source.into_session()?), export::Format::Html),
         Format::Md => Job::Render(Box::new(source.into_session()?), export::Format::Markdown),
+        // Returned above; kept here so the match stays exhaustive without a panic.
+        Format::Parquet => return export_parquet(&args, store_args),
     };
     match &args.output {
         Some(path) => pi_storage::atomic::write_atomically_with(path, |out| job.write(out))?,
@@ -71,6 +90,27 @@ pub fn run(args: ExportArgs, store_args: &StoreArgs) -> anyhow::Result<i32> {
                 other => other.context("cannot write to stdout")?,
             }
         }
+    }
+    Ok(0)
+}
+
+fn export_parquet(args: &ExportArgs, store_args: &StoreArgs) -> anyhow::Result<i32> {
+    if let Some(session) = &args.session {
+        anyhow::bail!(
+            "--format parquet exports every session's SQL views; drop the session argument {session:?}"
+        );
+    }
+    if args.redact {
+        anyhow::bail!("--redact is not supported with --format parquet");
+    }
+    let Some(dir) = &args.output else {
+        anyhow::bail!("--format parquet needs a directory to write into: -o DIR");
+    };
+    for (path, rows) in super::parquet::export(dir, store_args)? {
+        println!(
+            "{} ({rows} rows)",
+            crate::visible::visible_line(&path.display().to_string())
+        );
     }
     Ok(0)
 }

@@ -1,4 +1,5 @@
-//! `pi sessions …`: inspect, show, verify, list, export, import, migrate, search, stats.
+//! `pi sessions …`: inspect, show, verify, list, export, import, migrate, search, stats,
+//! query.
 //!
 //! Each subcommand lives in its own file with its clap `…Args` struct and a `run` fn.
 
@@ -7,6 +8,8 @@ pub mod import;
 pub mod inspect;
 pub mod list;
 pub mod migrate;
+pub mod parquet;
+pub mod query;
 pub mod search;
 pub mod show;
 pub mod stats;
@@ -38,9 +41,12 @@ pub enum SessionsCommand {
     Search(search::SearchArgs),
     /// Sessions, messages, tool calls, errors, tokens and cost, optionally grouped.
     Stats(stats::StatsArgs),
+    /// One read-only SQL SELECT over the history's views (see docs/history-sql.md).
+    Query(query::QueryArgs),
     /// List sessions, newest first, with name, first message and counts.
     List(list::ListArgs),
-    /// Export a session as JSONL, a self-contained HTML page or Markdown.
+    /// Export a session as JSONL, a self-contained HTML page or Markdown, or (`--format
+    /// parquet -o DIR`) every session's SQL views as Parquet files.
     Export(export::ExportArgs),
     /// Import Pi session files (any version) into the session store.
     Import(import::ImportArgs),
@@ -57,6 +63,7 @@ pub fn run(args: SessionsArgs) -> anyhow::Result<i32> {
         SessionsCommand::Upgrade(args) => upgrade::run(args),
         SessionsCommand::Search(a) => search::run(a, &args.store),
         SessionsCommand::Stats(a) => stats::run(a, &args.store),
+        SessionsCommand::Query(a) => query::run(a, &args.store),
         SessionsCommand::List(list) => list::run(list, &args.store),
         SessionsCommand::Export(export) => export::run(export, &args.store),
         SessionsCommand::Import(import) => import::run(import, &args.store),
