@@ -21,6 +21,7 @@
 mod extract;
 mod figures;
 mod query;
+mod readback;
 mod scan;
 
 use std::path::{Path, PathBuf};
@@ -43,7 +44,8 @@ use crate::summary::{sort_summaries, ListScope, SessionSummary};
 /// Bumped whenever the tables or what goes into them change; an index of another version is
 /// rebuilt from the store.
 /// 3: first-message previews and indexed text capped (an older index may hold them whole).
-const SCHEMA_VERSION: i64 = 3;
+/// 4: contentless FTS5; JSONL text is read back from the session files by byte range.
+const SCHEMA_VERSION: i64 = 4;
 
 const SCHEMA: &str = "
 CREATE TABLE meta(key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -95,8 +97,10 @@ CREATE TABLE entries(
     cost REAL NOT NULL
 );
 CREATE INDEX entries_sid ON entries(sid);
--- One row per searchable piece of an entry; the text lives here once and FTS5 indexes it as
--- external content (snippets read it back from here).
+-- One row per searchable piece of an entry. The text is not stored for JSONL sessions: the
+-- row records where its entry line is in the session file (line_offset, line_len) and which
+-- of the line's extracted parts it is (part), and snippets re-read and re-extract that line.
+-- Other stores have no byte ranges, so their rows keep the text.
 CREATE TABLE docs(
     rowid INTEGER PRIMARY KEY,
     sid INTEGER NOT NULL,
@@ -108,11 +112,16 @@ CREATE TABLE docs(
     model TEXT,
     tool_name TEXT,
     is_error INTEGER NOT NULL,
-    text TEXT NOT NULL
+    line_offset INTEGER,
+    line_len INTEGER,
+    part INTEGER NOT NULL,
+    text TEXT
 );
 CREATE INDEX docs_sid ON docs(sid);
+-- Contentless: FTS5 keeps only the postings (with positions, for phrases) and each row's
+-- token count (for bm25); contentless_delete lets a rewritten session's rows be deleted.
 CREATE VIRTUAL TABLE fts USING fts5(
-    text, content='docs', content_rowid='rowid', tokenize='unicode61 remove_diacritics 2'
+    text, content='', contentless_delete=1, tokenize='unicode61 remove_diacritics 2'
 );
 ";
 
@@ -442,6 +451,8 @@ fn connect(path: &Path) -> rusqlite::Result<Connection> {
     // file consistent, so no fsync per commit.
     conn.pragma_update(None, "synchronous", "NORMAL")?;
     conn.pragma_update(None, "cache_size", -32_000)?;
+    // Snippets are cut in a scratch table (`query::snippets`): keep it off the disk.
+    conn.pragma_update(None, "temp_store", "MEMORY")?;
     Ok(conn)
 }
 
@@ -523,9 +534,8 @@ fn is_corrupt(e: &StoreError) -> bool {
 
 /// Deletes every row of one session (before indexing it again whole, or when it is gone).
 fn delete_rows(conn: &Connection, sid: i64) -> rusqlite::Result<()> {
-    // External-content FTS5 needs the old text to remove its postings.
     conn.execute(
-        "INSERT INTO fts(fts, rowid, text) SELECT 'delete', rowid, text FROM docs WHERE sid = ?1",
+        "DELETE FROM fts WHERE rowid IN (SELECT rowid FROM docs WHERE sid = ?1)",
         [sid],
     )?;
     conn.execute("DELETE FROM docs WHERE sid = ?1", [sid])?;

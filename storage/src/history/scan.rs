@@ -126,7 +126,8 @@ impl Feeder<'_> {
             .expect("rows are written only by feeders with a connection")
     }
 
-    fn line(&mut self, line: &[u8]) -> rusqlite::Result<()> {
+    /// One line of a session file that starts at byte `at`.
+    fn line(&mut self, line: &[u8], at: u64) -> rusqlite::Result<()> {
         self.lines += 1;
         if self.header.is_none() {
             if self.state.not_session || is_blank(line) {
@@ -147,12 +148,15 @@ impl Feeder<'_> {
             self.state.summary.observe(line);
         }
         if self.text {
-            self.entry(line)?;
+            self.entry(line, Some(at))?;
         }
         Ok(())
     }
 
-    fn entry(&mut self, line: &[u8]) -> rusqlite::Result<()> {
+    /// Puts one entry line into the text rows and statistics. `at` is where the line starts
+    /// in its session file, which is all a text row needs to find its text again; a line
+    /// from a database store (`None`) has no such place, and its rows keep the text.
+    fn entry(&mut self, line: &[u8], at: Option<u64>) -> rusqlite::Result<()> {
         let Some(x) = extract(line) else {
             return Ok(());
         };
@@ -169,12 +173,12 @@ impl Feeder<'_> {
             self.state.provider = provider.clone();
             self.state.model = model.clone();
         }
-        for part in &x.parts {
+        for (i, part) in x.parts.iter().enumerate() {
             self.conn()
                 .prepare_cached(
                     "INSERT INTO docs(sid, entry_id, ts_ms, role, kind, provider, model,
-                                      tool_name, is_error, text)
-                     VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)",
+                                      tool_name, is_error, line_offset, line_len, part, text)
+                     VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13)",
                 )?
                 .execute(params![
                     self.sid,
@@ -186,7 +190,10 @@ impl Feeder<'_> {
                     model,
                     part.tool_name,
                     part.is_error,
-                    part.text
+                    at.map(|a| a as i64),
+                    at.map(|_| line.len() as i64),
+                    i as i64,
+                    if at.is_none() { Some(&part.text) } else { None },
                 ])?;
             let rowid = self.conn().last_insert_rowid();
             self.conn()
@@ -800,7 +807,7 @@ fn feed_tail(
         let mut start = 0;
         while let Some(nl) = memchr::memchr(b'\n', &buf[start..]) {
             feeder
-                .line(&buf[start..start + nl])
+                .line(&buf[start..start + nl], pos + start as u64)
                 .map_err(TailError::Db)?;
             start += nl + 1;
             boundary = Some(i64::from(b'\n'));
@@ -808,7 +815,9 @@ fn feed_tail(
         if n == 0 {
             let rest = &buf[start..];
             if !rest.is_empty() && serde_json::from_slice::<serde::de::IgnoredAny>(rest).is_ok() {
-                feeder.line(rest).map_err(TailError::Db)?;
+                feeder
+                    .line(rest, pos + start as u64)
+                    .map_err(TailError::Db)?;
                 boundary = rest.last().map(|&b| i64::from(b));
                 start = buf.len();
             }
@@ -948,7 +957,7 @@ fn index_session(
     for entry in &entries {
         feeder.lines += 1;
         feeder.state.summary.observe(entry.line());
-        feeder.entry(entry.line()).map_err(err)?;
+        feeder.entry(entry.line(), None).map_err(err)?;
     }
     report.lines_read += feeder.lines;
     feeder.finish(location, fallback_modified_ms).map_err(err)?;
