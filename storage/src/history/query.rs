@@ -313,8 +313,7 @@ impl HistoryIndex {
                         score,
                         snippet: String::new(),
                     };
-                    let place = match (r.get::<_, Option<i64>>(12)?, r.get::<_, Option<i64>>(13)?)
-                    {
+                    let place = match (r.get::<_, Option<i64>>(12)?, r.get::<_, Option<i64>>(13)?) {
                         (Some(offset), Some(len)) => Some(TextPlace {
                             path: r.get(11)?,
                             offset: offset as u64,
@@ -467,7 +466,8 @@ fn snippets(
     )?;
     let mut out = Vec::with_capacity(texts.len());
     {
-        let mut insert = conn.prepare_cached("INSERT INTO temp.snip(rowid, text) VALUES (?1, ?2)")?;
+        let mut insert =
+            conn.prepare_cached("INSERT INTO temp.snip(rowid, text) VALUES (?1, ?2)")?;
         for (i, text) in texts.iter().enumerate() {
             insert.execute(rusqlite::params![i as i64, text])?;
         }
