@@ -79,6 +79,9 @@ CREATE TABLE sessions(
     first_message TEXT
 );
 CREATE INDEX sessions_cwd ON sessions(cwd_key);
+-- What a refresh reads of every row (scan::read_marks), so it scans this narrow index and
+-- not the rows, which hold each file's first 4 KB and span a page or more each.
+CREATE INDEX sessions_marks ON sessions(key, sid, size, mtime_ns, text_offset, offset);
 -- One row per message entry or entry with usage: what statistics add up.
 CREATE TABLE entries(
     sid INTEGER NOT NULL,
@@ -467,8 +470,11 @@ fn private_file(path: &Path) {
         .open(path)
     {
         Ok(_) => {}
+        // Only when needed: a `chmod` writes the inode, on every search otherwise.
         Err(_) => {
-            let _ = std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o600));
+            if std::fs::metadata(path).is_ok_and(|m| m.permissions().mode() & 0o777 != 0o600) {
+                let _ = std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o600));
+            }
         }
     }
 }

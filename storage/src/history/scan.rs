@@ -272,9 +272,12 @@ impl Feeder<'_> {
     }
 }
 
+/// A session file, its directory and (for a plain file) its metadata, taken while listing.
+type Listed = (PathBuf, String, Option<fs::Metadata>);
+
 /// Every `*.jsonl` file of a layout with its directory, as [`JsonlStore`] lists them
 /// (symlinks leading out of the store are skipped, see `crate::walk`).
-fn list_files(layout: &JsonlLayout) -> StoreResult<Vec<(PathBuf, String)>> {
+fn list_files(layout: &JsonlLayout) -> StoreResult<Vec<Listed>> {
     let (root, dirs) = match layout {
         JsonlLayout::Flat { dir } => (dir, vec![dir.clone()]),
         JsonlLayout::PerCwd { root } => (root, crate::walk::cwd_dirs(root)?),
@@ -283,7 +286,7 @@ fn list_files(layout: &JsonlLayout) -> StoreResult<Vec<(PathBuf, String)>> {
     let per_cwd = matches!(layout, JsonlLayout::PerCwd { .. });
     for dir in dirs {
         let name = dir.display().to_string();
-        let mut paths = match crate::walk::session_files(root, &dir) {
+        let mut paths = match crate::walk::session_files_stat(root, &dir) {
             Ok(paths) => paths,
             // Like Pi's listAll: one unreadable cwd directory hides its sessions, not all.
             Err(_) if per_cwd => continue,
@@ -292,8 +295,12 @@ fn list_files(layout: &JsonlLayout) -> StoreResult<Vec<(PathBuf, String)>> {
         // The directories come sorted; sorting each one's files by their bytes gives the
         // order of sorting every path by components, without comparing components (which
         // was a tenth of a search over 1,000 sessions).
-        paths.sort_unstable_by(|a, b| a.as_os_str().cmp(b.as_os_str()));
-        files.extend(paths.into_iter().map(|path| (path, name.clone())));
+        paths.sort_unstable_by(|a, b| a.0.as_os_str().cmp(b.0.as_os_str()));
+        files.extend(
+            paths
+                .into_iter()
+                .map(|(path, meta)| (path, name.clone(), meta)),
+        );
     }
     Ok(files)
 }
@@ -344,7 +351,10 @@ pub(super) fn refresh_jsonl(
         Some(m) if m.data_version == data_version => m.known,
         _ => read_marks(&index.conn, None).map_err(&err)?,
     };
-    let on_disk: HashSet<String> = files.iter().map(|(p, _)| p.display().to_string()).collect();
+    let on_disk: HashSet<String> = files
+        .iter()
+        .map(|(p, ..)| p.display().to_string())
+        .collect();
     let gone: Vec<(String, i64)> = known
         .iter()
         .filter(|(key, _)| !on_disk.contains(*key))
@@ -356,11 +366,15 @@ pub(super) fn refresh_jsonl(
         report.sessions_removed += 1;
     }
     let mut todo: Vec<(&Path, String, &str, i64, i64)> = Vec::new();
-    for (path, dir) in &files {
+    for (path, dir, listed) in files.iter() {
         report.sessions_seen += 1;
         // A file that vanished or cannot be read is not a session (as in Pi's listing).
-        let Ok(meta) = fs::metadata(path) else {
-            continue;
+        let meta = match listed {
+            Some(meta) => meta.clone(),
+            None => match fs::metadata(path) {
+                Ok(meta) => meta,
+                Err(_) => continue,
+            },
         };
         let size = meta.len() as i64;
         let mtime_ns = mtime_ns(&meta);

@@ -232,3 +232,38 @@ fn database_store_rows_keep_their_text_for_snippets() {
     assert_eq!(hits.len(), 1);
     assert!(hits[0].snippet.contains("[okapi]"), "{}", hits[0].snippet);
 }
+
+#[test]
+fn a_refresh_sees_an_appended_file_a_new_file_and_a_linked_file() {
+    let f = fixture();
+    let mut index = f.index();
+    // Appended: the listing's own `stat` (through the directory) shows the new size.
+    append_line(
+        &f.dir.join("b_s2.jsonl"),
+        r#"{"type":"message","id":"u10","parentId":"u9","timestamp":"2026-02-01T00:00:01.000Z","message":{"role":"user","content":"wombat appended"}}"#,
+    );
+    // New, and a link to a file elsewhere in the store (followed: its own `stat`).
+    let other = HEADER.replace("\"s1\"", "\"s4\"");
+    let line = r#"{"type":"message","id":"u11","parentId":null,"timestamp":"2026-02-02T00:00:00.000Z","message":{"role":"user","content":"numbat arrives"}}"#;
+    write_session(&f.dir, "d_s4.jsonl", &other, &[line.into()]);
+    let elsewhere = f.dir.join("kept");
+    let linked = HEADER.replace("\"s1\"", "\"s5\"");
+    let target = write_session(
+        &elsewhere,
+        "s5.txt",
+        &linked,
+        &[line.replace("u11", "u12").replace("numbat", "quoll")],
+    );
+    std::os::unix::fs::symlink(&target, f.dir.join("e_s5.jsonl")).unwrap();
+    let report = index.refresh_jsonl(&f.store).unwrap();
+    assert_eq!((report.sessions_seen, report.sessions_updated), (4, 3));
+    assert_eq!(entry_ids(&index, &SearchQuery::new("wombat")), ["s2/u10"]);
+    assert_eq!(entry_ids(&index, &SearchQuery::new("numbat")), ["s4/u11"]);
+    assert_eq!(entry_ids(&index, &SearchQuery::new("quoll")), ["s5/u12"]);
+    // The linked file grows: seen through the link.
+    append_line(&target, &line.replace("u11", "u13").replace("numbat", "dunnart"));
+    let report = index.refresh_jsonl(&f.store).unwrap();
+    assert_eq!(report.sessions_updated, 1);
+    assert_eq!(entry_ids(&index, &SearchQuery::new("dunnart")), ["s5/u13"]);
+    assert_eq!(index.refresh_jsonl(&f.store).unwrap().sessions_updated, 0);
+}
