@@ -454,6 +454,11 @@ fn connect(path: &Path) -> rusqlite::Result<Connection> {
     // file consistent, so no fsync per commit.
     conn.pragma_update(None, "synchronous", "NORMAL")?;
     conn.pragma_update(None, "cache_size", -32_000)?;
+    // Checkpoint every 64 MB of WAL instead of every 4 MB: a build rewrites the same FTS5
+    // pages many times over, and each checkpoint copies them into the file again. Measured:
+    // building from 287 MB of sessions took 7.4 s instead of 10.1 s; larger gained nothing.
+    // The WAL is checkpointed and removed when the last connection closes.
+    conn.pragma_update(None, "wal_autocheckpoint", 16_384)?;
     // Snippets are cut in a scratch table (`query::snippets`): keep it off the disk.
     conn.pragma_update(None, "temp_store", "MEMORY")?;
     Ok(conn)

@@ -261,7 +261,10 @@ fn a_refresh_sees_an_appended_file_a_new_file_and_a_linked_file() {
     assert_eq!(entry_ids(&index, &SearchQuery::new("numbat")), ["s4/u11"]);
     assert_eq!(entry_ids(&index, &SearchQuery::new("quoll")), ["s5/u12"]);
     // The linked file grows: seen through the link.
-    append_line(&target, &line.replace("u11", "u13").replace("numbat", "dunnart"));
+    append_line(
+        &target,
+        &line.replace("u11", "u13").replace("numbat", "dunnart"),
+    );
     let report = index.refresh_jsonl(&f.store).unwrap();
     assert_eq!(report.sessions_updated, 1);
     assert_eq!(entry_ids(&index, &SearchQuery::new("dunnart")), ["s5/u13"]);
