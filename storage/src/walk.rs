@@ -72,6 +72,22 @@ pub(crate) fn admit(root: &Path, path: &Path, kind: Kind) -> bool {
 /// Entries of `dir` that are `kind` (links judged by [`admit`]), unsorted.
 /// A missing `dir` has none.
 pub(crate) fn entries(root: &Path, dir: &Path, kind: Kind) -> StoreResult<Vec<PathBuf>> {
+    Ok(entries_with(root, dir, kind, false)?
+        .into_iter()
+        .map(|(path, _)| path)
+        .collect())
+}
+
+/// [`entries`], each with its metadata when `stat` is set and the entry is not a link:
+/// taken through the open directory (`statx` relative to its descriptor), which skips
+/// resolving the whole path again — a fifth of an unchanged history refresh. A link, or an
+/// entry whose `stat` failed, comes with `None` (the caller follows the link itself).
+fn entries_with(
+    root: &Path,
+    dir: &Path,
+    kind: Kind,
+    stat: bool,
+) -> StoreResult<Vec<(PathBuf, Option<fs::Metadata>)>> {
     let read = match fs::read_dir(dir) {
         Ok(read) => read,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
@@ -86,15 +102,23 @@ pub(crate) fn entries(root: &Path, dir: &Path, kind: Kind) -> StoreResult<Vec<Pa
         }
         // The directory entry's own type (d_type) settles everything but a link without a
         // `stat`: listing a thousand sessions then costs a thousand fewer system calls.
-        let taken = match item.file_type() {
-            Ok(t) if !t.is_symlink() => match kind {
-                Kind::Dir => t.is_dir(),
-                Kind::File => t.is_file(),
-            },
-            _ => admit(root, &path, kind),
+        let (taken, link) = match item.file_type() {
+            Ok(t) if !t.is_symlink() => (
+                match kind {
+                    Kind::Dir => t.is_dir(),
+                    Kind::File => t.is_file(),
+                },
+                false,
+            ),
+            _ => (admit(root, &path, kind), true),
         };
         if taken {
-            out.push(path);
+            let meta = if stat && !link {
+                item.metadata().ok()
+            } else {
+                None
+            };
+            out.push((path, meta));
         }
     }
     Ok(out)
@@ -115,6 +139,26 @@ pub(crate) fn cwd_dirs(root: &Path) -> StoreResult<Vec<PathBuf>> {
 
 /// The `*.jsonl` session files of one directory of a store rooted at `root`, unsorted.
 pub(crate) fn session_files(root: &Path, dir: &Path) -> StoreResult<Vec<PathBuf>> {
+    Ok(session_files_with(root, dir, false)?
+        .into_iter()
+        .map(|(path, _)| path)
+        .collect())
+}
+
+/// [`session_files`] with each plain file's metadata, `stat`ed relative to the directory
+/// (see [`entries_with`]); `None` for links.
+pub(crate) fn session_files_stat(
+    root: &Path,
+    dir: &Path,
+) -> StoreResult<Vec<(PathBuf, Option<fs::Metadata>)>> {
+    session_files_with(root, dir, true)
+}
+
+fn session_files_with(
+    root: &Path,
+    dir: &Path,
+    stat: bool,
+) -> StoreResult<Vec<(PathBuf, Option<fs::Metadata>)>> {
     let Some(real_root) = resolved_root(root) else {
         return Ok(Vec::new());
     };
@@ -122,7 +166,7 @@ pub(crate) fn session_files(root: &Path, dir: &Path) -> StoreResult<Vec<PathBuf>
     if dir != root && !admit(&real_root, dir, Kind::Dir) {
         return Ok(Vec::new());
     }
-    entries(&real_root, dir, Kind::File)
+    entries_with(&real_root, dir, Kind::File, stat)
 }
 
 /// Whether writing into `dir` (a session directory of the store at `root`, maybe not yet

@@ -4,6 +4,7 @@ use rusqlite::types::Value as SqlValue;
 use rusqlite::OptionalExtension;
 use serde::Serialize;
 
+use super::readback::{TextPlace, TextReader};
 use super::HistoryIndex;
 use crate::error::{StoreError, StoreResult};
 use crate::paths::resolve_cwd;
@@ -280,42 +281,59 @@ impl HistoryIndex {
         if floor.is_some() && ranked.len() < q.limit {
             ranked = rank(None)?;
         }
-        // Snippets only for the hits shown: computing them in the ranking query would read
-        // the text of every match of a common word.
+        // Snippets only for the hits shown: the text is not in the index (see `readback`),
+        // so each hit's text is read back from its session file and the snippet is cut by
+        // FTS5 itself from a one-query scratch table holding just those texts.
         let mut hits = Vec::with_capacity(ranked.len());
+        let mut texts = Vec::with_capacity(ranked.len());
+        let mut reader = TextReader::default();
         let mut stmt = self
             .conn
             .prepare_cached(
                 "SELECT s.session_id, s.location, s.cwd, d.entry_id, d.ts_ms, d.role, d.kind,
-                        d.tool_name, d.provider, d.model,
-                        snippet(fts, 0, ?3, ?4, '…', 24)
-                 FROM fts f JOIN docs d ON d.rowid = f.rowid JOIN sessions s ON s.sid = d.sid
-                 WHERE fts MATCH ?1 AND f.rowid = ?2",
+                        d.tool_name, d.provider, d.model, d.text, s.key, d.line_offset,
+                        d.line_len, d.part
+                 FROM docs d JOIN sessions s ON s.sid = d.sid WHERE d.rowid = ?1",
             )
             .map_err(err)?;
         for (rowid, score) in ranked {
-            let hit = stmt
-                .query_row(
-                    rusqlite::params![query, rowid, q.highlight.0, q.highlight.1],
-                    |r| {
-                        Ok(SearchHit {
-                            session_id: r.get::<_, Option<String>>(0)?.unwrap_or_default(),
-                            location: r.get(1)?,
-                            cwd: r.get(2)?,
-                            entry_id: r.get(3)?,
-                            timestamp_ms: r.get(4)?,
-                            role: r.get(5)?,
-                            kind: r.get(6)?,
-                            tool_name: r.get(7)?,
-                            provider: r.get(8)?,
-                            model: r.get(9)?,
-                            score,
-                            snippet: r.get(10)?,
-                        })
-                    },
-                )
+            let (hit, text, place) = stmt
+                .query_row([rowid], |r| {
+                    let hit = SearchHit {
+                        session_id: r.get::<_, Option<String>>(0)?.unwrap_or_default(),
+                        location: r.get(1)?,
+                        cwd: r.get(2)?,
+                        entry_id: r.get(3)?,
+                        timestamp_ms: r.get(4)?,
+                        role: r.get(5)?,
+                        kind: r.get(6)?,
+                        tool_name: r.get(7)?,
+                        provider: r.get(8)?,
+                        model: r.get(9)?,
+                        score,
+                        snippet: String::new(),
+                    };
+                    let place = match (r.get::<_, Option<i64>>(12)?, r.get::<_, Option<i64>>(13)?) {
+                        (Some(offset), Some(len)) => Some(TextPlace {
+                            path: r.get(11)?,
+                            offset: offset as u64,
+                            len: len as u64,
+                            part: r.get::<_, i64>(14)? as usize,
+                        }),
+                        _ => None,
+                    };
+                    Ok((hit, r.get::<_, Option<String>>(10)?, place))
+                })
                 .map_err(err)?;
+            texts.push(
+                text.or_else(|| place.and_then(|p| reader.text(&p)))
+                    .unwrap_or_default(),
+            );
             hits.push(hit);
+        }
+        let snippets = snippets(&self.conn, &query, &texts, &q.highlight).map_err(err)?;
+        for (hit, snippet) in hits.iter_mut().zip(snippets) {
+            hit.snippet = snippet;
         }
         Ok(hits)
     }
@@ -429,6 +447,46 @@ impl HistoryIndex {
             groups: if q.group.is_some() { rows } else { Vec::new() },
         })
     }
+}
+
+/// FTS5's `snippet()` of each text for `query` (an FTS5 query the texts match), as the index
+/// itself would cut it if it stored the text: the texts go into a scratch table in the
+/// connection's in-memory temp schema with the index's tokenizer, and are gone afterwards.
+/// A text that does not match (read back from a file rewritten meanwhile) gets `""`.
+fn snippets(
+    conn: &rusqlite::Connection,
+    query: &str,
+    texts: &[String],
+    highlight: &(String, String),
+) -> rusqlite::Result<Vec<String>> {
+    conn.execute_batch(
+        "CREATE VIRTUAL TABLE IF NOT EXISTS temp.snip
+             USING fts5(text, tokenize='unicode61 remove_diacritics 2');
+         DELETE FROM temp.snip;",
+    )?;
+    let mut out = Vec::with_capacity(texts.len());
+    {
+        let mut insert =
+            conn.prepare_cached("INSERT INTO temp.snip(rowid, text) VALUES (?1, ?2)")?;
+        for (i, text) in texts.iter().enumerate() {
+            insert.execute(rusqlite::params![i as i64, text])?;
+        }
+        let mut cut = conn.prepare_cached(
+            "SELECT snippet(snip, 0, ?3, ?4, '…', 24) FROM temp.snip
+             WHERE snip MATCH ?1 AND rowid = ?2",
+        )?;
+        for i in 0..texts.len() {
+            let snippet: Option<String> = cut
+                .query_row(
+                    rusqlite::params![query, i as i64, highlight.0, highlight.1],
+                    |r| r.get(0),
+                )
+                .optional()?;
+            out.push(snippet.unwrap_or_default());
+        }
+    }
+    conn.execute_batch("DELETE FROM temp.snip;")?;
+    Ok(out)
 }
 
 fn stats_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<StatsRow> {

@@ -126,7 +126,8 @@ impl Feeder<'_> {
             .expect("rows are written only by feeders with a connection")
     }
 
-    fn line(&mut self, line: &[u8]) -> rusqlite::Result<()> {
+    /// One line of a session file that starts at byte `at`.
+    fn line(&mut self, line: &[u8], at: u64) -> rusqlite::Result<()> {
         self.lines += 1;
         if self.header.is_none() {
             if self.state.not_session || is_blank(line) {
@@ -147,12 +148,15 @@ impl Feeder<'_> {
             self.state.summary.observe(line);
         }
         if self.text {
-            self.entry(line)?;
+            self.entry(line, Some(at))?;
         }
         Ok(())
     }
 
-    fn entry(&mut self, line: &[u8]) -> rusqlite::Result<()> {
+    /// Puts one entry line into the text rows and statistics. `at` is where the line starts
+    /// in its session file, which is all a text row needs to find its text again; a line
+    /// from a database store (`None`) has no such place, and its rows keep the text.
+    fn entry(&mut self, line: &[u8], at: Option<u64>) -> rusqlite::Result<()> {
         let Some(x) = extract(line) else {
             return Ok(());
         };
@@ -169,12 +173,12 @@ impl Feeder<'_> {
             self.state.provider = provider.clone();
             self.state.model = model.clone();
         }
-        for part in &x.parts {
+        for (i, part) in x.parts.iter().enumerate() {
             self.conn()
                 .prepare_cached(
                     "INSERT INTO docs(sid, entry_id, ts_ms, role, kind, provider, model,
-                                      tool_name, is_error, text)
-                     VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)",
+                                      tool_name, is_error, line_offset, line_len, part, text)
+                     VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13)",
                 )?
                 .execute(params![
                     self.sid,
@@ -186,7 +190,10 @@ impl Feeder<'_> {
                     model,
                     part.tool_name,
                     part.is_error,
-                    part.text
+                    at.map(|a| a as i64),
+                    at.map(|_| line.len() as i64),
+                    i as i64,
+                    if at.is_none() { Some(&part.text) } else { None },
                 ])?;
             let rowid = self.conn().last_insert_rowid();
             self.conn()
@@ -272,9 +279,12 @@ impl Feeder<'_> {
     }
 }
 
+/// A session file, its directory and (for a plain file) its metadata, taken while listing.
+type Listed = (PathBuf, String, Option<fs::Metadata>);
+
 /// Every `*.jsonl` file of a layout with its directory, as [`JsonlStore`] lists them
 /// (symlinks leading out of the store are skipped, see `crate::walk`).
-fn list_files(layout: &JsonlLayout) -> StoreResult<Vec<(PathBuf, String)>> {
+fn list_files(layout: &JsonlLayout) -> StoreResult<Vec<Listed>> {
     let (root, dirs) = match layout {
         JsonlLayout::Flat { dir } => (dir, vec![dir.clone()]),
         JsonlLayout::PerCwd { root } => (root, crate::walk::cwd_dirs(root)?),
@@ -283,7 +293,7 @@ fn list_files(layout: &JsonlLayout) -> StoreResult<Vec<(PathBuf, String)>> {
     let per_cwd = matches!(layout, JsonlLayout::PerCwd { .. });
     for dir in dirs {
         let name = dir.display().to_string();
-        let mut paths = match crate::walk::session_files(root, &dir) {
+        let mut paths = match crate::walk::session_files_stat(root, &dir) {
             Ok(paths) => paths,
             // Like Pi's listAll: one unreadable cwd directory hides its sessions, not all.
             Err(_) if per_cwd => continue,
@@ -292,8 +302,12 @@ fn list_files(layout: &JsonlLayout) -> StoreResult<Vec<(PathBuf, String)>> {
         // The directories come sorted; sorting each one's files by their bytes gives the
         // order of sorting every path by components, without comparing components (which
         // was a tenth of a search over 1,000 sessions).
-        paths.sort_unstable_by(|a, b| a.as_os_str().cmp(b.as_os_str()));
-        files.extend(paths.into_iter().map(|path| (path, name.clone())));
+        paths.sort_unstable_by(|a, b| a.0.as_os_str().cmp(b.0.as_os_str()));
+        files.extend(
+            paths
+                .into_iter()
+                .map(|(path, meta)| (path, name.clone(), meta)),
+        );
     }
     Ok(files)
 }
@@ -344,7 +358,10 @@ pub(super) fn refresh_jsonl(
         Some(m) if m.data_version == data_version => m.known,
         _ => read_marks(&index.conn, None).map_err(&err)?,
     };
-    let on_disk: HashSet<String> = files.iter().map(|(p, _)| p.display().to_string()).collect();
+    let on_disk: HashSet<String> = files
+        .iter()
+        .map(|(p, ..)| p.display().to_string())
+        .collect();
     let gone: Vec<(String, i64)> = known
         .iter()
         .filter(|(key, _)| !on_disk.contains(*key))
@@ -356,11 +373,15 @@ pub(super) fn refresh_jsonl(
         report.sessions_removed += 1;
     }
     let mut todo: Vec<(&Path, String, &str, i64, i64)> = Vec::new();
-    for (path, dir) in &files {
+    for (path, dir, listed) in files.iter() {
         report.sessions_seen += 1;
         // A file that vanished or cannot be read is not a session (as in Pi's listing).
-        let Ok(meta) = fs::metadata(path) else {
-            continue;
+        let meta = match listed {
+            Some(meta) => meta.clone(),
+            None => match fs::metadata(path) {
+                Ok(meta) => meta,
+                Err(_) => continue,
+            },
         };
         let size = meta.len() as i64;
         let mtime_ns = mtime_ns(&meta);
@@ -807,7 +828,7 @@ fn feed_tail(
         let mut start = 0;
         while let Some(nl) = memchr::memchr(b'\n', &buf[start..]) {
             feeder
-                .line(&buf[start..start + nl])
+                .line(&buf[start..start + nl], pos + start as u64)
                 .map_err(TailError::Db)?;
             start += nl + 1;
             boundary = Some(i64::from(b'\n'));
@@ -815,7 +836,9 @@ fn feed_tail(
         if n == 0 {
             let rest = &buf[start..];
             if !rest.is_empty() && serde_json::from_slice::<serde::de::IgnoredAny>(rest).is_ok() {
-                feeder.line(rest).map_err(TailError::Db)?;
+                feeder
+                    .line(rest, pos + start as u64)
+                    .map_err(TailError::Db)?;
                 boundary = rest.last().map(|&b| i64::from(b));
                 start = buf.len();
             }
@@ -955,7 +978,7 @@ fn index_session(
     for entry in &entries {
         feeder.lines += 1;
         feeder.state.summary.observe(entry.line());
-        feeder.entry(entry.line()).map_err(err)?;
+        feeder.entry(entry.line(), None).map_err(err)?;
     }
     report.lines_read += feeder.lines;
     feeder.finish(location, fallback_modified_ms).map_err(err)?;

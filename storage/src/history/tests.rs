@@ -714,3 +714,4 @@ fn sessions_with_message_text_looks_at_user_and_assistant_text_only() {
         assert!(names(hidden).is_empty(), "{hidden}");
     }
 }
+mod contentless;
