@@ -184,23 +184,39 @@ async fn tool_search_without_match_and_bad_arguments() {
     );
 }
 
-/// Read results carry the time the server made them.
+/// Read results carry the time the server made them (`10:04:05 AM` in the server's
+/// locale): the clock and its AM/PM become `TIME`, so the test passes at any hour.
 fn without_time(text: &str) -> String {
-    text.split(' ')
-        .map(|word| {
-            let parts: Vec<&str> = word.split(':').collect();
-            let clock = parts.len() == 3
-                && parts
-                    .iter()
-                    .all(|p| !p.is_empty() && p.chars().all(|c| c.is_ascii_digit()));
-            if clock {
-                "TIME"
-            } else {
-                word
+    let is_clock = |word: &str| {
+        let parts: Vec<&str> = word.split(':').collect();
+        parts.len() == 3
+            && parts
+                .iter()
+                .all(|p| !p.is_empty() && p.chars().all(|c| c.is_ascii_digit()))
+    };
+    let mut out: Vec<&str> = Vec::new();
+    let mut words = text.split(' ').peekable();
+    while let Some(word) = words.next() {
+        if is_clock(word) {
+            out.push("TIME");
+            if words.peek().is_some_and(|w| *w == "AM" || *w == "PM") {
+                words.next();
             }
-        })
-        .collect::<Vec<_>>()
-        .join(" ")
+        } else {
+            out.push(word);
+        }
+    }
+    out.join(" ")
+}
+
+#[test]
+fn without_time_ignores_the_clock_and_its_half_of_the_day() {
+    assert_eq!(
+        without_time("a blob created at 1:02:03 PM today"),
+        without_time("a blob created at 11:22:33 AM today")
+    );
+    assert_eq!(without_time("at 1:02:03 PM"), "at TIME");
+    assert_eq!(without_time("ratio 1:2 AM"), "ratio 1:2 AM");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
