@@ -1,7 +1,7 @@
 //! Codemode end to end: our `pi` binary, the fake LLM scripted to call `codemode`, and a
 //! script that calls tools of the real MCP reference server
 //! `@modelcontextprotocol/server-everything` (installed with npm into
-//! `target/mcp-test-servers`, as `mcp_e2e.rs` does; without npm the test fails saying so).
+//! `target/mcp-test-servers` by `mcp_common`, as for `mcp_e2e.rs`; without npm the test fails saying so).
 //!
 //! The expectations are what real Pi 1.6.0 did with the same fake-LLM script and server
 //! (`fixtures/realpi/codemode/codemode_everything.json`, recorded from
@@ -10,54 +10,15 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::{Command, Stdio};
-use std::sync::Mutex;
 
 use pi_fake_llm::{FakeLlm, Script};
 use serde_json::{json, Value};
 
-const FIXTURES: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../fixtures/realpi");
-const SERVER_VERSION: &str = "2026.8.31";
+mod mcp_common;
 
-static INSTALL: Mutex<Option<PathBuf>> = Mutex::new(None);
-
-/// The reference servers' directory, shared with mcp_e2e.rs (same marker file).
-fn servers_dir() -> PathBuf {
-    let mut installed = INSTALL.lock().unwrap_or_else(|e| e.into_inner());
-    if let Some(dir) = installed.as_ref() {
-        return dir.clone();
-    }
-    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../target/mcp-test-servers");
-    let marker = dir.join(format!("installed-{SERVER_VERSION}"));
-    if !marker.exists() {
-        std::fs::create_dir_all(&dir).unwrap();
-        let status = Command::new("npm")
-            .args(["install", "--prefix"])
-            .arg(&dir)
-            .args(["--no-audit", "--no-fund", "--silent"])
-            .arg(format!("@modelcontextprotocol/server-filesystem@{SERVER_VERSION}"))
-            .arg(format!("@modelcontextprotocol/server-everything@{SERVER_VERSION}"))
-            .status()
-            .unwrap_or_else(|e| {
-                panic!("the codemode tests need npm and Node (>= 20) to install the reference MCP servers, but `npm` cannot run: {e}")
-            });
-        assert!(
-            status.success(),
-            "npm install of the MCP reference servers failed"
-        );
-        std::fs::write(&marker, "").unwrap();
-    }
-    *installed = Some(dir.clone());
-    dir
-}
-
-fn everything_script() -> String {
-    servers_dir()
-        .join("node_modules/@modelcontextprotocol/server-everything/dist/index.js")
-        .display()
-        .to_string()
-}
+use mcp_common::{everything_script, FIXTURES};
 
 fn recorded() -> Value {
     serde_json::from_str(
