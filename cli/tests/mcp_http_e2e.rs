@@ -27,10 +27,41 @@ import json, os, socket, sys
 import anyio, uvicorn
 from mcp.server.fastmcp import FastMCP, Context
 
+from mcp.server.streamable_http import EventStore, EventMessage
+
 port_file, log_file, mode, fail_first = sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4])
 stateless = mode == "stateless"
+
+class MemoryEvents(EventStore):
+    """Every event kept, so a client can resume a broken stream ("resume" mode)."""
+    def __init__(self):
+        self.events = []
+    async def store_event(self, stream_id, message):
+        event_id = str(len(self.events) + 1)
+        self.events.append((event_id, stream_id, message))
+        return event_id
+    async def replay_events_after(self, last_event_id, send_callback):
+        stream = next((s for i, s, _ in self.events if i == last_event_id), None)
+        if stream is None:
+            return None
+        after = False
+        for event_id, stream_id, message in self.events:
+            if after and stream_id == stream and message is not None:
+                await send_callback(EventMessage(message, event_id))
+            after = after or event_id == last_event_id
+        return stream
+
 mcp = FastMCP("pyhttp", instructions="A Python test server.", stateless_http=stateless,
-              json_response=stateless, log_level="WARNING")
+              json_response=stateless, log_level="WARNING",
+              event_store=MemoryEvents() if mode == "resume" else None)
+
+@mcp.tool()
+async def dropped(ctx: Context) -> str:
+    """Drop the answer's stream, then answer (after the client resumed it)."""
+    await ctx.report_progress(1, 2)
+    await ctx.close_sse_stream()
+    await anyio.sleep(0.3)
+    return "answered after the drop"
 
 @mcp.tool()
 def echo(text: str) -> str:
@@ -362,5 +393,35 @@ async fn a_call_on_an_expired_session_is_retried_on_a_new_one() {
         .filter(|(m, h)| m == "POST" && h.get("mcp-session-id").is_none())
         .count();
     assert_eq!(fresh, 2, "{:?}", server.requests());
+    s.inspect_session();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_dropped_answer_stream_is_resumed_with_last_event_id() {
+    let s = Setup::new(Some(json!({"turns": [
+        {"tool_calls": [tc("mcp__web__dropped", json!({}))]},
+        {"text": "Done."},
+    ]})))
+    .await;
+    let server = PyServer::start(s.tmp.path(), "resume", 0);
+    s.write_mcp_json(json!({"web": {"url": server.url(), "exposure": "direct"}}));
+    let out = s.prompt(&[], "Drop.");
+    let (stdout, stderr) = text(&out);
+    assert_eq!(out.status.code(), Some(0), "{stdout}{stderr}");
+    assert_eq!(
+        s.tool_results(),
+        [(
+            "mcp__web__dropped".to_string(),
+            false,
+            "answered after the drop".to_string()
+        )]
+    );
+    // The answer came over a GET that named the last event the broken stream carried.
+    let resumed = server
+        .requests()
+        .iter()
+        .filter(|(m, h)| m == "GET" && h.get("last-event-id").is_some())
+        .count();
+    assert_eq!(resumed, 1, "{:?}", server.requests());
     s.inspect_session();
 }

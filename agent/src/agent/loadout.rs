@@ -20,6 +20,20 @@ pub trait ToolLoadout: Send + Sync {
     /// in a system message before the request.
     fn before_request(&self, declared: &[String]) -> Vec<Arc<dyn Tool>>;
 
+    /// Before each request (and before a prompt's system message): the session's tools as
+    /// they should be now, when they declare something else than `tools` (MCP servers that
+    /// connected late or changed their tool list, `/mcp` changes). The loop then makes them
+    /// the session's tools and declares the difference in a system message.
+    fn current_tools(&self, _tools: &[Arc<dyn Tool>]) -> Option<Vec<Arc<dyn Tool>>> {
+        None
+    }
+
+    /// Whether a tool the branch declares that the session's tools lack stays declared when
+    /// the tool set changes (a tool `tool_search` loaded that can still be called).
+    fn keeps(&self, _name: &str) -> bool {
+        false
+    }
+
     /// A tool the branch declares (`name` was in the last `declared` list) that the session's
     /// own tools do not include, such as an MCP tool loaded by `tool_search` in an earlier run.
     async fn resolve(&self, name: &str) -> Option<Arc<dyn Tool>>;

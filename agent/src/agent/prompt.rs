@@ -133,7 +133,7 @@ impl super::AgentSession {
 
 /// After the tool set changed: a new prebuilt system message, diffed against the branch's
 /// prompt before the next user message (as after `/reload`).
-fn rebuild_prompt(st: &mut super::State) {
+pub(super) fn rebuild_prompt(st: &mut super::State) {
     if let Some(builder) = st.opts.prompt.builder.clone() {
         st.opts.prompt.system_message = Some((builder.0)(&st.opts.tools));
     }

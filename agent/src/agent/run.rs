@@ -256,6 +256,7 @@ impl AgentSession {
         token: &CancellationToken,
     ) -> Result<Option<AssistantMessage>, AgentError> {
         let mut initial = Vec::new();
+        self.sync_loadout_tools();
         if let Some(sys) = self.pending_system_message() {
             initial.push(sys);
         }
@@ -463,10 +464,76 @@ impl AgentSession {
         };
         let cwd = st.opts.cwd.display().to_string();
         let full = prompt::system_message(&st.opts.tools, &cwd, &st.opts.prompt, now_millis());
+        drop(st);
         match current {
             None => Some(full),
-            Some(current) => prompt::sections_patch(&current, &full),
+            Some(current) => self.keep_loaded_tools(prompt::sections_patch(&current, &full)?),
         }
+    }
+
+    /// A prompt patch without the removal of tools the loadout still offers (loaded by
+    /// `tool_search`, so not among the session's tools); `None` when nothing else is left.
+    fn keep_loaded_tools(&self, mut patch: Value) -> Option<Value> {
+        let Some(loadout) = self.tool_loadout() else {
+            return Some(patch);
+        };
+        let m = patch.as_object_mut()?;
+        if let Some(Value::Array(removed)) = m.get_mut("toolsRemoved") {
+            removed.retain(|t| {
+                !t.get("name")
+                    .and_then(Value::as_str)
+                    .is_some_and(|n| loadout.keeps(n))
+            });
+            if removed.is_empty() {
+                m.remove("toolsRemoved");
+            }
+        }
+        let changes = ["sections", "toolsRemoved", "toolsAdded"];
+        changes.iter().any(|k| m.contains_key(*k)).then_some(patch)
+    }
+
+    /// Makes the loadout's tool set the session's when it changed (MCP servers connected or
+    /// changed their tools, `/mcp` changes), with the prompt rebuilt for it; the patch is
+    /// written before the next request. Whether it changed.
+    fn sync_loadout_tools(&self) -> bool {
+        let Some(loadout) = self.tool_loadout() else {
+            return false;
+        };
+        let mut st = lock(&self.shared.state);
+        let Some(tools) = loadout.current_tools(&st.opts.tools) else {
+            return false;
+        };
+        let gone: Vec<String> = st
+            .opts
+            .tools
+            .iter()
+            .filter(|t| !tools.iter().any(|n| n.name() == t.name()))
+            .map(|t| t.name().to_string())
+            .collect();
+        st.registered
+            .retain(|t| !gone.iter().any(|g| g == t.name()));
+        for tool in &tools {
+            match st.registered.iter_mut().find(|t| t.name() == tool.name()) {
+                Some(slot) => *slot = tool.clone(),
+                None => st.registered.push(tool.clone()),
+            }
+        }
+        st.opts.tools = tools;
+        prompt::rebuild_prompt(&mut st);
+        true
+    }
+
+    /// Before a request inside a run: when the loadout's tool set changed since the last one,
+    /// the system message declaring the difference.
+    fn declare_tool_set_changes(&self) -> Result<Option<Value>, AgentError> {
+        if !self.sync_loadout_tools() {
+            return Ok(None);
+        }
+        let Some(message) = self.pending_system_message() else {
+            return Ok(None);
+        };
+        self.emit_and_persist(&message)?;
+        Ok(Some(message))
     }
 
     /// Pi's `declareToolChanges` for tools loaded during the session: before a request, the
@@ -574,6 +641,9 @@ impl AgentSession {
                 for text in pending.drain(..) {
                     let m = user_message(&text, &[]);
                     self.emit_and_persist(&m)?;
+                    new_messages.push(m);
+                }
+                if let Some(m) = self.declare_tool_set_changes()? {
                     new_messages.push(m);
                 }
                 if let Some(m) = self.declare_loaded_tools()? {

@@ -214,7 +214,7 @@ impl CodemodeTool {
         let waits = mcp
             .servers
             .iter()
-            .filter(|s| s.entry.config.enabled)
+            .filter(|s| s.enabled())
             .filter(|s| {
                 discovery || {
                     let namespace =
@@ -243,7 +243,7 @@ impl CodemodeTool {
         if let Some(mcp) = &self.mcp {
             for (server, name, tool) in mcp.named_tools() {
                 // Hidden tools are unreachable; `direct` ones may already be declared.
-                if server.entry.config.tool_exposure(&tool.name) == Exposure::Hidden
+                if server.tool_exposure(&tool.name) == Exposure::Hidden
                     || self.builtins.iter().any(|t| t.name() == name)
                 {
                     continue;

@@ -46,6 +46,7 @@ use serde_json::Value;
 use tokio::io::AsyncReadExt;
 use tokio_util::sync::CancellationToken;
 
+use super::config::Exposure;
 use super::config::ServerEntry;
 use super::config::Transport;
 use super::guard::KnownResponsesOnly;
@@ -121,6 +122,7 @@ struct Handler {
     log: Arc<McpLog>,
     roots: Vec<Root>,
     tools_changed: Arc<tokio::sync::Notify>,
+    tool_refreshes: Arc<tokio::sync::watch::Sender<usize>>,
     progress: Arc<Mutex<Vec<(rmcp::model::ProgressToken, ProgressFn)>>>,
 }
 
@@ -164,6 +166,9 @@ impl ClientHandler for Handler {
         &self,
         _context: NotificationContext<RoleClient>,
     ) -> impl std::future::Future<Output = ()> + Send + '_ {
+        // Counted before the list is fetched again, so a call whose server announced the
+        // change before answering waits for the new list (see `McpServer::call_tool`).
+        self.tool_refreshes.send_modify(|n| *n += 1);
         self.tools_changed.notify_one();
         std::future::ready(())
     }
@@ -267,11 +272,22 @@ pub struct McpServer {
     live: tokio::sync::Mutex<Option<Live>>,
     status: Mutex<ServerStatus>,
     tools_changed: Arc<tokio::sync::Notify>,
+    /// `notifications/tools/list_changed` received whose new list is not in yet.
+    tool_refreshes: Arc<tokio::sync::watch::Sender<usize>>,
     progress: Arc<Mutex<Vec<(rmcp::model::ProgressToken, ProgressFn)>>>,
     closed: CancellationToken,
     auth: Option<Arc<ServerAuth>>,
     /// Set when the first connection attempt starts (see [`McpServer::settled`]).
     attempted: std::sync::atomic::AtomicBool,
+    /// `enabled` and `exposure` now: the configuration's, until `/mcp` changes them.
+    settings: Mutex<LiveSettings>,
+}
+
+/// What `/mcp` can change for the running session (it also saves it to `mcp.json`).
+#[derive(Clone, Copy, Debug)]
+struct LiveSettings {
+    enabled: bool,
+    exposure: Exposure,
 }
 
 impl std::fmt::Debug for McpServer {
@@ -311,6 +327,10 @@ impl McpServer {
             }
             _ => None,
         };
+        let settings = LiveSettings {
+            enabled: entry.config.enabled,
+            exposure: entry.config.exposure(),
+        };
         Arc::new(McpServer {
             auth,
             entry,
@@ -325,15 +345,75 @@ impl McpServer {
                 has_resources: false,
             }),
             tools_changed: Arc::new(tokio::sync::Notify::new()),
+            tool_refreshes: Arc::new(tokio::sync::watch::channel(0).0),
             progress: Arc::new(Mutex::new(Vec::new())),
             closed: CancellationToken::new(),
             attempted: std::sync::atomic::AtomicBool::new(false),
+            settings: Mutex::new(settings),
         })
     }
 
     /// The server name.
     pub fn name(&self) -> &str {
         &self.entry.name
+    }
+
+    fn settings(&self) -> LiveSettings {
+        *self.settings.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Whether the server is enabled now (`enabled` in `mcp.json`, or as `/mcp` set it).
+    pub fn enabled(&self) -> bool {
+        self.settings().enabled
+    }
+
+    /// The server's exposure now (`exposure` in `mcp.json`, or as `/mcp` set it).
+    pub fn exposure(&self) -> Exposure {
+        self.settings().exposure
+    }
+
+    /// One tool's exposure now: `toolExposure` first, then the server's exposure.
+    pub fn tool_exposure(&self, tool: &str) -> Exposure {
+        self.entry.config.tool_exposure_over(tool, self.exposure())
+    }
+
+    /// Exposures the server can give its tools now: the server's and every `toolExposure`
+    /// value.
+    pub fn configured_exposures(&self) -> Vec<Exposure> {
+        let mut out = vec![self.exposure()];
+        out.extend(self.entry.config.tool_exposure.iter().map(|(_, e)| *e));
+        out
+    }
+
+    /// Applies a `/mcp` exposure change to the running session: the next request declares
+    /// (or stops declaring) the server's tools accordingly.
+    pub fn set_exposure(&self, exposure: Exposure) {
+        self.settings
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .exposure = exposure;
+    }
+
+    /// Applies a `/mcp` enable or disable to the running session, as Pi does at once:
+    /// disabling closes the connection (its tools leave the next request), enabling
+    /// connects (the outcome is the server's state and error).
+    pub async fn set_enabled(self: &Arc<Self>, enabled: bool) {
+        self.settings
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .enabled = enabled;
+        if enabled {
+            let _ = self.connect().await;
+        } else {
+            if let Some(old) = self.live.lock().await.take() {
+                old.close().await;
+            }
+            self.set_status(|s| {
+                s.state = ConnState::Connecting;
+                s.error = None;
+                s.tools.clear();
+            });
+        }
     }
 
     /// The server's OAuth, when it uses OAuth (an HTTP server without an `Authorization`
@@ -469,6 +549,7 @@ impl McpServer {
                     .unwrap_or_default(),
             )],
             tools_changed: self.tools_changed.clone(),
+            tool_refreshes: self.tool_refreshes.clone(),
             progress: self.progress.clone(),
         };
         let (service, child) = match &self.entry.config.transport {
@@ -592,6 +673,7 @@ impl McpServer {
     fn watch_tool_list(self: &Arc<Self>, peer: Peer<RoleClient>) {
         let server = Arc::downgrade(self);
         let changed = self.tools_changed.clone();
+        let refreshes = self.tool_refreshes.clone();
         let closed = self.closed.clone();
         tokio::spawn(async move {
             loop {
@@ -607,12 +689,14 @@ impl McpServer {
                 let Some(server) = server.upgrade() else {
                     return;
                 };
+                let announced = *refreshes.borrow();
                 match peer.list_all_tools().await {
                     Ok(tools) => server.set_status(|s| s.tools = tools),
                     Err(e) => server.set_status(|s| {
                         s.error = Some(format!("Failed to refresh tools: {e}"));
                     }),
                 }
+                refreshes.send_modify(|n| *n = n.saturating_sub(announced));
             }
         });
     }
@@ -687,6 +771,11 @@ impl McpServer {
         let first = self
             .call_tool_once(tool, arguments.clone(), cancel.clone(), on_progress.clone())
             .await;
+        // A server that changed its tools during the call (and said so before answering)
+        // has them declared in the next request: the new list is waited for, within the
+        // server's timeout.
+        let mut refreshes = self.tool_refreshes.subscribe();
+        let _ = tokio::time::timeout(self.timeout(), refreshes.wait_for(|n| *n == 0)).await;
         match first {
             Err(CallFailure::SessionExpired(_)) => {
                 if let Some(old) = self.live.lock().await.take() {

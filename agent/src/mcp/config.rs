@@ -105,6 +105,12 @@ impl ServerConfig {
     /// One tool's exposure: an exact `toolExposure` key wins, then the first matching pattern,
     /// then the server's exposure.
     pub fn tool_exposure(&self, tool: &str) -> Exposure {
+        self.tool_exposure_over(tool, self.exposure())
+    }
+
+    /// [`ServerConfig::tool_exposure`] with `server` as the server's exposure (one `/mcp`
+    /// changed during the run).
+    pub fn tool_exposure_over(&self, tool: &str, server: Exposure) -> Exposure {
         if let Some((_, exposure)) = self.tool_exposure.iter().find(|(key, _)| key == tool) {
             return *exposure;
         }
@@ -112,7 +118,7 @@ impl ServerConfig {
             .iter()
             .find(|(key, _)| key.contains('*') && wildcard_match(key, tool))
             .map(|(_, exposure)| *exposure)
-            .unwrap_or(self.exposure())
+            .unwrap_or(server)
     }
 
     /// `url`, or the command line, as `pi mcp list` shows it.

@@ -39,6 +39,9 @@ use crate::llm::error_chain;
 use crate::llm::SseReader;
 
 /// Bytes of an error response's body read for its message.
+/// Waits before each resumption of a request's broken SSE stream (MCP's TypeScript client's
+/// defaults: 1 s, growing 1.5 times, two attempts).
+const SSE_RESUME_DELAYS: [Duration; 2] = [Duration::from_millis(1000), Duration::from_millis(1500)];
 const MAX_ERROR_BODY_BYTES: usize = 8 * 1024;
 /// Characters of that body quoted in the message.
 const ERROR_MESSAGE_BODY_CHARS: usize = 500;
@@ -413,15 +416,35 @@ impl Shared {
 
     /// Reads a request's SSE answer until its response; without one, answers the request
     /// with an error so the caller does not wait for its timeout.
+    ///
+    /// A stream whose events carry ids and that breaks before the response is resumed (MCP's
+    /// resumability): a GET with `Last-Event-ID` set to the last id seen, after 1 s and then
+    /// 1.5 s, at most [`SSE_RESUME_DELAYS`] times; the server replays what followed.
     async fn read_response_stream(&self, response: reqwest::Response, request_id: Value) {
         let mut answered = false;
-        let failure = tokio::select! {
-            result = self.consume_sse(response, |id| answered |= id == Some(&request_id)) => result.err(),
-            _ = self.closed.cancelled() => return,
+        let mut last_event_id: Option<String> = None;
+        let mut response = response;
+        let mut resumes = SSE_RESUME_DELAYS.iter();
+        let failure = loop {
+            let failure = tokio::select! {
+                result = self.consume_sse_from(response, |id| answered |= id == Some(&request_id), &mut last_event_id) => result.err(),
+                _ = self.closed.cancelled() => return,
+            };
+            if answered || self.closed.is_cancelled() {
+                return;
+            }
+            let (Some(event_id), Some(delay)) = (last_event_id.clone(), resumes.next()) else {
+                break failure;
+            };
+            tokio::select! {
+                _ = tokio::time::sleep(*delay) => {}
+                _ = self.closed.cancelled() => return,
+            }
+            match self.resume_stream(&event_id).await {
+                Ok(resumed) => response = resumed,
+                Err(error) => break Some(error),
+            }
         };
-        if answered || self.closed.is_cancelled() {
-            return;
-        }
         let reason = failure.unwrap_or_else(|| "stream ended without a response".to_string());
         let error = serde_json::json!({
             "jsonrpc": "2.0",
@@ -431,15 +454,45 @@ impl Shared {
         let _ = self.deliver(error);
     }
 
+    /// A GET that resumes a broken SSE stream after the event `event_id`.
+    async fn resume_stream(&self, event_id: &str) -> Result<reqwest::Response, String> {
+        let token = self.bearer().await;
+        let response = self
+            .request(reqwest::Method::GET, token.as_deref())
+            .header("accept", "text/event-stream")
+            .header("last-event-id", event_id)
+            .send()
+            .await
+            .map_err(|e| error_chain(&e))?;
+        let response = self.check(response).await.map_err(|e| e.to_string())?;
+        if content_type(&response).as_deref() != Some("text/event-stream") {
+            return Err("resumed stream is not an SSE stream".to_string());
+        }
+        Ok(response)
+    }
+
     /// Delivers the messages of an SSE body; `seen` gets each message's id. Events of another
     /// type than `message` and data that is not JSON-RPC are skipped, as Pi does.
     async fn consume_sse(
         &self,
         response: reqwest::Response,
+        seen: impl FnMut(Option<&Value>),
+    ) -> Result<(), String> {
+        self.consume_sse_from(response, seen, &mut None).await
+    }
+
+    /// [`Self::consume_sse`], keeping the last event id in `last_event_id` (to resume).
+    async fn consume_sse_from(
+        &self,
+        response: reqwest::Response,
         mut seen: impl FnMut(Option<&Value>),
+        last_event_id: &mut Option<String>,
     ) -> Result<(), String> {
         let mut reader = SseReader::new(response);
         while let Some(event) = reader.next().await? {
+            if event.id.as_deref().is_some_and(|id| !id.is_empty()) {
+                last_event_id.clone_from(&event.id);
+            }
             if event.data.len() > MAX_MESSAGE_BYTES {
                 return Err(format!("MCP SSE event exceeds {MAX_MESSAGE_BYTES} bytes"));
             }

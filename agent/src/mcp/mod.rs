@@ -18,6 +18,7 @@ pub mod resources;
 pub mod status;
 pub mod tool;
 pub mod tool_search;
+pub mod tool_set;
 
 use std::path::Path;
 use std::path::PathBuf;
@@ -69,7 +70,7 @@ impl McpManager {
     }
 
     fn enabled(&self) -> impl Iterator<Item = &Arc<McpServer>> {
-        self.servers.iter().filter(|s| s.entry.config.enabled)
+        self.servers.iter().filter(|s| s.enabled())
     }
 
     /// Connects every enabled server at once; each records its own state and error.
@@ -86,7 +87,7 @@ impl McpManager {
         let mut direct = Vec::new();
         for server in self.enabled() {
             let server = server.clone();
-            let wants_direct = configured_exposures(&server.entry).contains(&Exposure::Direct);
+            let wants_direct = server.configured_exposures().contains(&Exposure::Direct);
             let task = tokio::spawn(async move {
                 let _ = server.connect().await;
             });
@@ -117,9 +118,7 @@ impl McpManager {
     pub fn direct_tools(&self) -> Vec<Arc<dyn Tool>> {
         self.named_tools()
             .into_iter()
-            .filter(|(server, _, tool)| {
-                server.entry.config.tool_exposure(&tool.name) == Exposure::Direct
-            })
+            .filter(|(server, _, tool)| server.tool_exposure(&tool.name) == Exposure::Direct)
             .map(|(server, name, tool)| {
                 Arc::new(McpTool::new(name, server, &tool)) as Arc<dyn Tool>
             })
@@ -132,7 +131,7 @@ impl McpManager {
         self.config.auto_enable_codemode != Some(false)
             && self
                 .enabled()
-                .any(|s| configured_exposures(&s.entry).contains(&Exposure::Codemode))
+                .any(|s| s.configured_exposures().contains(&Exposure::Codemode))
     }
 
     /// The `mcp_servers` system-prompt section body: enabled servers with `codemode` or
@@ -142,7 +141,7 @@ impl McpManager {
         let mut listed: Vec<&Arc<McpServer>> = self
             .enabled()
             .filter(|s| {
-                let exposures = configured_exposures(&s.entry);
+                let exposures = s.configured_exposures();
                 exposures.contains(&Exposure::Codemode) || exposures.contains(&Exposure::Deferred)
             })
             .collect();
@@ -153,7 +152,7 @@ impl McpManager {
         let reaches: Vec<&str> = listed
             .iter()
             .map(|s| {
-                if configured_exposures(&s.entry).contains(&Exposure::Codemode) {
+                if s.configured_exposures().contains(&Exposure::Codemode) {
                     "codemode"
                 } else {
                     "tool_search"
@@ -285,14 +284,6 @@ pub fn select_mcp_tools(
             true
         })
         .collect()
-}
-
-/// Exposures a server's configuration can give its tools: the server's and every
-/// `toolExposure` value.
-fn configured_exposures(entry: &ServerEntry) -> Vec<Exposure> {
-    let mut out = vec![entry.config.exposure()];
-    out.extend(entry.config.tool_exposure.iter().map(|(_, e)| *e));
-    out
 }
 
 /// The first line of the configured description, else of the server's instructions.

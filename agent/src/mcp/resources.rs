@@ -51,7 +51,7 @@ pub fn is_resource_tool(name: &str) -> bool {
 pub fn resource_servers(mcp: &McpManager) -> Vec<Arc<McpServer>> {
     mcp.servers
         .iter()
-        .filter(|s| s.entry.config.enabled && s.entry.config.exposure() != Exposure::Hidden)
+        .filter(|s| s.enabled() && s.exposure() != Exposure::Hidden)
         .filter(|s| {
             let status = s.status();
             status.has_resources && status.state != ConnState::Failed
@@ -63,10 +63,7 @@ pub fn resource_servers(mcp: &McpManager) -> Vec<Arc<McpServer>> {
 /// The resource tools' exposure: the widest of the servers they reach (`direct`, then
 /// `codemode`, then `deferred`); `None` while no server has resources.
 pub fn exposure(mcp: &McpManager) -> Option<Exposure> {
-    let exposures: Vec<Exposure> = resource_servers(mcp)
-        .iter()
-        .map(|s| s.entry.config.exposure())
-        .collect();
+    let exposures: Vec<Exposure> = resource_servers(mcp).iter().map(|s| s.exposure()).collect();
     [Exposure::Direct, Exposure::Codemode, Exposure::Deferred]
         .into_iter()
         .find(|e| exposures.contains(e))

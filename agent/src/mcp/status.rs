@@ -38,7 +38,7 @@ fn first_line(text: &str) -> &str {
 /// Short state for lists and the start-up report: `disabled`, `connecting…`,
 /// `failed: <first line>`, `connected · N tools[ · resources]`.
 pub fn describe_state(server: &McpServer) -> String {
-    if !server.entry.config.enabled {
+    if !server.enabled() {
         return "disabled".to_string();
     }
     let status = server.status();
@@ -64,7 +64,7 @@ pub fn describe_state(server: &McpServer) -> String {
 
 /// Servers that need the user come first in `/mcp` (Pi's `attentionRank`).
 pub fn attention_rank(server: &McpServer) -> u8 {
-    if !server.entry.config.enabled {
+    if !server.enabled() {
         return 5;
     }
     match server.status().state {
@@ -91,12 +91,12 @@ pub fn format_status(mcp: &McpManager, agent_dir: &std::path::Path) -> String {
         .map(|server| {
             let status = server.status();
             let connected = status.state == ConnState::Connected;
-            let tools = if connected && server.entry.config.enabled {
+            let tools = if connected && server.enabled() {
                 format!(", {} tools", status.tools.len())
             } else {
                 String::new()
             };
-            let state = if !server.entry.config.enabled {
+            let state = if !server.enabled() {
                 "disabled"
             } else if status.state == ConnState::Disconnected {
                 "disconnected, reconnects on next call"
@@ -104,7 +104,7 @@ pub fn format_status(mcp: &McpManager, agent_dir: &std::path::Path) -> String {
                 status.state.as_str()
             };
             let error = match &status.error {
-                Some(error) if !connected && server.entry.config.enabled => {
+                Some(error) if !connected && server.enabled() => {
                     format!(
                         "\n    {}",
                         error.split('\n').collect::<Vec<_>>().join("\n    ")
@@ -115,7 +115,7 @@ pub fn format_status(mcp: &McpManager, agent_dir: &std::path::Path) -> String {
             format!(
                 "{}: {state}{tools} ({}){error}",
                 server.name(),
-                server.entry.config.exposure().as_str()
+                server.exposure().as_str()
             )
         })
         .collect();
@@ -137,7 +137,7 @@ pub fn startup_report(mcp: &McpManager) -> Option<Notice> {
         .iter()
         .map(|e| format!("config: {e}"))
         .collect();
-    for server in mcp.servers.iter().filter(|s| s.entry.config.enabled) {
+    for server in mcp.servers.iter().filter(|s| s.enabled()) {
         if server.status().state == ConnState::Failed {
             lines.push(format!("{}: {}", server.name(), describe_state(server)));
         }
@@ -203,17 +203,14 @@ pub async fn run_command(mcp: &McpManager, agent_dir: &std::path::Path, args: &s
             }
         }
         "reconnect" => {
-            let eligible: Vec<&Arc<McpServer>> = mcp
-                .servers
-                .iter()
-                .filter(|s| s.entry.config.enabled)
-                .collect();
+            let eligible: Vec<&Arc<McpServer>> =
+                mcp.servers.iter().filter(|s| s.enabled()).collect();
             let server = match name {
                 Some(name) => match find(mcp, name) {
                     None => {
                         return Notice::new(format!("No MCP server named \"{name}\"."), "error")
                     }
-                    Some(s) if !s.entry.config.enabled => {
+                    Some(s) if !s.enabled() => {
                         return Notice::new("No enabled MCP server to reconnect.", "error")
                     }
                     Some(s) => s,

@@ -203,8 +203,8 @@ impl Tool for McpTool {
         let result = result.map_err(ToolError::new)?;
         let wire = serde_json::to_value(&result).unwrap_or(Value::Null);
         let readable = status.has_resources
-            && self.server.entry.config.enabled
-            && self.server.entry.config.exposure() != super::config::Exposure::Hidden;
+            && self.server.enabled()
+            && self.server.exposure() != super::config::Exposure::Hidden;
         Ok(convert_result_with(
             self.server.name(),
             &self.tool,

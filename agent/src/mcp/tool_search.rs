@@ -60,7 +60,7 @@ pub async fn wait_for_all_servers(mcp: &McpManager) {
     let waits = mcp
         .servers
         .iter()
-        .filter(|s| s.entry.config.enabled)
+        .filter(|s| s.enabled())
         .filter(|s| s.status().state == ConnState::Connecting)
         .map(|server| server.settled());
     futures::future::join_all(waits).await;
@@ -95,8 +95,13 @@ struct Loadable {
 pub struct McpLoadout {
     mcp: Arc<McpManager>,
     selection: ToolSelection,
-    /// Names of the session's own (always declared) tools.
-    fixed: Vec<String>,
+    /// The session's tools that are not the servers' (built-in and extension tools), as they
+    /// were before codemode added its note: what a changed tool set is built over.
+    own: Vec<Arc<dyn Tool>>,
+    /// Names of the tools the session declares now (besides what `tool_search` loaded).
+    fixed: Mutex<Vec<String>>,
+    /// This loadout's `tool_search` tool, made once (it points back at the loadout).
+    tool_search: std::sync::OnceLock<Arc<dyn Tool>>,
     state: Mutex<LoadState>,
 }
 
@@ -117,17 +122,55 @@ impl std::fmt::Debug for McpLoadout {
 impl McpLoadout {
     /// A loadout over `mcp`'s servers for a session whose own tools are `fixed`; `selection`
     /// (`--tools`, `--exclude-tools`) filters MCP tools as it filters direct ones.
+    /// `own` are the session's built-in and extension tools (MCP tools among them are left
+    /// out: the servers' tools are computed here).
     pub fn new(
         mcp: Arc<McpManager>,
         selection: ToolSelection,
-        fixed: &[Arc<dyn Tool>],
+        own: &[Arc<dyn Tool>],
     ) -> Arc<McpLoadout> {
-        Arc::new(McpLoadout {
+        let own: Vec<Arc<dyn Tool>> = own
+            .iter()
+            .filter(|t| !super::tool_set::is_mcp_tool(t.name()))
+            .cloned()
+            .collect();
+        let loadout = Arc::new(McpLoadout {
             mcp,
             selection,
-            fixed: fixed.iter().map(|t| t.name().to_string()).collect(),
+            fixed: Mutex::new(own.iter().map(|t| t.name().to_string()).collect()),
+            own,
+            tool_search: std::sync::OnceLock::new(),
             state: Mutex::new(LoadState::default()),
-        })
+        });
+        // A cycle, on purpose: the loadout lives as long as the session that uses it.
+        let tool: Arc<dyn Tool> = Arc::new(ToolSearchTool::new(loadout.clone()));
+        let _ = loadout.tool_search.set(tool);
+        loadout
+    }
+
+    /// The session's tools now: its own, the servers' declared tools, `codemode` and
+    /// `tool_search` as the servers' exposures and the tool options want them.
+    pub fn session_tools(&self) -> Vec<Arc<dyn Tool>> {
+        self.tools_over(self.own.clone())
+    }
+
+    fn tools_over(&self, own: Vec<Arc<dyn Tool>>) -> Vec<Arc<dyn Tool>> {
+        let mut tools = super::tool_set::with_mcp_tools(own, &self.mcp, &self.selection);
+        if super::tool_set::wants_tool_search(&self.selection, &self.mcp) {
+            tools.extend(self.tool_search.get().cloned());
+        }
+        *self.fixed.lock().unwrap_or_else(|e| e.into_inner()) =
+            tools.iter().map(|t| t.name().to_string()).collect();
+        tools
+    }
+
+    /// Whether `name` is a tool the session declares now.
+    fn is_fixed(&self, name: &str) -> bool {
+        self.fixed
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .iter()
+            .any(|n| n == name)
     }
 
     fn lock(&self) -> std::sync::MutexGuard<'_, LoadState> {
@@ -142,7 +185,7 @@ impl McpLoadout {
             .mcp
             .named_tools()
             .into_iter()
-            .filter(|(server, _, tool)| searchable(server.entry.config.tool_exposure(&tool.name)))
+            .filter(|(server, _, tool)| searchable(server.tool_exposure(&tool.name)))
             .map(|(server, name, tool)| Loadable {
                 namespace: Some(namespace_text(&server)),
                 tool: Arc::new(McpTool::new(name, server.clone(), &tool)) as Arc<dyn Tool>,
@@ -170,7 +213,7 @@ impl McpLoadout {
     fn search_and_load(&self, query: &str, limit: usize) -> Vec<Arc<dyn Tool>> {
         let mut state = self.lock();
         let active = |name: &str| {
-            self.fixed.iter().any(|n| n == name)
+            self.is_fixed(name)
                 || state.declared.iter().any(|n| n == name)
                 || state.pending.iter().any(|t| t.name() == name)
         };
@@ -218,6 +261,36 @@ impl ToolLoadout for McpLoadout {
             .chain(loaded.iter().map(|t| t.name().to_string()))
             .collect();
         loaded
+    }
+
+    fn current_tools(&self, tools: &[Arc<dyn Tool>]) -> Option<Vec<Arc<dyn Tool>>> {
+        // The session's own tools as they are now (an extension may have changed them),
+        // without the codemode note, which `tools_over` adds again when codemode stays.
+        let own: Vec<Arc<dyn Tool>> = tools
+            .iter()
+            .filter(|t| !super::tool_set::is_mcp_tool(t.name()))
+            .map(|t| {
+                self.own
+                    .iter()
+                    .find(|o| o.name() == t.name())
+                    .cloned()
+                    .unwrap_or_else(|| t.clone())
+            })
+            .collect();
+        let next = self.tools_over(own);
+        (!super::tool_set::same_declarations(tools, &next)).then_some(next)
+    }
+
+    fn keeps(&self, name: &str) -> bool {
+        if self.loadable().iter().any(|l| l.tool.name() == name) {
+            return true;
+        }
+        // A tool of a server still connecting (a resumed session's loaded tools).
+        self.mcp.servers.iter().any(|s| {
+            s.enabled()
+                && s.status().state == ConnState::Connecting
+                && name.starts_with(&format!("{}__", super::config::mcp_namespace(s.name())))
+        })
     }
 
     async fn resolve(&self, name: &str) -> Option<Arc<dyn Tool>> {
@@ -324,15 +397,12 @@ impl Tool for ToolSearchTool {
 /// Whether a server's configuration gives some tool `deferred` exposure (Pi activates
 /// `tool_search` for those).
 pub fn wants_tool_search(mcp: &McpManager) -> bool {
-    mcp.servers
-        .iter()
-        .filter(|s| s.entry.config.enabled)
-        .any(|s| {
-            s.entry.config.exposure() == Exposure::Deferred
-                || s.entry
-                    .config
-                    .tool_exposure
-                    .iter()
-                    .any(|(_, e)| *e == Exposure::Deferred)
-        })
+    mcp.servers.iter().filter(|s| s.enabled()).any(|s| {
+        s.exposure() == Exposure::Deferred
+            || s.entry
+                .config
+                .tool_exposure
+                .iter()
+                .any(|(_, e)| *e == Exposure::Deferred)
+    })
 }

@@ -18,7 +18,7 @@ use pi_agent::mcp::{ConnState, McpServer};
 use super::mcp::{parse_options, project_trusted, Kind, HELP_HINT};
 
 /// The whole sign-in's default time limit, in seconds.
-const DEFAULT_LOGIN_TIMEOUT_SECS: f64 = 300.0;
+pub const DEFAULT_LOGIN_TIMEOUT_SECS: f64 = 300.0;
 
 /// Runs `pi mcp login|logout <args>`; returns the exit code or the message for stderr.
 pub fn run(command: &str, args: &[String], agent_dir: &Path, cwd: &Path) -> Result<i32, String> {

@@ -348,16 +348,7 @@ pub fn build_host(args: &RunArgs, env: &Env, sink: EventSink) -> anyhow::Result<
     let mut tools = select_builtin_tools(&selection).map_err(|e| anyhow!(e))?;
     let mcp = start_mcp(args, env);
     if let Some(mcp) = &mcp {
-        tools.extend(pi_agent::mcp::select_mcp_tools(
-            mcp.direct_tools(),
-            &selection,
-        ));
-        if pi_agent::mcp::resources::exposure(mcp) == Some(pi_agent::mcp::Exposure::Direct) {
-            tools.extend(pi_agent::mcp::select_mcp_tools(
-                pi_agent::mcp::resources::resource_tools(mcp),
-                &selection,
-            ));
-        }
+        tools.extend(pi_agent::mcp::tool_set::declared_mcp_tools(mcp, &selection));
     }
     let extensions = extensions::start(args, env, &tools)?;
     if let Some(ext) = &extensions {
@@ -366,20 +357,24 @@ pub fn build_host(args: &RunArgs, env: &Env, sink: EventSink) -> anyhow::Result<
         tools.retain(|t| !added.iter().any(|a| a.name() == t.name()));
         tools.extend(added);
     }
-    // Last: codemode's `tools.*` covers every other callable tool, extensions' included.
-    if wants_codemode(&selection, mcp.as_deref()) {
-        tools = pi_agent::codemode::with_codemode(tools, mcp.clone());
-    }
-    // After codemode: `tool_search` changes what the model sees, scripts do not call it.
-    let loadout = mcp
-        .as_ref()
-        .filter(|m| wants_tool_search(&selection, m))
-        .map(|m| {
-            use pi_agent::mcp::tool_search::{McpLoadout, ToolSearchTool};
-            let loadout = McpLoadout::new(m.clone(), selection.clone(), &tools);
-            tools.push(Arc::new(ToolSearchTool::new(loadout.clone())));
-            loadout
-        });
+    // With MCP on, the loadout owns the servers' part of the tool set (recomputed before
+    // every request, so late servers and `/mcp` changes reach the model): their declared
+    // tools, then codemode (its `tools.*` covers every other callable tool, extensions'
+    // included), then `tool_search` (it changes what the model sees; scripts do not call it).
+    let loadout = match &mcp {
+        Some(m) => {
+            let loadout =
+                pi_agent::mcp::tool_search::McpLoadout::new(m.clone(), selection.clone(), &tools);
+            tools = loadout.session_tools();
+            Some(loadout)
+        }
+        None => {
+            if pi_agent::mcp::tool_set::wants_codemode(&selection, None) {
+                tools = pi_agent::codemode::with_codemode(tools, None);
+            }
+            None
+        }
+    };
     let (session, persist, resumed) = if let Some(r) = &args.fork {
         let (source, _) = env.home.read_only().open_ref(r).map_err(|e| anyhow!(e))?;
         let header = NewHeader::new(
@@ -718,7 +713,7 @@ fn report_mcp_problems(manager: &Arc<pi_agent::mcp::McpManager>) {
     let connecting: Vec<_> = manager
         .servers
         .iter()
-        .filter(|s| s.entry.config.enabled && s.status().state == ConnState::Connecting)
+        .filter(|s| s.enabled() && s.status().state == ConnState::Connecting)
         .cloned()
         .collect();
     for server in connecting {
@@ -731,50 +726,6 @@ fn report_mcp_problems(manager: &Arc<pi_agent::mcp::McpManager>) {
             }
         });
     }
-}
-
-/// Whether the run declares `tool_search`: as `codemode`, activated by a server with
-/// `deferred` exposure.
-fn wants_tool_search(selection: &ToolSelection, mcp: &pi_agent::mcp::McpManager) -> bool {
-    wants_discovery_tool(
-        selection,
-        pi_agent::mcp::tool_search::TOOL_SEARCH_TOOL_NAME,
-        pi_agent::mcp::tool_search::wants_tool_search(mcp),
-    )
-}
-
-/// Whether the run declares `codemode`: named in `--tools` (`codemode` or `+codemode`), or
-/// activated by an MCP server with `codemode` exposure (unless `--tools` lists plain names
-/// without it), and not excluded.
-fn wants_codemode(selection: &ToolSelection, mcp: Option<&pi_agent::mcp::McpManager>) -> bool {
-    wants_discovery_tool(
-        selection,
-        pi_agent::codemode::CODEMODE_TOOL_NAME,
-        mcp.is_some_and(pi_agent::mcp::McpManager::wants_codemode),
-    )
-}
-
-/// Whether a tool that reaches undeclared MCP tools is declared: named in `--tools`, or
-/// `activated` by the servers' exposure without a `--tools` allowlist, and not excluded.
-fn wants_discovery_tool(selection: &ToolSelection, name: &str, activated: bool) -> bool {
-    let excluded = selection
-        .exclude_tools
-        .iter()
-        .flatten()
-        .any(|e| pi_agent::mcp::config::wildcard_match(e, name));
-    let named = selection
-        .tools
-        .iter()
-        .flatten()
-        .any(|t| t.strip_prefix('+').unwrap_or(t) == name);
-    // A `--tools` allowlist of plain names keeps only what it names.
-    let allowlist = selection
-        .tools
-        .iter()
-        .flatten()
-        .any(|t| !t.starts_with('+') && !t.starts_with('-'));
-    let automatic = selection.no_tools == NoTools::None && !allowlist && activated;
-    !excluded && (named || automatic)
 }
 
 /// Stops every MCP server this process started (stdin, SIGTERM, SIGKILL).

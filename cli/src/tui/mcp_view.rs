@@ -19,6 +19,10 @@ use super::dialogs::{Confirm, Dialog};
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum McpAction {
     Reconnect,
+    /// OAuth sign-in (the flow of `pi mcp login`), then a reconnect.
+    SignIn,
+    /// Deletes the stored OAuth credentials and disconnects.
+    SignOut,
     SetEnabled(bool),
     SetExposure(Exposure),
 }
@@ -47,7 +51,7 @@ pub fn row(server: &McpServer) -> String {
         "{}  {} · {} · {source}",
         server.name(),
         describe_state(server),
-        server.entry.config.exposure().as_str()
+        server.exposure().as_str()
     )
 }
 
@@ -90,7 +94,7 @@ pub fn server_details(mcp: &McpManager, server: &McpServer) -> String {
         .into_iter()
         .filter(|(s, _, _)| s.name() == server.name())
         .map(|(s, name, tool)| {
-            let exposure = s.entry.config.tool_exposure(&tool.name);
+            let exposure = s.tool_exposure(&tool.name);
             (name, exposure.as_str().to_string())
         })
         .collect();
@@ -123,16 +127,23 @@ pub fn open_server(app: &mut App, mcp: Option<&McpManager>, name: &str) {
             action,
         })
     };
-    let enabled = server.entry.config.enabled;
+    let enabled = server.enabled();
     let mut options = Vec::new();
+    let needs_auth = server.status().state == ConnState::NeedsAuth;
+    if enabled && server.oauth().is_some() && needs_auth {
+        options.push(("Sign in".to_string(), action(McpAction::SignIn)));
+    }
     if enabled {
         options.push(("Reconnect".to_string(), action(McpAction::Reconnect)));
+    }
+    if enabled && server.oauth().is_some() && !needs_auth {
+        options.push(("Sign out".to_string(), action(McpAction::SignOut)));
     }
     options.push((
         if enabled { "Disable" } else { "Enable" }.to_string(),
         action(McpAction::SetEnabled(!enabled)),
     ));
-    let current = server.entry.config.exposure();
+    let current = server.exposure();
     for exposure in EXPOSURES.into_iter().filter(|e| *e != current) {
         options.push((
             format!("Exposure: {}", exposure.as_str()),
@@ -149,8 +160,11 @@ pub fn open_server(app: &mut App, mcp: Option<&McpManager>, name: &str) {
     }));
 }
 
-/// Saves an enable/disable or exposure change; the notice says where, or why not.
-pub fn save_change(server: &McpServer, action: McpAction) -> String {
+/// Saves an enable/disable or exposure change and applies an exposure change to the running
+/// session (its next request declares the tools accordingly); the notice says where, or why
+/// not. Enabling and disabling connect or disconnect, which is the caller's (it is async):
+/// [`McpServer::set_enabled`] after an `Ok`.
+pub fn save_change(server: &McpServer, action: McpAction) -> Result<String, String> {
     let patch = match action {
         McpAction::SetEnabled(enabled) => ServerPatch {
             enabled: Some(enabled),
@@ -160,23 +174,45 @@ pub fn save_change(server: &McpServer, action: McpAction) -> String {
             enabled: None,
             exposure: Some(exposure),
         },
-        McpAction::Reconnect => return String::new(),
+        McpAction::Reconnect | McpAction::SignIn | McpAction::SignOut => return Ok(String::new()),
     };
-    match save_server_change(&server.entry, patch, None) {
-        Err(error) => error,
-        Ok(()) => {
+    save_server_change(&server.entry, patch, None)?;
+    if let McpAction::SetExposure(exposure) = action {
+        server.set_exposure(exposure);
+    }
+    {
+        {
             let what = match action {
                 McpAction::SetEnabled(true) => "enabled".to_string(),
                 McpAction::SetEnabled(false) => "disabled".to_string(),
                 McpAction::SetExposure(e) => format!("exposure {}", e.as_str()),
-                McpAction::Reconnect => String::new(),
+                McpAction::Reconnect | McpAction::SignIn | McpAction::SignOut => String::new(),
             };
-            format!(
-                "MCP server \"{}\": {what}, saved to {}. Restart pi to apply.",
+            Ok(format!(
+                "MCP server \"{}\": {what}, saved to {}.",
                 server.name(),
                 target_file(&server.entry).display()
-            )
+            ))
         }
+    }
+}
+
+/// How a sign-in from `/mcp` talks to the user: the authorization URL as a notice (and the
+/// browser opened on it); the loopback callback completes it.
+pub struct NoticePrompt {
+    /// The server being signed in to.
+    pub name: String,
+    /// Where notices go.
+    pub notices: std::sync::mpsc::Sender<super::app::Msg>,
+}
+
+impl pi_agent::mcp::oauth::SignInPrompt for NoticePrompt {
+    fn show_authorization_url(&self, url: &str) {
+        let _ = self.notices.send(super::app::Msg::Notice(format!(
+            "Sign in to MCP server \"{}\" in your browser:\n{url}",
+            self.name
+        )));
+        pi_agent::mcp::oauth::open_browser(url);
     }
 }
 
@@ -247,16 +283,18 @@ mod tests {
 
         // Saved to the defining file; the rest of it stays.
         let a = mcp.servers.iter().find(|s| s.name() == "a").unwrap();
-        let notice = save_change(a, McpAction::SetEnabled(true));
+        let notice = save_change(a, McpAction::SetEnabled(true)).unwrap();
         assert_eq!(
             notice,
-            format!(
-                "MCP server \"a\": enabled, saved to {}. Restart pi to apply.",
-                config.display()
-            )
+            format!("MCP server \"a\": enabled, saved to {}.", config.display())
         );
         let b = mcp.servers.iter().find(|s| s.name() == "b").unwrap();
-        save_change(b, McpAction::SetExposure(Exposure::Deferred));
+        save_change(b, McpAction::SetExposure(Exposure::Deferred)).unwrap();
+        assert_eq!(
+            b.exposure(),
+            Exposure::Deferred,
+            "applied to the running session"
+        );
         let saved: serde_json::Value =
             serde_json::from_str(&std::fs::read_to_string(&config).unwrap()).unwrap();
         assert_eq!(

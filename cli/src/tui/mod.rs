@@ -640,10 +640,49 @@ fn apply_effect(
                         let _ = tx.send(Msg::Notice(text));
                     });
                 }
-                (Some(server), action) => {
-                    let text = mcp_view::save_change(&server, action);
-                    app.notice(text);
+                (Some(server), mcp_view::McpAction::SignIn) => {
+                    let tx = tx.clone();
+                    app.notice(format!("Signing in to MCP server \"{}\"…", server.name()));
+                    crate::modes::spawn_on_mcp_runtime(async move {
+                        let prompt = mcp_view::NoticePrompt {
+                            name: server.name().to_string(),
+                            notices: tx.clone(),
+                        };
+                        let limit = std::time::Duration::from_secs_f64(
+                            crate::commands::mcp_login::DEFAULT_LOGIN_TIMEOUT_SECS,
+                        );
+                        let notice =
+                            pi_agent::mcp::oauth::session::sign_in(&server, &prompt, limit).await;
+                        let _ = tx.send(Msg::Notice(notice.text().to_string()));
+                    });
                 }
+                (Some(server), mcp_view::McpAction::SignOut) => {
+                    let tx = tx.clone();
+                    crate::modes::spawn_on_mcp_runtime(async move {
+                        let notice = pi_agent::mcp::oauth::session::sign_out(&server).await;
+                        let _ = tx.send(Msg::Notice(notice.text().to_string()));
+                    });
+                }
+                (Some(server), action) => match mcp_view::save_change(&server, action) {
+                    Err(error) => app.notice(error),
+                    Ok(text) => match action {
+                        // Connecting or disconnecting takes a moment: on the connections'
+                        // runtime, with the outcome as a second notice.
+                        mcp_view::McpAction::SetEnabled(enabled) => {
+                            app.notice(text);
+                            let tx = tx.clone();
+                            crate::modes::spawn_on_mcp_runtime(async move {
+                                server.set_enabled(enabled).await;
+                                let _ = tx.send(Msg::Notice(format!(
+                                    "MCP server \"{}\": {}.",
+                                    server.name(),
+                                    pi_agent::mcp::status::describe_state(&server)
+                                )));
+                            });
+                        }
+                        _ => app.notice(text),
+                    },
+                },
             }
         }
         Effect::OpenTrust => {

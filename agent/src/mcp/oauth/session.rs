@@ -18,6 +18,15 @@ pub enum Notice {
     Error(String),
 }
 
+impl Notice {
+    /// The text, whatever the level.
+    pub fn text(&self) -> &str {
+        match self {
+            Notice::Info(text) | Notice::Error(text) => text,
+        }
+    }
+}
+
 /// Pi's text when `/mcp login|logout` finds no enabled server that uses OAuth.
 pub const NO_OAUTH_SERVERS: &str =
     "No enabled MCP server uses OAuth. Only HTTP servers without an Authorization header do.";
