@@ -55,13 +55,15 @@ mcp = FastMCP("pyhttp", instructions="A Python test server.", stateless_http=sta
               json_response=stateless, log_level="WARNING",
               event_store=MemoryEvents() if mode == "resume" else None)
 
-@mcp.tool()
 async def dropped(ctx: Context) -> str:
     """Drop the answer's stream, then answer (after the client resumed it)."""
     await ctx.report_progress(1, 2)
     await ctx.close_sse_stream()
     await anyio.sleep(0.3)
     return "answered after the drop"
+
+if mode == "resume":
+    mcp.tool()(dropped)
 
 @mcp.tool()
 def echo(text: str) -> str:
