@@ -157,6 +157,23 @@ function reportError(extensionPath, event, err) {
   notify("extension_error", { extensionPath, event, error: errorText(err) });
 }
 
+// A component factory's lines at one width: the text a TUI component shows, once. Its
+// `tui` and `theme` arguments are stand-ins (no terminal here); a factory that needs more
+// shows nothing rather than failing the extension.
+function renderOnce(factory) {
+  const theme = new Proxy({}, { get: () => (...args) => args[args.length - 1] });
+  const tui = { requestRender: () => {}, terminal: { columns: 80, rows: 24 } };
+  const footerData = { getGitBranch: () => null, getExtensionStatuses: () => new Map(), onBranchChange: () => () => {} };
+  try {
+    const component = factory(tui, theme, footerData);
+    const lines = component && typeof component.render === "function" ? component.render(80) : [];
+    if (component && typeof component.dispose === "function") component.dispose();
+    return Array.isArray(lines) ? lines.map(String) : [];
+  } catch (err) {
+    return [];
+  }
+}
+
 // ctx.ui: dialogs go to the host when there is a UI, else answer as Pi's no-UI context does.
 function makeUi() {
   const dialog = (method, fields, fallback) => {
@@ -190,8 +207,18 @@ function makeUi() {
     },
     setWidget: (widgetKey, content, options) => {
       if (!state.hasUI) return;
-      if (content !== undefined && !Array.isArray(content)) return; // component factories
-      notify("ui", { method: "setWidget", widgetKey, widgetLines: content, widgetPlacement: options && options.placement });
+      // RPC carries string lines only; the TUI shows a component's lines once.
+      if (typeof content === "function" && state.mode !== "tui") return;
+      const lines = typeof content === "function" ? renderOnce(content) : content;
+      if (lines !== undefined && !Array.isArray(lines)) return;
+      notify("ui", { method: "setWidget", widgetKey, widgetLines: lines, widgetPlacement: options && options.placement });
+    },
+    // Header and footer components are drawn once, as text lines (the TUI shows them as such).
+    setHeader: (factory) => {
+      if (state.mode === "tui") notify("ui", { method: "setHeader", lines: factory ? renderOnce(factory) : null });
+    },
+    setFooter: (factory) => {
+      if (state.mode === "tui") notify("ui", { method: "setFooter", lines: factory ? renderOnce(factory) : null });
     },
     setTitle: (title) => {
       if (state.hasUI) notify("ui", { method: "setTitle", title });
@@ -498,6 +525,19 @@ async function emit(event, payload) {
       }
     }
     return { messages, systemPrompt };
+  }
+  if (event === "user_bash") {
+    // The first handler with a `result` decides: the command is recorded with it and not
+    // run. (`operations` backends are functions; they cannot cross to the host yet.)
+    for (const { extension, handler } of handlersOf(event)) {
+      try {
+        const r = await handler({ type: event, ...payload }, ctx);
+        if (r && r.result && typeof r.result === "object") return { result: r.result };
+      } catch (err) {
+        reportError(extension.path, event, err);
+      }
+    }
+    return {};
   }
   if (event.startsWith("session_before_")) {
     // Gates: the first handler that cancels decides; otherwise the last result counts

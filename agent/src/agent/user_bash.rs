@@ -81,16 +81,34 @@ impl AgentSession {
         let full_output_path = snapshot
             .full_output_path
             .map(|p| Value::String(p.display().to_string()));
+        let result = json!({"output": t.content, "exitCode": exit_code,
+            "cancelled": cancelled, "truncated": t.truncated});
+        self.record_bash(command, exclude_from_context, &result, full_output_path)
+    }
+
+    /// Records a `!cmd` that ran (or that an extension's `user_bash` handler answered) as
+    /// a `bashExecution` message; returns the result as RPC's `bash` answers it.
+    pub fn record_bash(
+        &self,
+        command: &str,
+        exclude_from_context: bool,
+        result: &Value,
+        full_output_path: Option<Value>,
+    ) -> Result<Value, AgentError> {
+        let output = result.get("output").and_then(Value::as_str).unwrap_or("");
+        let exit_code = result.get("exitCode").and_then(Value::as_i64);
+        let cancelled = result.get("cancelled").and_then(Value::as_bool) == Some(true);
+        let truncated = result.get("truncated").and_then(Value::as_bool) == Some(true);
         let mut message = Map::new();
         message.insert("role".into(), "bashExecution".into());
         message.insert("command".into(), command.into());
-        message.insert("output".into(), t.content.clone().into());
+        message.insert("output".into(), output.into());
         message.insert(
             "exitCode".into(),
             exit_code.map_or(Value::Null, Value::from),
         );
         message.insert("cancelled".into(), cancelled.into());
-        message.insert("truncated".into(), t.truncated.into());
+        message.insert("truncated".into(), truncated.into());
         if let Some(path) = &full_output_path {
             message.insert("fullOutputPath".into(), path.clone());
         }
@@ -101,8 +119,8 @@ impl AgentSession {
         self.append(NewEntry::Message {
             message: Value::Object(message),
         })?;
-        let mut result = json!({"output": t.content, "exitCode": exit_code,
-            "cancelled": cancelled, "truncated": t.truncated});
+        let mut result = json!({"output": output, "exitCode": exit_code,
+            "cancelled": cancelled, "truncated": truncated});
         if let (Some(path), Value::Object(m)) = (full_output_path, &mut result) {
             m.insert("fullOutputPath".into(), path);
         }

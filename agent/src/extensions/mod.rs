@@ -49,7 +49,7 @@ pub enum UiMode {
     Json,
     /// `--mode rpc`: dialogs over the extension-UI sub-protocol.
     Rpc,
-    /// The interactive TUI (its extension UI is not built yet: no UI).
+    /// The interactive TUI: dialogs and text lines on its screen.
     Tui,
 }
 
@@ -64,7 +64,7 @@ impl UiMode {
     }
 
     fn has_ui(self) -> bool {
-        self == UiMode::Rpc
+        matches!(self, UiMode::Rpc | UiMode::Tui)
     }
 }
 
@@ -152,6 +152,8 @@ struct Shared {
     runner: Mutex<Option<PromptRunner>>,
     /// Agent events for the extensions' notification handlers, in order.
     forward: forward::Forwarder,
+    /// The runtime the sidecar's tasks run on.
+    runtime: tokio::runtime::Handle,
 }
 
 fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
@@ -410,7 +412,10 @@ impl Shared {
     fn answer_sidecar(&self, id: Value, result: Value) {
         let sidecar = lock(&self.sidecar).clone();
         if let Some(sidecar) = sidecar {
-            tokio::spawn(async move { sidecar.answer(id, result).await });
+            // On the runtime the sidecar lives on: a TUI dialog is answered from the UI
+            // thread, which runs outside it.
+            self.runtime
+                .spawn(async move { sidecar.answer(id, result).await });
         }
     }
 }
@@ -442,6 +447,7 @@ impl Extensions {
             in_command: AtomicUsize::new(0),
             runner: Mutex::new(None),
             forward: forward::Forwarder::default(),
+            runtime: tokio::runtime::Handle::current(),
         });
         let inbound_shared = shared.clone();
         let exit_shared = shared.clone();
@@ -643,6 +649,28 @@ impl Extensions {
     /// Emits an event whose result is not used (`session_start`, `agent_end`, …).
     pub async fn notify(&self, event: &str, payload: Value) {
         let _ = self.emit(event, payload).await;
+    }
+
+    /// Emits notification events in order without waiting for them (the caller is
+    /// synchronous: a model or thinking-level change answered at once). Events no extension
+    /// handles are dropped here; without a runtime nothing is sent.
+    pub fn notify_later(self: &Arc<Self>, events: Vec<(&'static str, Value)>) {
+        let events: Vec<_> = events
+            .into_iter()
+            .filter(|(name, _)| self.handles(name))
+            .collect();
+        if events.is_empty() {
+            return;
+        }
+        let Ok(runtime) = tokio::runtime::Handle::try_current() else {
+            return;
+        };
+        let this = self.clone();
+        runtime.spawn(async move {
+            for (name, payload) in events {
+                this.notify(name, payload).await;
+            }
+        });
     }
 
     /// Pi's `input` event: handlers may transform the text or handle it.

@@ -328,6 +328,20 @@ impl Host {
     /// `bash` / `!cmd`: runs a command, streams its output as `bash_execution_update` events
     /// and records it as a `bashExecution` message (left out of the context when excluded).
     pub async fn bash(&self, id: Option<Value>, command: &str, exclude: bool) -> Outcome {
+        // Pi's `user_bash`: an extension may answer the command instead of running it.
+        if let Some(ext) = self.extensions() {
+            let payload = json!({"command": command, "excludeFromContext": exclude,
+                "cwd": self.agent.cwd().display().to_string()});
+            if let Some(result) = ext.before("user_bash", payload).await {
+                if let Some(result) = result.get("result").filter(|r| r.is_object()) {
+                    return self
+                        .agent
+                        .record_bash(command, exclude, result, None)
+                        .map(Some)
+                        .map_err(|e| e.to_string());
+                }
+            }
+        }
         let cancel = CancellationToken::new();
         *lock(&self.bash_cancel) = Some(cancel.clone());
         let agent = &self.agent;

@@ -22,7 +22,42 @@ pub fn model_json(m: &Model) -> Value {
     })
 }
 
+/// `thinking_level_select` (`level`, `previousLevel`) when the level is not what it was.
+fn thinking_event(before: ThinkingLevel, now: ThinkingLevel) -> Vec<(&'static str, Value)> {
+    if before == now {
+        return Vec::new();
+    }
+    vec![(
+        "thinking_level_select",
+        json!({"level": now.as_str(), "previousLevel": before.as_str()}),
+    )]
+}
+
 impl Host {
+    /// Pi's `model_select` after a model change (`source`: `set` or `cycle`), preceded by
+    /// `thinking_level_select` when the change moved the level (a clamp included).
+    pub fn model_selected(&self, before: (Option<Model>, ThinkingLevel), source: &str) {
+        let Some(ext) = self.extensions() else { return };
+        let Some(model) = self.agent.model() else {
+            return;
+        };
+        let (previous, previous_level) = before;
+        let mut events = thinking_event(previous_level, self.agent.thinking_level());
+        let mut payload = json!({"model": model_json(&model), "source": source});
+        if let Some(previous) = previous {
+            payload["previousModel"] = model_json(&previous);
+        }
+        events.push(("model_select", payload));
+        ext.notify_later(events);
+    }
+
+    /// Pi's `thinking_level_select` when the level changed.
+    pub fn thinking_selected(&self, before: ThinkingLevel) {
+        if let Some(ext) = self.extensions() {
+            ext.notify_later(thinking_event(before, self.agent.thinking_level()));
+        }
+    }
+
     /// Answers a command that needs no task. `prompt`, `compact` and `bash` go through
     /// [`Host::handle`].
     pub(super) fn answer(&self, cmd: &Command) -> Outcome {
@@ -58,7 +93,9 @@ impl Host {
                     .find(provider, model_id)
                     .cloned()
                     .ok_or_else(|| format!("Model not found: {provider}/{model_id}"))?;
+                let before = (a.model(), a.thinking_level());
                 a.set_model(m.clone()).map_err(e)?;
+                self.model_selected(before, "set");
                 Ok(Some(model_json(&m)))
             }
             Command::CycleModel => {
@@ -100,7 +137,9 @@ impl Host {
                     .or_else(|| cfg.model_thinking_level(&model.provider, &model.id))
                     .or_else(|| cfg.default_thinking_level())
                     .unwrap_or_else(|| a.thinking_level());
+                let before = (a.model(), a.thinking_level());
                 a.switch_model(model.clone(), level).map_err(e)?;
+                self.model_selected(before, "cycle");
                 Ok(Some(json!({"model": model_json(&model),
                     "thinkingLevel": a.thinking_level().as_str(),
                     "isScoped": is_scoped})))
@@ -108,7 +147,9 @@ impl Host {
             Command::GetAvailableModels => Ok(Some(json!({"models":
                 self.available_models().iter().map(model_json).collect::<Vec<_>>()}))),
             Command::SetThinkingLevel { level } => {
+                let before = a.thinking_level();
                 a.set_thinking_level(*level).map_err(e)?;
+                self.thinking_selected(before);
                 Ok(None)
             }
             Command::CycleThinkingLevel => {
@@ -120,6 +161,7 @@ impl Host {
                 let pos = levels.iter().position(|l| *l == cur).unwrap_or(0);
                 let next = levels[(pos + 1) % levels.len()];
                 a.set_thinking_level(next).map_err(e)?;
+                self.thinking_selected(cur);
                 Ok(Some(json!({"level": next.as_str()})))
             }
             Command::GetAvailableThinkingLevels => Ok(Some(json!({"levels":

@@ -107,49 +107,38 @@ pub fn current() -> Option<Arc<Extensions>> {
         .cloned()
 }
 
-/// Extension records in the TUI (`extension_error`): held until the screen is up, then
-/// shown as notices.
+/// Extension records in the TUI (`extension_error`, `extension_ui_request`): held until
+/// the screen is up, then handed to it.
 pub mod tui_relay {
+    use serde_json::Value;
     use std::sync::Mutex;
 
-    type Notify = Box<dyn Fn(String) + Send>;
+    type Deliver = Box<dyn Fn(Value) + Send>;
 
     enum Relay {
-        Waiting(Vec<String>),
-        Attached(Notify),
+        Waiting(Vec<Value>),
+        Attached(Deliver),
     }
 
     static RELAY: Mutex<Relay> = Mutex::new(Relay::Waiting(Vec::new()));
 
-    /// The record as a notice line, when it is one the TUI shows.
-    fn notice_of(record: &serde_json::Value) -> Option<String> {
-        (record["type"] == "extension_error").then(|| {
-            let path = record["extensionPath"].as_str().unwrap_or("extension");
-            let error = record["error"].as_str().unwrap_or("failed");
-            format!("Extension error ({path}): {error}")
-        })
-    }
-
     /// A record from the extensions (any thread).
-    pub fn send(record: serde_json::Value) {
-        let Some(text) = notice_of(&record) else {
-            return;
-        };
+    pub fn send(record: Value) {
         match &mut *RELAY.lock().unwrap_or_else(|e| e.into_inner()) {
-            Relay::Waiting(held) => held.push(text),
-            Relay::Attached(notify) => notify(text),
+            Relay::Waiting(held) => held.push(record),
+            Relay::Attached(deliver) => deliver(record),
         }
     }
 
-    /// Shows what was held and everything after through `notify`.
-    pub fn attach(notify: impl Fn(String) + Send + 'static) {
+    /// Hands what was held and everything after to `deliver`.
+    pub fn attach(deliver: impl Fn(Value) + Send + 'static) {
         let mut relay = RELAY.lock().unwrap_or_else(|e| e.into_inner());
         if let Relay::Waiting(held) = &mut *relay {
-            for text in held.drain(..) {
-                notify(text);
+            for record in held.drain(..) {
+                deliver(record);
             }
         }
-        *relay = Relay::Attached(Box::new(notify));
+        *relay = Relay::Attached(Box::new(deliver));
     }
 
     #[cfg(test)]
@@ -157,25 +146,19 @@ pub mod tui_relay {
         use serde_json::json;
 
         #[test]
-        fn errors_are_held_until_the_screen_attaches_then_shown() {
-            super::send(
-                json!({"type": "extension_error", "extensionPath": "/x/a.ts",
-                "event": "tool_call", "error": "boom"}),
-            );
+        fn records_are_held_until_the_screen_attaches_then_delivered_in_order() {
+            super::send(json!({"type": "extension_error", "error": "boom"}));
             super::send(json!({"type": "extension_ui_request", "method": "notify"}));
             let (tx, rx) = std::sync::mpsc::channel();
             super::attach(move |t| {
                 let _ = tx.send(t);
             });
             super::send(json!({"type": "extension_error", "error": "later"}));
-            let seen: Vec<String> = rx.try_iter().collect();
-            assert_eq!(
-                seen,
-                [
-                    "Extension error (/x/a.ts): boom",
-                    "Extension error (extension): later"
-                ]
-            );
+            let seen: Vec<String> = rx
+                .try_iter()
+                .map(|r| r["error"].as_str().unwrap_or("ui").to_string())
+                .collect();
+            assert_eq!(seen, ["boom", "ui", "later"]);
         }
     }
 }

@@ -7,8 +7,8 @@
 //! the agent never waits on drawing.
 
 use super::driver::{
-    AgentDriver, AgentEvent, BashDone, BashResult, BranchSummary, MissingCwd, ModelInfo, Reloaded,
-    ThinkingLevel,
+    AgentDriver, AgentEvent, BashDone, BashResult, BranchSummary, MissingCwd, ModelInfo, OpFailure,
+    OpOutcome, Reloaded, SessionOp, ThinkingLevel,
 };
 use super::TuiOptions;
 use anyhow::{anyhow, bail};
@@ -311,6 +311,42 @@ impl AgentDriver for AgentSessionDriver {
 
     fn new_session(&mut self) -> anyhow::Result<()> {
         self.replace(Replacement::New { parent: None }).map(drop)
+    }
+
+    fn start_session_op(&mut self, op: &SessionOp) -> Option<OpOutcome> {
+        // On the runtime, not the UI thread: a `session_before_*` handler may open a dialog
+        // the UI must stay responsive to answer.
+        let change = match op.clone() {
+            SessionOp::New => Replacement::New { parent: None },
+            SessionOp::Clone => Replacement::Clone,
+            SessionOp::Fork(entry_id) => Replacement::Fork { entry_id },
+            SessionOp::Resume {
+                location,
+                missing_cwd,
+            } => Replacement::Resume {
+                location,
+                missing_cwd,
+            },
+        };
+        let host = self.host.clone();
+        let answers = self.answers.clone();
+        let before = self.cwd();
+        let op = op.clone();
+        self.runtime.spawn(async move {
+            let outcome = match host.replace_session(change).await {
+                Ok(Replaced::Done { text }) => Ok(text),
+                Ok(Replaced::Cancelled) => {
+                    Err(OpFailure::Failed("Cancelled by an extension".into()))
+                }
+                Err(e) => Err(OpFailure::from_error(ui_error(e))),
+            };
+            let _ = answers.send(Incoming::Answer(AgentEvent::SessionReplaced {
+                op,
+                before,
+                outcome,
+            }));
+        });
+        None
     }
 
     fn set_label(&mut self, id: &str, label: Option<&str>) -> anyhow::Result<()> {

@@ -35,6 +35,8 @@ pub enum Msg {
     /// Text back from the external editor.
     EditorText(String),
     Notice(String),
+    /// A record from the extensions (`extension_ui_request`, `extension_error`).
+    Extension(serde_json::Value),
     /// The usage of every assistant message in the session file, summed off the UI thread
     /// so a large session shows its latest messages first.
     FileTotals(Usage),
@@ -115,6 +117,8 @@ pub enum Effect {
     Clone,
     SetSessionName(String),
     Copy(String),
+    /// An extension dialog was answered: the `extension_ui_response` to send back.
+    ExtensionAnswer(serde_json::Value),
     Export(Option<String>),
     Import(String),
     /// `/import` again, with the answer to "the session's directory is gone".
@@ -253,6 +257,8 @@ pub struct App {
     pub editor: Editor,
     pub footer: Footer,
     pub dialog: Option<Dialog>,
+    /// What extensions show (`ctx.ui`): status, widgets, header, footer, waiting dialogs.
+    pub ext_ui: super::ext_ui::ExtUi,
     pub completion: Option<Completion>,
     pub theme: Theme,
     pub keys: Keymap,
@@ -345,6 +351,7 @@ impl App {
                 ..Footer::default()
             },
             dialog: None,
+            ext_ui: Default::default(),
             completion: None,
             theme: Theme::dark(),
             keys: Keymap::default(),
@@ -1460,6 +1467,8 @@ impl App {
             }
             AgentEvent::Notice(t) => self.notice(t),
             AgentEvent::Error(e) => self.transcript.push(Item::Error(e)),
+            // Finished by the driver loop, which has the driver (session_ops::op_done).
+            AgentEvent::SessionReplaced { .. } => {}
         }
     }
 
@@ -1498,6 +1507,7 @@ pub fn update(app: &mut App, msg: Msg) -> Vec<Effect> {
     match msg {
         Msg::Key(k) => on_key(app, k, &mut out),
         Msg::Paste(text) => match app.dialog.as_mut() {
+            Some(Dialog::Extension(d)) => d.paste(&text),
             Some(d) => {
                 if let Some(q) = dialog_query(d) {
                     q.push_str(&text.replace(['\n', '\r'], " "));
@@ -1544,6 +1554,7 @@ pub fn update(app: &mut App, msg: Msg) -> Vec<Effect> {
             app.editor.set_text(t.strip_suffix('\n').unwrap_or(&t));
         }
         Msg::Notice(t) => app.notice(t),
+        Msg::Extension(record) => super::ext_ui::apply(app, &record),
         Msg::FileTotals(file) => {
             // A switch since start-up computed its own totals; these are stale then.
             if app.footer.file_totals_pending {
@@ -1911,6 +1922,13 @@ fn on_dialog_key(app: &mut App, k: KeyEvent, out: &mut Vec<Effect>) {
     };
     // Each arm puts the dialog back (possibly changed) or leaves it closed.
     let next: Option<Dialog> = match dialog {
+        Dialog::Extension(mut d) => match d.key(&keys, &k) {
+            Some(answer) => {
+                out.push(Effect::ExtensionAnswer(answer));
+                None
+            }
+            None => Some(Dialog::Extension(d)),
+        },
         Dialog::Hotkeys(scroll) => {
             if m("tui.select.cancel") || m("tui.select.confirm") {
                 None

@@ -450,6 +450,8 @@ pub enum Dialog {
     BranchPrompt(BranchPrompt),
     Fork(ForkPicker),
     Confirm(Confirm),
+    /// A dialog an extension opened (`ctx.ui.confirm`, `select`, `input`, `editor`).
+    Extension(Box<super::ext_ui::ExtDialog>),
     /// /hotkeys, scrolled down by this many rows.
     Hotkeys(usize),
 }

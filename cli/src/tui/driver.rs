@@ -150,6 +150,13 @@ pub enum AgentEvent {
     TreeNavigationAborted,
     /// A tree navigation failed; nothing changed.
     TreeNavigationFailed(String),
+    /// A /new, /resume, /fork or /clone started with [`AgentDriver::start_session_op`]
+    /// ended (`before`: the driver's directory when it started).
+    SessionReplaced {
+        op: SessionOp,
+        before: Option<std::path::PathBuf>,
+        outcome: OpOutcome,
+    },
     /// A failed request will be retried after `delay_ms` (Pi's `auto_retry_start`); the
     /// agent is still busy, so input is queued and escape cancels the retry.
     RetryStart {
@@ -451,7 +458,61 @@ pub trait AgentDriver {
     }
     /// `steeringMode` (`follow_up` false) or `followUpMode` changed in /settings.
     fn set_queue_mode(&mut self, _follow_up: bool, _mode: &str) {}
+
+    /// Starts a session replacement. `Some` when it ended at once (this default, through
+    /// the synchronous methods); `None` when its outcome arrives later as
+    /// [`AgentEvent::SessionReplaced`], so the UI keeps running meanwhile (an extension's
+    /// `session_before_*` handler may open a dialog the user must answer first).
+    fn start_session_op(&mut self, op: &SessionOp) -> Option<OpOutcome> {
+        let outcome = match op {
+            SessionOp::New => self.new_session().map(|()| None),
+            SessionOp::Clone => self.clone_session().map(|()| None),
+            SessionOp::Fork(id) => self.fork(id).map(Some),
+            SessionOp::Resume {
+                location,
+                missing_cwd,
+            } => self.switch_session(location, *missing_cwd).map(|()| None),
+        };
+        Some(outcome.map_err(OpFailure::from_error))
+    }
 }
+
+/// A change of the current session the UI asks for.
+#[derive(Debug, Clone, PartialEq)]
+pub enum SessionOp {
+    /// `/new`.
+    New,
+    /// `/clone`.
+    Clone,
+    /// `/fork` from this user message.
+    Fork(String),
+    /// A session picked in /resume.
+    Resume {
+        location: String,
+        missing_cwd: MissingCwd,
+    },
+}
+
+/// Why a [`SessionOp`] did not happen.
+#[derive(Debug, Clone, PartialEq)]
+pub enum OpFailure {
+    /// The session names a directory that is gone: the UI asks what to do.
+    MissingCwd(MissingSessionCwd),
+    /// Anything else (an extension's cancel included), as its message.
+    Failed(String),
+}
+
+impl OpFailure {
+    pub fn from_error(e: anyhow::Error) -> OpFailure {
+        match e.downcast::<MissingSessionCwd>() {
+            Ok(m) => OpFailure::MissingCwd(m),
+            Err(e) => OpFailure::Failed(format!("{e:#}")),
+        }
+    }
+}
+
+/// How a [`SessionOp`] ended: for a fork, the text of the message forked from.
+pub type OpOutcome = Result<Option<String>, OpFailure>;
 
 pub use pi_agent::host::{MissingCwd, MissingSessionCwd};
 

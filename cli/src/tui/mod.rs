@@ -32,6 +32,7 @@ pub mod dialogs;
 pub mod driver;
 pub mod editor;
 pub mod exit_hint;
+pub mod ext_ui;
 pub mod input;
 pub mod keys;
 pub mod login;
@@ -395,11 +396,11 @@ pub fn run(mut opts: TuiOptions) -> anyhow::Result<i32> {
     let (tx, rx) = mpsc::channel::<Msg>();
     {
         let tx = std::sync::Mutex::new(tx.clone());
-        crate::modes::extensions::tui_relay::attach(move |text| {
+        crate::modes::extensions::tui_relay::attach(move |record| {
             let _ = tx
                 .lock()
                 .unwrap_or_else(|e| e.into_inner())
-                .send(Msg::Notice(text));
+                .send(Msg::Extension(record));
         });
     }
     if app.footer.file_totals_pending {
@@ -445,6 +446,22 @@ pub fn run(mut opts: TuiOptions) -> anyhow::Result<i32> {
         }
         app.now_ms = now_ms();
         for ev in driver.poll_events() {
+            if let AgentEvent::SessionReplaced {
+                op,
+                before,
+                outcome,
+            } = ev
+            {
+                session_ops::op_done(
+                    &mut app,
+                    driver.as_mut(),
+                    &opts.agent_dir,
+                    op,
+                    before,
+                    outcome,
+                );
+                continue;
+            }
             effects.extend(app::update(&mut app, Msg::Agent(ev)));
         }
         while let Ok(msg) = rx.try_recv() {
@@ -473,6 +490,11 @@ pub fn run(mut opts: TuiOptions) -> anyhow::Result<i32> {
                 guard.exit_message = app.exit_message.take();
                 return Ok(0);
             }
+        }
+        // An extension dialog waits for the dialog open before it to close.
+        ext_ui::open_next(&mut app);
+        if let Some(title) = app.ext_ui.title.take() {
+            let _ = execute!(io::stdout(), terminal::SetTitle(title));
         }
         // A session from another directory moved us there: `@` completion lists its files.
         if app.cwd != indexed {
@@ -596,7 +618,9 @@ fn apply_effect(
             Some(s) => app.open_fork(session_ops::fork_rows(&s)),
             None => app.notice("No messages to fork from"),
         },
-        Effect::Fork(id) => session_ops::fork(app, driver, &id),
+        Effect::Fork(id) => {
+            session_ops::start(app, driver, &opts.agent_dir, driver::SessionOp::Fork(id))
+        }
         Effect::Import(path) => {
             session_ops::import(app, driver, &opts.agent_dir, &path, driver::MissingCwd::Ask)
         }
@@ -606,7 +630,15 @@ fn apply_effect(
         Effect::ResumeWith {
             location,
             missing_cwd,
-        } => session_ops::resume(app, driver, &opts.agent_dir, &location, missing_cwd),
+        } => session_ops::start(
+            app,
+            driver,
+            &opts.agent_dir,
+            driver::SessionOp::Resume {
+                location,
+                missing_cwd,
+            },
+        ),
         Effect::Reload => session_ops::reload(app, driver, &opts.agent_dir),
         Effect::Login(arg) => login::start(app, &opts.agent_dir, &arg, tx.clone()),
         Effect::OpenLogout => login::open_logout(app, &opts.agent_dir),
@@ -779,25 +811,24 @@ fn apply_effect(
             Ok(()) => app.notice(format!("Session name set: {name}")),
             Err(e) => app.notice(format!("Could not set the session name: {e}")),
         },
-        Effect::Resume(location) => session_ops::resume(
+        Effect::Resume(location) => session_ops::start(
             app,
             driver,
             &opts.agent_dir,
-            &location,
-            driver::MissingCwd::Ask,
+            driver::SessionOp::Resume {
+                location,
+                missing_cwd: driver::MissingCwd::Ask,
+            },
         ),
-        Effect::NewSession => match driver.new_session() {
-            Ok(()) => after_switch(app, driver, "New session started".to_string()),
-            Err(e) => app.notice(format!("Could not start a new session: {e}")),
-        },
-        Effect::Clone => match driver.clone_session() {
-            Ok(()) => after_switch(
-                app,
-                driver,
-                "Cloned the session; now working in the copy".to_string(),
-            ),
-            Err(e) => app.notice(format!("Could not clone: {e}")),
-        },
+        Effect::NewSession => {
+            session_ops::start(app, driver, &opts.agent_dir, driver::SessionOp::New)
+        }
+        Effect::Clone => session_ops::start(app, driver, &opts.agent_dir, driver::SessionOp::Clone),
+        Effect::ExtensionAnswer(answer) => {
+            if let Some(ext) = crate::modes::extensions::current() {
+                ext.ui_response(&answer);
+            }
+        }
         Effect::Export(path) => match export_session(driver, &opts.cwd, path.as_deref()) {
             Ok(p) => app.notice(format!("Session exported to: {}", p.display())),
             Err(e) => app.transcript.push(transcript::Item::Error(format!(
@@ -845,12 +876,6 @@ fn branch_jsonl(session: &pi_engine::session::Session) -> Vec<u8> {
         out.push(b'\n');
     }
     out
-}
-
-/// Refreshes what depends on the session after /resume, /new or /clone.
-fn after_switch(app: &mut App, driver: &mut dyn AgentDriver, notice: String) {
-    session_ops::after_switch(app, driver);
-    app.notice(notice);
 }
 
 /// Writes one key (dotted keys nest) into the global settings.json through

@@ -31,10 +31,16 @@ pub fn draw(app: &App, frame: &mut Frame<'_>) {
 }
 
 struct Areas {
+    /// Extension lines: `setHeader`, widgets above and below the editor, status and
+    /// `setFooter`.
+    ext_header: Rect,
     transcript: Rect,
     status: Rect,
+    ext_above: Rect,
     bottom: Rect,
+    ext_below: Rect,
     footer: Rect,
+    ext_footer: Rect,
 }
 
 fn editor_height(app: &App, area: Rect) -> u16 {
@@ -52,6 +58,7 @@ fn bottom_height(app: &App, area: Rect) -> u16 {
         Some(Dialog::BranchPrompt(_)) => 8.min(max),
         Some(Dialog::Fork(_)) => 16.min(max),
         Some(Dialog::Confirm(c)) => confirm_height(c, area.width).min(max),
+        Some(Dialog::Extension(d)) => confirm_height(&d.view(), area.width).min(max),
         None => {
             let popup = app
                 .completion
@@ -66,18 +73,29 @@ fn bottom_height(app: &App, area: Rect) -> u16 {
 fn areas(app: &App, area: Rect) -> Areas {
     let queued = (app.steering.len() + app.follow_up.len()) as u16;
     let status = queued + u16::from(app.working || app.compacting || app.summarizing_branch);
-    let [transcript, status, bottom, footer] = Layout::vertical([
-        Constraint::Min(1),
-        Constraint::Length(status),
-        Constraint::Length(bottom_height(app, area)),
-        Constraint::Length(2),
-    ])
-    .areas(area);
+    let ext = &app.ext_ui;
+    let len = |n: usize| Constraint::Length(u16::try_from(n).unwrap_or(u16::MAX).min(8));
+    let [ext_header, transcript, status, ext_above, bottom, ext_below, footer, ext_footer] =
+        Layout::vertical([
+            len(ext.header.len()),
+            Constraint::Min(1),
+            Constraint::Length(status),
+            len(ext.above_lines().len()),
+            Constraint::Length(bottom_height(app, area)),
+            len(ext.below_lines().len()),
+            Constraint::Length(2),
+            len(ext.footer.len()),
+        ])
+        .areas(area);
     Areas {
+        ext_header,
         transcript,
         status,
+        ext_above,
         bottom,
+        ext_below,
         footer,
+        ext_footer,
     }
 }
 
@@ -95,7 +113,22 @@ pub fn draw_into(app: &App, area: Rect, buf: &mut Buffer) {
         None => draw_editor(app, a.bottom, buf),
     }
     draw_footer(app, a.footer, buf);
+    let ext = &app.ext_ui;
+    draw_ext_lines(app, &ext.header, a.ext_header, buf);
+    draw_ext_lines(app, &ext.above_lines(), a.ext_above, buf);
+    draw_ext_lines(app, &ext.below_lines(), a.ext_below, buf);
+    draw_ext_lines(app, &ext.footer, a.ext_footer, buf);
     show_controls(area, buf);
+}
+
+/// Lines an extension set, one per row, cut at the width.
+fn draw_ext_lines(app: &App, lines: &[String], area: Rect, buf: &mut Buffer) {
+    let theme = &app.theme;
+    let lines: Vec<Line<'_>> = lines
+        .iter()
+        .map(|l| Line::styled(truncate(l, usize::from(area.width)), theme.fg(theme.muted)))
+        .collect();
+    paint_lines(lines, area, buf);
 }
 
 /// The last line of defence: a control character that reached a screen cell (a widget that
@@ -483,6 +516,7 @@ fn draw_dialog(app: &App, d: &Dialog, area: Rect, buf: &mut Buffer) {
         }
         Dialog::Fork(f) => draw_fork(app, f, area, buf),
         Dialog::Confirm(c) => draw_confirm(theme, c, area, buf),
+        Dialog::Extension(d) => draw_confirm(theme, &d.view(), area, buf),
         Dialog::Resume(r) => draw_resume(app, r, area, buf),
         Dialog::Tree(t) => draw_tree(app, t, area, buf),
         Dialog::BranchPrompt(b) => {

@@ -9,7 +9,9 @@
 use super::app::App;
 use super::app::Effect;
 use super::dialogs::{Confirm, Dialog, ForkRow, SessionRow};
-use super::driver::{AgentDriver, MissingCwd, MissingSessionCwd, Reloaded};
+use super::driver::{
+    AgentDriver, MissingCwd, MissingSessionCwd, OpFailure, OpOutcome, Reloaded, SessionOp,
+};
 use super::keys::Keymap;
 use super::theme::Theme;
 use super::transcript::Item;
@@ -53,15 +55,82 @@ pub fn user_text(content: Option<&Value>) -> String {
 /// `/fork` chosen in the picker: switch to the forked session and put the message back
 /// into the editor.
 pub fn fork(app: &mut App, driver: &mut dyn AgentDriver, entry_id: &str) {
-    match driver.fork(entry_id) {
+    let outcome = driver
+        .fork(entry_id)
+        .map(Some)
+        .map_err(OpFailure::from_error);
+    fork_done(app, driver, outcome);
+}
+
+fn fork_done(app: &mut App, driver: &mut dyn AgentDriver, outcome: OpOutcome) {
+    match outcome {
         Ok(text) => {
             after_switch(app, driver);
-            app.editor.set_text(&text);
+            app.editor.set_text(&text.unwrap_or_default());
             app.notice("Forked to new session");
         }
         Err(e) => app
             .transcript
-            .push(Item::Error(format!("Fork failed: {e}"))),
+            .push(Item::Error(format!("Fork failed: {}", failure_text(&e)))),
+    }
+}
+
+fn failure_text(e: &OpFailure) -> String {
+    match e {
+        OpFailure::MissingCwd(m) => m.to_string(),
+        OpFailure::Failed(text) => text.clone(),
+    }
+}
+
+/// Starts `op` without waiting for it (an extension may ask the user first); its outcome
+/// comes to [`op_done`] now or, from the real agent, through the driver loop later.
+pub fn start(app: &mut App, driver: &mut dyn AgentDriver, agent_dir: &Path, op: SessionOp) {
+    let before = driver.cwd();
+    if let Some(outcome) = driver.start_session_op(&op) {
+        op_done(app, driver, agent_dir, op, before, outcome);
+    }
+}
+
+/// What the UI does once a session operation ended.
+pub fn op_done(
+    app: &mut App,
+    driver: &mut dyn AgentDriver,
+    agent_dir: &Path,
+    op: SessionOp,
+    before: Option<PathBuf>,
+    outcome: OpOutcome,
+) {
+    match op {
+        SessionOp::Fork(_) => fork_done(app, driver, outcome),
+        SessionOp::Resume {
+            location,
+            missing_cwd,
+        } => resume_done(
+            app,
+            driver,
+            agent_dir,
+            &location,
+            missing_cwd,
+            before,
+            outcome,
+        ),
+        SessionOp::New => match outcome {
+            Ok(_) => {
+                after_switch(app, driver);
+                app.notice("New session started");
+            }
+            Err(e) => app.notice(format!(
+                "Could not start a new session: {}",
+                failure_text(&e)
+            )),
+        },
+        SessionOp::Clone => match outcome {
+            Ok(_) => {
+                after_switch(app, driver);
+                app.notice("Cloned the session; now working in the copy");
+            }
+            Err(e) => app.notice(format!("Could not clone: {}", failure_text(&e))),
+        },
     }
 }
 
@@ -118,8 +187,32 @@ pub fn resume(
     missing_cwd: MissingCwd,
 ) {
     let before = driver.cwd();
-    match driver.switch_session(location, missing_cwd) {
-        Ok(()) => {
+    let outcome = driver
+        .switch_session(location, missing_cwd)
+        .map(|()| None)
+        .map_err(OpFailure::from_error);
+    resume_done(
+        app,
+        driver,
+        agent_dir,
+        location,
+        missing_cwd,
+        before,
+        outcome,
+    );
+}
+
+fn resume_done(
+    app: &mut App,
+    driver: &mut dyn AgentDriver,
+    agent_dir: &Path,
+    location: &str,
+    missing_cwd: MissingCwd,
+    before: Option<PathBuf>,
+    outcome: OpOutcome,
+) {
+    match outcome {
+        Ok(_) => {
             after_switch(app, driver);
             follow_cwd(app, driver, agent_dir, before);
             app.notice(match missing_cwd {
@@ -128,15 +221,15 @@ pub fn resume(
                 MissingCwd::Fork => format!("Forked into a new session in {}", app.cwd.display()),
             });
         }
-        Err(e) => match e.downcast::<MissingSessionCwd>() {
-            Ok(missing) => ask_missing_cwd(app, &missing, "Resume cancelled", |choice| {
+        Err(OpFailure::MissingCwd(missing)) => {
+            ask_missing_cwd(app, &missing, "Resume cancelled", |choice| {
                 Effect::ResumeWith {
                     location: location.to_string(),
                     missing_cwd: choice,
                 }
-            }),
-            Err(e) => app.notice(format!("Could not resume: {e:#}")),
-        },
+            })
+        }
+        Err(OpFailure::Failed(e)) => app.notice(format!("Could not resume: {e}")),
     }
 }
 

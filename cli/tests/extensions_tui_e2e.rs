@@ -1,0 +1,164 @@
+//! End to end: extensions' `ctx.ui` in the interactive mode of the real `pi` binary, driven
+//! in tmux against pi-fake-llm. Pi's confirm-destructive.ts asks before `/new` (a
+//! `session_before_switch` gate answered while the UI keeps running), ui-dialogs.ts (ours)
+//! asks a select and an input dialog and sets a status, a widget, a header and a footer.
+//!
+//! Needs tmux on PATH, as tui_e2e.rs; gated on `PI_TUI_E2E=1` like it.
+
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+mod extensions_common;
+
+use std::path::Path;
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+use extensions_common::{fixture, pi_bin, Setup};
+use serde_json::json;
+
+fn enabled() -> bool {
+    std::env::var("PI_TUI_E2E").is_ok_and(|v| v == "1")
+        && Command::new("tmux")
+            .arg("-V")
+            .output()
+            .is_ok_and(|o| o.status.success())
+}
+
+/// A tmux session on a private server (its own socket), killed on drop.
+struct Tmux {
+    socket: String,
+}
+
+impl Tmux {
+    fn start(socket: &str, cwd: &Path, command: &str) -> Tmux {
+        let status = Command::new("tmux")
+            .args([
+                "-L",
+                socket,
+                "-f",
+                "/dev/null",
+                "new-session",
+                "-d",
+                "-s",
+                "t",
+            ])
+            .args(["-x", "100", "-y", "30", "-c"])
+            .arg(cwd)
+            .arg(command)
+            .status()
+            .expect("tmux new-session");
+        assert!(status.success());
+        Tmux {
+            socket: socket.to_string(),
+        }
+    }
+
+    fn tmux(&self) -> Command {
+        let mut c = Command::new("tmux");
+        c.args(["-L", &self.socket]);
+        c
+    }
+
+    fn keys(&self, keys: &[&str]) {
+        let status = self
+            .tmux()
+            .args(["send-keys", "-t", "t"])
+            .args(keys)
+            .status()
+            .expect("send-keys");
+        assert!(status.success());
+    }
+
+    fn capture(&self) -> String {
+        let out = self
+            .tmux()
+            .args(["capture-pane", "-p", "-t", "t"])
+            .output()
+            .expect("capture-pane");
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    }
+
+    /// Waits until the screen contains `text`; the screen is in the panic message otherwise.
+    fn wait_for(&self, text: &str) -> String {
+        let deadline = Instant::now() + Duration::from_secs(20);
+        loop {
+            let screen = self.capture();
+            if screen.contains(text) {
+                return screen;
+            }
+            if Instant::now() > deadline {
+                panic!("timed out waiting for {text:?}; screen:\n{screen}");
+            }
+            std::thread::sleep(Duration::from_millis(100));
+        }
+    }
+}
+
+impl Drop for Tmux {
+    fn drop(&mut self) {
+        let _ = self.tmux().arg("kill-server").status();
+    }
+}
+
+fn quote(p: &str) -> String {
+    format!("'{}'", p.replace('\'', "'\\''"))
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn dialogs_gates_and_text_lines_in_the_interactive_mode() {
+    if !enabled() {
+        eprintln!("skipped: set PI_TUI_E2E=1 (needs tmux)");
+        return;
+    }
+    let setup = Setup::new(json!([{"text": "First answer."}])).await;
+    let command = format!(
+        "env PI_CODING_AGENT_DIR={} XDG_CACHE_HOME={} {} --session-dir {} --model fakeoai/fake-model -e {} -e {}; sleep 30",
+        quote(&setup.agent.display().to_string()),
+        quote(&setup.agent.join("cache").display().to_string()),
+        quote(pi_bin()),
+        quote(&setup.sessions.display().to_string()),
+        quote(&fixture("confirm-destructive.ts")),
+        quote(&fixture("ui-dialogs.ts")),
+    );
+    let tmux = Tmux::start(
+        &format!("pi-ext-tui-{}", std::process::id()),
+        &setup.cwd,
+        &command,
+    );
+    tmux.wait_for("fake-model");
+    tmux.keys(&["Say hello", "Enter"]);
+    tmux.wait_for("First answer.");
+
+    // /new asks first; "No" keeps the session (its answer stays on screen).
+    tmux.keys(&["/new", "Enter"]);
+    let screen = tmux.wait_for("Clear session?");
+    assert!(screen.contains("This will delete all messages"), "{screen}");
+    tmux.keys(&["Down", "Enter"]);
+    let screen = tmux.wait_for("Clear cancelled");
+    assert!(screen.contains("First answer."), "{screen}");
+    assert!(!screen.contains("New session started"), "{screen}");
+
+    // Asked again, "Yes" switches: the transcript is the new, empty session's.
+    tmux.keys(&["/new", "Enter"]);
+    tmux.wait_for("Clear session?");
+    tmux.keys(&["Enter"]);
+    let screen = tmux.wait_for("New session started");
+    assert!(!screen.contains("First answer."), "{screen}");
+
+    // A select, then an input dialog, answered from the keyboard.
+    tmux.keys(&["/askme", "Enter"]);
+    let screen = tmux.wait_for("Pick a color");
+    assert!(screen.contains("blue"), "{screen}");
+    tmux.keys(&["Down", "Enter"]);
+    tmux.wait_for("Your name");
+    tmux.keys(&["Ada", "Enter"]);
+    let screen = tmux.wait_for("Answers: color=green name=Ada");
+    for line in [
+        "askme-status green",
+        "askme-widget Ada",
+        "askme-header Ada",
+        "askme-footer green",
+    ] {
+        assert!(screen.contains(line), "{line} missing:\n{screen}");
+    }
+}
