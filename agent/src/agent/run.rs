@@ -12,9 +12,10 @@ use tokio_util::sync::CancellationToken;
 
 use super::events::message_update;
 use super::retry::{delay_ms, is_retryable_error};
+use super::route::RouteReason;
 use super::summarizer::{self, RetryEvents};
 use super::{append_locked, lock, prompt, AgentError, AgentSession, RunOutcome};
-use crate::llm::{self, is_context_overflow, Context, StreamOptions};
+use crate::llm::{self, is_context_overflow, Context, Model, StreamOptions};
 use crate::protocol::Event;
 use crate::tools::{validate_tool_arguments, Tool, ToolContext, ToolError, ToolOutput};
 use pi_engine::compaction::{self, SummaryOptions};
@@ -219,6 +220,11 @@ impl AgentSession {
     /// would only answer 401, and the message would be written for nothing).
     fn check_auth(&self, provider: &str) -> Result<(), AgentError> {
         let st = lock(&self.shared.state);
+        // A virtual model under a provider of its own needs none: its router's choice is
+        // checked per request.
+        if st.opts.registry.is_virtual_only_provider(provider) {
+            return Ok(());
+        }
         let key = st.opts.api_key_for(provider);
         if key.is_none() && st.opts.registry.resolve_headers(provider, None).is_empty() {
             return Err(AgentError::NoApiKey(provider.to_string()));
@@ -271,7 +277,7 @@ impl AgentSession {
         initial.push(user_message(text, images));
         *lock(&self.shared.system_override) = start.system_prompt;
         let end = self
-            .run_loop_with(initial, start.messages, token, None)
+            .run_loop_with(initial, start.messages, token, None, None)
             .await;
         let end = match end {
             Ok(end) => end,
@@ -367,7 +373,7 @@ impl AgentSession {
                 {
                     return Ok(end.last);
                 }
-                end = self.run_loop(Vec::new(), token, None).await?;
+                end = self.run_loop(token, None, last).await?;
                 continue;
             }
             if last.stop_reason != StopReason::Error {
@@ -413,7 +419,7 @@ impl AgentSession {
                 });
                 break;
             }
-            end = self.run_loop(Vec::new(), token, Some(attempt)).await?;
+            end = self.run_loop(token, Some(attempt), last).await?;
         }
         if let Some(last) = end.last.as_ref() {
             if !token.is_cancelled() && last.stop_reason != StopReason::Aborted {
@@ -523,26 +529,31 @@ impl AgentSession {
         appended
     }
 
-    /// Pi's `runLoop` (with `agent_start`/`turn_start` first). `initial` holds the prompt
-    /// messages; empty for a continuation after a retry or an overflow compaction.
+    /// Pi's `runLoop` (with `agent_start`/`turn_start` first) again after `failed`: a retry
+    /// of a transient error or after an overflow compaction.
     async fn run_loop(
         &self,
-        initial: Vec<Value>,
         token: &CancellationToken,
         retry_attempt: Option<u32>,
+        failed: AssistantMessage,
     ) -> Result<LoopEnd, AgentError> {
-        self.run_loop_with(initial, Vec::new(), token, retry_attempt)
+        self.run_loop_with(Vec::new(), Vec::new(), token, retry_attempt, Some(failed))
             .await
     }
 
-    /// [`Self::run_loop`] with extension custom messages written after the prompt.
+    /// Pi's `runLoop`: `initial` holds the prompt messages, `custom` the extension messages
+    /// written after them; `failed` is the response a retry replaces.
     async fn run_loop_with(
         &self,
         initial: Vec<Value>,
         custom: Vec<Value>,
         token: &CancellationToken,
         retry_attempt: Option<u32>,
+        mut failed: Option<AssistantMessage>,
     ) -> Result<LoopEnd, AgentError> {
+        let prompted = initial
+            .iter()
+            .any(|m| m.get("role").and_then(Value::as_str) == Some("user"));
         self.emit(Event::AgentStart);
         self.emit(Event::TurnStart);
         let mut new_messages: Vec<Value> = Vec::new();
@@ -567,6 +578,14 @@ impl AgentSession {
                     }
                     self.emit(Event::TurnStart);
                 }
+                // What a virtual model's router is told about this request.
+                let reason = if failed.is_some() {
+                    RouteReason::Retry
+                } else if (first && prompted) || !pending.is_empty() {
+                    RouteReason::User
+                } else {
+                    RouteReason::Continuation
+                };
                 first = false;
                 if !pending.is_empty() {
                     self.emit_queue_update();
@@ -579,7 +598,7 @@ impl AgentSession {
                 if let Some(m) = self.declare_loaded_tools()? {
                     new_messages.push(m);
                 }
-                let message = self.stream_turn(token).await?;
+                let message = self.stream_turn(token, reason, failed.take()).await?;
                 let value = assistant_value(&message);
                 let appended = self.append(NewEntry::Message {
                     message: value.clone(),
@@ -641,8 +660,15 @@ impl AgentSession {
         Ok(LoopEnd { last, last_entry })
     }
 
-    /// Streams one assistant response over the branch's current context.
-    async fn stream_turn(&self, token: &CancellationToken) -> Result<AssistantMessage, AgentError> {
+    /// Streams one assistant response over the branch's current context. With a virtual
+    /// model selected, its router picks the model that answers (`reason`, `failed`: see
+    /// [`RouteReason`]).
+    async fn stream_turn(
+        &self,
+        token: &CancellationToken,
+        reason: RouteReason,
+        failed: Option<AssistantMessage>,
+    ) -> Result<AssistantMessage, AgentError> {
         let (model, context, options, level) = {
             let st = lock(&self.shared.state);
             let model = st.opts.model.clone().ok_or(AgentError::NoModel)?;
@@ -692,6 +718,20 @@ impl AgentSession {
             )
         };
         let context = self.shaped_context(context).await;
+        let (model, options, level) = if model.is_virtual() {
+            match self
+                .route(&model, level, reason, failed.as_ref(), &context.messages)
+                .await
+            {
+                Ok(dispatch) => {
+                    let options = self.options_for(&dispatch.model, dispatch.level, options);
+                    (dispatch.model, options, dispatch.level)
+                }
+                Err(error) => return Ok(self.unrouted(&model, level, error)),
+            }
+        } else {
+            (model, options, level)
+        };
         let mut stream = llm::stream(&model, context, options);
         let mut started = false;
         let mut final_message = None;
@@ -729,6 +769,40 @@ impl AgentSession {
         }
         // `message_end` is the caller's, once the message is written.
         Ok(message)
+    }
+
+    /// `options` for the physical model a router chose: its key, headers and level.
+    fn options_for(
+        &self,
+        model: &Model,
+        level: ThinkingLevel,
+        options: StreamOptions,
+    ) -> StreamOptions {
+        let st = lock(&self.shared.state);
+        let api_key = st.opts.api_key_for(&model.provider);
+        StreamOptions {
+            headers: st
+                .opts
+                .registry
+                .resolve_headers(&model.provider, api_key.as_deref()),
+            api_key,
+            reasoning: (level != ThinkingLevel::Off).then_some(level),
+            ..options
+        }
+    }
+
+    /// The error response of a request whose routing failed: it names the virtual model,
+    /// as no physical model was asked.
+    fn unrouted(&self, model: &Model, level: ThinkingLevel, error: String) -> AssistantMessage {
+        let mut message =
+            AssistantMessage::empty(&model.api, &model.provider, &model.id, now_millis());
+        message.stop_reason = StopReason::Error;
+        message.error_message = Some(error);
+        message.thinking_level = Some(level);
+        self.emit(Event::MessageStart {
+            message: assistant_value(&message),
+        });
+        message
     }
 
     /// The request's context as extensions shape it: `context` handlers may replace the

@@ -54,10 +54,16 @@ impl Setup {
     }
 
     pub fn command(&self, args: &[&str]) -> Command {
+        let mut all = vec!["--model", "fakeoai/fake-model"];
+        all.extend(args);
+        self.command_without_model(&all)
+    }
+
+    /// [`Setup::command`] where the test chooses the model (or none).
+    pub fn command_without_model(&self, args: &[&str]) -> Command {
         let mut c = Command::new(pi_bin());
         c.arg("--session-dir")
             .arg(&self.sessions)
-            .args(["--model", "fakeoai/fake-model"])
             .args(args)
             .current_dir(&self.cwd)
             .env("PI_CODING_AGENT_DIR", &self.agent)
