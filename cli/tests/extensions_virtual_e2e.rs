@@ -233,3 +233,63 @@ async fn without_its_extension_a_session_falls_back_to_the_model_that_answered_l
     assert_eq!(r.requested_models(), ["fake-model-2", "fake-model-2"]);
     assert_eq!(r.routes().len(), 1);
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_compaction_summary_is_a_direct_request_routed_without_state() {
+    let big = "lorem ipsum dolor sit amet ".repeat(40);
+    let turns: Vec<Value> = (0..3)
+        .map(|i| json!({"text": format!("Reply {i}: {big}")}))
+        .collect();
+    let r = Routed::new(Value::Array(turns)).await;
+    std::fs::write(
+        r.setup.agent.join("settings.json"),
+        json!({"compaction": {"keepRecentTokens": 60}}).to_string(),
+    )
+    .unwrap();
+    let ext = fixture("virtual-router.ts");
+    let mut rpc = extensions_common::Rpc::start_with_env(
+        &r.setup,
+        &["-e", &ext],
+        &[("ROUTE_LOG", r.log.to_str().unwrap())],
+    );
+    // RPC's set_model takes the virtual model like any other.
+    rpc.send(json!({"id": "m", "type": "set_model", "provider": "router", "modelId": "auto"}));
+    let set = rpc.response("m");
+    assert_eq!(set["success"], true, "{set}");
+    assert_eq!(set["data"]["api"], "pi-virtual");
+    for (i, text) in ["one", "two", "three"].iter().enumerate() {
+        rpc.send(json!({"id": format!("p{i}"), "type": "prompt", "message": text}));
+        rpc.until(|r| r["type"] == "agent_settled");
+    }
+    rpc.send(json!({"id": "c", "type": "compact"}));
+    let done = rpc.response("c");
+    assert_eq!(
+        done["success"],
+        true,
+        "{done}\nroutes: {:#?}\nentries: {:#?}",
+        r.routes(),
+        r.setup.session_entries()
+    );
+    assert!(rpc.finish());
+
+    let routes = r.routes();
+    assert_eq!(routes.len(), 4, "{routes:#?}");
+    let direct = &routes[3];
+    assert_eq!(direct["reason"], "direct");
+    // State exists on the branch, but a direct request gets none.
+    assert_eq!(routes[2]["state"], json!({"routed": 2}));
+    assert_eq!(direct["state"], Value::Null);
+    // The router sends a direct request like a user one: by the selected level (medium,
+    // clamped to the router's next level, high). One route serves the whole compaction
+    // (its summary and, when the cut splits a turn, the turn prefix's).
+    let models = r.requested_models();
+    assert!(models.len() >= 4, "{models:?}");
+    assert!(models.iter().all(|m| m == "fake-model"), "{models:?}");
+    let entries = r.setup.session_entries();
+    assert_eq!(
+        entries.iter().filter(|e| e["type"] == "compaction").count(),
+        1
+    );
+    // Only the user requests stored state.
+    assert_eq!(states(&entries).len(), 3);
+}

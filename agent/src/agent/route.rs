@@ -79,6 +79,31 @@ fn latest_response(messages: &[AgentMessage]) -> Option<&AssistantMessage> {
     })
 }
 
+/// The model whose limits (context window, output tokens) apply to the session's context.
+/// For a virtual model that is the physical model of the latest response on the branch,
+/// even one from before the switch to it; without one, the virtual model's own declared
+/// limits (0: unknown, which never triggers a compaction).
+pub(super) fn limits_model(st: &super::State) -> Option<Model> {
+    let selected = st.opts.model.as_ref()?;
+    if !selected.is_virtual() {
+        return Some(selected.clone());
+    }
+    let s = &st.session;
+    let branch = s.branch_path();
+    let path = SessionPath::of(s, &branch);
+    let answered = path
+        .last_mark(pi_engine::session::Mark::AssistantMessage)
+        .and_then(|i| {
+            let entry = path.value(i);
+            let message = entry.get("message")?;
+            let text = |k: &str| message.get(k).and_then(Value::as_str).map(str::to_string);
+            Some((text("provider")?, text("model")?))
+        })
+        .and_then(|(provider, id)| st.opts.registry.find(&provider, &id).cloned())
+        .filter(|m| !m.is_virtual());
+    Some(answered.unwrap_or_else(|| selected.clone()))
+}
+
 impl AgentSession {
     /// Asks the router of `selected` (a virtual model) where this request goes. `failed` is
     /// the response a retry replaces. The router's new state is written before the request
@@ -171,6 +196,27 @@ impl AgentSession {
                 .map_err(|e| format!("cannot store the router state of {name}: {e}"))?;
         }
         Ok(Dispatch { model, level })
+    }
+
+    /// Where a request outside the agent loop goes (a compaction or branch summary): with a
+    /// virtual model selected, its router's choice for a `direct` request, which has no
+    /// router state; `None` for a physical model.
+    pub(super) async fn direct_route(&self) -> Result<Option<Dispatch>, String> {
+        let (model, level) = {
+            let st = lock(&self.shared.state);
+            (st.opts.model.clone(), st.opts.thinking)
+        };
+        let Some(model) = model.filter(Model::is_virtual) else {
+            return Ok(None);
+        };
+        let messages: Vec<AgentMessage> = self
+            .messages()
+            .into_iter()
+            .filter_map(|m| serde_json::from_value(m).ok())
+            .collect();
+        self.route(&model, level, RouteReason::Direct, None, &messages)
+            .await
+            .map(Some)
     }
 
     fn append_state(&self, data: Value) -> Result<(), super::AgentError> {

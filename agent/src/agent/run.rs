@@ -12,7 +12,7 @@ use tokio_util::sync::CancellationToken;
 
 use super::events::message_update;
 use super::retry::{delay_ms, is_retryable_error};
-use super::route::RouteReason;
+use super::route::{limits_model, RouteReason};
 use super::summarizer::{self, RetryEvents};
 use super::{append_locked, lock, prompt, AgentError, AgentSession, RunOutcome};
 use crate::llm::{self, is_context_overflow, Context, Model, StreamOptions};
@@ -246,7 +246,7 @@ impl AgentSession {
         }
         let (retry, window) = {
             let st = lock(&self.shared.state);
-            let window = st.opts.model.as_ref().map_or(0, |m| m.context_window);
+            let window = limits_model(&st).map_or(0, |m| m.context_window);
             (st.opts.retry, window)
         };
         retry.enabled
@@ -331,8 +331,7 @@ impl AgentSession {
             if token.is_cancelled() {
                 break;
             }
-            let (window, max_tokens) = self
-                .model()
+            let (window, max_tokens) = limits_model(&lock(&self.shared.state))
                 .map_or((0, 0), |m| (m.context_window, m.max_tokens));
             let error_text = last.error_message.clone().unwrap_or_default();
             // Pi's `_checkCompaction` cases 1 and 2: a context overflow, or a length stop
@@ -1047,10 +1046,11 @@ impl AgentSession {
     async fn maybe_threshold_compaction(&self, last: &AssistantMessage, token: &CancellationToken) {
         let due = {
             let st = lock(&self.shared.state);
-            let Some(model) = st.opts.model.as_ref() else {
+            let Some(model) = limits_model(&st) else {
                 return;
             };
-            if !st.auto_compaction {
+            // A virtual model's limits are unknown until a physical model answered.
+            if !st.auto_compaction || (model.is_virtual() && model.context_window == 0) {
                 return;
             }
             let s = &st.session;
@@ -1088,7 +1088,7 @@ impl AgentSession {
     async fn compact_before_next_turn(&self, token: &CancellationToken) {
         let due = {
             let st = lock(&self.shared.state);
-            let Some(model) = st.opts.model.as_ref() else {
+            let Some(model) = limits_model(&st) else {
                 return;
             };
             if !st.auto_compaction || model.context_window == 0 {
@@ -1220,6 +1220,10 @@ impl AgentSession {
                 aborted,
             })
         };
+        let routed = match self.direct_route().await {
+            Ok(routed) => routed,
+            Err(e) => return fail(self, e, false),
+        };
         let hooks = self.hooks().filter(|h| h.wants_compaction());
         let (prep, hook_payload, summarizer, options, no_prep_reason) = {
             let mut st = lock(&self.shared.state);
@@ -1247,7 +1251,7 @@ impl AgentSession {
                 source: "compaction",
                 reason: Some(reason.as_str().to_string()),
             };
-            let (summarizer, reasoning) = match summarizer::for_state(&st, token, events) {
+            let (summarizer, reasoning) = match summarizer::for_state(&st, routed, token, events) {
                 Some((s, r)) => (Some(s), r),
                 None => (None, None),
             };

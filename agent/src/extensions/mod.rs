@@ -346,10 +346,13 @@ impl Shared {
         let Some(agent) = self.agent() else {
             return false;
         };
-        let Some(model) = agent.registry().find(provider, id).cloned() else {
+        let registry = agent.registry();
+        let Some(model) = registry.find(provider, id).cloned() else {
             return false;
         };
-        if !agent.has_api_key(provider) {
+        // A virtual model under a provider of its own needs no key (its router's choice
+        // is checked per request).
+        if !agent.has_api_key(provider) && !registry.is_virtual_only_provider(provider) {
             return false;
         }
         agent.set_model(model).is_ok()

@@ -150,10 +150,18 @@ pub struct Rpc {
 
 impl Rpc {
     pub fn start(setup: &Setup, args: &[&str]) -> Rpc {
+        Rpc::start_with_env(setup, args, &[])
+    }
+
+    /// [`Rpc::start`] with extra environment variables for the process.
+    pub fn start_with_env(setup: &Setup, args: &[&str], env: &[(&str, &str)]) -> Rpc {
         let mut all = args.to_vec();
         all.extend(["--mode", "rpc"]);
-        let mut child = setup
-            .command(&all)
+        let mut command = setup.command(&all);
+        for (k, v) in env {
+            command.env(k, v);
+        }
+        let mut child = command
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::inherit())
