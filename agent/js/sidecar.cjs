@@ -78,7 +78,22 @@ const state = {
   thinkingLevel: "off",
   isIdle: true,
   running: new Map(), // toolCallId → AbortController
+  virtualModels: new Map(), // "provider/id" → {definition, extension}
 };
+
+// What the host needs to list a virtual model; `route` stays here.
+function virtualDeclaration(definition) {
+  return {
+    provider: definition.provider,
+    id: definition.id,
+    name: definition.name || definition.id,
+    thinkingLevels: Array.isArray(definition.thinkingLevels) ? definition.thinkingLevels : undefined,
+    contextWindow: definition.contextWindow,
+    maxTokens: definition.maxTokens,
+    input: Array.isArray(definition.input) ? definition.input : undefined,
+  };
+}
+const virtualDeclarations = () => [...state.virtualModels.values()].map(({ definition }) => virtualDeclaration(definition));
 
 function addEntry(entry) {
   state.entries.push(entry);
@@ -379,6 +394,21 @@ function makeApi(extension) {
     },
     registerProvider() {},
     unregisterProvider() {},
+    registerVirtualModel(definition) {
+      if (!definition || typeof definition.provider !== "string" || !definition.provider || typeof definition.id !== "string" || !definition.id) {
+        throw new Error(`Virtual model registered by extension "${extension.path}" must have a provider and an id.`);
+      }
+      if (typeof definition.route !== "function") {
+        throw new Error(`Virtual model "${definition.provider}/${definition.id}" registered by extension "${extension.path}" must define route().`);
+      }
+      state.virtualModels.set(`${definition.provider}/${definition.id}`, { definition, extension });
+      if (extension.loaded) notify("virtual_models_changed", { models: virtualDeclarations() });
+    },
+    unregisterVirtualModel(provider, id) {
+      if (state.virtualModels.delete(`${provider}/${id}`) && extension.loaded) {
+        notify("virtual_models_changed", { models: virtualDeclarations() });
+      }
+    },
     events: {
       emit: (channel, data) => bus.emit(channel, data),
       on(channel, handler) {
@@ -417,12 +447,14 @@ async function loadOne(extensionPath) {
     }
     const toolsBefore = new Map(state.tools);
     const commandsBefore = new Map(state.commands);
+    const virtualBefore = new Map(state.virtualModels);
     try {
       await factory(makeApi(extension));
     } catch (err) {
       // A factory that fails leaves nothing registered.
       state.tools = toolsBefore;
       state.commands = commandsBefore;
+      state.virtualModels = virtualBefore;
       throw err;
     }
     extension.loaded = true;
@@ -608,6 +640,7 @@ const methods = {
       commands: [...state.commands.entries()].map(([name, { options, extension }]) => ({ name, description: options.description, extensionPath: extension.path })),
       events: [...new Set(state.extensions.flatMap((e) => [...e.handlers.keys()]))],
       unknownFlags: [...state.cliFlags.keys()].map((name) => `--${name}`),
+      virtualModels: virtualDeclarations(),
       errors,
     };
   },
@@ -628,6 +661,48 @@ const methods = {
   },
   emit: (params) => emit(params.event, params.payload || {}),
   tool: (params) => runTool(params),
+  // A request made with a virtual model: its router picks the physical model. Returning
+  // no state, or `request.state` itself, keeps the stored state (compared by reference,
+  // as Pi does); any other value is new state, even when equal.
+  async route(params) {
+    const key = `${params.model && params.model.provider}/${params.model && params.model.id}`;
+    const entry = state.virtualModels.get(key);
+    if (!entry) throw new Error(`Virtual model ${key} is not registered`);
+    const controller = new AbortController();
+    const request = {
+      model: params.model,
+      thinkingLevel: params.thinkingLevel,
+      reason: params.reason,
+      messages: params.messages || [],
+      signal: controller.signal,
+    };
+    for (const k of ["previous", "failed", "state"]) {
+      if (params[k] !== undefined && params[k] !== null) request[k] = params[k];
+    }
+    // A previous or failed model is the catalog's own object, as ctx.modelRegistry gives.
+    for (const k of ["previous", "failed"]) {
+      const m = request[k] && request[k].model;
+      if (m) request[k].model = modelRegistry.find(m.provider, m.id) || m;
+    }
+    let result;
+    try {
+      result = await entry.definition.route(request, makeContext(controller.signal));
+    } catch (err) {
+      throw new Error(`Router of ${key} failed: ${errorText(err)}`);
+    }
+    const model = result && result.model;
+    if (!model || typeof model.provider !== "string" || typeof model.id !== "string") {
+      throw new Error(`Router of ${key} returned no model`);
+    }
+    const stateChanged = result.state !== undefined && result.state !== request.state;
+    return {
+      provider: model.provider,
+      id: model.id,
+      thinkingLevel: result.thinkingLevel,
+      state: stateChanged ? result.state : undefined,
+      stateChanged,
+    };
+  },
   async abort_tool(params) {
     const c = state.running.get(params.toolCallId);
     if (c) c.abort();

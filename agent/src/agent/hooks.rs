@@ -77,6 +77,19 @@ pub trait AgentHooks: Send + Sync {
     /// willRetry, fromExtension}`.
     async fn compaction_done(&self, _event: &'static str, _payload: Value) {}
 
+    /// Routes a request made with a virtual model (Pi's `route(request, ctx)`), with the
+    /// request Pi passes (`model`, `thinkingLevel`, `reason`, `previous`, `failed`,
+    /// `state`, `messages`): `{provider, id, thinkingLevel?, state?, stateChanged}`, or why
+    /// routing failed.
+    async fn route(&self, request: Value) -> Result<Value, String> {
+        let model = request.get("model").cloned().unwrap_or(Value::Null);
+        Err(format!(
+            "No router is registered for virtual model {}/{}",
+            model.get("provider").and_then(Value::as_str).unwrap_or(""),
+            model.get("id").and_then(Value::as_str).unwrap_or("")
+        ))
+    }
+
     /// Every event the agent emits, in order. Must not block.
     fn observe(&self, _event: &Event) {}
 }

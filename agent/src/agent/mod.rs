@@ -21,6 +21,7 @@ pub mod loadout;
 mod navigate;
 pub mod prompt;
 mod retry;
+mod route;
 mod run;
 mod summarizer;
 mod user_bash;
@@ -40,7 +41,7 @@ use crate::llm::{Model, ModelRegistry};
 use crate::protocol::Event;
 use crate::tools::Tool;
 use pi_engine::compaction::{BranchSummarySettings, CompactionSettings, RetrySettings};
-use pi_engine::context::{self, SessionPath};
+use pi_engine::context::{self, EntrySource, SessionPath};
 use pi_engine::session::Session;
 
 pub use events::{null_sink, EventSink};
@@ -49,6 +50,7 @@ pub use loadout::ToolLoadout;
 pub use navigate::{NavigateOptions, NavigateOutcome};
 pub use prompt::{PromptBuilder, PromptOptions};
 pub use retry::is_retryable_error;
+pub use route::{RouteReason, VIRTUAL_MODEL_STATE_ENTRY};
 
 /// Why an agent operation failed. Messages are shown to users (RPC `error`, stderr).
 #[derive(Debug, thiserror::Error)]
@@ -708,17 +710,41 @@ impl AgentSession {
     /// Restores model and thinking level from the session (after resume or switch).
     pub fn restore_from_session(&self) {
         let mut st = lock(&self.shared.state);
-        let (level, model) = {
+        let (level, model, selected) = {
             let s = &st.session;
             let branch = s.branch_path();
             let path = SessionPath::of(s, &branch);
-            context::context_settings(&path)
+            let (level, model) = context::context_settings(&path);
+            let selected = path
+                .last_mark(pi_engine::session::Mark::ModelChange)
+                .map(|i| {
+                    let change = path.value(i);
+                    let text = |k: &str| {
+                        change
+                            .get(k)
+                            .and_then(Value::as_str)
+                            .unwrap_or("")
+                            .to_string()
+                    };
+                    (text("provider"), text("modelId"))
+                });
+            (level, model, selected)
         };
         if let Some(m) = model {
             let provider = m.get("provider").and_then(Value::as_str).unwrap_or("");
             let id = m.get("modelId").and_then(Value::as_str).unwrap_or("");
             if let Some(found) = st.opts.registry.find(provider, id).cloned() {
                 st.opts.model = Some(found);
+            }
+        }
+        // Responses name the physical model a router chose; the selection is the virtual
+        // model of the latest `model_change`, while it is registered (Pi's
+        // `getBranchSelection`). Otherwise the model that answered last stays selected.
+        if let Some((provider, id)) = selected {
+            if let Some(found) = st.opts.registry.find(&provider, &id) {
+                if found.is_virtual() {
+                    st.opts.model = Some(found.clone());
+                }
             }
         }
         if let Some(l) = level

@@ -192,6 +192,7 @@ impl AgentSession {
         options: &NavigateOptions,
         token: &CancellationToken,
     ) -> Result<Option<(String, Value, Option<Value>)>, AgentError> {
+        let routed = self.direct_route().await.map_err(AgentError::Other)?;
         let (summarizer, summary_options, window, settings) = {
             let st = lock(&self.shared.state);
             let events = RetryEvents {
@@ -199,7 +200,8 @@ impl AgentSession {
                 source: "branchSummary",
                 reason: None,
             };
-            let Some((summarizer, reasoning)) = summarizer::for_state(&st, token, events) else {
+            let Some((summarizer, reasoning)) = summarizer::for_state(&st, routed, token, events)
+            else {
                 return Err(AgentError::Other(
                     "No model available for summarization".into(),
                 ));

@@ -12,9 +12,10 @@ use tokio_util::sync::CancellationToken;
 
 use super::events::message_update;
 use super::retry::{delay_ms, is_retryable_error};
+use super::route::{limits_model, RouteReason};
 use super::summarizer::{self, RetryEvents};
 use super::{append_locked, lock, prompt, AgentError, AgentSession, RunOutcome};
-use crate::llm::{self, is_context_overflow, Context, StreamOptions};
+use crate::llm::{self, is_context_overflow, Context, Model, StreamOptions};
 use crate::protocol::Event;
 use crate::tools::{validate_tool_arguments, Tool, ToolContext, ToolError, ToolOutput};
 use pi_engine::compaction::{self, SummaryOptions};
@@ -219,6 +220,11 @@ impl AgentSession {
     /// would only answer 401, and the message would be written for nothing).
     fn check_auth(&self, provider: &str) -> Result<(), AgentError> {
         let st = lock(&self.shared.state);
+        // A virtual model under a provider of its own needs none: its router's choice is
+        // checked per request.
+        if st.opts.registry.is_virtual_only_provider(provider) {
+            return Ok(());
+        }
         let key = st.opts.api_key_for(provider);
         if key.is_none() && st.opts.registry.resolve_headers(provider, None).is_empty() {
             return Err(AgentError::NoApiKey(provider.to_string()));
@@ -240,7 +246,7 @@ impl AgentSession {
         }
         let (retry, window) = {
             let st = lock(&self.shared.state);
-            let window = st.opts.model.as_ref().map_or(0, |m| m.context_window);
+            let window = limits_model(&st).map_or(0, |m| m.context_window);
             (st.opts.retry, window)
         };
         retry.enabled
@@ -272,7 +278,7 @@ impl AgentSession {
         initial.push(user_message(text, images));
         *lock(&self.shared.system_override) = start.system_prompt;
         let end = self
-            .run_loop_with(initial, start.messages, token, None)
+            .run_loop_with(initial, start.messages, token, None, None)
             .await;
         let end = match end {
             Ok(end) => end,
@@ -326,8 +332,7 @@ impl AgentSession {
             if token.is_cancelled() {
                 break;
             }
-            let (window, max_tokens) = self
-                .model()
+            let (window, max_tokens) = limits_model(&lock(&self.shared.state))
                 .map_or((0, 0), |m| (m.context_window, m.max_tokens));
             let error_text = last.error_message.clone().unwrap_or_default();
             // Pi's `_checkCompaction` cases 1 and 2: a context overflow, or a length stop
@@ -368,7 +373,7 @@ impl AgentSession {
                 {
                     return Ok(end.last);
                 }
-                end = self.run_loop(Vec::new(), token, None).await?;
+                end = self.run_loop(token, None, last).await?;
                 continue;
             }
             if last.stop_reason != StopReason::Error {
@@ -414,7 +419,7 @@ impl AgentSession {
                 });
                 break;
             }
-            end = self.run_loop(Vec::new(), token, Some(attempt)).await?;
+            end = self.run_loop(token, Some(attempt), last).await?;
         }
         if let Some(last) = end.last.as_ref() {
             if !token.is_cancelled() && last.stop_reason != StopReason::Aborted {
@@ -590,26 +595,31 @@ impl AgentSession {
         appended
     }
 
-    /// Pi's `runLoop` (with `agent_start`/`turn_start` first). `initial` holds the prompt
-    /// messages; empty for a continuation after a retry or an overflow compaction.
+    /// Pi's `runLoop` (with `agent_start`/`turn_start` first) again after `failed`: a retry
+    /// of a transient error or after an overflow compaction.
     async fn run_loop(
         &self,
-        initial: Vec<Value>,
         token: &CancellationToken,
         retry_attempt: Option<u32>,
+        failed: AssistantMessage,
     ) -> Result<LoopEnd, AgentError> {
-        self.run_loop_with(initial, Vec::new(), token, retry_attempt)
+        self.run_loop_with(Vec::new(), Vec::new(), token, retry_attempt, Some(failed))
             .await
     }
 
-    /// [`Self::run_loop`] with extension custom messages written after the prompt.
+    /// Pi's `runLoop`: `initial` holds the prompt messages, `custom` the extension messages
+    /// written after them; `failed` is the response a retry replaces.
     async fn run_loop_with(
         &self,
         initial: Vec<Value>,
         custom: Vec<Value>,
         token: &CancellationToken,
         retry_attempt: Option<u32>,
+        mut failed: Option<AssistantMessage>,
     ) -> Result<LoopEnd, AgentError> {
+        let prompted = initial
+            .iter()
+            .any(|m| m.get("role").and_then(Value::as_str) == Some("user"));
         self.emit(Event::AgentStart);
         self.emit(Event::TurnStart);
         let mut new_messages: Vec<Value> = Vec::new();
@@ -634,6 +644,14 @@ impl AgentSession {
                     }
                     self.emit(Event::TurnStart);
                 }
+                // What a virtual model's router is told about this request.
+                let reason = if failed.is_some() {
+                    RouteReason::Retry
+                } else if (first && prompted) || !pending.is_empty() {
+                    RouteReason::User
+                } else {
+                    RouteReason::Continuation
+                };
                 first = false;
                 if !pending.is_empty() {
                     self.emit_queue_update();
@@ -649,7 +667,7 @@ impl AgentSession {
                 if let Some(m) = self.declare_loaded_tools()? {
                     new_messages.push(m);
                 }
-                let message = self.stream_turn(token).await?;
+                let message = self.stream_turn(token, reason, failed.take()).await?;
                 let value = assistant_value(&message);
                 let appended = self.append(NewEntry::Message {
                     message: value.clone(),
@@ -711,8 +729,15 @@ impl AgentSession {
         Ok(LoopEnd { last, last_entry })
     }
 
-    /// Streams one assistant response over the branch's current context.
-    async fn stream_turn(&self, token: &CancellationToken) -> Result<AssistantMessage, AgentError> {
+    /// Streams one assistant response over the branch's current context. With a virtual
+    /// model selected, its router picks the model that answers (`reason`, `failed`: see
+    /// [`RouteReason`]).
+    async fn stream_turn(
+        &self,
+        token: &CancellationToken,
+        reason: RouteReason,
+        failed: Option<AssistantMessage>,
+    ) -> Result<AssistantMessage, AgentError> {
         let (model, context, options, level) = {
             let st = lock(&self.shared.state);
             let model = st.opts.model.clone().ok_or(AgentError::NoModel)?;
@@ -762,6 +787,20 @@ impl AgentSession {
             )
         };
         let context = self.shaped_context(context).await;
+        let (model, options, level) = if model.is_virtual() {
+            match self
+                .route(&model, level, reason, failed.as_ref(), &context.messages)
+                .await
+            {
+                Ok(dispatch) => {
+                    let options = self.options_for(&dispatch.model, dispatch.level, options);
+                    (dispatch.model, options, dispatch.level)
+                }
+                Err(error) => return Ok(self.unrouted(&model, level, error)),
+            }
+        } else {
+            (model, options, level)
+        };
         let mut stream = llm::stream(&model, context, options);
         let mut started = false;
         let mut final_message = None;
@@ -799,6 +838,40 @@ impl AgentSession {
         }
         // `message_end` is the caller's, once the message is written.
         Ok(message)
+    }
+
+    /// `options` for the physical model a router chose: its key, headers and level.
+    fn options_for(
+        &self,
+        model: &Model,
+        level: ThinkingLevel,
+        options: StreamOptions,
+    ) -> StreamOptions {
+        let st = lock(&self.shared.state);
+        let api_key = st.opts.api_key_for(&model.provider);
+        StreamOptions {
+            headers: st
+                .opts
+                .registry
+                .resolve_headers(&model.provider, api_key.as_deref()),
+            api_key,
+            reasoning: (level != ThinkingLevel::Off).then_some(level),
+            ..options
+        }
+    }
+
+    /// The error response of a request whose routing failed: it names the virtual model,
+    /// as no physical model was asked.
+    fn unrouted(&self, model: &Model, level: ThinkingLevel, error: String) -> AssistantMessage {
+        let mut message =
+            AssistantMessage::empty(&model.api, &model.provider, &model.id, now_millis());
+        message.stop_reason = StopReason::Error;
+        message.error_message = Some(error);
+        message.thinking_level = Some(level);
+        self.emit(Event::MessageStart {
+            message: assistant_value(&message),
+        });
+        message
     }
 
     /// The request's context as extensions shape it: `context` handlers may replace the
@@ -1043,10 +1116,11 @@ impl AgentSession {
     async fn maybe_threshold_compaction(&self, last: &AssistantMessage, token: &CancellationToken) {
         let due = {
             let st = lock(&self.shared.state);
-            let Some(model) = st.opts.model.as_ref() else {
+            let Some(model) = limits_model(&st) else {
                 return;
             };
-            if !st.auto_compaction {
+            // A virtual model's limits are unknown until a physical model answered.
+            if !st.auto_compaction || (model.is_virtual() && model.context_window == 0) {
                 return;
             }
             let s = &st.session;
@@ -1084,7 +1158,7 @@ impl AgentSession {
     async fn compact_before_next_turn(&self, token: &CancellationToken) {
         let due = {
             let st = lock(&self.shared.state);
-            let Some(model) = st.opts.model.as_ref() else {
+            let Some(model) = limits_model(&st) else {
                 return;
             };
             if !st.auto_compaction || model.context_window == 0 {
@@ -1216,6 +1290,10 @@ impl AgentSession {
                 aborted,
             })
         };
+        let routed = match self.direct_route().await {
+            Ok(routed) => routed,
+            Err(e) => return fail(self, e, false),
+        };
         let hooks = self.hooks().filter(|h| h.wants_compaction());
         let (prep, hook_payload, summarizer, options, no_prep_reason) = {
             let mut st = lock(&self.shared.state);
@@ -1243,7 +1321,7 @@ impl AgentSession {
                 source: "compaction",
                 reason: Some(reason.as_str().to_string()),
             };
-            let (summarizer, reasoning) = match summarizer::for_state(&st, token, events) {
+            let (summarizer, reasoning) = match summarizer::for_state(&st, routed, token, events) {
                 Some((s, r)) => (Some(s), r),
                 None => (None, None),
             };

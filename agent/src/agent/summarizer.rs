@@ -139,15 +139,21 @@ impl Summarizer for LlmSummarizer {
 
 /// The summarizer for the session's current model (`None` without one), and the
 /// reasoning level summaries use: the session's, when the model reasons and it is not off.
+/// `routed` replaces a virtual model with the physical model and level its router chose
+/// for this `direct` request.
 pub(crate) fn for_state(
     st: &super::State,
+    routed: Option<super::route::Dispatch>,
     cancel: &CancellationToken,
     events: RetryEvents,
 ) -> Option<(LlmSummarizer, Option<String>)> {
-    let model = st.opts.model.clone()?;
+    let (model, level) = match routed {
+        Some(d) => (d.model, d.level),
+        None => (st.opts.model.clone()?, st.opts.thinking),
+    };
     let api_key = st.opts.api_key_for(&model.provider);
-    let reasoning = (model.reasoning && st.opts.thinking != ThinkingLevel::Off)
-        .then(|| st.opts.thinking.as_str().to_string());
+    let reasoning =
+        (model.reasoning && level != ThinkingLevel::Off).then(|| level.as_str().to_string());
     Some((
         LlmSummarizer {
             model,

@@ -18,6 +18,7 @@ mod forward;
 mod sidecar;
 mod state;
 mod tool;
+mod virtual_models;
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
@@ -30,6 +31,7 @@ use serde_json::{json, Value};
 pub use discover::{extension_paths, DiscoverOptions};
 pub use sidecar::Sidecar;
 pub use tool::ExtensionTool;
+pub use virtual_models::{virtual_model_of, with_virtual_models};
 
 use crate::agent::AgentSession;
 
@@ -122,6 +124,9 @@ pub struct Extensions {
     pub errors: Vec<LoadError>,
     /// Command-line options no extension registered a flag for.
     pub unknown_flags: Vec<String>,
+    /// Virtual models as declared (`{provider, id, name, thinkingLevels, …}`); see
+    /// [`with_virtual_models`].
+    pub virtual_models: Vec<Value>,
     shared: Arc<Shared>,
     timeout: Duration,
 }
@@ -243,6 +248,16 @@ impl Shared {
                 }
             }
             "tools_changed" => self.tool_registered(&params),
+            "virtual_models_changed" => {
+                if let Some(agent) = self.agent() {
+                    let declared = params
+                        .get("models")
+                        .and_then(Value::as_array)
+                        .cloned()
+                        .unwrap_or_default();
+                    agent.set_registry(with_virtual_models(agent.registry(), &declared), None);
+                }
+            }
             "set_active_tools" => {
                 if let Some(agent) = self.agent() {
                     let names: Vec<String> = params
@@ -333,10 +348,13 @@ impl Shared {
         let Some(agent) = self.agent() else {
             return false;
         };
-        let Some(model) = agent.registry().find(provider, id).cloned() else {
+        let registry = agent.registry();
+        let Some(model) = registry.find(provider, id).cloned() else {
             return false;
         };
-        if !agent.has_api_key(provider) {
+        // A virtual model under a provider of its own needs no key (its router's choice
+        // is checked per request).
+        if !agent.has_api_key(provider) && !registry.is_virtual_only_provider(provider) {
             return false;
         }
         agent.set_model(model).is_ok()
@@ -504,6 +522,7 @@ impl Extensions {
                     commands: Vec::new(),
                     events: Vec::new(),
                     unknown_flags: Vec::new(),
+                    virtual_models: Vec::new(),
                     errors: paths
                         .iter()
                         .map(|p| LoadError {
@@ -538,6 +557,7 @@ impl Extensions {
                 .iter()
                 .filter_map(|f| f.as_str().map(str::to_string))
                 .collect(),
+            virtual_models: list("virtualModels"),
             errors: list("errors")
                 .iter()
                 .map(|e| LoadError {
@@ -872,6 +892,16 @@ impl crate::agent::AgentHooks for Extensions {
             .get("messages")?
             .as_array()
             .cloned()
+    }
+
+    async fn route(&self, request: Value) -> Result<Value, String> {
+        if self.sidecar.exited() {
+            return Err("the extension process is not running".into());
+        }
+        self.shared.sync_state().await;
+        self.sidecar
+            .request_bounded("route", request, self.timeout)
+            .await
     }
 
     fn observe(&self, event: &crate::protocol::Event) {

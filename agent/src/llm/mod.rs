@@ -430,6 +430,10 @@ async fn run_api(
         api::OPENAI_CODEX_RESPONSES => {
             openai_codex_responses::run(model, context, options, em).await
         }
+        api::VIRTUAL => Err(format!(
+            "Virtual model {}/{} must be routed before streaming",
+            model.provider, model.id
+        )),
         other => Err(format!("No API provider registered for api: {other}")),
     }
 }

@@ -30,6 +30,9 @@ pub mod api {
     pub const BEDROCK_CONVERSE_STREAM: &str = "bedrock-converse-stream";
     /// ChatGPT's Codex backend (`openai-codex`, subscription login).
     pub const OPENAI_CODEX_RESPONSES: &str = "openai-codex-responses";
+    /// A virtual model (`pi.registerVirtualModel`): routed to a physical model before every
+    /// request, never sent to a provider itself.
+    pub const VIRTUAL: &str = "pi-virtual";
 }
 
 /// What a model accepts as input.
@@ -148,6 +151,52 @@ pub enum LevelMapping {
 }
 
 impl Model {
+    /// A virtual model as Pi lists one (`createVirtualModel`): no endpoint and no price; the
+    /// levels it offers are the ones its `thinkingLevelMap` does not map to `null`; limits
+    /// of 0 mean unknown.
+    pub fn new_virtual(
+        provider: &str,
+        id: &str,
+        name: &str,
+        levels: &[ThinkingLevel],
+        input: Vec<InputKind>,
+        context_window: u64,
+        max_tokens: u64,
+    ) -> Model {
+        let map: Map<String, Value> = ThinkingLevel::ALL
+            .into_iter()
+            .map(|l| {
+                let value = if levels.contains(&l) {
+                    Value::String(l.as_str().to_string())
+                } else {
+                    Value::Null
+                };
+                (l.as_str().to_string(), value)
+            })
+            .collect();
+        Model {
+            id: id.to_string(),
+            name: name.to_string(),
+            api: api::VIRTUAL.to_string(),
+            provider: provider.to_string(),
+            base_url: String::new(),
+            reasoning: levels.iter().any(|&l| l != ThinkingLevel::Off),
+            input,
+            cost: ModelCost::default(),
+            context_window,
+            max_tokens,
+            headers: BTreeMap::new(),
+            compat: None,
+            thinking_level_map: Some(map),
+            sampling_params: None,
+        }
+    }
+
+    /// Whether this is a virtual model, which a router resolves per request.
+    pub fn is_virtual(&self) -> bool {
+        self.api == api::VIRTUAL
+    }
+
     /// A `compat` boolean, if set.
     pub fn compat_bool(&self, key: &str) -> Option<bool> {
         self.compat.as_ref()?.get(key)?.as_bool()
@@ -193,6 +242,18 @@ impl Model {
 
     /// Thinking levels the model supports, lowest first (Pi's `getSupportedThinkingLevels`).
     pub fn supported_thinking_levels(&self) -> Vec<ThinkingLevel> {
+        if self.is_virtual() {
+            // Exactly the levels the router offers, `off` included when listed.
+            let levels: Vec<ThinkingLevel> = ThinkingLevel::ALL
+                .into_iter()
+                .filter(|&l| matches!(self.level_mapping(l), LevelMapping::Value(_)))
+                .collect();
+            return if levels.is_empty() {
+                vec![ThinkingLevel::Off]
+            } else {
+                levels
+            };
+        }
         if !self.reasoning {
             return vec![ThinkingLevel::Off];
         }

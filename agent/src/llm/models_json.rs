@@ -57,6 +57,9 @@ pub struct ModelRegistry {
     pub models: Arc<Vec<Model>>,
     /// Provider settings from models.json, by provider id.
     pub providers: HashMap<String, ProviderConfig>,
+    /// Physical models a virtual model of the same provider and id hides, restored when
+    /// it is unregistered.
+    hidden: Vec<Model>,
 }
 
 impl ModelRegistry {
@@ -65,7 +68,45 @@ impl ModelRegistry {
         ModelRegistry {
             models: builtin_catalog().models.clone(),
             providers: HashMap::new(),
+            hidden: Vec::new(),
         }
+    }
+
+    /// Adds or replaces a virtual model. A physical model of the same provider and id is
+    /// hidden behind it, as in Pi.
+    pub fn add_virtual(&mut self, model: Model) {
+        let models = Arc::make_mut(&mut self.models);
+        if let Some(i) = models
+            .iter()
+            .position(|m| m.provider == model.provider && m.id == model.id)
+        {
+            let replaced = models.remove(i);
+            if !replaced.is_virtual() {
+                self.hidden.push(replaced);
+            }
+        }
+        models.push(model);
+    }
+
+    /// Removes a virtual model (`pi.unregisterVirtualModel`); a physical model it hid is
+    /// listed again.
+    pub fn remove_virtual(&mut self, provider: &str, id: &str) {
+        let models = Arc::make_mut(&mut self.models);
+        models.retain(|m| !(m.is_virtual() && m.provider == provider && m.id == id));
+        if let Some(i) = self
+            .hidden
+            .iter()
+            .position(|m| m.provider == provider && m.id == id)
+        {
+            models.push(self.hidden.remove(i));
+        }
+    }
+
+    /// Whether `provider` lists only virtual models: such a provider needs no credentials.
+    pub fn is_virtual_only_provider(&self, provider: &str) -> bool {
+        let mut listed = self.models.iter().filter(|m| m.provider == provider);
+        let first = listed.next();
+        first.is_some_and(|m| m.is_virtual()) && listed.all(Model::is_virtual)
     }
 
     /// A model by provider and id.

@@ -357,6 +357,13 @@ pub fn build_host(args: &RunArgs, env: &Env, sink: EventSink) -> anyhow::Result<
         tools.retain(|t| !added.iter().any(|a| a.name() == t.name()));
         tools.extend(added);
     }
+    // Virtual models join the catalog before `--model` and the session's model resolve.
+    let registry = match &extensions {
+        Some(ext) if !ext.virtual_models.is_empty() => {
+            pi_agent::extensions::with_virtual_models(env.registry.clone(), &ext.virtual_models)
+        }
+        _ => env.registry.clone(),
+    };
     // With MCP on, the loadout owns the servers' part of the tool set (recomputed before
     // every request, so late servers and `/mcp` changes reach the model): their declared
     // tools, then codemode (its `tools.*` covers every other callable tool, extensions'
@@ -407,7 +414,16 @@ pub fn build_host(args: &RunArgs, env: &Env, sink: EventSink) -> anyhow::Result<
         (s, p, false)
     };
 
-    let has_auth = auth_check(env, args.api_key.is_some());
+    let env_auth = auth_check(env, args.api_key.is_some());
+    // A virtual model under a provider of its own needs no credentials.
+    let virtual_only: Vec<String> = registry
+        .models
+        .iter()
+        .filter(|m| m.is_virtual() && registry.is_virtual_only_provider(&m.provider))
+        .map(|m| m.provider.clone())
+        .collect();
+    let has_auth =
+        move |provider: &str| env_auth(provider) || virtual_only.iter().any(|p| p == provider);
     let flag_level = match &args.thinking {
         Some(l) => Some(ThinkingLevel::parse(l).ok_or_else(|| {
             anyhow!(
@@ -424,7 +440,7 @@ pub fn build_host(args: &RunArgs, env: &Env, sink: EventSink) -> anyhow::Result<
             thinking: flag_level,
             inline_api_key: args.api_key.is_some(),
         },
-        &env.registry.models,
+        &registry.models,
         &has_auth,
     );
     if let Some(e) = resolution.error {
@@ -434,13 +450,18 @@ pub fn build_host(args: &RunArgs, env: &Env, sink: EventSink) -> anyhow::Result<
         eprintln!("Warning: {w}");
     }
     let explicit = resolution.model.map(|m| (m, resolution.thinking_level));
-    let scoped = scoped_models(args, env);
-    let available = available_models(env, &has_auth);
+    let scoped = scoped_models(args, env, &registry);
+    let available: Vec<Model> = registry
+        .models
+        .iter()
+        .filter(|m| has_auth(&m.provider))
+        .cloned()
+        .collect();
     let initial = pi_agent::config::find_initial_model(
         &scoped,
         resumed,
         &env.settings.config,
-        &env.registry.models,
+        &registry.models,
         &available,
         &has_auth,
     );
@@ -449,7 +470,7 @@ pub fn build_host(args: &RunArgs, env: &Env, sink: EventSink) -> anyhow::Result<
     let retry = env.settings.retry;
     let opts = AgentOptions {
         cwd: PathBuf::from(&env.home.cwd),
-        registry: env.registry.clone(),
+        registry,
         model: explicit
             .as_ref()
             .map(|(m, _)| m.clone())
@@ -795,7 +816,11 @@ pub(crate) fn api_key_resolver_quiet(
 
 /// `--models` patterns, else the `enabledModels` setting (as Pi), resolved to models (for
 /// `cycle_model` and the starting model).
-pub fn scoped_models(args: &RunArgs, env: &Env) -> Vec<pi_agent::config::ScopedModel> {
+pub fn scoped_models(
+    args: &RunArgs,
+    env: &Env,
+    registry: &ModelRegistry,
+) -> Vec<pi_agent::config::ScopedModel> {
     let patterns: Vec<String> = match &args.models {
         Some(list) => list
             .split(',')
@@ -807,7 +832,7 @@ pub fn scoped_models(args: &RunArgs, env: &Env) -> Vec<pi_agent::config::ScopedM
     if patterns.is_empty() {
         return Vec::new();
     }
-    let (scoped, warnings) = pi_agent::config::resolve_model_scope(&patterns, &env.registry.models);
+    let (scoped, warnings) = pi_agent::config::resolve_model_scope(&patterns, &registry.models);
     for w in warnings {
         eprintln!("Warning: {w}");
     }

@@ -54,10 +54,16 @@ impl Setup {
     }
 
     pub fn command(&self, args: &[&str]) -> Command {
+        let mut all = vec!["--model", "fakeoai/fake-model"];
+        all.extend(args);
+        self.command_without_model(&all)
+    }
+
+    /// [`Setup::command`] where the test chooses the model (or none).
+    pub fn command_without_model(&self, args: &[&str]) -> Command {
         let mut c = Command::new(pi_bin());
         c.arg("--session-dir")
             .arg(&self.sessions)
-            .args(["--model", "fakeoai/fake-model"])
             .args(args)
             .current_dir(&self.cwd)
             .env("PI_CODING_AGENT_DIR", &self.agent)
@@ -144,10 +150,18 @@ pub struct Rpc {
 
 impl Rpc {
     pub fn start(setup: &Setup, args: &[&str]) -> Rpc {
+        Rpc::start_with_env(setup, args, &[])
+    }
+
+    /// [`Rpc::start`] with extra environment variables for the process.
+    pub fn start_with_env(setup: &Setup, args: &[&str], env: &[(&str, &str)]) -> Rpc {
         let mut all = args.to_vec();
         all.extend(["--mode", "rpc"]);
-        let mut child = setup
-            .command(&all)
+        let mut command = setup.command(&all);
+        for (k, v) in env {
+            command.env(k, v);
+        }
+        let mut child = command
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::inherit())
