@@ -89,11 +89,7 @@ pub fn convert(
         recs.push(parse_file(i, f)?);
     }
     let session_id = session_id_of(&main, &recs[0])?;
-    let first = |key: &str| {
-        recs[0]
-            .iter()
-            .find_map(|r| r.str(key).map(str::to_string))
-    };
+    let first = |key: &str| recs[0].iter().find_map(|r| r.str(key).map(str::to_string));
     let cwd = first("cwd").unwrap_or_default();
     let started = first("timestamp").unwrap_or_else(|| "1970-01-01T00:00:00.000Z".into());
     let header = NewHeader::new(session_id.clone(), started.clone(), cwd, None).to_line();
@@ -202,11 +198,10 @@ fn compact_summaries(recs: &[Vec<Rec>]) -> HashMap<String, String> {
 fn anchor_sidechains(recs: &[Vec<Rec>]) -> (HashMap<usize, Vec<usize>>, Vec<usize>) {
     let mut launched: HashMap<&str, usize> = HashMap::new();
     for (i, r) in recs[0].iter().enumerate() {
-        let agent = r
-            .v
-            .get("toolUseResult")
-            .and_then(|t| t.get("agentId"))
-            .and_then(Value::as_str);
+        let agent =
+            r.v.get("toolUseResult")
+                .and_then(|t| t.get("agentId"))
+                .and_then(Value::as_str);
         if let Some(agent) = agent {
             launched.entry(agent).or_insert(i);
         }
@@ -364,14 +359,7 @@ impl Out<'_> {
         }
     }
 
-    fn emit(
-        &mut self,
-        id: &str,
-        parent: Option<String>,
-        ts: &str,
-        entry: NewEntry,
-        from: Value,
-    ) {
+    fn emit(&mut self, id: &str, parent: Option<String>, ts: &str, entry: NewEntry, from: Value) {
         let base = EntryBase {
             id: id.to_string(),
             parent_id: parent.clone(),
@@ -400,7 +388,7 @@ impl Out<'_> {
         self.lines.push(v.to_string());
     }
 
-    fn from(&self, recs: &[&Rec], with_record: bool) -> Value {
+    fn origin(&self, recs: &[&Rec], with_record: bool) -> Value {
         let mut m = Map::new();
         m.insert("format".into(), FORMAT.into());
         m.insert(
@@ -447,7 +435,7 @@ impl Out<'_> {
             custom_type: format!("{FORMAT}/{kind}"),
             data: Some(Value::Object(r.v.clone())),
         };
-        let from = self.from(&[r], false);
+        let from = self.origin(&[r], false);
         self.emit(&id, parent, &ts, entry, from);
         if r.uuid().is_some() {
             self.link(r, &id, &id);
@@ -507,7 +495,7 @@ impl Out<'_> {
         let mut first = None;
         for (k, message) in messages.into_iter().enumerate() {
             let id = self.id_for(r, k);
-            let from = self.from(&[r], k == 0);
+            let from = self.origin(&[r], k == 0);
             self.emit(&id, parent, &ts, NewEntry::Message { message }, from);
             first.get_or_insert_with(|| id.clone());
             parent = Some(id);
@@ -565,7 +553,10 @@ impl Out<'_> {
             }
         }
         let msg = last.message().cloned().unwrap_or_default();
-        let model = msg.get("model").and_then(Value::as_str).unwrap_or("unknown");
+        let model = msg
+            .get("model")
+            .and_then(Value::as_str)
+            .unwrap_or("unknown");
         let mut usage = usage_of(msg.get("usage"));
         (self.cost)(model, &mut usage);
         let raw_stop = msg.get("stop_reason").and_then(Value::as_str);
@@ -592,13 +583,12 @@ impl Out<'_> {
         if is_error {
             message.error_message = Some(raw_error);
         }
-        let message = serde_json::to_value(AgentMessage::Assistant(message)).map_err(|e| {
-            ImportError {
+        let message =
+            serde_json::to_value(AgentMessage::Assistant(message)).map_err(|e| ImportError {
                 file: self.label(first).to_string(),
                 line: first.line,
                 reason: format!("cannot write the assistant message: {e}"),
-            }
-        })?;
+            })?;
 
         let mut parent = self.parent_of_record(first, None);
         let synthetic = model.starts_with('<');
@@ -609,12 +599,12 @@ impl Out<'_> {
                 provider: PROVIDER.into(),
                 model_id: model.into(),
             };
-            let from = self.from(group, false);
+            let from = self.origin(group, false);
             self.emit(&id, parent, &ts, entry, from);
             parent = Some(id);
         }
         let id = self.id_for(first, 0);
-        let from = self.from(group, true);
+        let from = self.origin(group, true);
         self.emit(&id, parent, &ts, NewEntry::Message { message }, from);
         for r in group {
             self.link(r, &id, &id);
@@ -686,7 +676,7 @@ impl Out<'_> {
             from_hook: None,
             system_message: None,
         };
-        let mut from = self.from(&[r], true);
+        let mut from = self.origin(&[r], true);
         if let Value::Object(m) = &mut from {
             m.insert("records".into(), json!([r.v]));
         }
@@ -783,7 +773,11 @@ fn user_block(b: &Value) -> Value {
 }
 
 fn usage_of(u: Option<&Value>) -> Usage {
-    let n = |k: &str| u.and_then(|u| u.get(k)).and_then(Value::as_u64).unwrap_or(0);
+    let n = |k: &str| {
+        u.and_then(|u| u.get(k))
+            .and_then(Value::as_u64)
+            .unwrap_or(0)
+    };
     let mut usage = Usage {
         input: n("input_tokens"),
         output: n("output_tokens"),

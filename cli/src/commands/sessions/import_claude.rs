@@ -40,7 +40,8 @@ pub fn run(paths: &[PathBuf], all: bool, store_args: &StoreArgs) -> anyhow::Resu
         }
     };
     let bar = if std::io::stderr().is_terminal() {
-        let bar = ProgressBar::with_draw_target(Some(files.len() as u64), ProgressDrawTarget::stderr());
+        let bar =
+            ProgressBar::with_draw_target(Some(files.len() as u64), ProgressDrawTarget::stderr());
         bar.set_style(
             ProgressStyle::with_template("{bar:30} {pos}/{len} transcripts  {msg}")
                 .unwrap_or_else(|_| ProgressStyle::default_bar()),
@@ -116,8 +117,8 @@ fn import_one(
             .collect(),
         torn_tail: false,
     };
-    let action = put_session(store, &data, false)
-        .with_context(|| format!("cannot store {label}"))?;
+    let action =
+        put_session(store, &data, false).with_context(|| format!("cannot store {label}"))?;
     Ok((converted, action))
 }
 
