@@ -315,8 +315,8 @@ impl Out<'_> {
             };
             for (j, done) in file.iter().enumerate().take(next).skip(i) {
                 for &sub in after.get(&j).into_iter().flatten() {
-                    let anchor = sidechain_anchor(done)
-                        .and_then(|id| self.tool_call_entry.get(id).cloned());
+                    let anchor =
+                        sidechain_anchor(done).and_then(|id| self.tool_call_entry.get(id).cloned());
                     self.run_file(sub, recs, &HashMap::new(), anchor)?;
                 }
             }
