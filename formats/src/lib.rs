@@ -16,6 +16,7 @@ pub mod entry;
 pub mod head;
 pub mod header;
 pub mod id;
+pub mod import;
 pub mod jsonl;
 pub mod message;
 pub mod migrate;

@@ -1,4 +1,5 @@
 //! `pi sessions import FILE|DIR…`: Pi session files of any version into the current store.
+//! With `--from claude-code`, Claude Code transcripts instead (see `import_claude`).
 //!
 //! Ids are kept. Version 1 and 2 files are migrated on the way in, as Pi migrates them on
 //! load; a session the store already holds is recognised and skipped (a v3 file that grew
@@ -18,11 +19,33 @@ use super::store::StoreArgs;
 #[derive(Debug, Args)]
 pub struct ImportArgs {
     /// Session files, or directories to search for `.jsonl` files.
-    #[arg(value_name = "FILE|DIR", required = true)]
+    #[arg(value_name = "FILE|DIR", required_unless_present = "all")]
     pub paths: Vec<PathBuf>,
+    /// What wrote the files: `pi` (default) or `claude-code` (Claude Code's transcripts).
+    #[arg(long, value_name = "FORMAT", default_value = "pi")]
+    pub from: ImportFormat,
+    /// Every session the other agent keeps (`--from claude-code`: `~/.claude/projects`, or
+    /// `$CLAUDE_CONFIG_DIR/projects`).
+    #[arg(long, conflicts_with = "paths")]
+    pub all: bool,
+}
+
+/// The source formats `import` reads.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum ImportFormat {
+    /// Pi session files, any version.
+    Pi,
+    /// Claude Code transcripts (`~/.claude/projects/*/*.jsonl`).
+    ClaudeCode,
 }
 
 pub fn run(args: ImportArgs, store_args: &StoreArgs) -> anyhow::Result<i32> {
+    if args.from == ImportFormat::ClaudeCode {
+        return super::import_claude::run(&args.paths, args.all, store_args);
+    }
+    if args.all {
+        anyhow::bail!("--all needs --from claude-code");
+    }
     let store = store_args.open()?;
     let files = collect_files(&args.paths)?;
     let (mut created, mut appended, mut skipped, mut failed) = (0, 0, 0, 0);
@@ -82,7 +105,7 @@ fn describe(file: &Path, outcome: &ImportOutcome) -> String {
 /// Files as given, plus every `.jsonl` file under the given directories (sorted, so runs are
 /// repeatable). Walked without recursion; symlinked directories are not followed, so a link
 /// loop cannot trap the walk.
-fn collect_files(paths: &[PathBuf]) -> anyhow::Result<Vec<PathBuf>> {
+pub(super) fn collect_files(paths: &[PathBuf]) -> anyhow::Result<Vec<PathBuf>> {
     let mut files = Vec::new();
     for path in paths {
         let meta =

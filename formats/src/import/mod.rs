@@ -1,0 +1,89 @@
+//! Sessions of other coding agents, turned into Pi session lines.
+//!
+//! Each source format has one module that maps its records to Pi entries and nothing else:
+//! no I/O (the caller reads the files and writes the result through a session store), no
+//! randomness and no clock, so the same source always gives the same lines and a re-import
+//! is recognised as already there.
+
+pub mod claude_code;
+
+use std::fmt;
+
+/// A source file handed to a converter: a name for messages and its bytes.
+#[derive(Debug, Clone, Copy)]
+pub struct SourceFile<'a> {
+    /// How the file is named in errors and in each entry's `importedFrom`.
+    pub label: &'a str,
+    /// The file's bytes.
+    pub bytes: &'a [u8],
+}
+
+/// Why a source could not be converted: the file and 1-based line, and what is wrong there.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ImportError {
+    /// The source file's label.
+    pub file: String,
+    /// 1-based line number (0 when the problem is the whole file).
+    pub line: usize,
+    /// What is wrong.
+    pub reason: String,
+}
+
+impl fmt::Display for ImportError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if self.line == 0 {
+            write!(f, "{}: {}", self.file, self.reason)
+        } else {
+            write!(f, "{}:{}: {}", self.file, self.line, self.reason)
+        }
+    }
+}
+
+impl std::error::Error for ImportError {}
+
+/// What a conversion produced: a Pi v3 session as lines, and what went into it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Converted {
+    /// The session id (derived from the source, so a re-import finds the same session).
+    pub session_id: String,
+    /// The `session` header line.
+    pub header: String,
+    /// Entry lines in file order, each without its line feed.
+    pub lines: Vec<String>,
+    /// Counts of what was read and what was written.
+    pub counts: Counts,
+}
+
+/// Source records by kind and the Pi entries made from them, for the user and for tests.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Counts {
+    /// Non-blank source lines read (all files).
+    pub records: usize,
+    /// Source user/assistant records holding a conversation message.
+    pub message_records: usize,
+    /// Tool calls in the source (`tool_use` blocks).
+    pub tool_calls: usize,
+    /// Tool results in the source (`tool_result` blocks).
+    pub tool_results: usize,
+    /// Pi `message` entries written.
+    pub messages: usize,
+    /// Pi `custom` entries written (records kept whole that have no Pi equivalent).
+    pub custom: usize,
+    /// Pi `compaction` entries written.
+    pub compactions: usize,
+    /// Pi `model_change` entries written.
+    pub model_changes: usize,
+}
+
+/// A short stable hash (FNV-1a, 64 bit) as 16 hex digits, for ids derived from a source
+/// position. Not for security: only so the same source gives the same ids.
+pub(crate) fn stable_hex(parts: &[&str]) -> String {
+    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+    for part in parts {
+        for b in part.bytes().chain(std::iter::once(0u8)) {
+            h ^= u64::from(b);
+            h = h.wrapping_mul(0x0000_0100_0000_01b3);
+        }
+    }
+    format!("{h:016x}")
+}
