@@ -28,6 +28,7 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
 use tokio::task::JoinHandle;
 
+pub mod llama;
 pub mod oauth;
 
 /// System-prompt marker of Pi's summarization requests; those consume `summaries`.
@@ -216,6 +217,8 @@ struct State {
     seq: u64,
     log: Option<PathBuf>,
     requests: Vec<RecordedRequest>,
+    /// Set when the server also plays a llama.cpp router ([`FakeLlm::start_router`]).
+    router: Option<llama::RouterState>,
 }
 
 /// A running fake server; stops when dropped.
@@ -264,6 +267,47 @@ impl FakeLlm {
             }
         });
         Ok(FakeLlm { port, state, task })
+    }
+
+    /// Start as a llama.cpp router with `models` (see [`llama`]): chat for a loaded model
+    /// is answered from `script`.
+    pub async fn start_router(
+        script: Script,
+        models: Vec<llama::RouterModelSpec>,
+        autoload: bool,
+    ) -> std::io::Result<FakeLlm> {
+        let fake = Self::start(script).await?;
+        lock(&fake.state).router = Some(llama::RouterState {
+            models,
+            autoload,
+            ..Default::default()
+        });
+        Ok(fake)
+    }
+
+    /// The router's management requests so far (empty when not a router).
+    pub fn router_calls(&self) -> Vec<llama::RouterCall> {
+        lock(&self.state)
+            .router
+            .as_ref()
+            .map(|r| r.calls.clone())
+            .unwrap_or_default()
+    }
+
+    /// The router's models with their current states.
+    pub fn router_models(&self) -> Vec<llama::RouterModelSpec> {
+        lock(&self.state)
+            .router
+            .as_ref()
+            .map(|r| r.models.clone())
+            .unwrap_or_default()
+    }
+
+    /// Makes the router hang up on every connection (`true`) or answer again.
+    pub fn set_router_down(&self, down: bool) {
+        if let Some(r) = lock(&self.state).router.as_mut() {
+            r.down = down;
+        }
     }
 
     /// The bound port.
@@ -522,6 +566,15 @@ async fn handle(mut sock: TcpStream, state: Arc<Mutex<State>>) -> std::io::Resul
         return Ok(());
     };
     let path = req.path.split('?').next().unwrap_or("").to_string();
+    let routed = lock(&state)
+        .router
+        .as_mut()
+        .and_then(|r| llama::handle(r, &req, &path));
+    match routed {
+        Some(llama::Reply::Drop) => return Ok(()),
+        Some(llama::Reply::Json(status, body)) => return send_json(&mut sock, status, &body).await,
+        None => {}
+    }
 
     if req.method == "POST" && path == "/_control/reset" {
         let cfg: Value = serde_json::from_slice(&req.body).unwrap_or(json!({}));

@@ -22,6 +22,7 @@ use super::error::write_atomic;
 use super::error::ConfigError;
 use super::error::ConfigResult;
 use crate::llm::catalog::builtin_provider;
+use crate::llm::llama_cpp;
 use crate::llm::models_json::resolve_config_value;
 use crate::llm::models_json::ModelRegistry;
 
@@ -369,6 +370,12 @@ pub fn resolve_api_key(
     if let Some(key) = cli_api_key.filter(|k| !k.is_empty()) {
         return Some(key.to_string());
     }
+    // The llama.cpp router is configured by its URL; its key is optional (Pi sends `local`).
+    if provider == llama_cpp::PROVIDER_ID {
+        if let Some(conn) = llama_cpp::connection(auth, env) {
+            return Some(conn.key());
+        }
+    }
     // A built-in provider that needs more than its key (Cloudflare's account id) cannot use
     // a stored or environment key without it, as in Pi.
     if let Some(key) = auth.and_then(|a| a.api_key(provider, env)) {
@@ -396,6 +403,9 @@ pub fn has_configured_auth(
     registry: &ModelRegistry,
     env: &dyn Fn(&str) -> Option<String>,
 ) -> bool {
+    if provider == llama_cpp::PROVIDER_ID && llama_cpp::connection(auth, env).is_some() {
+        return true;
+    }
     let stored = auth.and_then(|a| a.get(provider));
     if stored.is_some() || env_configures(provider, env) {
         let credential_env = match &stored {

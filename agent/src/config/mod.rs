@@ -65,6 +65,7 @@
 //!   `--list-models`.
 
 mod auth;
+mod builtins;
 mod context_files;
 pub(crate) mod error;
 mod frontmatter;
@@ -86,6 +87,7 @@ pub use auth::has_configured_auth;
 pub use auth::resolve_api_key;
 pub use auth::AuthStore;
 pub use auth::Credential;
+pub use builtins::builtin_enabled;
 pub use context_files::load_context_files;
 pub use context_files::ContextFile;
 pub use error::ConfigError;

@@ -32,6 +32,7 @@ pub mod google_auth;
 pub mod google_vertex;
 mod http;
 pub mod json_stream;
+pub mod llama_cpp;
 pub mod mistral;
 pub mod model;
 pub mod models_json;

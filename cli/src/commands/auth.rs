@@ -13,6 +13,7 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 use clap::Args;
+use pi_agent::llm::llama_cpp;
 use pi_agent::llm::oauth::{self, Interaction, LoginEvent, LoginMethod, OAuthProvider};
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
@@ -39,7 +40,8 @@ Commands:
 Options for login:
   --no-browser            Do not open a browser; use another sign-in method, e.g. device code
 
-Providers with an account sign-in: anthropic, openai-codex, github-copilot.";
+Providers with an account sign-in: anthropic, openai-codex, github-copilot.
+llama.cpp: asks for the router URL and an optional API key (one line each on stdin).";
 
 fn agent_dir() -> PathBuf {
     pi_agent::config::agent_dir(
@@ -89,6 +91,9 @@ fn logout(provider: &str) -> Result<(), String> {
 }
 
 fn login(provider_id: &str, no_browser: bool) -> Result<(), String> {
+    if provider_id == llama_cpp::PROVIDER_ID {
+        return login_llama();
+    }
     let provider = OAuthProvider::from_id(provider_id).ok_or_else(|| {
         let known: Vec<&str> = OAuthProvider::ALL.iter().map(|p| p.id()).collect();
         format!(
@@ -154,6 +159,56 @@ fn login(provider_id: &str, no_browser: bool) -> Result<(), String> {
     println!(
         "Logged in to {}. Credentials saved to {}",
         provider.name(),
+        dir.join("auth.json").display()
+    );
+    Ok(())
+}
+
+/// `pi auth login llama.cpp`: the router URL (blank: `LLAMA_BASE_URL`, else Pi's default)
+/// and an optional key, one line each; the router must answer before anything is stored.
+fn login_llama() -> Result<(), String> {
+    let default = std::env::var("LLAMA_BASE_URL")
+        .ok()
+        .filter(|u| !u.trim().is_empty())
+        .unwrap_or_else(|| llama_cpp::DEFAULT_SERVER_URL.to_string());
+    let mut lines = std::io::stdin().lock().lines();
+    let mut ask = |prompt: &str| -> String {
+        eprint!("{prompt}");
+        let _ = std::io::stderr().flush();
+        lines
+            .next()
+            .and_then(Result::ok)
+            .map(|l| l.trim().to_string())
+            .unwrap_or_default()
+    };
+    let entered = ask(&format!("llama.cpp server URL ({default}): "));
+    let url = llama_cpp::normalize_server_url(if entered.is_empty() {
+        &default
+    } else {
+        &entered
+    })?;
+    let key = ask("API key (optional): ");
+    let key = (!key.is_empty()).then_some(key);
+    let conn = llama_cpp::Connection {
+        server_url: url.clone(),
+        api_key: key.clone(),
+        source: "stored credential",
+    };
+    let client = conn.client(std::time::Duration::from_secs(15));
+    llama_cpp::block_on(move || Box::pin(async move { client.list().await.map(drop) }))
+        .ok_or("the connection check did not run")?
+        .map_err(|e| format!("Login failed: {e}"))?;
+    let dir = agent_dir();
+    pi_agent::config::AuthStore::load(&dir)
+        .and_then(|mut store| {
+            store.set(
+                llama_cpp::PROVIDER_ID,
+                llama_cpp::credential(&url, key.as_deref()),
+            )
+        })
+        .map_err(|e| e.to_string())?;
+    println!(
+        "Logged in to llama.cpp at {url}. Credentials saved to {}",
         dir.join("auth.json").display()
     );
     Ok(())

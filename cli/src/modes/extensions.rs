@@ -22,12 +22,19 @@ pub fn start(
 ) -> anyhow::Result<Option<Arc<Extensions>>> {
     let cwd = Path::new(&env.home.cwd);
     let config = &env.settings.config;
+    // `-e builtin:<name>` turns a built-in on (llama.cpp: `modes::llama_cpp`); it is no file.
+    let cli_paths: Vec<String> = args
+        .extensions
+        .iter()
+        .filter(|e| !e.starts_with("builtin:"))
+        .cloned()
+        .collect();
     let mut paths = extension_paths(&DiscoverOptions {
         agent_dir: &env.home.agent_dir,
         cwd,
         project_trusted: env.settings.trusted,
         no_extensions: args.no_extensions,
-        cli_paths: &args.extensions,
+        cli_paths: &cli_paths,
         global_setting: config.global().get("extensions"),
         project_setting: config.project().get("extensions"),
     });

@@ -3,6 +3,7 @@
 
 pub(crate) mod extensions;
 pub mod json;
+pub(crate) mod llama_cpp;
 mod mcp_command;
 pub mod print;
 pub mod rpc;
@@ -210,7 +211,12 @@ impl Env {
         let settings = Settings::load(&agent_dir, Path::new(&cwd), args)?;
         let (store_options, spec) = store_of(args, &settings)?;
         let models_path = agent_dir.join("models.json");
-        let registry = load_models(&models_path).map_err(|e| anyhow!("{e}"))?;
+        let mut registry = load_models(&models_path).map_err(|e| anyhow!("{e}"))?;
+        let mut warnings = Vec::new();
+        llama_cpp::add_router_models(&mut registry, args, &settings, &agent_dir, &mut warnings);
+        for w in warnings {
+            eprintln!("Warning: {w}");
+        }
         let resources = settings.resources(&agent_dir, Path::new(&cwd), args);
         for d in &resources.diagnostics {
             eprintln!("Warning: {}: {}", d.path.display(), d.message);
@@ -808,6 +814,12 @@ pub(crate) fn api_key_resolver_quiet(
         // so the provider's answer says what is wrong.
         if let (Some(token), _) = pi_agent::llm::oauth::oauth_access_token(&agent_dir, provider) {
             return Some(token);
+        }
+        // Read now too: `/login llama.cpp` may have stored the router since start-up.
+        if provider == pi_agent::llm::llama_cpp::PROVIDER_ID {
+            if let Some(conn) = pi_agent::llm::llama_cpp::current_connection(&agent_dir) {
+                return Some(conn.key());
+            }
         }
         let lookup = |k: &str| std::env::var(k).ok();
         pi_agent::config::resolve_api_key(provider, None, Some(&auth), &registry, &lookup)

@@ -261,13 +261,19 @@ impl AgentDriver for AgentSessionDriver {
         self.send(Command::SetThinkingLevel { level });
     }
 
+    fn set_llama_models(&mut self, models: Vec<pi_agent::llm::Model>) {
+        let mut registry = self.agent().registry();
+        pi_agent::llm::llama_cpp::replace_models(&mut registry, models);
+        self.env.registry = registry.clone();
+        self.agent().set_registry(registry, None);
+    }
+
     fn models(&self) -> Vec<ModelInfo> {
-        let registry = self.agent().registry();
-        // Pi lists only models whose provider has credentials.
-        registry
-            .models
+        // Pi lists only models whose provider has credentials (auth.json, the environment,
+        // models.json: the same check as the model choice at start-up).
+        self.host
+            .available_models()
             .iter()
-            .filter(|m| registry.resolve_api_key(&m.provider).is_some())
             .map(ModelInfo::from_engine)
             .collect()
     }
@@ -425,7 +431,14 @@ impl AgentDriver for AgentSessionDriver {
         // models.json too, so the picker and ctrl+p see added or changed models. A broken
         // file keeps the models we have, as Pi keeps running with its error shown.
         match pi_agent::llm::load_models(&env.home.agent_dir.join("models.json")) {
-            Ok(registry) => {
+            Ok(mut registry) => {
+                crate::modes::llama_cpp::add_router_models(
+                    &mut registry,
+                    &args,
+                    &env.settings,
+                    &env.home.agent_dir,
+                    &mut warnings,
+                );
                 env.registry = registry;
                 let resolver = crate::modes::api_key_resolver_quiet(env, &mut warnings);
                 self.host
@@ -643,6 +656,7 @@ pub fn run_with_args(mut args: crate::RunArgs) -> anyhow::Result<i32> {
     let mut opts = TuiOptions::new(cwd.clone());
     opts.agent_dir = env.home.agent_dir.clone();
     opts.open_resume = args.resume;
+    opts.llama = crate::modes::llama_cpp::enabled(&args, &env.settings);
     let ui = read_ui(&env, &args);
     opts.quiet_startup = ui.quiet_startup;
     opts.double_escape = ui.double_escape;

@@ -40,6 +40,8 @@ pub enum Msg {
     /// The usage of every assistant message in the session file, summed off the UI thread
     /// so a large session shows its latest messages first.
     FileTotals(Usage),
+    /// `/llama`'s background work reports (a router listing, a finished load or login).
+    Llama(super::llama_view::LlamaUpdate),
 }
 
 /// The output line of a `!cmd` until it finishes.
@@ -134,6 +136,8 @@ pub enum Effect {
     Reload,
     /// Open /mcp: the server list.
     OpenMcp,
+    /// `/llama`: read the router, load or unload a model, update `/model`'s list.
+    Llama(super::llama_view::LlamaAction),
     /// A server's view in /mcp.
     OpenMcpServer(String),
     /// An action of a server's view in /mcp.
@@ -212,6 +216,8 @@ pub const BUILTIN_COMMANDS: &[(&str, &str)] = &[
         "mcp",
         "Manage MCP servers: sign in, reconnect, enable or disable, and change exposure",
     ),
+    // Pi's built-in `llama.cpp` extension (off with `-builtin:llama.cpp`).
+    ("llama", "Manage llama.cpp router models"),
 ];
 
 #[derive(Debug, Clone, PartialEq)]
@@ -238,6 +244,8 @@ pub struct UiSettings {
     pub skip_branch_prompt: bool,
     pub theme: String,
     pub external_editor: Option<String>,
+    /// `builtin:llama.cpp` is on: `/llama` is a command (else it is prompt text, as in Pi).
+    pub llama: bool,
 }
 
 impl Default for UiSettings {
@@ -248,6 +256,7 @@ impl Default for UiSettings {
             skip_branch_prompt: false,
             theme: "dark".into(),
             external_editor: None,
+            llama: true,
         }
     }
 }
@@ -958,8 +967,10 @@ impl App {
         let text = self.editor.text();
         if let Some(rest) = text.strip_prefix('/') {
             if !rest.contains(char::is_whitespace) {
+                let llama = self.settings.llama;
                 let mut items: Vec<(String, String)> = BUILTIN_COMMANDS
                     .iter()
+                    .filter(|(n, _)| llama || *n != "llama")
                     .map(|(n, d)| (n.to_string(), d.to_string()))
                     .chain(
                         self.commands
@@ -1275,6 +1286,9 @@ impl App {
             },
             "trust" => out.push(Effect::OpenTrust),
             "mcp" => out.push(Effect::OpenMcp),
+            "llama" if self.settings.llama => {
+                out.push(Effect::Llama(super::llama_view::LlamaAction::Open))
+            }
             "hotkeys" => self.dialog = Some(Dialog::Hotkeys(0)),
             "changelog" => self
                 .transcript
@@ -1555,6 +1569,7 @@ pub fn update(app: &mut App, msg: Msg) -> Vec<Effect> {
         }
         Msg::Notice(t) => app.notice(t),
         Msg::Extension(record) => super::ext_ui::apply(app, &record),
+        Msg::Llama(u) => return super::llama_view::on_update(app, u),
         Msg::FileTotals(file) => {
             // A switch since start-up computed its own totals; these are stale then.
             if app.footer.file_totals_pending {

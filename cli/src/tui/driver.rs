@@ -365,6 +365,9 @@ pub trait AgentDriver {
     fn set_thinking(&mut self, level: ThinkingLevel);
     /// The models the user can pick from.
     fn models(&self) -> Vec<ModelInfo>;
+    /// The llama.cpp router's chat models now (`/llama` read them): they replace the
+    /// `llama.cpp` models `/model` offers.
+    fn set_llama_models(&mut self, _models: Vec<pi_agent::llm::Model>) {}
     /// A snapshot of the session being written, for /tree (a copy, so the agent can keep
     /// appending while the navigator is open).
     fn session(&self) -> Option<pi_engine::session::Session>;
@@ -698,6 +701,13 @@ impl AgentDriver for FakeDriver {
     }
     fn set_thinking(&mut self, level: ThinkingLevel) {
         self.calls.push(format!("thinking:{}", level.as_str()));
+    }
+    fn set_llama_models(&mut self, models: Vec<pi_agent::llm::Model>) {
+        self.calls.push(format!("llama_models:{}", models.len()));
+        self.model_list
+            .retain(|m| m.provider != pi_agent::llm::llama_cpp::PROVIDER_ID);
+        self.model_list
+            .extend(models.iter().map(ModelInfo::from_engine));
     }
     fn models(&self) -> Vec<ModelInfo> {
         self.model_list.clone()

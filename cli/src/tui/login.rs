@@ -21,6 +21,7 @@ use super::transcript::Item;
 
 /// `/login` without a provider: pick one.
 pub fn picker() -> Dialog {
+    let llama = pi_agent::llm::llama_cpp::PROVIDER_ID;
     Dialog::Confirm(Confirm {
         title: "Select provider to login:".into(),
         message: String::new(),
@@ -32,6 +33,8 @@ pub fn picker() -> Dialog {
                     Some(Effect::Login(p.id().to_string())),
                 )
             })
+            // The llama.cpp router: its URL (and an optional key), not an account.
+            .chain([(llama.to_string(), Some(Effect::Login(llama.to_string())))])
             .collect(),
         cancelled: String::new(),
         selected: 0,
@@ -42,6 +45,11 @@ pub fn picker() -> Dialog {
 pub fn start(app: &mut App, agent_dir: &Path, arg: &str, tx: mpsc::Sender<Msg>) {
     let mut words = arg.split_whitespace();
     let id = words.next().unwrap_or("");
+    if id == pi_agent::llm::llama_cpp::PROVIDER_ID {
+        let rest: Vec<&str> = words.collect();
+        super::llama_view::login(app, agent_dir, &rest, tx);
+        return;
+    }
     let Some(provider) = OAuthProvider::from_id(id) else {
         let known: Vec<&str> = OAuthProvider::ALL.iter().map(|p| p.id()).collect();
         app.transcript.push(Item::Error(format!(
@@ -155,7 +163,8 @@ mod tests {
                     [
                         "Anthropic (Claude Pro/Max)",
                         "OpenAI (ChatGPT Plus/Pro)",
-                        "GitHub Copilot"
+                        "GitHub Copilot",
+                        "llama.cpp"
                     ]
                 );
             }

@@ -35,6 +35,7 @@ pub mod exit_hint;
 pub mod ext_ui;
 pub mod input;
 pub mod keys;
+pub mod llama_view;
 pub mod login;
 pub mod markdown;
 pub mod mcp_view;
@@ -105,6 +106,8 @@ pub struct TuiOptions {
     /// `--tui-mode regular` / `tuiMode: "regular"`: the main screen, finished messages
     /// printed into the terminal's scrollback, instead of the alternate screen.
     pub regular: bool,
+    /// `builtin:llama.cpp` is on (`/llama` exists).
+    pub llama: bool,
 }
 
 impl TuiOptions {
@@ -136,6 +139,7 @@ impl TuiOptions {
             auto_compact: true,
             prefs: settings_menu::Prefs::default(),
             regular: false,
+            llama: true,
         }
     }
 }
@@ -205,6 +209,7 @@ pub fn initial_app(opts: &TuiOptions, driver: &dyn AgentDriver) -> App {
     app.settings.skip_branch_prompt = opts.skip_branch_prompt;
     app.settings.theme = opts.theme.clone();
     app.settings.external_editor = opts.external_editor.clone();
+    app.settings.llama = opts.llama;
     app.models = driver.models();
     app.scoped = opts.scoped_models.clone();
     app.scoped_thinking = opts.scoped_thinking.clone();
@@ -643,6 +648,7 @@ fn apply_effect(
         Effect::Login(arg) => login::start(app, &opts.agent_dir, &arg, tx.clone()),
         Effect::OpenLogout => login::open_logout(app, &opts.agent_dir),
         Effect::Logout(provider) => login::logout(app, &opts.agent_dir, &provider),
+        Effect::Llama(action) => llama_view::apply(app, driver, &opts.agent_dir, tx, action),
         Effect::OpenMcp => {
             let mcp = crate::modes::current_mcp();
             mcp_view::open_list(app, mcp.as_deref(), &opts.agent_dir)
