@@ -17,12 +17,12 @@ fn toggle(extensions: Option<&Value>, name: &str) -> Option<bool> {
         .and_then(Value::as_array)?
         .iter()
         .filter_map(Value::as_str)
-        .filter_map(|entry| match entry.strip_prefix(['+', '-']) {
+        .rev()
+        .find_map(|entry| match entry.strip_prefix(['+', '-']) {
             Some(rest) if rest == on => Some(entry.starts_with('+')),
             None if entry == on => Some(true),
             _ => None,
         })
-        .last()
 }
 
 /// Whether built-in extension `name` is enabled (see the module docs). `cli_extensions`
@@ -34,7 +34,7 @@ pub fn builtin_enabled(
     cli_extensions: &[String],
 ) -> bool {
     let explicit = format!("builtin:{name}");
-    if cli_extensions.iter().any(|e| *e == explicit) {
+    if cli_extensions.contains(&explicit) {
         return true;
     }
     if no_extensions {

@@ -93,11 +93,18 @@ impl Host {
     /// The models whose provider has credentials, from the agent's current registry.
     pub fn available_models(&self) -> Vec<Model> {
         let has_auth = lock(&self.setup).has_auth.clone();
-        self.agent
-            .registry()
+        let registry = self.agent.registry();
+        // The start-up check, plus what the current registry configures itself: a
+        // models.json read again by `/reload` may add providers with their own keys.
+        let configured = |provider: &str| {
+            has_auth(provider)
+                || registry.resolve_api_key(provider).is_some()
+                || !registry.resolve_headers(provider, None).is_empty()
+        };
+        registry
             .models
             .iter()
-            .filter(|m| has_auth(&m.provider))
+            .filter(|m| configured(&m.provider))
             .cloned()
             .collect()
     }
