@@ -2854,7 +2854,8 @@ fn changelog_command_shows_the_embedded_changelog() {
         "{:?}",
         a.transcript.items().last()
     );
-    let s = screen(&a, 90, 60);
+    // Tall enough for the whole changelog: the view keeps the end of the transcript.
+    let s = screen(&a, 90, 300);
     assert!(s.contains("What's New"), "{s}");
     assert!(s.contains("pi sessions"), "{s}");
 }
