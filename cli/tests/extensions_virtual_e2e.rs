@@ -293,3 +293,26 @@ async fn a_compaction_summary_is_a_direct_request_routed_without_state() {
     // Only the user requests stored state.
     assert_eq!(states(&entries).len(), 3);
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn list_models_loads_extensions_and_lists_their_virtual_models() {
+    let r = Routed::new(json!([])).await;
+    let ext = fixture("virtual-router.ts");
+    let (code, stdout, stderr) = r.pi(&["-e", &ext, "--list-models"], &[]);
+    assert_eq!(code, 0, "{stdout}{stderr}");
+    let rows: Vec<&str> = stdout.lines().collect();
+    // The router's own provider needs no credentials; the physical models stay listed.
+    assert!(
+        rows.iter()
+            .any(|l| l.split_whitespace().take(2).eq(["router", "auto"])),
+        "{stdout}"
+    );
+    assert!(rows.iter().any(|l| l.contains("fake-model")), "{stdout}");
+    // A search narrows to it; without the extension it is gone.
+    let (_, found, _) = r.pi(&["-e", &ext, "--list-models", "auto"], &[]);
+    assert!(found.contains("router"), "{found}");
+    let (code, without, stderr) = r.pi(&["--list-models"], &[]);
+    assert_eq!(code, 0, "{without}{stderr}");
+    assert!(!without.contains("router"), "{without}");
+    assert!(r.setup.requests().is_empty());
+}

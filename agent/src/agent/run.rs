@@ -219,17 +219,17 @@ impl AgentSession {
     /// Pi's pre-flight check: a request without credentials is never sent (the provider
     /// would only answer 401, and the message would be written for nothing).
     fn check_auth(&self, provider: &str) -> Result<(), AgentError> {
-        let st = lock(&self.shared.state);
         // A virtual model under a provider of its own needs none: its router's choice is
         // checked per request.
-        if st.opts.registry.is_virtual_only_provider(provider) {
-            return Ok(());
+        let virtual_only = lock(&self.shared.state)
+            .opts
+            .registry
+            .is_virtual_only_provider(provider);
+        if virtual_only || self.has_credentials(provider) {
+            Ok(())
+        } else {
+            Err(AgentError::NoApiKey(provider.to_string()))
         }
-        let key = st.opts.api_key_for(provider);
-        if key.is_none() && st.opts.registry.resolve_headers(provider, None).is_empty() {
-            return Err(AgentError::NoApiKey(provider.to_string()));
-        }
-        Ok(())
     }
 
     /// Pi's `agent_end.willRetry`: the run ended on a retryable error (not an overflow,

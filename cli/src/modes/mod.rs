@@ -80,7 +80,9 @@ pub fn run(args: RunArgs) -> anyhow::Result<i32> {
     runtime.block_on(async move {
         if let Some(pattern) = &args.list_models {
             let env = Env::new(&args)?;
-            return print::list_models(&env, pattern);
+            let result = print::list_models(&args, &env, pattern);
+            extensions::shutdown().await;
+            return result;
         }
         let result = match mode {
             Mode::Text | Mode::Json => print::run(args, mode).await,
@@ -364,12 +366,7 @@ pub fn build_host(args: &RunArgs, env: &Env, sink: EventSink) -> anyhow::Result<
         tools.extend(added);
     }
     // Virtual models join the catalog before `--model` and the session's model resolve.
-    let registry = match &extensions {
-        Some(ext) if !ext.virtual_models.is_empty() => {
-            pi_agent::extensions::with_virtual_models(env.registry.clone(), &ext.virtual_models)
-        }
-        _ => env.registry.clone(),
-    };
+    let registry = catalog_with_extensions(env, extensions.as_deref());
     // With MCP on, the loadout owns the servers' part of the tool set (recomputed before
     // every request, so late servers and `/mcp` changes reach the model): their declared
     // tools, then codemode (its `tools.*` covers every other callable tool, extensions'
@@ -420,16 +417,7 @@ pub fn build_host(args: &RunArgs, env: &Env, sink: EventSink) -> anyhow::Result<
         (s, p, false)
     };
 
-    let env_auth = auth_check(env, args.api_key.is_some());
-    // A virtual model under a provider of its own needs no credentials.
-    let virtual_only: Vec<String> = registry
-        .models
-        .iter()
-        .filter(|m| m.is_virtual() && registry.is_virtual_only_provider(&m.provider))
-        .map(|m| m.provider.clone())
-        .collect();
-    let has_auth =
-        move |provider: &str| env_auth(provider) || virtual_only.iter().any(|p| p == provider);
+    let has_auth = credentials_check(env, &registry, args.api_key.is_some());
     let flag_level = match &args.thinking {
         Some(l) => Some(ThinkingLevel::parse(l).ok_or_else(|| {
             anyhow!(
@@ -623,10 +611,40 @@ pub fn auth_check(env: &Env, inline_api_key: bool) -> impl Fn(&str) -> bool {
     }
 }
 
+/// Whether a provider of `registry` can be used: credentials as [`auth_check`] finds them,
+/// and a provider that lists only virtual models needs none.
+pub fn credentials_check(
+    env: &Env,
+    registry: &ModelRegistry,
+    inline_api_key: bool,
+) -> impl Fn(&str) -> bool {
+    let env_auth = auth_check(env, inline_api_key);
+    let virtual_only: Vec<String> = registry
+        .models
+        .iter()
+        .filter(|m| m.is_virtual() && registry.is_virtual_only_provider(&m.provider))
+        .map(|m| m.provider.clone())
+        .collect();
+    move |provider: &str| env_auth(provider) || virtual_only.iter().any(|p| p == provider)
+}
+
+/// The catalog of a run: `env`'s models plus the virtual models its extensions declare.
+pub fn catalog_with_extensions(
+    env: &Env,
+    extensions: Option<&pi_agent::extensions::Extensions>,
+) -> ModelRegistry {
+    match extensions {
+        Some(ext) if !ext.virtual_models.is_empty() => {
+            pi_agent::extensions::with_virtual_models(env.registry.clone(), &ext.virtual_models)
+        }
+        _ => env.registry.clone(),
+    }
+}
+
 /// The models a user can use now (Pi's `getAvailableSnapshot`): those whose provider has
 /// credentials, in registry order.
-pub fn available_models(env: &Env, has_auth: &dyn Fn(&str) -> bool) -> Vec<Model> {
-    env.registry
+pub fn available_models(registry: &ModelRegistry, has_auth: &dyn Fn(&str) -> bool) -> Vec<Model> {
+    registry
         .models
         .iter()
         .filter(|m| has_auth(&m.provider))

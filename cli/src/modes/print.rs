@@ -102,9 +102,15 @@ pub async fn run(args: RunArgs, mode: Mode) -> anyhow::Result<i32> {
     Ok(0)
 }
 
-/// `--list-models [pattern]`: the models that have credentials, as Pi lists them.
-pub fn list_models(env: &Env, pattern: &str) -> anyhow::Result<i32> {
-    let available = super::available_models(env, &super::auth_check(env, false));
+/// `--list-models [pattern]`: the models that have credentials, as Pi lists them. Pi loads
+/// extensions first, so the virtual models they declare are listed too.
+pub fn list_models(args: &RunArgs, env: &Env, pattern: &str) -> anyhow::Result<i32> {
+    let builtin = pi_agent::tools::select_builtin_tools(&Default::default())
+        .map_err(|e| anyhow::anyhow!(e))?;
+    let extensions = super::extensions::start(args, env, &builtin)?;
+    let registry = super::catalog_with_extensions(env, extensions.as_deref());
+    let has_auth = super::credentials_check(env, &registry, args.api_key.is_some());
+    let available = super::available_models(&registry, &has_auth);
     let search = (!pattern.is_empty()).then_some(pattern);
     print!(
         "{}",

@@ -9,7 +9,7 @@ use super::dialogs::{
     ResumeMode, ResumePicker, ResumeScope, ResumeSort, ScopedModels, SessionRow, Setting,
     SettingsDialog, BRANCH_OPTIONS,
 };
-use super::driver::{AgentEvent, BranchSummary, ModelInfo, ThinkingLevel, Usage};
+use super::driver::{AgentEvent, BranchSummary, Dispatched, ModelInfo, ThinkingLevel, Usage};
 use super::editor::Editor;
 use super::keys::Keymap;
 use super::theme::Theme;
@@ -173,6 +173,9 @@ pub struct Footer {
     /// Tokens of the last assistant message (the current context size).
     pub context_tokens: u64,
     pub auto_compact: bool,
+    /// The physical model of the latest successful response: with a virtual model
+    /// selected it is shown after the selection, and its context window applies.
+    pub dispatched: Option<Dispatched>,
 }
 
 /// A command for completion: name and description.
@@ -456,6 +459,7 @@ impl App {
         self.transcript.extend(header);
         self.footer.totals = Usage::default();
         self.footer.context_tokens = 0;
+        self.footer.dispatched = None;
         self.last_assistant = None;
         let text_of = |content: Option<&Value>, kind: &str, field: &str| -> String {
             match content {
@@ -539,6 +543,11 @@ impl App {
                         if !failed {
                             self.footer.context_tokens =
                                 n("input") + n("output") + n("cacheRead") + n("cacheWrite");
+                        }
+                    }
+                    if !failed {
+                        if let Some(d) = Dispatched::of_message(m) {
+                            self.footer.dispatched = Some(d);
                         }
                     }
                 }
@@ -693,6 +702,14 @@ impl App {
             t.input + t.output + t.cache_read + t.cache_write,
             t.cost
         ));
+        // A virtual model spends on several physical models: Pi lists each one's cost.
+        let by_model = super::session_ops::cost_by_model(s);
+        let routed = self.model.as_ref().is_some_and(|m| m.is_virtual);
+        if routed || by_model.len() > 1 {
+            for (model, cost) in by_model {
+                text.push_str(&format!("\n{model}: ${cost:.4}"));
+            }
+        }
         self.notice(text);
     }
 
@@ -1343,8 +1360,16 @@ impl App {
                     thinking.push_str(&d);
                 }
             }
-            AgentEvent::MessageEnd { role, usage, error } => {
+            AgentEvent::MessageEnd {
+                role,
+                usage,
+                error,
+                dispatched,
+            } => {
                 if role == "assistant" {
+                    if error.is_none() && dispatched.is_some() {
+                        self.footer.dispatched = dispatched;
+                    }
                     if let Some(u) = usage {
                         self.footer.totals.add(&u);
                         if self.footer.file_totals_pending {

@@ -42,6 +42,8 @@ pub struct ModelInfo {
     pub reasoning: bool,
     /// The model declares the `xhigh` thinking level.
     pub xhigh: bool,
+    /// A virtual model: an extension's router picks the physical model per request.
+    pub is_virtual: bool,
 }
 
 impl ModelInfo {
@@ -55,12 +57,34 @@ impl ModelInfo {
             xhigh: m
                 .supported_thinking_levels()
                 .contains(&pi_formats::message::ThinkingLevel::Xhigh),
+            is_virtual: m.is_virtual(),
         }
     }
 
     /// `provider/id`, the form `--model` and the footer use.
     pub fn key(&self) -> String {
         format!("{}/{}", self.provider, self.id)
+    }
+}
+
+/// The physical model that produced an assistant message (its `provider`, `model` and
+/// `thinkingLevel`); with a virtual model selected, the footer shows it after the selection.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Dispatched {
+    pub provider: String,
+    pub model: String,
+    pub thinking: Option<String>,
+}
+
+impl Dispatched {
+    /// Read off an assistant message's JSON; `None` when it names no model.
+    pub fn of_message(message: &Value) -> Option<Dispatched> {
+        let text = |k: &str| message.get(k).and_then(Value::as_str).map(str::to_string);
+        Some(Dispatched {
+            provider: text("provider").unwrap_or_default(),
+            model: text("model").filter(|m| !m.is_empty())?,
+            thinking: text("thinkingLevel"),
+        })
     }
 }
 
@@ -113,6 +137,8 @@ pub enum AgentEvent {
         role: String,
         usage: Option<Usage>,
         error: Option<String>,
+        /// For an assistant message: the physical model that answered.
+        dispatched: Option<Dispatched>,
     },
     ToolStart {
         id: String,
@@ -270,6 +296,7 @@ impl AgentEvent {
                     role: str_at(m, "role").to_string(),
                     usage: m.get("usage").map(usage_of),
                     error,
+                    dispatched: Dispatched::of_message(m),
                 }
             }
             Event::ToolExecutionStart {
@@ -634,6 +661,7 @@ impl FakeDriver {
                     ..Usage::default()
                 }),
                 error: None,
+                dispatched: None,
             },
             AgentEvent::TurnEnd,
             AgentEvent::AgentEnd,
@@ -652,6 +680,7 @@ impl AgentDriver for FakeDriver {
             role: "user".into(),
             usage: None,
             error: None,
+            dispatched: None,
         });
         let reply = self
             .replies

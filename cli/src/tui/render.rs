@@ -342,18 +342,14 @@ fn draw_footer(app: &App, area: Rect, buf: &mut Buffer) {
     if t.cost > 0.0 {
         stats.push(format!("${:.3}", t.cost));
     }
-    let window = app.model.as_ref().map(|m| m.context_window).unwrap_or(0);
+    let window = context_window(app);
     if window > 0 {
         let pct = f.context_tokens as f64 * 100.0 / window as f64;
         let auto = if f.auto_compact { " (auto)" } else { "" };
         stats.push(format!("{pct:.1}%/{}{auto}", human(window)));
     }
     let left = stats.join(" ");
-    let right = match &app.model {
-        Some(m) if m.reasoning => format!("{} • {}", m.id, app.thinking.as_str()),
-        Some(m) => m.id.clone(),
-        None => "no model".to_string(),
-    };
+    let right = model_label(app);
     let width = usize::from(area.width);
     let gap = width
         .saturating_sub(left.chars().count() + right.chars().count())
@@ -366,6 +362,46 @@ fn draw_footer(app: &App, area: Rect, buf: &mut Buffer) {
         ),
     ];
     Paragraph::new(lines).render(area, buf);
+}
+
+/// The footer's model: `id • level`; for a virtual model followed by the physical model
+/// that answered last, as Pi shows it (`auto • high → gpt-5.6-luna • medium`).
+fn model_label(app: &App) -> String {
+    let Some(m) = &app.model else {
+        return "no model".to_string();
+    };
+    let mut label = if m.reasoning {
+        format!("{} • {}", m.id, app.thinking.as_str())
+    } else {
+        m.id.clone()
+    };
+    if let Some(d) = app.footer.dispatched.as_ref().filter(|_| m.is_virtual) {
+        label.push_str(&format!(" → {}", d.model));
+        if let Some(level) = d.thinking.as_deref().filter(|l| *l != "off") {
+            label.push_str(&format!(" • {level}"));
+        }
+    }
+    label
+}
+
+/// The context window the usage percentage is of: for a virtual model, that of the
+/// physical model of the latest response (its own declared one before any; 0 = unknown).
+fn context_window(app: &App) -> u64 {
+    let Some(m) = &app.model else {
+        return 0;
+    };
+    if !m.is_virtual {
+        return m.context_window;
+    }
+    app.footer
+        .dispatched
+        .as_ref()
+        .and_then(|d| {
+            app.models
+                .iter()
+                .find(|x| x.provider == d.provider && x.id == d.model)
+        })
+        .map_or(m.context_window, |physical| physical.context_window)
 }
 
 /// Cuts to `width` characters, ending in `…`; control characters are shown (`^[`) first.

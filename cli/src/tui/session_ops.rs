@@ -476,6 +476,32 @@ pub fn session_totals(session: &Session) -> super::driver::Usage {
     t
 }
 
+/// Cost per physical model (`provider/model`, in order of first answer) over every
+/// assistant message in the file, for /session when a virtual model routes between models.
+pub fn cost_by_model(session: &Session) -> Vec<(String, f64)> {
+    let mut costs: Vec<(String, f64)> = Vec::new();
+    for idx in session.indices() {
+        if !session.entry(idx).is_message_with_role("assistant") {
+            continue;
+        }
+        let value = session.entry_value(idx);
+        let Some(message) = value.get("message") else {
+            continue;
+        };
+        let text = |k: &str| message.get(k).and_then(Value::as_str).unwrap_or("");
+        let key = format!("{}/{}", text("provider"), text("model"));
+        let cost = message
+            .pointer("/usage/cost/total")
+            .and_then(Value::as_f64)
+            .unwrap_or(0.0);
+        match costs.iter_mut().find(|(k, _)| *k == key) {
+            Some((_, sum)) => *sum += cost,
+            None => costs.push((key, cost)),
+        }
+    }
+    costs
+}
+
 /// /trust (Pi's trust selector): the saved decision for the project folder and this run's,
 /// and the answers that are saved (Trust, Trust parent folder, Do not trust), the saved one
 /// selected. Saving takes effect at the next start.

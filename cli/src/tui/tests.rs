@@ -3,7 +3,7 @@
 use super::app::{update, App, Effect, Msg};
 use super::dialogs::{Dialog, SessionRow};
 use super::driver::{
-    AgentDriver, AgentEvent, BranchSummary, FakeDriver, ModelInfo, ThinkingLevel, Usage,
+    AgentDriver, AgentEvent, BranchSummary, Dispatched, FakeDriver, ModelInfo, ThinkingLevel, Usage,
 };
 use super::render;
 use super::transcript::Item;
@@ -21,6 +21,7 @@ fn models() -> Vec<ModelInfo> {
         context_window: w,
         reasoning: r,
         xhigh: id == "gpt-5",
+        is_virtual: false,
     };
     vec![
         m("anthropic", "claude-sonnet-4-5", true, 200_000),
@@ -87,14 +88,14 @@ fn conversation(app: &mut App) {
         AgentEvent::MessageStart { role: "assistant".into(), text: String::new() },
         AgentEvent::ThinkingDelta("The user wants the build fixed.\nLet me read Cargo.toml first.".into()),
         AgentEvent::TextDelta("Let me look at the manifest.".into()),
-        AgentEvent::MessageEnd { role: "assistant".into(), usage: Some(Usage { input: 1200, output: 80, cache_read: 15000, cache_write: 900, cost: 0.0123 }), error: None },
+        AgentEvent::MessageEnd { role: "assistant".into(), usage: Some(Usage { input: 1200, output: 80, cache_read: 15000, cache_write: 900, cost: 0.0123 }), error: None, dispatched: None },
         AgentEvent::ToolStart { id: "t1".into(), name: "read".into(), args: r#"{"path":"Cargo.toml"}"#.into() },
         AgentEvent::ToolEnd { id: "t1".into(), output: (1..=9).map(|i| format!("line {i}")).collect::<Vec<_>>().join("\n"), is_error: false, diff: None },
         AgentEvent::ToolStart { id: "t2".into(), name: "bash".into(), args: r#"{"command":"cargo build"}"#.into() },
         AgentEvent::ToolEnd { id: "t2".into(), output: "error[E0432]: unresolved import".into(), is_error: true, diff: None },
         AgentEvent::MessageStart { role: "assistant".into(), text: String::new() },
         AgentEvent::TextDelta("## Fix\n\nAdd the **missing** crate:\n\n```rust\nuse foo::bar; // needed\nlet n = 42;\n```\n\n- run `cargo build`\n- done".into()),
-        AgentEvent::MessageEnd { role: "assistant".into(), usage: Some(Usage { input: 1500, output: 120, cache_read: 16000, cache_write: 0, cost: 0.02 }), error: None },
+        AgentEvent::MessageEnd { role: "assistant".into(), usage: Some(Usage { input: 1500, output: 120, cache_read: 16000, cache_write: 0, cost: 0.02 }), error: None, dispatched: None },
     ];
     for e in events {
         update(app, Msg::Agent(e));
@@ -138,6 +139,54 @@ fn snapshot_startup_header_and_footer() {
     a.footer.auto_compact = true;
     a.footer.git_branch = Some("main".into());
     insta::assert_snapshot!(screen(&a, 70, 24));
+}
+
+#[test]
+fn virtual_model_footer_shows_the_routed_model_and_its_window() {
+    let mut a = app();
+    a.model = Some(ModelInfo {
+        provider: "router".into(),
+        id: "auto".into(),
+        name: "Auto".into(),
+        context_window: 0,
+        reasoning: true,
+        xhigh: false,
+        is_virtual: true,
+    });
+    a.thinking = ThinkingLevel::High;
+    let answered = |model: &str, error: Option<&str>| {
+        Msg::Agent(AgentEvent::MessageEnd {
+            role: "assistant".into(),
+            usage: Some(Usage {
+                input: 40_000,
+                ..Usage::default()
+            }),
+            error: error.map(str::to_string),
+            dispatched: Some(Dispatched {
+                provider: "openai".into(),
+                model: model.into(),
+                thinking: Some("medium".into()),
+            }),
+        })
+    };
+    // Before any response: the selection alone, no usage percentage (window unknown).
+    let before = screen(&a, 90, 8);
+    assert!(before.contains("auto • high"), "{before}");
+    assert!(!before.contains('→') && !before.contains('%'), "{before}");
+
+    update(&mut a, answered("gpt-5", None));
+    let after = screen(&a, 90, 8);
+    assert!(after.contains("auto • high → gpt-5 • medium"), "{after}");
+    // 40k of gpt-5's 400k window.
+    assert!(after.contains("10.0%/400k"), "{after}");
+
+    // A failed response names no new route.
+    update(&mut a, answered("gemini-2.5-pro", Some("503 overloaded")));
+    assert!(screen(&a, 90, 8).contains("→ gpt-5 • medium"));
+
+    // A physical model shows no route even though one was recorded.
+    a.model = a.models.first().cloned();
+    assert!(!screen(&a, 90, 8).contains('→'));
 }
 
 #[test]
@@ -941,7 +990,7 @@ fn pi_json_events_parse() {
     );
     assert_eq!(
         ev(
-            serde_json::json!({"type":"message_end","message":{"role":"assistant","usage":{"input":3,"output":4,"cacheRead":5,"cacheWrite":6,"cost":{"total":0.5}},"stopReason":"stop"}})
+            serde_json::json!({"type":"message_end","message":{"role":"assistant","provider":"openai","model":"gpt-5","thinkingLevel":"medium","usage":{"input":3,"output":4,"cacheRead":5,"cacheWrite":6,"cost":{"total":0.5}},"stopReason":"stop"}})
         ),
         Some(AgentEvent::MessageEnd {
             role: "assistant".into(),
@@ -952,7 +1001,12 @@ fn pi_json_events_parse() {
                 cache_write: 6,
                 cost: 0.5
             }),
-            error: None
+            error: None,
+            dispatched: Some(Dispatched {
+                provider: "openai".into(),
+                model: "gpt-5".into(),
+                thinking: Some("medium".into()),
+            }),
         })
     );
     assert_eq!(
@@ -1067,7 +1121,7 @@ fn export_and_clone_commands() {
 mod on_disk {
     use super::super::agent::{channel_sink, AgentSessionDriver};
     use super::super::dialogs::Dialog;
-    use super::super::driver::{AgentDriver, MissingCwd};
+    use super::super::driver::{AgentDriver, MissingCwd, ModelInfo};
     use super::super::session_ops;
     use super::super::transcript::Item;
     use super::{key, typed, update, App, Effect, KeyCode};
@@ -2365,6 +2419,24 @@ mod on_disk {
             "{info}"
         );
         assert!(info.contains("Input: 3000"), "{info}");
+        // One physical model and no virtual selection: no per-model lines.
+        assert!(!info.contains("openai/gpt-4.1:"), "{info}");
+        // With a virtual model selected, /session lists what each physical model cost.
+        a.model = Some(ModelInfo {
+            provider: "router".into(),
+            id: "auto".into(),
+            name: "Auto".into(),
+            context_window: 0,
+            reasoning: false,
+            xhigh: false,
+            is_virtual: true,
+        });
+        a.session_info(d.session().as_ref());
+        let info = notices(&a).pop().unwrap_or_default();
+        assert!(
+            info.contains("Total: $1.0000\nopenai/gpt-4.1: $1.0000"),
+            "{info}"
+        );
 
         // `/export f.jsonl` writes the header and the active branch only (a2 is off it).
         let out = must(super::super::export_session(&d, &p.cwd, Some("f.jsonl")));
@@ -2510,6 +2582,7 @@ fn an_aborted_turn_keeps_the_context_size() {
             role: "assistant".into(),
             usage: Some(Usage::default()),
             error: Some("Request was aborted".into()),
+            dispatched: None,
         }),
     );
     assert_eq!(a.footer.context_tokens, before);
@@ -2558,6 +2631,7 @@ fn a_retry_wait_queues_input_counts_down_and_escape_cancels_it() {
             role: "assistant".into(),
             usage: None,
             error: Some("503 overloaded".into()),
+            dispatched: None,
         },
         AgentEvent::AgentEnd,
     ]
@@ -3041,6 +3115,7 @@ fn file_totals_arrive_after_start_and_keep_what_was_spent_meanwhile() {
             role: "assistant".into(),
             usage: Some(spent),
             error: None,
+            dispatched: None,
         }),
     );
     let file = Usage {
