@@ -92,11 +92,12 @@ pub(crate) fn stable_hex(parts: &[&str]) -> String {
     format!("{h:016x}")
 }
 
+/// One non-blank line of a JSONL source: its 1-based number and its object.
+pub(crate) type JsonLine = (usize, Map<String, Value>);
+
 /// The non-blank lines of a JSONL source as (1-based line number, object). Fails on the first
 /// line that is not a JSON object, naming the file and the line.
-pub(crate) fn json_lines(
-    file: &SourceFile<'_>,
-) -> Result<Vec<(usize, Map<String, Value>)>, ImportError> {
+pub(crate) fn json_lines(file: &SourceFile<'_>) -> Result<Vec<JsonLine>, ImportError> {
     let mut out = Vec::new();
     for (n, raw) in file.bytes.split(|&b| b == b'\n').enumerate() {
         if raw.iter().all(u8::is_ascii_whitespace) {
