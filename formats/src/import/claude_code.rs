@@ -29,7 +29,9 @@ use std::path::Path;
 
 use serde_json::{json, Map, Value};
 
-use super::{stable_hex, Converted, Counts, ImportError, SourceFile};
+use super::{
+    imported_from, json_lines, millis, stable_hex, Converted, Counts, ImportError, SourceFile,
+};
 use crate::entry::{EntryBase, NewEntry};
 use crate::header::NewHeader;
 use crate::id::is_valid_session_id;
@@ -130,23 +132,15 @@ pub fn convert(
 
 fn parse_file(index: usize, file: &SourceFile<'_>) -> Result<Vec<Rec>, ImportError> {
     let mut recs = Vec::new();
-    for (n, raw) in file.bytes.split(|&b| b == b'\n').enumerate() {
-        if raw.iter().all(u8::is_ascii_whitespace) {
-            continue;
-        }
+    for (line, v) in json_lines(file)? {
         let err = |reason: String| ImportError {
             file: file.label.to_string(),
-            line: n + 1,
+            line,
             reason,
-        };
-        let v: Value =
-            serde_json::from_slice(raw).map_err(|e| err(format!("not a JSON record: {e}")))?;
-        let Value::Object(v) = v else {
-            return Err(err("not a JSON object".into()));
         };
         let rec = Rec {
             file: index,
-            line: n + 1,
+            line,
             v,
         };
         if matches!(rec.kind(), "user" | "assistant") && rec.message().is_none() {
@@ -240,10 +234,6 @@ fn without_content(v: &Record) -> Value {
         m.remove("content");
     }
     Value::Object(v)
-}
-
-fn millis(ts: &str) -> i64 {
-    crate::time::parse_millis(ts).map_or(0, |ms| ms as i64)
 }
 
 /// The conversion in progress.
@@ -389,23 +379,14 @@ impl Out<'_> {
     }
 
     fn origin(&self, recs: &[&Rec], with_record: bool) -> Value {
-        let mut m = Map::new();
-        m.insert("format".into(), FORMAT.into());
-        m.insert(
-            "file".into(),
-            recs.first().map_or("", |r| self.label(r)).into(),
-        );
-        m.insert(
-            "lines".into(),
-            recs.iter().map(|r| Value::from(r.line)).collect(),
-        );
-        if with_record {
-            m.insert(
-                "records".into(),
-                recs.iter().map(|r| without_content(&r.v)).collect(),
-            );
-        }
-        Value::Object(m)
+        let lines: Vec<usize> = recs.iter().map(|r| r.line).collect();
+        let records = with_record.then(|| recs.iter().map(|r| without_content(&r.v)).collect());
+        imported_from(
+            FORMAT,
+            recs.first().map_or("", |r| self.label(r)),
+            &lines,
+            records,
+        )
     }
 
     /// After a conversation record: its children hang on `last`, and uuid-less records that

@@ -6,8 +6,11 @@
 //! is recognised as already there.
 
 pub mod claude_code;
+pub mod codex;
 
 use std::fmt;
+
+use serde_json::{Map, Value};
 
 /// A source file handed to a converter: a name for messages and its bytes.
 #[derive(Debug, Clone, Copy)]
@@ -59,11 +62,12 @@ pub struct Converted {
 pub struct Counts {
     /// Non-blank source lines read (all files).
     pub records: usize,
-    /// Source user/assistant records holding a conversation message.
+    /// Source records holding a conversation message.
     pub message_records: usize,
-    /// Tool calls in the source (`tool_use` blocks).
+    /// Tool calls in the source (Claude Code's `tool_use` blocks, Codex's `function_call` and
+    /// `custom_tool_call` items).
     pub tool_calls: usize,
-    /// Tool results in the source (`tool_result` blocks).
+    /// Tool results in the source (`tool_result` blocks, `*_call_output` items).
     pub tool_results: usize,
     /// Pi `message` entries written.
     pub messages: usize,
@@ -86,4 +90,56 @@ pub(crate) fn stable_hex(parts: &[&str]) -> String {
         }
     }
     format!("{h:016x}")
+}
+
+/// One non-blank line of a JSONL source: its 1-based number and its object.
+pub(crate) type JsonLine = (usize, Map<String, Value>);
+
+/// The non-blank lines of a JSONL source as (1-based line number, object). Fails on the first
+/// line that is not a JSON object, naming the file and the line.
+pub(crate) fn json_lines(file: &SourceFile<'_>) -> Result<Vec<JsonLine>, ImportError> {
+    let mut out = Vec::new();
+    for (n, raw) in file.bytes.split(|&b| b == b'\n').enumerate() {
+        if raw.iter().all(u8::is_ascii_whitespace) {
+            continue;
+        }
+        let err = |reason: String| ImportError {
+            file: file.label.to_string(),
+            line: n + 1,
+            reason,
+        };
+        let v: Value =
+            serde_json::from_slice(raw).map_err(|e| err(format!("not a JSON record: {e}")))?;
+        let Value::Object(v) = v else {
+            return Err(err("not a JSON object".into()));
+        };
+        out.push((n + 1, v));
+    }
+    Ok(out)
+}
+
+/// Milliseconds since the epoch of an ISO timestamp (0 when it does not parse).
+pub(crate) fn millis(ts: &str) -> i64 {
+    crate::time::parse_millis(ts).map_or(0, |ms| ms as i64)
+}
+
+/// The `importedFrom` field every imported entry carries: the source format, file and line
+/// numbers, and optionally the source records themselves.
+pub(crate) fn imported_from(
+    format: &str,
+    file: &str,
+    lines: &[usize],
+    records: Option<Vec<Value>>,
+) -> Value {
+    let mut m = Map::new();
+    m.insert("format".into(), format.into());
+    m.insert("file".into(), file.into());
+    m.insert(
+        "lines".into(),
+        lines.iter().map(|&l| Value::from(l)).collect(),
+    );
+    if let Some(records) = records {
+        m.insert("records".into(), Value::Array(records));
+    }
+    Value::Object(m)
 }

@@ -1,5 +1,6 @@
 //! `pi sessions import FILE|DIR…`: Pi session files of any version into the current store.
-//! With `--from claude-code`, Claude Code transcripts instead (see `import_claude`).
+//! With `--from claude-code` or `--from codex`, another agent's sessions instead (see
+//! `import_claude`, `import_codex`).
 //!
 //! Ids are kept. Version 1 and 2 files are migrated on the way in, as Pi migrates them on
 //! load; a session the store already holds is recognised and skipped (a v3 file that grew
@@ -21,11 +22,13 @@ pub struct ImportArgs {
     /// Session files, or directories to search for `.jsonl` files.
     #[arg(value_name = "FILE|DIR", required_unless_present = "all")]
     pub paths: Vec<PathBuf>,
-    /// What wrote the files: `pi` (default) or `claude-code` (Claude Code's transcripts).
+    /// What wrote the files: `pi` (default), `claude-code` (Claude Code's transcripts) or
+    /// `codex` (Codex's rollouts).
     #[arg(long, value_name = "FORMAT", default_value = "pi")]
     pub from: ImportFormat,
     /// Every session the other agent keeps (`--from claude-code`: `~/.claude/projects`, or
-    /// `$CLAUDE_CONFIG_DIR/projects`).
+    /// `$CLAUDE_CONFIG_DIR/projects`; `--from codex`: `~/.codex/sessions`, or
+    /// `$CODEX_HOME/sessions`, and `archived_sessions` beside it).
     #[arg(long, conflicts_with = "paths")]
     pub all: bool,
 }
@@ -37,14 +40,18 @@ pub enum ImportFormat {
     Pi,
     /// Claude Code transcripts (`~/.claude/projects/*/*.jsonl`).
     ClaudeCode,
+    /// Codex rollouts (`~/.codex/sessions/YYYY/MM/DD/rollout-*.jsonl`).
+    Codex,
 }
 
 pub fn run(args: ImportArgs, store_args: &StoreArgs) -> anyhow::Result<i32> {
-    if args.from == ImportFormat::ClaudeCode {
-        return super::import_claude::run(&args.paths, args.all, store_args);
-    }
-    if args.all {
-        anyhow::bail!("--all needs --from claude-code");
+    match args.from {
+        ImportFormat::ClaudeCode => {
+            return super::import_claude::run(&args.paths, args.all, store_args)
+        }
+        ImportFormat::Codex => return super::import_codex::run(&args.paths, args.all, store_args),
+        ImportFormat::Pi if args.all => anyhow::bail!("--all needs --from claude-code or codex"),
+        ImportFormat::Pi => {}
     }
     let store = store_args.open()?;
     let files = collect_files(&args.paths)?;

@@ -5,7 +5,9 @@
 
 pub mod export;
 pub mod import;
+pub mod import_agent;
 pub mod import_claude;
+pub mod import_codex;
 pub mod inspect;
 pub mod list;
 pub mod migrate;
@@ -49,8 +51,8 @@ pub enum SessionsCommand {
     /// Export a session as JSONL, a self-contained HTML page or Markdown, or (`--format
     /// parquet -o DIR`) every session's SQL views as Parquet files.
     Export(export::ExportArgs),
-    /// Import Pi session files (any version), or Claude Code transcripts (`--from claude-code`),
-    /// into the session store.
+    /// Import Pi session files (any version), Claude Code transcripts (`--from claude-code`) or
+    /// Codex rollouts (`--from codex`) into the session store.
     Import(import::ImportArgs),
     /// Copy every session from one store to another, verified and idempotent.
     Migrate(migrate::MigrateArgs),
