@@ -9,6 +9,7 @@
 use std::collections::HashMap;
 use std::sync::mpsc;
 use std::thread::JoinHandle;
+use std::time::Duration;
 
 use postgres::{Client, Config, GenericClient, NoTls, Statement};
 
@@ -21,7 +22,8 @@ pub(crate) type Work<T> = Result<T, BoxError>;
 /// Statements prepared on a connection, by SQL text.
 pub(crate) type Statements = HashMap<&'static str, Statement>;
 
-type Job = Box<dyn FnOnce(&mut Session) + Send>;
+/// A unit of work; it returns whether it failed.
+type Job = Box<dyn FnOnce(&mut Session) -> bool + Send>;
 
 /// The client and its prepared statements, as a unit of work sees them.
 pub(crate) struct Session {
@@ -63,8 +65,10 @@ pub(crate) struct PgConn {
 }
 
 impl PgConn {
-    /// Connects, then runs `setup` (session settings) before any work.
-    pub fn connect(config: &Config, setup: &str) -> Work<PgConn> {
+    /// Connects, then runs `setup` (session settings) before any work. With `reconnect`, a
+    /// connection found closed (server restart, network cut) is opened again after the unit of
+    /// work that met it; writers pass false, since their session lock died with the connection.
+    pub fn connect(config: &Config, setup: &str, reconnect: bool) -> Work<PgConn> {
         let (ready_tx, ready_rx) = mpsc::channel::<Work<()>>();
         let (jobs_tx, jobs_rx) = mpsc::channel::<Job>();
         let config = config.clone();
@@ -72,14 +76,17 @@ impl PgConn {
         let thread = std::thread::Builder::new()
             .name("pi-postgres".into())
             .spawn(move || {
-                let client = config
-                    .connect(NoTls)
-                    .and_then(|mut c| c.batch_execute(&setup).map(|()| c));
-                let mut session = match client {
-                    Ok(client) => Session {
-                        client,
-                        statements: HashMap::new(),
-                    },
+                let open = || {
+                    config
+                        .connect(NoTls)
+                        .and_then(|mut c| c.batch_execute(&setup).map(|()| c))
+                        .map(|client| Session {
+                            client,
+                            statements: HashMap::new(),
+                        })
+                };
+                let mut session = match open() {
+                    Ok(session) => session,
                     Err(e) => {
                         let _ = ready_tx.send(Err(pg(e)));
                         return;
@@ -87,7 +94,19 @@ impl PgConn {
                 };
                 let _ = ready_tx.send(Ok(()));
                 for job in jobs_rx {
-                    job(&mut session);
+                    let failed = job(&mut session);
+                    // A lost connection is met (and reported) by a unit of work; after a failure
+                    // a round trip tells whether the connection is still there, and the next
+                    // unit of work gets a fresh one if not. While the server stays away, work
+                    // fails on the old client and says why.
+                    if reconnect
+                        && failed
+                        && session.client.is_valid(Duration::from_secs(10)).is_err()
+                    {
+                        if let Ok(fresh) = open() {
+                            session = fresh;
+                        }
+                    }
                 }
             })?;
         let conn = PgConn {
@@ -108,7 +127,10 @@ impl PgConn {
         let (reply_tx, reply_rx) = mpsc::channel();
         let job: Job = Box::new(move |session| {
             // The client's errors say only "db error" until their causes are spelled out.
-            let _ = reply_tx.send(work(session).map_err(|e| flatten(&*e).into()));
+            let result = work(session).map_err(|e| flatten(&*e).into());
+            let failed = result.is_err();
+            let _ = reply_tx.send(result);
+            failed
         });
         let gone = || BoxError::from("the PostgreSQL connection thread has ended");
         self.jobs.as_ref().ok_or_else(gone)?.send(job).map_err(|_| gone())?;

@@ -42,6 +42,9 @@ use crate::store::{FsyncPolicy, SessionStore, SessionWriter};
 use crate::summary::{sort_summaries, ListScope, SessionSummary, SummaryState};
 
 /// Sessions in a PostgreSQL database.
+///
+/// Reads, listing and deletes share one connection, opened again after a server restart;
+/// each writer has its own, which is never reopened (its lock would not come back with it).
 pub struct PostgresStore {
     inner: Arc<Inner>,
 }
@@ -90,9 +93,9 @@ impl Inner {
         })
     }
 
-    /// Opens a connection with this store's durability setting.
+    /// Opens a writer's connection with this store's durability setting.
     fn connect(&self, action: &'static str) -> StoreResult<PgConn> {
-        connect(&self.config, self.fsync).map_err(|e| StoreError::db(action, self.loc(), e))
+        connect(&self.config, self.fsync, false).map_err(|e| StoreError::db(action, self.loc(), e))
     }
 
     /// Runs a unit of work on the shared connection.
@@ -108,12 +111,14 @@ impl Inner {
     }
 }
 
-fn connect(config: &Config, fsync: FsyncPolicy) -> Work<PgConn> {
+/// A connection with the durability setting of `fsync`; see [`PgConn::connect`] for
+/// `reconnect`.
+fn connect(config: &Config, fsync: FsyncPolicy, reconnect: bool) -> Work<PgConn> {
     let setup = match fsync {
         FsyncPolicy::EveryEntry => "SET synchronous_commit = on",
         FsyncPolicy::TurnEnd | FsyncPolicy::Never => "SET synchronous_commit = off",
     };
-    PgConn::connect(config, setup)
+    PgConn::connect(config, setup, reconnect)
 }
 
 /// The advisory lock key of a session: FNV-1a over a prefix and the id. Two ids that collide
@@ -245,7 +250,8 @@ impl PostgresStore {
             spec: loc.clone(),
             reason: e,
         })?;
-        let conn = connect(&config, fsync).map_err(|e| StoreError::db("connect to", &loc, e))?;
+        let conn =
+            connect(&config, fsync, true).map_err(|e| StoreError::db("connect to", &loc, e))?;
         let version = conn
             .run(|s| schema::migrate(&mut s.client))
             .map_err(|e| StoreError::db("migrate schema", &loc, e))?;
@@ -614,15 +620,7 @@ impl SessionStore for PostgresStore {
             if !locked {
                 return Ok(false);
             }
-            let result = (|| -> Work<()> {
-                let mut tx = s.client.transaction()?;
-                tx.execute(
-                    "DELETE FROM pi_sessions WHERE id = $1",
-                    &[&sid.as_str().as_bytes()],
-                )?;
-                tx.commit()?;
-                Ok(())
-            })();
+            let result = delete_rows(&mut s.client, &sid);
             s.client
                 .execute("SELECT pg_advisory_unlock($1)", &[&key])?;
             result.map(|()| true)
@@ -633,6 +631,17 @@ impl SessionStore for PostgresStore {
             Err(inner.locked(id))
         }
     }
+}
+
+/// Deletes a session's row; its lines go with it (`ON DELETE CASCADE`).
+fn delete_rows(client: &mut postgres::Client, id: &SessionId) -> Work<()> {
+    let mut tx = client.transaction()?;
+    tx.execute(
+        "DELETE FROM pi_sessions WHERE id = $1",
+        &[&id.as_str().as_bytes()],
+    )?;
+    tx.commit()?;
+    Ok(())
 }
 
 /// Appends to one session in a PostgreSQL store, holding its advisory lock on a connection

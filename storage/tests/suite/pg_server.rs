@@ -45,11 +45,16 @@ impl PgServer {
         let name = format!("pi_test_{:016x}", fnv1a(dir.display().to_string().as_bytes()));
         let mut created = self.created.lock().unwrap_or_else(|e| e.into_inner());
         if !created.contains(&name) {
-            let mut admin = postgres::Client::connect(&self.url("postgres"), postgres::NoTls)
-                .unwrap_or_else(|e| panic!("connect to the test server: {e:?}"));
-            admin
-                .batch_execute(&format!("CREATE DATABASE {name}"))
-                .unwrap_or_else(|e| panic!("create database {name}: {e:?}"));
+            // On a thread of its own: the blocking client refuses to run inside an async
+            // test's runtime.
+            let (admin_url, sql) = (self.url("postgres"), format!("CREATE DATABASE {name}"));
+            std::thread::spawn(move || {
+                postgres::Client::connect(&admin_url, postgres::NoTls)
+                    .and_then(|mut admin| admin.batch_execute(&sql))
+                    .unwrap_or_else(|e| panic!("{sql} on the test server: {e:?}"));
+            })
+            .join()
+            .unwrap();
             created.push(name.clone());
         }
         self.url(&name)

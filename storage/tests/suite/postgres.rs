@@ -190,3 +190,48 @@ fn unreachable_server_is_reported() {
     assert!(!text.contains("hunter2"), "{text}");
     assert!(text.contains("connect"), "{text}");
 }
+
+/// Ends the server side of every connection of this database except the caller's.
+fn terminate_connections(url: &str) {
+    let ended: i64 = raw(url)
+        .query_one(
+            "SELECT count(*) FROM (SELECT pg_terminate_backend(pid) FROM pg_stat_activity
+             WHERE datname = current_database() AND pid <> pg_backend_pid()) t",
+            &[],
+        )
+        .unwrap()
+        .get(0);
+    assert!(ended > 0);
+}
+
+/// The store's shared connection comes back after the server dropped it (a restart, a cut);
+/// a writer's does not: its appends fail, and its lock is free for the next writer.
+#[test]
+fn lost_connections() {
+    if !Backend::Postgres.available() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let url = Backend::Postgres.spec(dir.path());
+    let store = Backend::Postgres.open(dir.path());
+    let h = header("lost-1", "/p");
+    let mut writer = store.create_session(&h, &[line(r#"{"type":"x","id":"1"}"#)]).unwrap();
+    terminate_connections(&url);
+    // The call that meets the closed connection may fail; the next one reconnects.
+    let _ = store.read_session(h.id());
+    assert_eq!(store.read_session(h.id()).unwrap().entries.len(), 1);
+    let err = writer.append(&[line(r#"{"type":"x","id":"2"}"#)]).unwrap_err();
+    assert!(matches!(err, StoreError::Database { .. }), "{err}");
+    wait_for_no_advisory_locks(&url);
+    let mut next = store.open_writer(h.id()).unwrap();
+    next.append(&[line(r#"{"type":"x","id":"3"}"#)]).unwrap();
+    drop(writer);
+    let ids: Vec<_> = store
+        .read_session(h.id())
+        .unwrap()
+        .entries
+        .iter()
+        .map(|e| e.id().unwrap().to_string())
+        .collect();
+    assert_eq!(ids, ["1", "3"], "the lost writer appended nothing");
+}
