@@ -85,7 +85,24 @@ async fn agent_runs_store_and_continue_sessions_on_the_server() {
     let store = open(&spec, &agent);
     let listed = store.list_sessions(&ListScope::All).unwrap();
     assert_eq!(listed.len(), 1, "one session on the server, continued");
-    assert_eq!(listed[0].message_count, 4);
+    let roles: Vec<String> = store
+        .read_session(&listed[0].id)
+        .unwrap()
+        .entries
+        .iter()
+        .filter(|e| e.kind() == "message")
+        .map(|e| {
+            let v: Value = serde_json::from_slice(e.line()).unwrap();
+            v["message"]["role"].as_str().unwrap_or("").to_string()
+        })
+        .collect();
+    let turns: Vec<&str> = roles
+        .iter()
+        .map(String::as_str)
+        .filter(|r| ["user", "assistant"].contains(r))
+        .collect();
+    assert_eq!(turns, ["user", "assistant", "user", "assistant"], "{roles:?}");
+    assert_eq!(listed[0].message_count, roles.len() as u64);
     assert_eq!(listed[0].first_message.as_deref(), Some("first"));
     // Nothing was written as files.
     assert!(!agent.join("sessions").exists());
