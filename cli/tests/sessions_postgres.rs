@@ -65,7 +65,14 @@ async fn agent_runs_store_and_continue_sessions_on_the_server() {
     let spec = server.database_url(tmp.path());
 
     let first = pi(&agent, &cwd)
-        .args(["--session-store", &spec, "--model", "fakeoai/fake-model", "-p", "first"])
+        .args([
+            "--session-store",
+            &spec,
+            "--model",
+            "fakeoai/fake-model",
+            "-p",
+            "first",
+        ])
         .output()
         .unwrap();
     assert_eq!(ok(first, "first run"), "one\n");
@@ -101,7 +108,11 @@ async fn agent_runs_store_and_continue_sessions_on_the_server() {
         .map(String::as_str)
         .filter(|r| ["user", "assistant"].contains(r))
         .collect();
-    assert_eq!(turns, ["user", "assistant", "user", "assistant"], "{roles:?}");
+    assert_eq!(
+        turns,
+        ["user", "assistant", "user", "assistant"],
+        "{roles:?}"
+    );
     assert_eq!(listed[0].message_count, roles.len() as u64);
     assert_eq!(listed[0].first_message.as_deref(), Some("first"));
     // Nothing was written as files.
@@ -175,7 +186,11 @@ fn migrate_through_postgres_is_byte_identical() {
             .output()
             .unwrap();
         assert!(exported.status.success());
-        assert!(exported.stdout == original, "{} differs in PostgreSQL", f.display());
+        assert!(
+            exported.stdout == original,
+            "{} differs in PostgreSQL",
+            f.display()
+        );
         let name = f.file_name().unwrap().to_string_lossy().into_owned();
         let id = header_id(f);
         let back = fs::read_dir(tmp.path().join("end"))
@@ -183,7 +198,10 @@ fn migrate_through_postgres_is_byte_identical() {
             .map(|e| e.unwrap().path())
             .find(|p| p.to_string_lossy().ends_with(&format!("_{id}.jsonl")))
             .unwrap_or_else(|| panic!("{name} not migrated back"));
-        assert!(fs::read(back).unwrap() == original, "{name} after the round trip");
+        assert!(
+            fs::read(back).unwrap() == original,
+            "{name} after the round trip"
+        );
     }
 
     // Listing and search read the server (search through a local index beside the agent dir).
@@ -194,7 +212,9 @@ fn migrate_through_postgres_is_byte_identical() {
         .unwrap();
     let listed = ok(listed, "list");
     let jsonl_listed = pi(&agent, &cwd)
-        .args(["sessions", "--store", &stores[0], "list", "--all", "--jsonl"])
+        .args([
+            "sessions", "--store", &stores[0], "list", "--all", "--jsonl",
+        ])
         .output()
         .unwrap();
     assert_eq!(
@@ -214,9 +234,18 @@ fn migrate_through_postgres_is_byte_identical() {
         ids
     };
     let on_server = search(&pg);
-    assert!(!on_server.is_empty(), "search finds fixture text on the server");
-    assert!(fs::read_dir(&agent)
+    assert!(
+        !on_server.is_empty(),
+        "search finds fixture text on the server"
+    );
+    assert!(fs::read_dir(&agent).unwrap().any(|e| e
         .unwrap()
-        .any(|e| e.unwrap().file_name().to_string_lossy().starts_with("history-")));
-    assert_eq!(on_server, search(&stores[0]), "the same hits as over the files");
+        .file_name()
+        .to_string_lossy()
+        .starts_with("history-")));
+    assert_eq!(
+        on_server,
+        search(&stores[0]),
+        "the same hits as over the files"
+    );
 }

@@ -45,7 +45,9 @@ impl FromStr for StoreSpec {
             reason: reason.to_string(),
         };
         if PgUrl::is_postgres_spec(spec) {
-            return PgUrl::parse(spec).map(StoreSpec::Postgres).map_err(|e| bad(&e));
+            return PgUrl::parse(spec)
+                .map(StoreSpec::Postgres)
+                .map_err(|e| bad(&e));
         }
         let (kind, path) = match spec.split_once(':') {
             Some((kind, path)) => (kind, Some(path)),
@@ -180,7 +182,14 @@ mod tests {
             let spec: StoreSpec = text.parse().unwrap();
             assert_eq!(spec.to_string(), text);
         }
-        for bad in ["", "redb", "sqlite:", "mysql:/x", "jsonl:", "postgres://h:port/db"] {
+        for bad in [
+            "",
+            "redb",
+            "sqlite:",
+            "mysql:/x",
+            "jsonl:",
+            "postgres://h:port/db",
+        ] {
             assert!(bad.parse::<StoreSpec>().is_err(), "{bad}");
         }
         assert_eq!(

@@ -402,9 +402,10 @@ impl HistorySource {
             }
             // The server holds the sessions; their index is local derived data, one file per
             // database (keyed by the URL without its password).
-            (HistorySource::Store(_), StoreSpec::Postgres(url)) => options.agent_dir.join(
-                format!("history-{:016x}.sqlite", fnv1a(url.to_string().as_bytes())),
-            ),
+            (HistorySource::Store(_), StoreSpec::Postgres(url)) => options.agent_dir.join(format!(
+                "history-{:016x}.sqlite",
+                fnv1a(url.to_string().as_bytes())
+            )),
             (HistorySource::Store(_), StoreSpec::Jsonl(_)) => {
                 options.agent_dir.join("history.sqlite")
             }

@@ -133,7 +133,11 @@ impl PgConn {
             failed
         });
         let gone = || BoxError::from("the PostgreSQL connection thread has ended");
-        self.jobs.as_ref().ok_or_else(gone)?.send(job).map_err(|_| gone())?;
+        self.jobs
+            .as_ref()
+            .ok_or_else(gone)?
+            .send(job)
+            .map_err(|_| gone())?;
         reply_rx.recv().map_err(|_| gone())?
     }
 }

@@ -235,8 +235,7 @@ fn append_rows(
 /// Takes a session's advisory lock on this connection; false when someone else holds it.
 fn try_lock(conn: &PgConn, key: i64) -> Work<bool> {
     conn.run(move |s| {
-        Ok(s
-            .client
+        Ok(s.client
             .query_one("SELECT pg_try_advisory_lock($1)", &[&key])?
             .try_get(0)?)
     })
@@ -282,15 +281,18 @@ impl PostgresStore {
     /// The schema version the database is at.
     pub fn schema_version(&self) -> StoreResult<i64> {
         let inner = &self.inner;
-        inner.run("read schema version", || inner.loc(), |s| {
-            Ok(s
-                .client
-                .query_one(
-                    "SELECT COALESCE(MAX(version), 0) FROM pi_schema_migrations",
-                    &[],
-                )?
-                .try_get(0)?)
-        })
+        inner.run(
+            "read schema version",
+            || inner.loc(),
+            |s| {
+                Ok(s.client
+                    .query_one(
+                        "SELECT COALESCE(MAX(version), 0) FROM pi_schema_migrations",
+                        &[],
+                    )?
+                    .try_get(0)?)
+            },
+        )
     }
 
     /// Opens a writer's own connection and takes the session's lock on it.
@@ -362,7 +364,11 @@ impl SessionStore for PostgresStore {
                 let (client, statements) = s.parts();
                 let mut tx = client.transaction()?;
                 let sid = id.as_str().as_bytes();
-                let exists = prepare(statements, &mut tx, "SELECT 1 FROM pi_sessions WHERE id = $1")?;
+                let exists = prepare(
+                    statements,
+                    &mut tx,
+                    "SELECT 1 FROM pi_sessions WHERE id = $1",
+                )?;
                 if tx.query_opt(&exists, &[&sid])?.is_some() {
                     return Ok(false);
                 }
@@ -413,37 +419,55 @@ impl SessionStore for PostgresStore {
     fn read_header(&self, id: &SessionId) -> StoreResult<SessionHeader> {
         let inner = &self.inner;
         let sid = id.clone();
-        let line = inner.run("read header", || inner.loc_of(id), move |s| {
-            let (client, statements) = s.parts();
-            let query = prepare(statements, client, "SELECT header FROM pi_sessions WHERE id = $1")?;
-            Ok(match client.query_opt(&query, &[&sid.as_str().as_bytes()])? {
-                Some(row) => Some(row.try_get::<_, Vec<u8>>(0)?),
-                None => None,
-            })
-        })?;
+        let line = inner.run(
+            "read header",
+            || inner.loc_of(id),
+            move |s| {
+                let (client, statements) = s.parts();
+                let query = prepare(
+                    statements,
+                    client,
+                    "SELECT header FROM pi_sessions WHERE id = $1",
+                )?;
+                Ok(
+                    match client.query_opt(&query, &[&sid.as_str().as_bytes()])? {
+                        Some(row) => Some(row.try_get::<_, Vec<u8>>(0)?),
+                        None => None,
+                    },
+                )
+            },
+        )?;
         inner.parse_header(id, line.ok_or_else(|| inner.not_found(id))?)
     }
 
     fn read_session(&self, id: &SessionId) -> StoreResult<SessionData> {
         let inner = &self.inner;
         let sid = id.clone();
-        let found = inner.run("read session", || inner.loc_of(id), move |s| {
-            let (client, statements) = s.parts();
-            let mut tx = snapshot(client)?;
-            let sid = sid.as_str().as_bytes();
-            let header = prepare(statements, &mut tx, "SELECT header FROM pi_sessions WHERE id = $1")?;
-            let Some(header) = tx.query_opt(&header, &[&sid])? else {
-                return Ok(None);
-            };
-            let lines = prepare(
-                statements,
-                &mut tx,
-                "SELECT entry_id, parent_id, kind, line FROM pi_entries
+        let found = inner.run(
+            "read session",
+            || inner.loc_of(id),
+            move |s| {
+                let (client, statements) = s.parts();
+                let mut tx = snapshot(client)?;
+                let sid = sid.as_str().as_bytes();
+                let header = prepare(
+                    statements,
+                    &mut tx,
+                    "SELECT header FROM pi_sessions WHERE id = $1",
+                )?;
+                let Some(header) = tx.query_opt(&header, &[&sid])? else {
+                    return Ok(None);
+                };
+                let lines = prepare(
+                    statements,
+                    &mut tx,
+                    "SELECT entry_id, parent_id, kind, line FROM pi_entries
                  WHERE session_id = $1 ORDER BY seq",
-            )?;
-            let entries = entries_from_rows(&tx.query(&lines, &[&sid])?)?;
-            Ok(Some((header.try_get::<_, Vec<u8>>(0)?, entries)))
-        })?;
+                )?;
+                let entries = entries_from_rows(&tx.query(&lines, &[&sid])?)?;
+                Ok(Some((header.try_get::<_, Vec<u8>>(0)?, entries)))
+            },
+        )?;
         let (header, entries) = found.ok_or_else(|| inner.not_found(id))?;
         Ok(SessionData {
             header: inner.parse_header(id, header)?,
@@ -457,13 +481,16 @@ impl SessionStore for PostgresStore {
         let (sid, leaf_id) = (id.clone(), leaf.clone());
         // One recursive query: each step finds the parent's last line by the entry-id index;
         // `seen` stops the walk where a parent link would revisit an entry.
-        let found = inner.run("read path", || inner.loc_of(id), move |s| {
-            let (client, statements) = s.parts();
-            let mut tx = snapshot(client)?;
-            let walk = prepare(
-                statements,
-                &mut tx,
-                "WITH RECURSIVE walk (seq, parent_id, depth, seen) AS (
+        let found = inner.run(
+            "read path",
+            || inner.loc_of(id),
+            move |s| {
+                let (client, statements) = s.parts();
+                let mut tx = snapshot(client)?;
+                let walk = prepare(
+                    statements,
+                    &mut tx,
+                    "WITH RECURSIVE walk (seq, parent_id, depth, seen) AS (
                      (SELECT seq, parent_id, 0, ARRAY[seq] FROM pi_entries
                       WHERE session_id = $1 AND entry_id = $2
                       ORDER BY seq DESC LIMIT 1)
@@ -480,18 +507,23 @@ impl SessionStore for PostgresStore {
                  SELECT e.entry_id, e.parent_id, e.kind, e.line
                  FROM walk JOIN pi_entries e ON e.session_id = $1 AND e.seq = walk.seq
                  ORDER BY walk.depth DESC",
-            )?;
-            let sid = sid.as_str().as_bytes();
-            let rows = tx.query(&walk, &[&sid, &leaf_id.as_str().as_bytes()])?;
-            if !rows.is_empty() {
-                return Ok(Found::Yes(entries_from_rows(&rows)?));
-            }
-            let exists = prepare(statements, &mut tx, "SELECT 1 FROM pi_sessions WHERE id = $1")?;
-            Ok(match tx.query_opt(&exists, &[&sid])? {
-                Some(_) => Found::NoEntry,
-                None => Found::NoSession,
-            })
-        })?;
+                )?;
+                let sid = sid.as_str().as_bytes();
+                let rows = tx.query(&walk, &[&sid, &leaf_id.as_str().as_bytes()])?;
+                if !rows.is_empty() {
+                    return Ok(Found::Yes(entries_from_rows(&rows)?));
+                }
+                let exists = prepare(
+                    statements,
+                    &mut tx,
+                    "SELECT 1 FROM pi_sessions WHERE id = $1",
+                )?;
+                Ok(match tx.query_opt(&exists, &[&sid])? {
+                    Some(_) => Found::NoEntry,
+                    None => Found::NoSession,
+                })
+            },
+        )?;
         match found {
             Found::Yes(path) => Ok(path),
             Found::NoEntry => Err(StoreError::EntryNotFound {
@@ -505,33 +537,42 @@ impl SessionStore for PostgresStore {
     fn read_after(&self, id: &SessionId, cursor: &EntryId) -> StoreResult<Vec<StoredEntry>> {
         let inner = &self.inner;
         let (sid, cursor_id) = (id.clone(), cursor.clone());
-        let found = inner.run("read entries", || inner.loc_of(id), move |s| {
-            let (client, statements) = s.parts();
-            let mut tx = snapshot(client)?;
-            let sid = sid.as_str().as_bytes();
-            let at = prepare(
-                statements,
-                &mut tx,
-                "SELECT seq FROM pi_entries WHERE session_id = $1 AND entry_id = $2
+        let found = inner.run(
+            "read entries",
+            || inner.loc_of(id),
+            move |s| {
+                let (client, statements) = s.parts();
+                let mut tx = snapshot(client)?;
+                let sid = sid.as_str().as_bytes();
+                let at = prepare(
+                    statements,
+                    &mut tx,
+                    "SELECT seq FROM pi_entries WHERE session_id = $1 AND entry_id = $2
                  ORDER BY seq DESC LIMIT 1",
-            )?;
-            let Some(at) = tx.query_opt(&at, &[&sid, &cursor_id.as_str().as_bytes()])? else {
-                let exists =
-                    prepare(statements, &mut tx, "SELECT 1 FROM pi_sessions WHERE id = $1")?;
-                return Ok(match tx.query_opt(&exists, &[&sid])? {
-                    Some(_) => Found::NoEntry,
-                    None => Found::NoSession,
-                });
-            };
-            let at: i64 = at.try_get(0)?;
-            let after = prepare(
-                statements,
-                &mut tx,
-                "SELECT entry_id, parent_id, kind, line FROM pi_entries
+                )?;
+                let Some(at) = tx.query_opt(&at, &[&sid, &cursor_id.as_str().as_bytes()])? else {
+                    let exists = prepare(
+                        statements,
+                        &mut tx,
+                        "SELECT 1 FROM pi_sessions WHERE id = $1",
+                    )?;
+                    return Ok(match tx.query_opt(&exists, &[&sid])? {
+                        Some(_) => Found::NoEntry,
+                        None => Found::NoSession,
+                    });
+                };
+                let at: i64 = at.try_get(0)?;
+                let after = prepare(
+                    statements,
+                    &mut tx,
+                    "SELECT entry_id, parent_id, kind, line FROM pi_entries
                  WHERE session_id = $1 AND seq > $2 ORDER BY seq",
-            )?;
-            Ok(Found::Yes(entries_from_rows(&tx.query(&after, &[&sid, &at])?)?))
-        })?;
+                )?;
+                Ok(Found::Yes(entries_from_rows(
+                    &tx.query(&after, &[&sid, &at])?,
+                )?))
+            },
+        )?;
         match found {
             Found::Yes(entries) => Ok(entries),
             Found::NoEntry => Err(StoreError::EntryNotFound {
@@ -548,40 +589,44 @@ impl SessionStore for PostgresStore {
             ListScope::All => None,
             ListScope::Cwd(cwd) => Some(resolve_cwd(cwd)),
         };
-        let rows = inner.run("list sessions", || inner.loc(), move |s| {
-            let (client, statements) = s.parts();
-            let rows = match cwd {
-                None => {
-                    let all = prepare(
-                        statements,
-                        client,
-                        "SELECT id, header, stored_ms, entry_count, message_count, name,
+        let rows = inner.run(
+            "list sessions",
+            || inner.loc(),
+            move |s| {
+                let (client, statements) = s.parts();
+                let rows = match cwd {
+                    None => {
+                        let all = prepare(
+                            statements,
+                            client,
+                            "SELECT id, header, stored_ms, entry_count, message_count, name,
                                 first_message, last_activity_ms, unlistable FROM pi_sessions",
-                    )?;
-                    client.query(&all, &[])?
-                }
-                Some(cwd) => {
-                    let mine = prepare(
-                        statements,
-                        client,
-                        "SELECT id, header, stored_ms, entry_count, message_count, name,
+                        )?;
+                        client.query(&all, &[])?
+                    }
+                    Some(cwd) => {
+                        let mine = prepare(
+                            statements,
+                            client,
+                            "SELECT id, header, stored_ms, entry_count, message_count, name,
                                 first_message, last_activity_ms, unlistable FROM pi_sessions
                          WHERE cwd_key = $1",
-                    )?;
-                    client.query(&mine, &[&cwd.as_bytes()])?
-                }
-            };
-            rows.iter()
-                .map(|r| {
-                    Ok((
-                        SessionId::new(text(r.try_get(0)?)?),
-                        r.try_get::<_, Vec<u8>>(1)?,
-                        r.try_get::<_, i64>(2)?,
-                        summary_from(r, 3)?,
-                    ))
-                })
-                .collect::<Work<Vec<_>>>()
-        })?;
+                        )?;
+                        client.query(&mine, &[&cwd.as_bytes()])?
+                    }
+                };
+                rows.iter()
+                    .map(|r| {
+                        Ok((
+                            SessionId::new(text(r.try_get(0)?)?),
+                            r.try_get::<_, Vec<u8>>(1)?,
+                            r.try_get::<_, i64>(2)?,
+                            summary_from(r, 3)?,
+                        ))
+                    })
+                    .collect::<Work<Vec<_>>>()
+            },
+        )?;
         let mut out = Vec::with_capacity(rows.len());
         for (id, header, stored_ms, state) in rows {
             let header = inner.parse_header(&id, header)?;
@@ -595,13 +640,17 @@ impl SessionStore for PostgresStore {
 
     fn session_ids(&self) -> StoreResult<Vec<SessionId>> {
         let inner = &self.inner;
-        inner.run("list sessions", || inner.loc(), |s| {
-            s.client
-                .query("SELECT id FROM pi_sessions ORDER BY id", &[])?
-                .iter()
-                .map(|r| Ok(SessionId::new(text(r.try_get(0)?)?)))
-                .collect()
-        })
+        inner.run(
+            "list sessions",
+            || inner.loc(),
+            |s| {
+                s.client
+                    .query("SELECT id FROM pi_sessions ORDER BY id", &[])?
+                    .iter()
+                    .map(|r| Ok(SessionId::new(text(r.try_get(0)?)?)))
+                    .collect()
+            },
+        )
     }
 
     fn delete_session(&self, id: &SessionId) -> StoreResult<()> {
@@ -612,19 +661,22 @@ impl SessionStore for PostgresStore {
         let (sid, key) = (id.clone(), lock_key(id));
         // The lock is taken on the shared connection for the delete only, and given back
         // whatever happened (advisory locks outlive transactions).
-        let deleted = inner.run("delete session", || inner.loc_of(id), move |s| {
-            let locked: bool = s
-                .client
-                .query_one("SELECT pg_try_advisory_lock($1)", &[&key])?
-                .try_get(0)?;
-            if !locked {
-                return Ok(false);
-            }
-            let result = delete_rows(&mut s.client, &sid);
-            s.client
-                .execute("SELECT pg_advisory_unlock($1)", &[&key])?;
-            result.map(|()| true)
-        })?;
+        let deleted = inner.run(
+            "delete session",
+            || inner.loc_of(id),
+            move |s| {
+                let locked: bool = s
+                    .client
+                    .query_one("SELECT pg_try_advisory_lock($1)", &[&key])?
+                    .try_get(0)?;
+                if !locked {
+                    return Ok(false);
+                }
+                let result = delete_rows(&mut s.client, &sid);
+                s.client.execute("SELECT pg_advisory_unlock($1)", &[&key])?;
+                result.map(|()| true)
+            },
+        )?;
         if deleted {
             Ok(())
         } else {

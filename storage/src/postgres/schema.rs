@@ -82,4 +82,4 @@ pub(crate) fn migrate(client: &mut Client) -> Work<i64> {
 }
 
 /// The advisory lock key that serializes schema migrations ("pi-schm" in ASCII).
-const SCHEMA_LOCK_KEY: i64 = 0x7069_2d73_6368_6d;
+const SCHEMA_LOCK_KEY: i64 = 0x0070_692d_7363_686d;

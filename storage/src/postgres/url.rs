@@ -116,7 +116,10 @@ mod tests {
         for (given, shown) in [
             ("postgres://u:secret@h:5432/db", "postgres://u@h:5432/db"),
             ("postgresql://u@h/db", "postgresql://u@h/db"),
-            ("postgres://h/db?password=secret&sslmode=disable", "postgres://h/db?sslmode=disable"),
+            (
+                "postgres://h/db?password=secret&sslmode=disable",
+                "postgres://h/db?sslmode=disable",
+            ),
             ("postgres://u:p%40ss@h/db?password=x", "postgres://u@h/db"),
         ] {
             let url = PgUrl::parse(given).unwrap();

@@ -42,7 +42,10 @@ impl PgServer {
     /// The URL of a database of its own for `dir`, created on first use (the same `dir`
     /// gives the same database, as the file backends give the same files).
     pub fn database_url(&self, dir: &Path) -> String {
-        let name = format!("pi_test_{:016x}", fnv1a(dir.display().to_string().as_bytes()));
+        let name = format!(
+            "pi_test_{:016x}",
+            fnv1a(dir.display().to_string().as_bytes())
+        );
         let mut created = self.created.lock().unwrap_or_else(|e| e.into_inner());
         if !created.contains(&name) {
             // On a thread of its own: the blocking client refuses to run inside an async
@@ -151,7 +154,9 @@ fn start() -> Result<PgServer, String> {
             String::from_utf8_lossy(&out.stdout)
                 .trim()
                 .parse()
-                .map_err(|_| "no `postgres` user (is the postgresql package installed?)".to_string())
+                .map_err(|_| {
+                    "no `postgres` user (is the postgresql package installed?)".to_string()
+                })
         };
         std::os::unix::fs::chown(&dir, Some(uid_gid("-u")?), Some(uid_gid("-g")?))
             .map_err(|e| format!("chown {}: {e}", dir.display()))?;

@@ -80,7 +80,12 @@ fn jsonl_postgres_sqlite_jsonl_byte_identical() {
                 .unwrap_or_else(|| panic!("{id} not in {}", root.display()))
         };
         let (before, after) = (file(src.path()), file(out.path()));
-        assert_eq!(std::fs::read(&before).unwrap(), f.expected_export(), "{}", f.name());
+        assert_eq!(
+            std::fs::read(&before).unwrap(),
+            f.expected_export(),
+            "{}",
+            f.name()
+        );
         assert_eq!(
             std::fs::read(&after).unwrap(),
             std::fs::read(&before).unwrap(),
@@ -99,8 +104,13 @@ fn bytes_text_columns_could_not_hold() {
     let dir = tempfile::tempdir().unwrap();
     let store = Backend::Postgres.open(dir.path());
     let lines = vec![
-        line(r#"{"type":"message","id":"a\u0000b","parentId":null,"message":{"role":"user","content":"nul \u0000 here"}}"#),
-        pi_storage::StoredEntry::from_line(b"{\"type\":\"x\",\"id\":\"c\",\"parentId\":\"a\\u0000b\",\"bad\":\"\xff\xfe\"}".to_vec()),
+        line(
+            r#"{"type":"message","id":"a\u0000b","parentId":null,"message":{"role":"user","content":"nul \u0000 here"}}"#,
+        ),
+        pi_storage::StoredEntry::from_line(
+            b"{\"type\":\"x\",\"id\":\"c\",\"parentId\":\"a\\u0000b\",\"bad\":\"\xff\xfe\"}"
+                .to_vec(),
+        ),
         line(""),
     ];
     let h = header("bytes-1", "/p");
@@ -147,7 +157,8 @@ fn newer_schema_is_refused() {
             &[],
         )
         .unwrap();
-    let err = PostgresStore::open(&PgUrl::parse(&url).unwrap(), FsyncPolicy::default()).unwrap_err();
+    let err =
+        PostgresStore::open(&PgUrl::parse(&url).unwrap(), FsyncPolicy::default()).unwrap_err();
     assert!(matches!(err, StoreError::Corrupt { .. }), "{err}");
 }
 
@@ -186,7 +197,10 @@ fn unreachable_server_is_reported() {
     let url = PgUrl::parse(&format!("postgres://pi:hunter2@127.0.0.1:{port}/db")).unwrap();
     let err = PostgresStore::open(&url, FsyncPolicy::default()).unwrap_err();
     let text = err.to_string();
-    assert!(text.contains(&format!("postgres://pi@127.0.0.1:{port}/db")), "{text}");
+    assert!(
+        text.contains(&format!("postgres://pi@127.0.0.1:{port}/db")),
+        "{text}"
+    );
     assert!(!text.contains("hunter2"), "{text}");
     assert!(text.contains("connect"), "{text}");
 }
@@ -215,12 +229,16 @@ fn lost_connections() {
     let url = Backend::Postgres.spec(dir.path());
     let store = Backend::Postgres.open(dir.path());
     let h = header("lost-1", "/p");
-    let mut writer = store.create_session(&h, &[line(r#"{"type":"x","id":"1"}"#)]).unwrap();
+    let mut writer = store
+        .create_session(&h, &[line(r#"{"type":"x","id":"1"}"#)])
+        .unwrap();
     terminate_connections(&url);
     // The call that meets the closed connection may fail; the next one reconnects.
     let _ = store.read_session(h.id());
     assert_eq!(store.read_session(h.id()).unwrap().entries.len(), 1);
-    let err = writer.append(&[line(r#"{"type":"x","id":"2"}"#)]).unwrap_err();
+    let err = writer
+        .append(&[line(r#"{"type":"x","id":"2"}"#)])
+        .unwrap_err();
     assert!(matches!(err, StoreError::Database { .. }), "{err}");
     wait_for_no_advisory_locks(&url);
     let mut next = store.open_writer(h.id()).unwrap();
