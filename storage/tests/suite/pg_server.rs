@@ -94,10 +94,19 @@ fn bin_dir() -> Result<PathBuf, String> {
 }
 
 fn is_root() -> bool {
-    Command::new("id")
-        .arg("-u")
-        .output()
-        .is_ok_and(|o| String::from_utf8_lossy(&o.stdout).trim() == "0")
+    use std::os::unix::fs::MetadataExt;
+    std::fs::metadata("/proc/self").is_ok_and(|m| m.uid() == 0)
+}
+
+/// The `postgres` user's uid and gid, from `/etc/passwd`.
+fn postgres_user() -> Result<(u32, u32), String> {
+    let passwd = std::fs::read_to_string("/etc/passwd").map_err(|e| format!("/etc/passwd: {e}"))?;
+    passwd
+        .lines()
+        .map(|l| l.split(':').collect::<Vec<_>>())
+        .find(|f| f.first() == Some(&"postgres") && f.len() > 3)
+        .and_then(|f| Some((f[2].parse().ok()?, f[3].parse().ok()?)))
+        .ok_or_else(|| "no `postgres` user (is the postgresql package installed?)".to_string())
 }
 
 /// A command for a PostgreSQL program, as the `postgres` user when we are root.
@@ -139,26 +148,22 @@ fn free_port() -> Result<u16, String> {
 fn start() -> Result<PgServer, String> {
     let bin = bin_dir()?;
     let root = is_root();
+    // As root, under /tmp: the `postgres` user must be able to reach it, which a TMPDIR
+    // inside root's home would not allow.
+    let parent = if root {
+        PathBuf::from("/tmp")
+    } else {
+        std::env::temp_dir()
+    };
     let dir = tempfile::Builder::new()
         .prefix("pi-test-pg-")
-        .tempdir()
+        .tempdir_in(parent)
         .map_err(|e| e.to_string())?
         .keep();
     if root {
         // The cluster's owner must be able to reach its directory.
-        let uid_gid = |flag: &str| -> Result<u32, String> {
-            let out = Command::new("id")
-                .args([flag, "postgres"])
-                .output()
-                .map_err(|e| e.to_string())?;
-            String::from_utf8_lossy(&out.stdout)
-                .trim()
-                .parse()
-                .map_err(|_| {
-                    "no `postgres` user (is the postgresql package installed?)".to_string()
-                })
-        };
-        std::os::unix::fs::chown(&dir, Some(uid_gid("-u")?), Some(uid_gid("-g")?))
+        let (uid, gid) = postgres_user()?;
+        std::os::unix::fs::chown(&dir, Some(uid), Some(gid))
             .map_err(|e| format!("chown {}: {e}", dir.display()))?;
     }
     let data = dir.join("data");
@@ -167,7 +172,9 @@ fn start() -> Result<PgServer, String> {
         .arg("-D")
         .arg(&data)
         .args(["-U", "postgres", "--auth=trust", "-E", "UTF8", "--no-sync"]);
-    run(initdb, "initdb")?;
+    run(initdb, "initdb").inspect_err(|_| {
+        let _ = std::fs::remove_dir_all(&dir);
+    })?;
     // Stop the server and remove its files once this process is gone.
     let stop = format!(
         "while kill -0 {pid} 2>/dev/null; do sleep 1; done; {runuser}{pg_ctl} -D '{data}' -m immediate stop >/dev/null 2>&1; rm -rf '{dir}'",
