@@ -152,7 +152,7 @@ pub struct RunArgs {
     #[arg(long)]
     pub verbose: bool,
 
-    /// Session store: jsonl, jsonl:DIR, redb:PATH or sqlite:PATH.
+    /// Session store: jsonl, jsonl:DIR, redb:PATH, sqlite:PATH or postgres://USER@HOST:PORT/DB.
     #[arg(long = "session-store")]
     pub session_store: Option<String>,
 

@@ -1,4 +1,4 @@
-//! Session storage for pi in Rust: one [`SessionStore`] trait, three real backends.
+//! Session storage for pi in Rust: one [`SessionStore`] trait, four real backends.
 //!
 //! A Pi session is a header line plus entry lines (JSONL). Every backend keeps each line's
 //! exact bytes and never re-serializes what it was given, so a session goes in and comes
@@ -12,6 +12,9 @@
 //!   (session, sequence number) with an entry-id index, so a path to the root is a chain of
 //!   keyed lookups, and with per-session summary rows kept current on append, so listing does
 //!   not read entries.
+//! * [`PostgresStore`] (`postgres://user@host:port/db`): the same tables on a PostgreSQL
+//!   server shared by many machines; one writer per session across all of them through
+//!   advisory locks.
 //!
 //! Summaries follow Pi 1.6's `buildSessionInfo` in one place ([`summary`]); Pi's lazy file
 //! creation is [`LazySession`]; migration between stores, import of any Pi version, export and
@@ -43,6 +46,7 @@ pub mod jsonl_file;
 pub mod lazy;
 mod lock;
 pub mod paths;
+pub mod postgres;
 pub mod record;
 pub mod redb_store;
 pub mod spec;
@@ -57,6 +61,7 @@ pub use ids::{EntryId, SessionId};
 pub use jsonl::{JsonlLayout, JsonlStore};
 pub use jsonl_file::JsonlFileStore;
 pub use lazy::LazySession;
+pub use postgres::{PgUrl, PostgresStore};
 pub use record::{SessionData, SessionHeader, StoredEntry};
 pub use redb_store::RedbStore;
 pub use spec::{open_store, resolve_store_spec, StoreOptions, StoreSpec};

@@ -1,4 +1,5 @@
-//! Choosing a store: `jsonl` | `jsonl:DIR` | `redb:PATH` | `sqlite:PATH`.
+//! Choosing a store: `jsonl` | `jsonl:DIR` | `redb:PATH` | `sqlite:PATH` |
+//! `postgres://user@host:port/db`.
 //!
 //! The CLI takes the value from `--session-store`, env `PI_SESSION_STORE` or the
 //! `sessionStore` setting, parses it with [`StoreSpec::from_str`] and calls [`open_store`].
@@ -13,6 +14,7 @@ use crate::paths::{
     agent_dir, expand_tilde, home_dir, session_dir_override, sessions_root, ENV_AGENT_DIR,
     ENV_SESSION_DIR,
 };
+use crate::postgres::{PgUrl, PostgresStore};
 use crate::redb_store::RedbStore;
 use crate::sqlite::SqliteStore;
 use crate::store::{FsyncPolicy, SessionStore};
@@ -30,6 +32,8 @@ pub enum StoreSpec {
     Redb(PathBuf),
     /// A SQLite database file.
     Sqlite(PathBuf),
+    /// A PostgreSQL database (`postgres://` or `postgresql://` URL).
+    Postgres(PgUrl),
 }
 
 impl FromStr for StoreSpec {
@@ -40,6 +44,11 @@ impl FromStr for StoreSpec {
             spec: spec.to_string(),
             reason: reason.to_string(),
         };
+        if PgUrl::is_postgres_spec(spec) {
+            return PgUrl::parse(spec)
+                .map(StoreSpec::Postgres)
+                .map_err(|e| bad(&e));
+        }
         let (kind, path) = match spec.split_once(':') {
             Some((kind, path)) => (kind, Some(path)),
             None => (spec, None),
@@ -56,7 +65,9 @@ impl FromStr for StoreSpec {
             ("redb" | "sqlite", None) => {
                 Err(bad("needs a database file: redb:PATH or sqlite:PATH"))
             }
-            _ => Err(bad("expected jsonl, jsonl:DIR, redb:PATH or sqlite:PATH")),
+            _ => Err(bad(
+                "expected jsonl, jsonl:DIR, redb:PATH, sqlite:PATH or postgres://user@host/db",
+            )),
         }
     }
 }
@@ -68,6 +79,8 @@ impl fmt::Display for StoreSpec {
             StoreSpec::Jsonl(Some(dir)) => write!(f, "jsonl:{}", dir.display()),
             StoreSpec::Redb(path) => write!(f, "redb:{}", path.display()),
             StoreSpec::Sqlite(path) => write!(f, "sqlite:{}", path.display()),
+            // Without the password, if the URL has one.
+            StoreSpec::Postgres(url) => write!(f, "{url}"),
         }
     }
 }
@@ -148,6 +161,7 @@ pub fn open_store(spec: &StoreSpec, options: &StoreOptions) -> StoreResult<Box<d
         )),
         StoreSpec::Redb(path) => Box::new(RedbStore::open(path, options.fsync)?),
         StoreSpec::Sqlite(path) => Box::new(SqliteStore::open(path, options.fsync)?),
+        StoreSpec::Postgres(url) => Box::new(PostgresStore::open(url, options.fsync)?),
     })
 }
 
@@ -157,11 +171,25 @@ mod tests {
 
     #[test]
     fn parses_and_prints() {
-        for text in ["jsonl", "jsonl:/d", "redb:/a/b.redb", "sqlite:/x.db"] {
+        for text in [
+            "jsonl",
+            "jsonl:/d",
+            "redb:/a/b.redb",
+            "sqlite:/x.db",
+            "postgres://pi@db.example:5433/sessions",
+            "postgresql://pi@localhost/pi",
+        ] {
             let spec: StoreSpec = text.parse().unwrap();
             assert_eq!(spec.to_string(), text);
         }
-        for bad in ["", "redb", "sqlite:", "mysql:/x", "jsonl:"] {
+        for bad in [
+            "",
+            "redb",
+            "sqlite:",
+            "mysql:/x",
+            "jsonl:",
+            "postgres://h:port/db",
+        ] {
             assert!(bad.parse::<StoreSpec>().is_err(), "{bad}");
         }
         assert_eq!(

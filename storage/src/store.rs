@@ -37,7 +37,7 @@ pub enum FsyncPolicy {
 /// * **Ids.** A session is addressed by its header id. Entry ids may repeat within a session
 ///   (hand-edited files); lookups by entry id use the last line with that id, like Pi's index.
 pub trait SessionStore: Send + Sync + fmt::Debug {
-    /// The backend's name: `"jsonl"`, `"redb"` or `"sqlite"`.
+    /// The backend's name: `"jsonl"`, `"redb"`, `"sqlite"` or `"postgres"`.
     fn name(&self) -> &'static str;
 
     /// Where the store lives, for messages (`sqlite:/path/db`, `jsonl:/dir`, ...).

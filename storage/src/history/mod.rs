@@ -385,7 +385,7 @@ impl HistorySource {
     /// Where this store's index lives: `<agentDir>/history.sqlite` for Pi's default layout,
     /// `<agentDir>/history-<hash of dir>.sqlite` for a flat JSONL directory (Pi lists every
     /// file of a session dir, so nothing is put there), `<db>.history.sqlite` beside a
-    /// database store.
+    /// database file, `<agentDir>/history-<hash of URL>.sqlite` for a PostgreSQL store.
     pub fn index_path(&self, spec: &StoreSpec, options: &StoreOptions) -> PathBuf {
         match (self, spec) {
             (HistorySource::Jsonl(s), _) => match s.layout() {
@@ -400,6 +400,12 @@ impl HistorySource {
                 name.push(".history.sqlite");
                 PathBuf::from(name)
             }
+            // The server holds the sessions; their index is local derived data, one file per
+            // database (keyed by the URL without its password).
+            (HistorySource::Store(_), StoreSpec::Postgres(url)) => options.agent_dir.join(format!(
+                "history-{:016x}.sqlite",
+                fnv1a(url.to_string().as_bytes())
+            )),
             (HistorySource::Store(_), StoreSpec::Jsonl(_)) => {
                 options.agent_dir.join("history.sqlite")
             }

@@ -3,8 +3,11 @@
 use std::path::{Path, PathBuf};
 
 use pi_storage::{
-    FsyncPolicy, JsonlLayout, JsonlStore, RedbStore, SessionData, SessionStore, SqliteStore,
+    FsyncPolicy, JsonlLayout, JsonlStore, PgUrl, PostgresStore, RedbStore, SessionData,
+    SessionStore, SqliteStore,
 };
+
+use super::pg_server::pg_server;
 
 /// A backend under test: how to open a store rooted in a directory.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -13,6 +16,8 @@ pub enum Backend {
     JsonlFlat,
     Redb,
     Sqlite,
+    /// A database of its own per directory on the private test server (see `pg_server`).
+    Postgres,
 }
 
 impl Backend {
@@ -22,7 +27,14 @@ impl Backend {
             Backend::Jsonl | Backend::JsonlFlat => format!("jsonl:{}", dir.join("flat").display()),
             Backend::Redb => format!("redb:{}", dir.join("sessions.redb").display()),
             Backend::Sqlite => format!("sqlite:{}", dir.join("sessions.sqlite").display()),
+            Backend::Postgres => server().database_url(dir),
         }
+    }
+
+    /// Whether the backend can be tested here: false (after saying why) only for PostgreSQL
+    /// where no server can be started, which `CI_REQUIRE_POSTGRES=1` turns into a failure.
+    pub fn available(self) -> bool {
+        self != Backend::Postgres || pg_server().is_some()
     }
 
     pub fn open(self, dir: &Path) -> Box<dyn SessionStore> {
@@ -47,8 +59,16 @@ impl Backend {
             Backend::Sqlite => {
                 Box::new(SqliteStore::open(&dir.join("sessions.sqlite"), fsync).unwrap())
             }
+            Backend::Postgres => {
+                let url = PgUrl::parse(&server().database_url(dir)).unwrap();
+                Box::new(PostgresStore::open(&url, fsync).unwrap())
+            }
         }
     }
+}
+
+fn server() -> &'static super::pg_server::PgServer {
+    pg_server().expect("PostgreSQL tests check Backend::available first")
 }
 
 pub fn fixtures_dir() -> PathBuf {

@@ -100,6 +100,13 @@ fn two_process_lock_redb() {
     two_process_lock(Backend::Redb)
 }
 
+#[test]
+fn two_process_lock_postgres() {
+    if Backend::Postgres.available() {
+        two_process_lock(Backend::Postgres)
+    }
+}
+
 /// A child appends in a loop and is SIGKILLed; every acknowledged entry is there afterwards,
 /// the lock died with the child, and the session takes new appends.
 fn crash_keeps_acknowledged_entries(backend: Backend) {
@@ -116,6 +123,11 @@ fn crash_keeps_acknowledged_entries(backend: Backend) {
     }
     child.kill().unwrap(); // SIGKILL on unix
     child.wait().unwrap();
+    if backend == Backend::Postgres {
+        // The server drops a dead client's lock when it reads the closed socket: wait for
+        // that, as a restarted agent would meet it some moments later.
+        super::postgres::wait_for_no_advisory_locks(&backend.spec(dir.path()));
+    }
     // Acknowledgements already in the pipe were also complete appends.
     let mut rest = String::new();
     while out.read_line(&mut rest).unwrap_or(0) > 0 {
@@ -168,4 +180,11 @@ fn crash_keeps_acknowledged_entries_sqlite() {
 #[test]
 fn crash_keeps_acknowledged_entries_redb() {
     crash_keeps_acknowledged_entries(Backend::Redb)
+}
+
+#[test]
+fn crash_keeps_acknowledged_entries_postgres() {
+    if Backend::Postgres.available() {
+        crash_keeps_acknowledged_entries(Backend::Postgres)
+    }
 }

@@ -19,10 +19,11 @@ use super::store::{open_spec, StoreArgs};
 
 #[derive(Debug, Args)]
 pub struct MigrateArgs {
-    /// Source store (jsonl, jsonl:DIR, redb:PATH, sqlite:PATH) [default: the current store].
+    /// Source store (jsonl, jsonl:DIR, redb:PATH, sqlite:PATH, postgres://…) [default: the
+    /// current store].
     #[arg(long, value_name = "STORE")]
     pub from: Option<String>,
-    /// Target store (jsonl, jsonl:DIR, redb:PATH, sqlite:PATH).
+    /// Target store (jsonl, jsonl:DIR, redb:PATH, sqlite:PATH, postgres://…).
     #[arg(long, value_name = "STORE")]
     pub to: String,
     /// Only report what would be copied.

@@ -21,7 +21,7 @@ use serde_json::Value;
 /// Store selection, global to the `pi sessions` group.
 #[derive(Debug, Clone, Default, Args)]
 pub struct StoreArgs {
-    /// Session store: jsonl, jsonl:DIR, redb:PATH or sqlite:PATH
+    /// Session store: jsonl, jsonl:DIR, redb:PATH, sqlite:PATH or postgres://USER@HOST/DB
     /// [default: env PI_SESSION_STORE, setting sessionStore, else jsonl].
     #[arg(
         long = "session-store",
