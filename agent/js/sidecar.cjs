@@ -278,6 +278,24 @@ function makeContext(signal) {
   };
 }
 
+// A command's context adds session control (Pi's ExtensionCommandContext).
+function makeCommandContext() {
+  const ctx = makeContext(undefined);
+  ctx.navigateTree = async (targetId, options) => {
+    const o = options || {};
+    const r = await requestHost("navigate_tree", {
+      targetId,
+      summarize: !!o.summarize,
+      customInstructions: o.customInstructions,
+      replaceInstructions: !!o.replaceInstructions,
+      label: o.label,
+    });
+    if (r && r.error) throw new Error(r.error);
+    return { cancelled: !!(r && r.cancelled) };
+  };
+  return ctx;
+}
+
 function execCommand(command, args, options = {}) {
   return new Promise((resolve) => {
     const child = spawn(command, args || [], { cwd: options.cwd || state.cwd, shell: false });
@@ -712,7 +730,7 @@ const methods = {
     const entry = state.commands.get(params.name);
     if (!entry) throw new Error(`Unknown command: /${params.name}`);
     try {
-      await entry.options.handler(params.args || "", makeContext(undefined));
+      await entry.options.handler(params.args || "", makeCommandContext());
     } catch (err) {
       reportError(entry.extension.path, `command:${params.name}`, err);
     }

@@ -404,3 +404,44 @@ async fn extension_flags_come_from_the_command_line() {
     assert_eq!(code, 1);
     assert!(stderr.contains("unknown option --no-such-flag"), "{stderr}");
 }
+
+/// `deliverAs: "nextTurn"`: the message sent before any prompt is recorded after the next
+/// prompt's user message (not at once) and reaches the model with it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_next_turn_message_goes_in_after_the_next_prompt() {
+    let s = Setup::new(json!([{"text": "Noted."}])).await;
+    let (code, out, err) = s.pi(&["-e", &fixture("next-turn.ts"), "-p", "hello"]);
+    assert_eq!(code, 0, "{err}");
+    assert!(out.contains("Noted."), "{out}");
+    let entries = s.session_entries();
+    let kinds: Vec<String> = entries
+        .iter()
+        .filter(|e| e["type"] == "message" || e["type"] == "custom_message")
+        .map(|e| match e["type"].as_str().unwrap() {
+            "message" => e["message"]["role"].as_str().unwrap().to_string(),
+            other => format!("{other}:{}", e["customType"].as_str().unwrap_or("")),
+        })
+        .collect();
+    assert_eq!(
+        kinds,
+        [
+            "system",
+            "user",
+            "custom_message:next-turn-note",
+            "assistant"
+        ]
+    );
+    let request = &s.requests()[0];
+    let texts: Vec<String> = request["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|m| m["role"] == "user")
+        .map(|m| m["content"].to_string())
+        .collect();
+    assert_eq!(texts.len(), 2, "{texts:?}");
+    assert!(
+        texts[0].contains("hello") && texts[1].contains("Remember the note."),
+        "{texts:?}"
+    );
+}

@@ -76,6 +76,32 @@ async fn model_thinking_and_user_bash_events_over_rpc() {
         "{notices:?}"
     );
 
+    // pi.setModel from a command: `model_select` (source "set") has reached the handlers
+    // by the time the call resolves, as in Pi; the current model again selects nothing.
+    rpc.send(json!({"id": "s", "type": "prompt", "message": "/switch fakeoai/fake-model"}));
+    let (answer, notices) = answer_and_notices(&mut rpc, "s", 0);
+    assert_eq!(answer["data"]["disposition"], "handled");
+    let mut notices = notices;
+    while notices.len() < 2 {
+        notices.extend(answer_and_notices_more(&mut rpc));
+    }
+    assert_eq!(
+        notices[notices.len() - 2..],
+        [
+            format!("model_select set fakeoai/{to} -> fakeoai/fake-model"),
+            "setModel fakeoai/fake-model -> true".to_string()
+        ],
+        "{notices:?}"
+    );
+    rpc.send(json!({"id": "s2", "type": "prompt", "message": "/switch fakeoai/fake-model"}));
+    let (_, mut notices) = answer_and_notices(&mut rpc, "s2", 0);
+    if notices.is_empty() {
+        notices.extend(answer_and_notices_more(&mut rpc));
+    }
+    assert_eq!(notices, ["setModel fakeoai/fake-model -> true"]);
+    rpc.send(json!({"id": "g0", "type": "get_state"}));
+    assert_eq!(rpc.response("g0")["data"]["model"]["id"], "fake-model");
+
     // `!fake …` is answered by the extension: recorded, never run.
     rpc.send(json!({"id": "b", "type": "bash", "command": "fake hello"}));
     let (answered, notices) = answer_and_notices(&mut rpc, "b", 1);

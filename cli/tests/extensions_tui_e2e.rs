@@ -1,7 +1,9 @@
 //! End to end: extensions' `ctx.ui` in the interactive mode of the real `pi` binary, driven
 //! in tmux against pi-fake-llm. Pi's confirm-destructive.ts asks before `/new` (a
 //! `session_before_switch` gate answered while the UI keeps running), ui-dialogs.ts (ours)
-//! asks a select and an input dialog and sets a status, a widget, a header and a footer.
+//! asks a select and an input dialog and sets a status, a widget, a header and a footer
+//! (after which the screen is idle again, not "Working..."); select-events.ts (ours) reports
+//! ctrl+p's `model_select`.
 //!
 //! Needs tmux on PATH, as tui_e2e.rs; gated on `PI_TUI_E2E=1` like it.
 
@@ -80,14 +82,19 @@ impl Tmux {
 
     /// Waits until the screen contains `text`; the screen is in the panic message otherwise.
     fn wait_for(&self, text: &str) -> String {
+        self.wait_until(text, |s| s.contains(text))
+    }
+
+    /// Waits until the screen satisfies `done` (`what` names it in the panic message).
+    fn wait_until(&self, what: &str, done: impl Fn(&str) -> bool) -> String {
         let deadline = Instant::now() + Duration::from_secs(20);
         loop {
             let screen = self.capture();
-            if screen.contains(text) {
+            if done(&screen) {
                 return screen;
             }
             if Instant::now() > deadline {
-                panic!("timed out waiting for {text:?}; screen:\n{screen}");
+                panic!("timed out waiting for {what:?}; screen:\n{screen}");
             }
             std::thread::sleep(Duration::from_millis(100));
         }
@@ -112,13 +119,14 @@ async fn dialogs_gates_and_text_lines_in_the_interactive_mode() {
     }
     let setup = Setup::new(json!([{"text": "First answer."}])).await;
     let command = format!(
-        "env PI_CODING_AGENT_DIR={} XDG_CACHE_HOME={} {} --session-dir {} --model fakeoai/fake-model -e {} -e {}; sleep 30",
+        "env PI_CODING_AGENT_DIR={} XDG_CACHE_HOME={} {} --session-dir {} --model fakeoai/fake-model -e {} -e {} -e {}; sleep 30",
         quote(&setup.agent.display().to_string()),
         quote(&setup.agent.join("cache").display().to_string()),
         quote(pi_bin()),
         quote(&setup.sessions.display().to_string()),
         quote(&fixture("confirm-destructive.ts")),
         quote(&fixture("ui-dialogs.ts")),
+        quote(&fixture("select-events.ts")),
     );
     let tmux = Tmux::start(
         &format!("pi-ext-tui-{}", std::process::id()),
@@ -145,6 +153,10 @@ async fn dialogs_gates_and_text_lines_in_the_interactive_mode() {
     let screen = tmux.wait_for("New session started");
     assert!(!screen.contains("First answer."), "{screen}");
 
+    // ctrl+p cycles: extensions hear Pi's `model_select` with source "cycle".
+    tmux.keys(&["C-p"]);
+    tmux.wait_for("model_select cycle fakeoai/fake-model -> fakeoai/");
+
     // A select, then an input dialog, answered from the keyboard.
     tmux.keys(&["/askme", "Enter"]);
     let screen = tmux.wait_for("Pick a color");
@@ -161,4 +173,6 @@ async fn dialogs_gates_and_text_lines_in_the_interactive_mode() {
     ] {
         assert!(screen.contains(line), "{line} missing:\n{screen}");
     }
+    // The command ran no agent turn: the UI is idle again, not "Working..." forever.
+    tmux.wait_until("idle after /askme", |s| !s.contains("Working..."));
 }

@@ -77,6 +77,24 @@ pub trait AgentHooks: Send + Sync {
     /// willRetry, fromExtension}`.
     async fn compaction_done(&self, _event: &'static str, _payload: Value) {}
 
+    /// Whether [`AgentHooks::before_tree`] is wanted (Pi emits `session_before_tree` only
+    /// when a handler exists).
+    fn wants_tree(&self) -> bool {
+        false
+    }
+
+    /// Before a tree navigation moves the leaf (Pi's `session_before_tree`), with
+    /// `{preparation}`: `{cancel: true}` stops it; `summary` (`{summary, details?,
+    /// usage?}`) replaces the model's branch summary when one was asked for;
+    /// `customInstructions`, `replaceInstructions` and `label` override the options.
+    async fn before_tree(&self, _payload: Value) -> Option<Value> {
+        None
+    }
+
+    /// After a tree navigation: `session_tree` with `{newLeafId, oldLeafId, summaryEntry?,
+    /// fromExtension?}`.
+    async fn tree_done(&self, _payload: Value) {}
+
     /// Routes a request made with a virtual model (Pi's `route(request, ctx)`), with the
     /// request Pi passes (`model`, `thinkingLevel`, `reason`, `previous`, `failed`,
     /// `state`, `messages`): `{provider, id, thinkingLevel?, state?, stateChanged}`, or why

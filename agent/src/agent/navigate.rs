@@ -6,7 +6,7 @@
 //! `branch_summary` entry is appended at the new position (its `fromId` is the leaf that
 //! was left), so the summary becomes part of the context from there on.
 
-use serde_json::Value;
+use serde_json::{json, Value};
 use tokio_util::sync::CancellationToken;
 
 use pi_formats::entry::NewEntry;
@@ -83,7 +83,7 @@ impl AgentSession {
         if self.is_compacting() {
             return Err(AgentError::Other(BUSY.into()));
         }
-        let (target, entries) = {
+        let (target, entries, old_leaf, common_ancestor) = {
             let st = lock(&self.shared.state);
             let s = &st.session;
             let old_leaf = s.leaf_id().map(str::to_string);
@@ -99,7 +99,12 @@ impl AgentSession {
                 return Err(AgentError::Other(format!("Entry {target_id} not found")));
             };
             let collected = collect_entries_for_branch_summary(s, old_leaf.as_deref(), target_id);
-            (s.entry_value(idx), collected.entries)
+            (
+                s.entry_value(idx),
+                collected.entries,
+                old_leaf,
+                collected.common_ancestor_id,
+            )
         };
         let token = CancellationToken::new();
         {
@@ -111,9 +116,44 @@ impl AgentSession {
         }
         let _running = Running { agent: self };
 
-        let summary = if options.summarize && !entries.is_empty() {
+        // Pi's `session_before_tree`: extensions may cancel, supply the summary or change
+        // the instructions and the label.
+        let mut options = options;
+        let hooks = self.hooks().filter(|h| h.wants_tree());
+        let mut from_extension = false;
+        let mut extension_summary = None;
+        if let Some(hooks) = &hooks {
+            let preparation = json!({
+                "targetId": target_id,
+                "oldLeafId": old_leaf,
+                "commonAncestorId": common_ancestor,
+                "entriesToSummarize": entries,
+                "userWantsSummary": options.summarize,
+                "customInstructions": options.custom_instructions,
+                "replaceInstructions": options.replace_instructions,
+                "label": options.label,
+            });
+            if let Some(result) = hooks
+                .before_tree(json!({ "preparation": preparation }))
+                .await
+            {
+                if result.get("cancel").and_then(Value::as_bool) == Some(true) {
+                    return Ok(NavigateOutcome {
+                        cancelled: true,
+                        ..Default::default()
+                    });
+                }
+                extension_summary = supplied_summary(&result).filter(|_| options.summarize);
+                from_extension = extension_summary.is_some();
+                apply_overrides(&mut options, &result);
+            }
+        }
+
+        let summary = if extension_summary.is_some() {
+            extension_summary
+        } else if options.summarize && !entries.is_empty() {
             match self.summarize_branch(&entries, &options, &token).await? {
-                Some(summary) => Some(summary),
+                Some((text, details, usage)) => Some((text, Some(details), usage)),
                 None => {
                     return Ok(NavigateOutcome {
                         cancelled: true,
@@ -126,14 +166,52 @@ impl AgentSession {
             None
         };
 
+        // An empty summary (an extension's) records none, as in Pi.
+        let summary = summary.filter(|(text, _, _)| !text.is_empty());
         let nav = navigation_target(&target);
+        let summarized = summary.is_some();
+        let written = summary.map(|(text, details, usage)| WrittenSummary {
+            text,
+            details,
+            usage,
+            from_hook: from_extension,
+        });
+        let (summary_entry, new_leaf) =
+            self.move_leaf(target_id, nav.new_leaf_id.as_deref(), written, &options)?;
+        if let Some(hooks) = &hooks {
+            let mut payload = json!({"newLeafId": new_leaf, "oldLeafId": old_leaf});
+            if let Some(entry) = &summary_entry {
+                payload["summaryEntry"] = entry.clone();
+            }
+            if summarized {
+                payload["fromExtension"] = from_extension.into();
+            }
+            hooks.tree_done(payload).await;
+        }
+        Ok(NavigateOutcome {
+            cancelled: false,
+            aborted: false,
+            editor_text: nav.editor_text,
+            summary_entry,
+        })
+    }
+
+    /// Moves the leaf to `new_leaf_id`, recording the summary there when there is one and
+    /// the label (on the summary, else on the target): the summary entry and the new leaf.
+    fn move_leaf(
+        &self,
+        target_id: &str,
+        new_leaf_id: Option<&str>,
+        summary: Option<WrittenSummary>,
+        options: &NavigateOptions,
+    ) -> Result<(Option<Value>, Option<String>), AgentError> {
         let mut st = lock(&self.shared.state);
+        let label = options.label.as_ref().filter(|l| !l.is_empty());
         let summary_entry = match summary {
-            Some((text, details, usage)) => {
-                let id =
-                    branch_with_summary(&mut st, nav.new_leaf_id.as_deref(), text, details, usage)?;
+            Some(written) => {
+                let id = branch_with_summary(&mut st, new_leaf_id, written)?;
                 let value = st.session.find(&id).map(|i| st.session.entry_value(i));
-                if let Some(label) = options.label.as_ref().filter(|l| !l.is_empty()) {
+                if let Some(label) = label {
                     append_locked(
                         &mut st,
                         &NewEntry::Label {
@@ -145,14 +223,14 @@ impl AgentSession {
                 value
             }
             None => {
-                match nav.new_leaf_id.as_deref() {
+                match new_leaf_id {
                     Some(id) => st
                         .session
                         .branch(id)
                         .map_err(|e| AgentError::Other(e.to_string()))?,
                     None => st.session.reset_leaf(),
                 }
-                if let Some(label) = options.label.as_ref().filter(|l| !l.is_empty()) {
+                if let Some(label) = label {
                     append_locked(
                         &mut st,
                         &NewEntry::Label {
@@ -164,12 +242,7 @@ impl AgentSession {
                 None
             }
         };
-        Ok(NavigateOutcome {
-            cancelled: false,
-            aborted: false,
-            editor_text: nav.editor_text,
-            summary_entry,
-        })
+        Ok((summary_entry, st.session.leaf_id().map(str::to_string)))
     }
 
     /// Cancels a branch summary in progress.
@@ -245,34 +318,63 @@ impl AgentSession {
     }
 }
 
+/// A branch summary to record: the model's (`from_hook` false) or an extension's.
+struct WrittenSummary {
+    text: String,
+    details: Option<Value>,
+    usage: Option<Value>,
+    from_hook: bool,
+}
+
+/// The summary a `session_before_tree` result supplies (`{summary: {summary, details?,
+/// usage?}}`), if any.
+fn supplied_summary(result: &Value) -> Option<(String, Option<Value>, Option<Value>)> {
+    let supplied = result.get("summary").filter(|s| s.is_object())?;
+    let text = supplied.get("summary").and_then(Value::as_str)?.to_string();
+    let field = |k: &str| supplied.get(k).filter(|v| !v.is_null()).cloned();
+    Some((text, field("details"), field("usage")))
+}
+
+/// The options a `session_before_tree` result overrides (a field it leaves out stays).
+fn apply_overrides(options: &mut NavigateOptions, result: &Value) {
+    if let Some(v) = result.get("customInstructions") {
+        options.custom_instructions = v.as_str().map(str::to_string);
+    }
+    if let Some(v) = result.get("replaceInstructions") {
+        options.replace_instructions = v.as_bool().unwrap_or(false);
+    }
+    if let Some(v) = result.get("label") {
+        options.label = v.as_str().map(str::to_string);
+    }
+}
+
 /// Pi's `branchWithSummary` through the session writer: the leaf moves to `from` and the
-/// `branch_summary` entry is appended there (`fromHook: false`, as navigation writes it).
+/// `branch_summary` entry is appended there (`fromHook` true when an extension wrote it).
 fn branch_with_summary(
     st: &mut State,
     from: Option<&str>,
-    summary: String,
-    details: Value,
-    usage: Option<Value>,
+    summary: WrittenSummary,
 ) -> Result<String, AgentError> {
+    let WrittenSummary {
+        text: summary,
+        details,
+        usage,
+        from_hook,
+    } = summary;
     let State {
         session, persist, ..
     } = st;
     let Persistence { store, lazy, .. } = persist;
     session
-        .branch_with_summary_with(
-            from,
-            summary,
-            Some(details),
-            Some(false),
-            usage,
-            |p| match (store.as_deref(), lazy.as_mut()) {
+        .branch_with_summary_with(from, summary, details, Some(from_hook), usage, |p| {
+            match (store.as_deref(), lazy.as_mut()) {
                 (Some(store), Some(lazy)) => lazy.append(
                     store,
                     &[StoredEntry::from_line(p.line.clone().into_bytes())],
                 ),
                 _ => Ok(()),
-            },
-        )
+            }
+        })
         .map_err(|e| AgentError::Persist(format!("{e:#}")))
 }
 

@@ -149,6 +149,8 @@ struct Shared {
     sync: tokio::sync::Mutex<state::SyncMark>,
     /// Events handlers were registered for after loading.
     late_events: Mutex<Vec<String>>,
+    /// `pi.sendMessage(…, {deliverAs: "nextTurn"})` messages for the next prompt.
+    next_turn: Mutex<Vec<Value>>,
     /// `pi.sendUserMessage` texts waiting for the agent to be idle.
     pending_user: Mutex<Vec<(String, Vec<Value>)>>,
     /// Commands running now: a user message sent meanwhile becomes the prompt the command
@@ -228,8 +230,15 @@ impl Shared {
                 }
             }
             "send_message" => {
+                let message = params.get("message").cloned().unwrap_or(Value::Null);
+                // Pi's `deliverAs: "nextTurn"`: held until the next prompt, then recorded
+                // after its user message.
+                if params.pointer("/options/deliverAs").and_then(Value::as_str) == Some("nextTurn")
+                {
+                    lock(&self.next_turn).push(message);
+                    return;
+                }
                 if let Some(agent) = self.agent() {
-                    let message = params.get("message").cloned().unwrap_or(Value::Null);
                     if let Err(e) = agent.append_custom_message(&message) {
                         self.report_error("<extension>", "sendMessage", &e.to_string());
                     }
@@ -295,8 +304,26 @@ impl Shared {
             }
             "set_model" => {
                 if let Some(id) = id {
-                    let ok = self.set_model(&text("provider"), &text("id"));
-                    self.answer_sidecar(id, json!(ok));
+                    // As Pi's `setModel`, the extensions' `model_select` handlers have run
+                    // when the call resolves.
+                    let this = self.clone();
+                    let (provider, model_id) = (text("provider"), text("id"));
+                    self.runtime.spawn(async move {
+                        let events = this.set_model(&provider, &model_id);
+                        let ok = events.is_some();
+                        let ext = lock(&this.this).upgrade();
+                        if let Some(ext) = ext {
+                            for (name, payload) in events.unwrap_or_default() {
+                                ext.notify(name, payload).await;
+                            }
+                        }
+                        this.answer_sidecar(id, json!(ok));
+                    });
+                }
+            }
+            "navigate_tree" => {
+                if let Some(id) = id {
+                    self.navigate_tree(params, id);
                 }
             }
             "abort" => {
@@ -343,21 +370,50 @@ impl Shared {
         }
     }
 
-    /// `pi.setModel`: `false` when the model is unknown or its provider has no key.
-    fn set_model(&self, provider: &str, id: &str) -> bool {
-        let Some(agent) = self.agent() else {
-            return false;
-        };
+    /// A command's `ctx.navigateTree(targetId, options)`: Pi's tree navigation (with its
+    /// `session_before_tree` and `session_tree` events), answered `{cancelled}` or `{error}`.
+    fn navigate_tree(self: &Arc<Self>, params: Value, id: Value) {
+        let this = self.clone();
+        self.runtime.spawn(async move {
+            let Some(agent) = this.agent() else {
+                return this.answer_sidecar(id, json!({"error": "No session"}));
+            };
+            let text = |k: &str| params.get(k).and_then(Value::as_str).map(str::to_string);
+            let options = crate::agent::NavigateOptions {
+                summarize: params.get("summarize").and_then(Value::as_bool) == Some(true),
+                custom_instructions: text("customInstructions"),
+                replace_instructions: params.get("replaceInstructions").and_then(Value::as_bool)
+                    == Some(true),
+                label: text("label"),
+            };
+            let target = text("targetId").unwrap_or_default();
+            let answer = match agent.navigate_tree(&target, options).await {
+                Ok(outcome) => json!({"cancelled": outcome.cancelled}),
+                Err(e) => json!({"error": e.to_string()}),
+            };
+            this.answer_sidecar(id, answer);
+        });
+    }
+
+    /// `pi.setModel`: `None` (the call answers `false`) when the model is unknown or its
+    /// provider has no key; else the events the change makes (`model_select` with `source:
+    /// "set"`, after `thinking_level_select` when the level moved).
+    fn set_model(&self, provider: &str, id: &str) -> Option<Vec<(&'static str, Value)>> {
+        let agent = self.agent()?;
         let registry = agent.registry();
-        let Some(model) = registry.find(provider, id).cloned() else {
-            return false;
-        };
+        let model = registry.find(provider, id).cloned()?;
         // A virtual model under a provider of its own needs no key (its router's choice
         // is checked per request).
         if !agent.has_api_key(provider) && !registry.is_virtual_only_provider(provider) {
-            return false;
+            return None;
         }
-        agent.set_model(model).is_ok()
+        let before = (agent.model(), agent.thinking_level());
+        agent.set_model(model.clone()).ok()?;
+        Some(crate::host::views::model_select_events(
+            before,
+            (&model, agent.thinking_level()),
+            "set",
+        ))
     }
 
     /// `ctx.ui` calls: RPC gets an `extension_ui_request`; a dialog's answer comes back
@@ -461,6 +517,7 @@ impl Extensions {
             this: Mutex::new(Weak::new()),
             sync: tokio::sync::Mutex::new(state::SyncMark::default()),
             late_events: Mutex::new(Vec::new()),
+            next_turn: Mutex::new(Vec::new()),
             pending_user: Mutex::new(Vec::new()),
             in_command: AtomicUsize::new(0),
             runner: Mutex::new(None),
@@ -672,8 +729,9 @@ impl Extensions {
     }
 
     /// Emits notification events in order without waiting for them (the caller is
-    /// synchronous: a model or thinking-level change answered at once). Events no extension
-    /// handles are dropped here; without a runtime nothing is sent.
+    /// synchronous: a model or thinking-level change answered at once, maybe from the TUI's
+    /// thread). Events no extension handles are dropped here. They run on the sidecar's
+    /// runtime, so the caller needs none.
     pub fn notify_later(self: &Arc<Self>, events: Vec<(&'static str, Value)>) {
         let events: Vec<_> = events
             .into_iter()
@@ -682,11 +740,8 @@ impl Extensions {
         if events.is_empty() {
             return;
         }
-        let Ok(runtime) = tokio::runtime::Handle::try_current() else {
-            return;
-        };
         let this = self.clone();
-        runtime.spawn(async move {
+        self.shared.runtime.spawn(async move {
             for (name, payload) in events {
                 this.notify(name, payload).await;
             }
@@ -825,6 +880,8 @@ impl crate::agent::AgentHooks for Extensions {
         images: &[Value],
         system_prompt: &str,
     ) -> crate::agent::RunStart {
+        // Pi's order after the prompt: "nextTurn" messages, then the handlers' messages.
+        let mut messages = std::mem::take(&mut *lock(&self.shared.next_turn));
         let Some(result) = self
             .emit(
                 "before_agent_start",
@@ -833,14 +890,20 @@ impl crate::agent::AgentHooks for Extensions {
             )
             .await
         else {
-            return crate::agent::RunStart::default();
+            return crate::agent::RunStart {
+                messages,
+                system_prompt: None,
+            };
         };
-        crate::agent::RunStart {
-            messages: result
+        messages.extend(
+            result
                 .get("messages")
                 .and_then(Value::as_array)
                 .cloned()
                 .unwrap_or_default(),
+        );
+        crate::agent::RunStart {
+            messages,
             system_prompt: result
                 .get("systemPrompt")
                 .and_then(Value::as_str)
@@ -884,6 +947,18 @@ impl crate::agent::AgentHooks for Extensions {
 
     fn wants_context(&self) -> bool {
         self.handles("context")
+    }
+
+    fn wants_tree(&self) -> bool {
+        self.handles("session_before_tree")
+    }
+
+    async fn before_tree(&self, payload: Value) -> Option<Value> {
+        self.before("session_before_tree", payload).await
+    }
+
+    async fn tree_done(&self, payload: Value) {
+        self.notify("session_tree", payload).await;
     }
 
     async fn context(&self, messages: Vec<Value>) -> Option<Vec<Value>> {

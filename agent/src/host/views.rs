@@ -33,6 +33,29 @@ fn thinking_event(before: ThinkingLevel, now: ThinkingLevel) -> Vec<(&'static st
     )]
 }
 
+/// Pi's events after a model change: `thinking_level_select` when the change moved the
+/// level (a clamp included), then `model_select` (`model`, `previousModel`, `source`: `set`
+/// or `cycle`). None when the model is the one selected before, as Pi skips equal models.
+pub(crate) fn model_select_events(
+    before: (Option<Model>, ThinkingLevel),
+    now: (&Model, ThinkingLevel),
+    source: &str,
+) -> Vec<(&'static str, Value)> {
+    let (previous, previous_level) = before;
+    let (model, level) = now;
+    let same = |m: &Model| m.provider == model.provider && m.id == model.id;
+    if previous.as_ref().is_some_and(same) {
+        return thinking_event(previous_level, level);
+    }
+    let mut events = thinking_event(previous_level, level);
+    let mut payload = json!({"model": model_json(model), "source": source});
+    if let Some(previous) = previous {
+        payload["previousModel"] = model_json(&previous);
+    }
+    events.push(("model_select", payload));
+    events
+}
+
 impl Host {
     /// Pi's `model_select` after a model change (`source`: `set` or `cycle`), preceded by
     /// `thinking_level_select` when the change moved the level (a clamp included).
@@ -41,14 +64,32 @@ impl Host {
         let Some(model) = self.agent.model() else {
             return;
         };
-        let (previous, previous_level) = before;
-        let mut events = thinking_event(previous_level, self.agent.thinking_level());
-        let mut payload = json!({"model": model_json(&model), "source": source});
-        if let Some(previous) = previous {
-            payload["previousModel"] = model_json(&previous);
-        }
-        events.push(("model_select", payload));
-        ext.notify_later(events);
+        ext.notify_later(model_select_events(
+            before,
+            (&model, self.agent.thinking_level()),
+            source,
+        ));
+    }
+
+    /// Pi's model switch when cycling (ctrl+p, RPC `cycle_model`): the level is `explicit`
+    /// (a scoped pattern's `:level`), else the model's own setting, the default setting or
+    /// the current level, clamped to the model; extensions see `model_select` with
+    /// `source: "cycle"`.
+    pub fn cycle_to(
+        &self,
+        model: Model,
+        explicit: Option<ThinkingLevel>,
+    ) -> Result<ThinkingLevel, crate::agent::AgentError> {
+        let a = &self.agent;
+        let settings = self.setup().settings;
+        let level = explicit
+            .or_else(|| settings.model_thinking_level(&model.provider, &model.id))
+            .or_else(|| settings.default_thinking_level())
+            .unwrap_or_else(|| a.thinking_level());
+        let before = (a.model(), a.thinking_level());
+        let level = a.switch_model(model, level)?;
+        self.model_selected(before, "cycle");
+        Ok(level)
     }
 
     /// Pi's `thinking_level_select` when the level changed.
@@ -130,16 +171,7 @@ impl Host {
                     Some(p) => (p + 1) % list.len(),
                 };
                 let (model, explicit) = list[next].clone();
-                // Pi's level for a switch: the pattern's, the model's own setting, the
-                // default setting, else the current level (then clamped to the model).
-                let cfg = &setup.settings;
-                let level = explicit
-                    .or_else(|| cfg.model_thinking_level(&model.provider, &model.id))
-                    .or_else(|| cfg.default_thinking_level())
-                    .unwrap_or_else(|| a.thinking_level());
-                let before = (a.model(), a.thinking_level());
-                a.switch_model(model.clone(), level).map_err(e)?;
-                self.model_selected(before, "cycle");
+                self.cycle_to(model.clone(), explicit).map_err(e)?;
                 Ok(Some(json!({"model": model_json(&model),
                     "thinkingLevel": a.thinking_level().as_str(),
                     "isScoped": is_scoped})))

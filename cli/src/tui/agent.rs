@@ -163,10 +163,18 @@ impl AgentSessionDriver {
 
 impl AgentDriver for AgentSessionDriver {
     fn prompt(&mut self, text: &str) {
-        self.send(Command::Prompt {
+        let answers = self.answers.clone();
+        let command = Command::Prompt {
             message: text.to_string(),
             images: Vec::new(),
             streaming_behavior: None,
+        };
+        // An extension command or `input` handler may take the prompt: then no run starts
+        // and no `agent_end` comes to end the UI's working state.
+        self.send_then(command, move |record| {
+            if record["data"]["disposition"] == "handled" {
+                let _ = answers.send(Incoming::Answer(AgentEvent::PromptHandled));
+            }
         });
     }
 
@@ -222,7 +230,8 @@ impl AgentDriver for AgentSessionDriver {
                 }
             }
             let shown = match agent.navigate_tree(&entry, options).await {
-                Ok(out) if out.aborted || out.cancelled => AgentEvent::TreeNavigationAborted,
+                Ok(out) if out.aborted => AgentEvent::TreeNavigationAborted,
+                Ok(out) if out.cancelled => AgentEvent::TreeNavigationCancelled,
                 Ok(out) => AgentEvent::TreeNavigated {
                     messages: agent.messages(),
                     editor_text: out.editor_text,
@@ -245,6 +254,21 @@ impl AgentDriver for AgentSessionDriver {
             provider: model.provider.clone(),
             model_id: model.id.clone(),
         });
+    }
+
+    fn cycle_model(&mut self, model: &ModelInfo, thinking: Option<ThinkingLevel>) {
+        let found = self
+            .agent()
+            .registry()
+            .find(&model.provider, &model.id)
+            .cloned();
+        let outcome = match found {
+            Some(m) => self.host.cycle_to(m, thinking).map_err(|e| e.to_string()),
+            None => Err(format!("Model not found: {}", model.key())),
+        };
+        if let Err(e) = outcome {
+            let _ = self.answers.send(Incoming::Answer(AgentEvent::Error(e)));
+        }
     }
 
     fn set_queue_mode(&mut self, follow_up: bool, mode: &str) {

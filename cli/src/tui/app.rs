@@ -64,6 +64,12 @@ pub enum Effect {
     ClearQueue,
     Compact(Option<String>),
     SetModel(ModelInfo),
+    /// ctrl+p / shift+ctrl+p picked the next model: Pi's `cycleModel` (`source: "cycle"`
+    /// for extensions), with the scoped pattern's level when it has one.
+    CycleModel {
+        model: ModelInfo,
+        thinking: Option<ThinkingLevel>,
+    },
     SetThinking(ThinkingLevel),
     /// Navigate to the entry picked in /tree, summarizing the branch left as asked.
     NavigateTree {
@@ -279,6 +285,9 @@ pub struct App {
     /// Lines scrolled up from the bottom of the transcript.
     pub scroll: u64,
     pub working: bool,
+    /// Between the agent's `agent_start` and `agent_end`: `working` may also be set by a
+    /// prompt that has not started yet (or never does, when an extension takes it).
+    pub agent_running: bool,
     pub compacting: bool,
     /// A tree navigation is summarizing the branch it leaves (escape aborts it).
     pub summarizing_branch: bool,
@@ -375,6 +384,7 @@ impl App {
             },
             scroll: 0,
             working: false,
+            agent_running: false,
             compacting: false,
             summarizing_branch: false,
             held: Vec::new(),
@@ -919,16 +929,25 @@ impl App {
         let level = scoped
             .then(|| self.scoped_thinking.get(&model.key()).copied())
             .flatten();
-        self.set_model(model.clone(), out);
+        if !model.reasoning {
+            self.thinking = ThinkingLevel::Off;
+        }
+        self.model = Some(model.clone());
         // A `:level` on the scoped pattern wins, clamped to what the model can do.
-        if let Some(level) = level {
-            self.thinking = if model.reasoning {
+        let thinking = level.map(|level| {
+            if model.reasoning {
                 level
             } else {
                 ThinkingLevel::Off
-            };
-            out.push(Effect::SetThinking(self.thinking));
+            }
+        });
+        if let Some(level) = thinking {
+            self.thinking = level;
         }
+        out.push(Effect::CycleModel {
+            model: model.clone(),
+            thinking,
+        });
         let name = if model.name.is_empty() {
             &model.id
         } else {
@@ -1324,10 +1343,12 @@ impl App {
         match ev {
             AgentEvent::AgentStart => {
                 self.working = true;
+                self.agent_running = true;
                 self.retry = None;
             }
             AgentEvent::AgentEnd => {
                 self.working = false;
+                self.agent_running = false;
                 self.retry = None;
                 self.steering.clear();
                 self.follow_up.clear();
@@ -1472,6 +1493,10 @@ impl App {
                 self.summarizing_branch = false;
                 self.notice("Branch summarization cancelled");
             }
+            AgentEvent::TreeNavigationCancelled => {
+                self.summarizing_branch = false;
+                self.notice("Navigation cancelled");
+            }
             AgentEvent::TreeNavigationFailed(e) => {
                 self.summarizing_branch = false;
                 self.transcript
@@ -1506,6 +1531,11 @@ impl App {
             }
             AgentEvent::Notice(t) => self.notice(t),
             AgentEvent::Error(e) => self.transcript.push(Item::Error(e)),
+            AgentEvent::PromptHandled => {
+                if !self.agent_running && self.retry.is_none() {
+                    self.working = false;
+                }
+            }
             // Finished by the driver loop, which has the driver (session_ops::op_done).
             AgentEvent::SessionReplaced { .. } => {}
         }

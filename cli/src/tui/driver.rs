@@ -174,6 +174,8 @@ pub enum AgentEvent {
     },
     /// The branch summary of a tree navigation was aborted; nothing changed.
     TreeNavigationAborted,
+    /// An extension cancelled a tree navigation (`session_before_tree`); nothing changed.
+    TreeNavigationCancelled,
     /// A tree navigation failed; nothing changed.
     TreeNavigationFailed(String),
     /// A /new, /resume, /fork or /clone started with [`AgentDriver::start_session_op`]
@@ -199,6 +201,10 @@ pub enum AgentEvent {
     /// Something for the user that is not part of the conversation.
     Notice(String),
     Error(String),
+    /// A prompt was consumed before reaching the agent (an extension command ran, or an
+    /// `input` handler handled it): no run started for it, so the UI stops working unless
+    /// a run of another origin is going on.
+    PromptHandled,
 }
 
 fn text_of_content(content: &Value) -> String {
@@ -389,6 +395,13 @@ pub trait AgentDriver {
     /// Compacts the context now, with optional instructions for the summary.
     fn compact(&mut self, instructions: Option<&str>);
     fn set_model(&mut self, model: &ModelInfo);
+    /// Cycling (ctrl+p) moved to `model`, with the scoped pattern's level if any.
+    fn cycle_model(&mut self, model: &ModelInfo, thinking: Option<ThinkingLevel>) {
+        self.set_model(model);
+        if let Some(level) = thinking {
+            self.set_thinking(level);
+        }
+    }
     fn set_thinking(&mut self, level: ThinkingLevel);
     /// The models the user can pick from.
     fn models(&self) -> Vec<ModelInfo>;

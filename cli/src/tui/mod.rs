@@ -571,6 +571,7 @@ fn apply_effect(
         }
         Effect::Compact(i) => driver.compact(i.as_deref()),
         Effect::SetModel(m) => driver.set_model(&m),
+        Effect::CycleModel { model, thinking } => driver.cycle_model(&model, thinking),
         Effect::SetQueueMode { follow_up, mode } => driver.set_queue_mode(follow_up, &mode),
         Effect::PasteClipboard => {
             let env = |k: &str| std::env::var(k).ok();

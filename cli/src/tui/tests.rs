@@ -297,7 +297,10 @@ fn thinking_model_and_quit_keys() {
         ThinkingLevel::Off,
         "a model without reasoning has thinking off"
     );
-    assert!(matches!(out.as_slice(), [Effect::SetModel(_)]));
+    assert!(matches!(
+        out.as_slice(),
+        [Effect::CycleModel { thinking: None, .. }]
+    ));
     update(
         &mut a,
         Msg::Key(KeyEvent::new(
@@ -866,19 +869,19 @@ fn scoped_cycling_applies_the_pattern_thinking_level() {
     let out = update(&mut a, ctrl('p'));
     assert_eq!(
         out,
-        vec![
-            Effect::SetModel(models()[2].clone()),
-            Effect::SetThinking(ThinkingLevel::High)
-        ]
+        vec![Effect::CycleModel {
+            model: models()[2].clone(),
+            thinking: Some(ThinkingLevel::High)
+        }]
     );
     // haiku has no reasoning: the level clamps to off.
     let out = update(&mut a, ctrl('p'));
     assert_eq!(
         out,
-        vec![
-            Effect::SetModel(models()[1].clone()),
-            Effect::SetThinking(ThinkingLevel::Off)
-        ]
+        vec![Effect::CycleModel {
+            model: models()[1].clone(),
+            thinking: Some(ThinkingLevel::Off)
+        }]
     );
     // shift+ctrl+p goes back; sonnet has no level of its own, so none is set.
     let back = Msg::Key(KeyEvent::new(
@@ -887,18 +890,18 @@ fn scoped_cycling_applies_the_pattern_thinking_level() {
     ));
     assert_eq!(
         update(&mut a, back.clone()),
-        vec![
-            Effect::SetModel(models()[2].clone()),
-            Effect::SetThinking(ThinkingLevel::High)
-        ]
+        vec![Effect::CycleModel {
+            model: models()[2].clone(),
+            thinking: Some(ThinkingLevel::High)
+        }]
     );
     update(&mut a, back.clone());
     assert_eq!(
         update(&mut a, back),
-        vec![
-            Effect::SetModel(models()[1].clone()),
-            Effect::SetThinking(ThinkingLevel::Off)
-        ]
+        vec![Effect::CycleModel {
+            model: models()[1].clone(),
+            thinking: Some(ThinkingLevel::Off)
+        }]
     );
     update(&mut a, ctrl('p'));
     assert_eq!(
@@ -3130,4 +3133,25 @@ fn file_totals_arrive_after_start_and_keep_what_was_spent_meanwhile() {
     // Arriving again (or after a switch computed its own), the sum changes nothing.
     update(&mut a, Msg::FileTotals(file));
     assert_eq!(a.footer.totals.input, 105);
+}
+
+#[test]
+fn a_prompt_an_extension_handles_ends_the_working_state() {
+    let mut a = app();
+    typed(&mut a, "/ext-command");
+    let out = update(&mut a, key(KeyCode::Enter));
+    assert_eq!(out, vec![Effect::Prompt("/ext-command".into())]);
+    assert!(a.working);
+    // No run starts for a command: the answer alone ends "Working...".
+    update(&mut a, Msg::Agent(AgentEvent::PromptHandled));
+    assert!(!a.working);
+
+    // A run of another origin (a message the command sent) keeps it working until it ends.
+    typed(&mut a, "/ext-command");
+    update(&mut a, key(KeyCode::Enter));
+    update(&mut a, Msg::Agent(AgentEvent::AgentStart));
+    update(&mut a, Msg::Agent(AgentEvent::PromptHandled));
+    assert!(a.working);
+    update(&mut a, Msg::Agent(AgentEvent::AgentEnd));
+    assert!(!a.working);
 }
