@@ -511,10 +511,24 @@ async fn auth_provider_sends_the_stored_login_and_names_login_when_rejected() {
     let out = s.pi(&["mcp", "list"]);
     let (stdout, stderr) = text(&out);
     assert_eq!(out.status.code(), Some(1), "{stdout}{stderr}");
-    assert!(stdout.contains("radius: needs sign-in (direct, global)"), "{stdout}");
-    assert!(stdout.contains("  sign in with: pi auth login radius\n"), "{stdout}");
-    assert!(authorizations().iter().all(Value::is_null), "{:?}", server.requests());
-    assert!(server.requests().iter().all(|(m, _)| m == "POST"), "{:?}", server.requests());
+    assert!(
+        stdout.contains("radius: needs sign-in (direct, global)"),
+        "{stdout}"
+    );
+    assert!(
+        stdout.contains("  sign in with: pi auth login radius\n"),
+        "{stdout}"
+    );
+    assert!(
+        authorizations().iter().all(Value::is_null),
+        "{:?}",
+        server.requests()
+    );
+    assert!(
+        server.requests().iter().all(|(m, _)| m == "POST"),
+        "{:?}",
+        server.requests()
+    );
 
     // A stored key the server rejects: sent, and the session start names /login.
     auth_json(json!({"type": "api_key", "key": "stale"}));
@@ -535,13 +549,19 @@ async fn auth_provider_sends_the_stored_login_and_names_login_when_rejected() {
     let out = s.pi(&["mcp", "list"]);
     let (stdout, stderr) = text(&out);
     assert_eq!(out.status.code(), Some(0), "{stdout}{stderr}");
-    assert!(stdout.starts_with("radius: connected, 2 tools (direct, global)"), "{stdout}");
+    assert!(
+        stdout.starts_with("radius: connected, 2 tools (direct, global)"),
+        "{stdout}"
+    );
     let out = s.prompt(&[], "Echo.");
     let (stdout, stderr) = text(&out);
     assert_eq!(out.status.code(), Some(0), "{stdout}{stderr}");
     assert!(
-        s.tool_results()
-            .contains(&("mcp__radius__echo".to_string(), false, "echo: hi".to_string())),
+        s.tool_results().contains(&(
+            "mcp__radius__echo".to_string(),
+            false,
+            "echo: hi".to_string()
+        )),
         "{:?}",
         s.tool_results()
     );

@@ -8,8 +8,6 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use std::path::{Path, PathBuf};
-use std::process::Command;
-use std::time::{Duration, Instant};
 
 use pi_fake_llm::{FakeLlm, Script};
 use serde_json::json;

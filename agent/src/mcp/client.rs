@@ -52,8 +52,8 @@ use super::config::Transport;
 use super::guard::KnownResponsesOnly;
 use super::http::HttpError;
 use super::http::HttpTransport;
-use super::log::McpLog;
 use super::http::TokenSource;
+use super::log::McpLog;
 use super::oauth::ServerAuth;
 use super::provider_login::ProviderLogin;
 use crate::llm::resolve_config_value;
@@ -323,17 +323,15 @@ impl McpServer {
                     .iter()
                     .any(|(k, _)| k.eq_ignore_ascii_case("authorization")) =>
             {
-                Some(
-                    match ProviderLogin::from_entry(&entry.config.raw, dir) {
-                        Some(login) => TokenSource::Provider(Arc::new(login)),
-                        None => TokenSource::OAuth(Arc::new(ServerAuth::new(
-                            &entry.name,
-                            url,
-                            entry.config.raw.get("oauth"),
-                            dir,
-                        ))),
-                    },
-                )
+                Some(match ProviderLogin::from_entry(&entry.config.raw, dir) {
+                    Some(login) => TokenSource::Provider(Arc::new(login)),
+                    None => TokenSource::OAuth(Arc::new(ServerAuth::new(
+                        &entry.name,
+                        url,
+                        entry.config.raw.get("oauth"),
+                        dir,
+                    ))),
+                })
             }
             _ => None,
         };

@@ -276,7 +276,12 @@ fn oauth_server(mcp: &McpManager, name: Option<&str>) -> Result<Arc<McpServer>, 
             Some(_) => Err(Notice::new(session::NO_OAUTH_SERVERS, "error")),
         };
     }
-    let candidates: Vec<Arc<McpServer>> = mcp.servers().iter().filter(|s| uses_oauth(s)).cloned().collect();
+    let candidates: Vec<Arc<McpServer>> = mcp
+        .servers()
+        .iter()
+        .filter(|s| uses_oauth(s))
+        .cloned()
+        .collect();
     let needing: Vec<&Arc<McpServer>> = candidates
         .iter()
         .filter(|s| s.status().state == ConnState::NeedsAuth)

@@ -115,9 +115,12 @@ pub fn server_details(mcp: &McpManager, server: &McpServer) -> String {
 
 /// A server's view with its actions; `Back` returns to the list.
 pub fn open_server(app: &mut App, mcp: Option<&McpManager>, name: &str) {
-    let Some((mcp, server)) =
-        mcp.and_then(|m| m.servers().into_iter().find(|s| s.name() == name).map(|s| (m, s)))
-    else {
+    let Some((mcp, server)) = mcp.and_then(|m| {
+        m.servers()
+            .into_iter()
+            .find(|s| s.name() == name)
+            .map(|s| (m, s))
+    }) else {
         app.notice(format!("No MCP server named \"{name}\"."));
         return;
     };

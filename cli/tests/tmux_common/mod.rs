@@ -18,7 +18,8 @@ pub fn enabled() -> bool {
 
 /// A tmux session running one command, killed on drop.
 pub struct Tmux {
-    name: String,
+    /// The tmux session name (a target for `-t`).
+    pub name: String,
     /// A private tmux server (`-L`), for tests that change server options.
     socket: Option<String>,
 }
