@@ -110,7 +110,10 @@ async fn slash_mcp_disables_and_enables_a_server_and_reload_reads_mcp_json() {
     tmux.wait_for("beta  connected · 1 tool");
     // Closed before typing: an escape followed at once by text reads as alt+key.
     tmux.keys(&["Escape"]);
-    tmux.wait_until(|screen| !screen.contains("beta  connected"), "the list to close");
+    tmux.wait_until(
+        |screen| !screen.contains("beta  connected"),
+        "the list to close",
+    );
     tmux.keys(&["Say three", "Enter"]);
     tmux.wait_for("Answer three.");
     let tools = declared(&s.requests()[2]);

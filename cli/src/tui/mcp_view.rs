@@ -285,14 +285,14 @@ mod tests {
         assert!(c.message.contains("Connection: y 1"), "{}", c.message);
 
         // Saved to the defining file; the rest of it stays.
-        let a = mcp.servers().iter().find(|s| s.name() == "a").unwrap();
-        let notice = save_change(a, McpAction::SetEnabled(true)).unwrap();
+        let a = mcp.servers().into_iter().find(|s| s.name() == "a").unwrap();
+        let notice = save_change(&a, McpAction::SetEnabled(true)).unwrap();
         assert_eq!(
             notice,
             format!("MCP server \"a\": enabled, saved to {}.", config.display())
         );
-        let b = mcp.servers().iter().find(|s| s.name() == "b").unwrap();
-        save_change(b, McpAction::SetExposure(Exposure::Deferred)).unwrap();
+        let b = mcp.servers().into_iter().find(|s| s.name() == "b").unwrap();
+        save_change(&b, McpAction::SetExposure(Exposure::Deferred)).unwrap();
         assert_eq!(
             b.exposure(),
             Exposure::Deferred,
