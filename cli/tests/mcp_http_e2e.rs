@@ -9,7 +9,9 @@
 //! bearer token reaching the server; a `direct` tool called by the model through the fake LLM
 //! and recorded in the session file, with progress resetting the timeout; Pi's connect
 //! retries after 503s (two, then the error); a call whose session expired (404) retried once
-//! on a new session.
+//! on a new session; a broken answer stream resumed with `Last-Event-ID`, after the delay the
+//! server's `retry:` asks for; `auth.provider` sending the provider's stored login as the
+//! bearer token, and a rejected or missing login naming `/login <provider>`.
 
 mod mcp_common;
 
@@ -51,9 +53,12 @@ class MemoryEvents(EventStore):
             after = after or event_id == last_event_id
         return stream
 
+resumable = mode in ("resume", "resume-slow")
+# "resume-slow": the priming event asks clients to wait a minute before resuming.
 mcp = FastMCP("pyhttp", instructions="A Python test server.", stateless_http=stateless,
               json_response=stateless, log_level="WARNING",
-              event_store=MemoryEvents() if mode == "resume" else None)
+              event_store=MemoryEvents() if resumable else None,
+              retry_interval=60000 if mode == "resume-slow" else None)
 
 async def dropped(ctx: Context) -> str:
     """Drop the answer's stream, then answer (after the client resumed it)."""
@@ -62,7 +67,7 @@ async def dropped(ctx: Context) -> str:
     await anyio.sleep(0.3)
     return "answered after the drop"
 
-if mode == "resume":
+if resumable:
     mcp.tool()(dropped)
 
 @mcp.tool()
@@ -87,6 +92,12 @@ async def wrapped(scope, receive, send):
         headers = {k.decode(): v.decode() for k, v in scope["headers"]}
         with open(log_file, "a") as f:
             f.write(json.dumps({"method": scope["method"], "headers": headers}) + "\n")
+        # "provider": only the bearer token in PI_TEST_REQUIRED_BEARER gets in.
+        required = os.environ.get("PI_TEST_REQUIRED_BEARER")
+        if mode == "provider" and headers.get("authorization") != f"Bearer {required}":
+            await send({"type": "http.response.start", "status": 401, "headers": [(b"content-type", b"text/plain")]})
+            await send({"type": "http.response.body", "body": b"unauthorized"})
+            return
         if scope["method"] == "POST" and state["failed"] < fail_first:
             state["failed"] += 1
             await send({"type": "http.response.start", "status": 503, "headers": [(b"content-type", b"text/plain")]})
@@ -119,6 +130,10 @@ struct PyServer {
 
 impl PyServer {
     fn start(dir: &Path, mode: &str, fail_first: u32) -> PyServer {
+        PyServer::start_with_env(dir, mode, fail_first, &[])
+    }
+
+    fn start_with_env(dir: &Path, mode: &str, fail_first: u32, env: &[(&str, &str)]) -> PyServer {
         let script = dir.join("server.py");
         std::fs::write(&script, SERVER_PY).unwrap();
         let port_file = dir.join(format!("port-{mode}-{fail_first}"));
@@ -132,6 +147,7 @@ impl PyServer {
             .arg(&log)
             .arg(mode)
             .arg(fail_first.to_string())
+            .envs(env.iter().copied())
             .stdin(Stdio::null())
             .stdout(Stdio::null())
             .stderr(stderr)
@@ -425,5 +441,130 @@ async fn a_dropped_answer_stream_is_resumed_with_last_event_id() {
         .filter(|(m, h)| m == "GET" && h.get("last-event-id").is_some())
         .count();
     assert_eq!(resumed, 1, "{:?}", server.requests());
+    s.inspect_session();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_resumed_stream_waits_for_the_servers_retry_delay() {
+    let s = Setup::new(Some(json!({"turns": [
+        {"tool_calls": [tc("mcp__web__dropped", json!({}))]},
+        {"text": "Done."},
+    ]})))
+    .await;
+    // The server asks for a minute before resuming: the call's 3 s timeout comes first, and
+    // the stream is never resumed (with the default delay of 1 s it would be answered).
+    let server = PyServer::start(s.tmp.path(), "resume-slow", 0);
+    s.write_mcp_json(json!({"web": {"url": server.url(), "exposure": "direct", "timeout": 3}}));
+    let out = s.prompt(&[], "Drop.");
+    let (stdout, stderr) = text(&out);
+    assert_eq!(out.status.code(), Some(0), "{stdout}{stderr}");
+    assert_eq!(
+        s.tool_results(),
+        [(
+            "mcp__web__dropped".to_string(),
+            true,
+            "MCP request timed out after 3000ms".to_string()
+        )]
+    );
+    let resumed = server
+        .requests()
+        .iter()
+        .filter(|(m, h)| m == "GET" && h.get("last-event-id").is_some())
+        .count();
+    assert_eq!(resumed, 0, "{:?}", server.requests());
+    s.inspect_session();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn auth_provider_sends_the_stored_login_and_names_login_when_rejected() {
+    let s = Setup::new(Some(json!({"turns": [
+        {"text": "Not connected."},
+        {"tool_calls": [tc("mcp__radius__echo", json!({"text": "hi"}))]},
+        {"text": "Done."},
+    ]})))
+    .await;
+    let server = PyServer::start_with_env(
+        s.tmp.path(),
+        "provider",
+        0,
+        &[("PI_TEST_REQUIRED_BEARER", "good-token")],
+    );
+    s.write_mcp_json(json!({"radius": {
+        "url": server.url(), "exposure": "direct", "auth": {"provider": "radius"}
+    }}));
+    let auth_json = |credential: Value| {
+        std::fs::write(
+            s.agent.join("auth.json"),
+            json!({ "radius": credential }).to_string(),
+        )
+        .unwrap();
+    };
+    let authorizations = || -> Vec<Value> {
+        server
+            .requests()
+            .iter()
+            .map(|(_, h)| h.get("authorization").cloned().unwrap_or(Value::Null))
+            .collect()
+    };
+
+    // Not logged in: no token sent, and no OAuth discovery either.
+    let out = s.pi(&["mcp", "list"]);
+    let (stdout, stderr) = text(&out);
+    assert_eq!(out.status.code(), Some(1), "{stdout}{stderr}");
+    assert!(
+        stdout.contains("radius: needs sign-in (direct, global)"),
+        "{stdout}"
+    );
+    assert!(
+        stdout.contains("  sign in with: pi auth login radius\n"),
+        "{stdout}"
+    );
+    assert!(
+        authorizations().iter().all(Value::is_null),
+        "{:?}",
+        server.requests()
+    );
+    assert!(
+        server.requests().iter().all(|(m, _)| m == "POST"),
+        "{:?}",
+        server.requests()
+    );
+
+    // A stored key the server rejects: sent, and the session start names /login.
+    auth_json(json!({"type": "api_key", "key": "stale"}));
+    let out = s.prompt(&["--no-session"], "Echo.");
+    let (stdout, stderr) = text(&out);
+    assert_eq!(out.status.code(), Some(0), "{stdout}{stderr}");
+    assert!(
+        stderr.contains(
+            "Warning: MCP server \"radius\" requires sign-in. Run /login radius to sign in."
+        ),
+        "{stderr}"
+    );
+    assert!(authorizations().contains(&json!("Bearer stale")));
+
+    // After a login (an OAuth credential as /login stores it): connected, the tool called.
+    let expires = 4_102_444_800_000_u64; // 2100-01-01
+    auth_json(json!({"type": "oauth", "access": "good-token", "refresh": "r", "expires": expires}));
+    let out = s.pi(&["mcp", "list"]);
+    let (stdout, stderr) = text(&out);
+    assert_eq!(out.status.code(), Some(0), "{stdout}{stderr}");
+    assert!(
+        stdout.starts_with("radius: connected, 2 tools (direct, global)"),
+        "{stdout}"
+    );
+    let out = s.prompt(&[], "Echo.");
+    let (stdout, stderr) = text(&out);
+    assert_eq!(out.status.code(), Some(0), "{stdout}{stderr}");
+    assert!(
+        s.tool_results().contains(&(
+            "mcp__radius__echo".to_string(),
+            false,
+            "echo: hi".to_string()
+        )),
+        "{:?}",
+        s.tool_results()
+    );
+    assert!(authorizations().contains(&json!("Bearer good-token")));
     s.inspect_session();
 }

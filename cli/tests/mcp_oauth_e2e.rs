@@ -373,6 +373,63 @@ async fn sign_in_use_refresh_and_sign_out_against_a_real_authorization_server() 
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn slash_mcp_login_and_logout_over_rpc_sign_in_and_reconnect_the_session() {
+    let s = Setup::new(None).await;
+    let server = OAuthServer::start(s.tmp.path());
+    s.write_mcp_json(json!({"protected": {"url": server.url(), "exposure": "direct"}}));
+    let bin = fake_browser(s.tmp.path());
+    let path = format!(
+        "{}:{}",
+        bin.display(),
+        std::env::var("PATH").unwrap_or_default()
+    );
+    let prompt = |text: &str| json!({"type": "prompt", "message": text});
+    // Without a name, the only OAuth server is the one signed in to.
+    let records = rpc_session_with_env(
+        &s,
+        &[
+            prompt("/mcp login"),
+            prompt("/mcp"),
+            prompt("/mcp logout protected"),
+            prompt("/mcp"),
+        ],
+        &[("PATH", &path)],
+    );
+    let notices = notices(&records);
+    let opened = std::fs::read_to_string(s.tmp.path().join("opened-url")).unwrap();
+    let page = browser_page(s.tmp.path());
+    assert!(page.contains("Authentication successful"), "{page}");
+    // The start-up report names the server that needs sign-in (it may come at any point).
+    let (reports, answers): (Vec<_>, Vec<_>) = notices.iter().partition(|(k, _)| k == "warning");
+    assert_eq!(
+        reports,
+        [&(
+            "warning".to_string(),
+            "MCP servers need attention:\n  protected: needs-auth\nRun /mcp to fix.".to_string()
+        )]
+    );
+    let answers: Vec<(&str, &str)> = answers
+        .iter()
+        .map(|(k, m)| (k.as_str(), m.as_str()))
+        .collect();
+    let url_notice = format!("Sign in to the MCP server in your browser:\n{opened}");
+    assert_eq!(
+        answers,
+        [
+            ("info", url_notice.as_str()),
+            ("info", "Signed in to MCP server \"protected\" (1 tools)."),
+            ("info", "protected: connected, 1 tools (direct)"),
+            ("info", "Signed out of MCP server \"protected\"."),
+            ("info", "protected: needs-auth (direct)"),
+        ],
+        "{notices:#?}"
+    );
+    assert_eq!(server.grants("authorization_code"), 1);
+    // Signing out removed the stored tokens.
+    assert!(stored_state(&s, &server).is_null(), "{}", stored(&s));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn login_and_logout_name_what_is_wrong() {
     let s = Setup::new(None).await;
     s.write_mcp_json(json!({

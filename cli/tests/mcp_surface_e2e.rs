@@ -296,51 +296,6 @@ async fn deferred_resource_tools_are_found_by_tool_search() {
     assert!(declared(&s.requests()[1]).contains(&"read_mcp_resource".to_string()));
 }
 
-/// `pi --mode rpc` with commands sent one at a time: each waits for its response. Returns
-/// every record the process wrote, in order.
-fn rpc_session(s: &Setup, commands: &[Value]) -> Vec<Value> {
-    use std::io::{BufRead, Write};
-    let sessions = s.sessions.display().to_string();
-    let mut child = std::process::Command::new(pi_bin())
-        .args(["--mode", "rpc", "--session-dir", &sessions])
-        .current_dir(&s.cwd)
-        .env("PI_CODING_AGENT_DIR", &s.agent)
-        .stdin(std::process::Stdio::piped())
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
-    let stdout = child.stdout.take().unwrap();
-    let (tx, rx) = std::sync::mpsc::channel::<Value>();
-    let reader = std::thread::spawn(move || {
-        for line in std::io::BufReader::new(stdout).lines() {
-            let line = line.unwrap();
-            tx.send(serde_json::from_str(&line).unwrap()).unwrap();
-        }
-    });
-    let mut stdin = child.stdin.take().unwrap();
-    let mut records = Vec::new();
-    for command in commands {
-        writeln!(stdin, "{command}").unwrap();
-        loop {
-            let record = rx
-                .recv_timeout(std::time::Duration::from_secs(60))
-                .expect("a response");
-            let done = record["type"] == "response";
-            records.push(record);
-            if done {
-                break;
-            }
-        }
-    }
-    drop(stdin);
-    let status = child.wait().unwrap();
-    reader.join().unwrap();
-    records.extend(rx.try_iter());
-    assert!(status.success());
-    records
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn slash_mcp_in_rpc_mode_reports_status_and_reconnects_like_pi() {
     let s = Setup::new(None).await;

@@ -211,8 +211,8 @@ impl CodemodeTool {
         ]
         .iter()
         .any(|global| contains_word(code, global));
-        let waits = mcp
-            .servers
+        let servers = mcp.servers();
+        let waits = servers
             .iter()
             .filter(|s| s.enabled())
             .filter(|s| {

@@ -182,6 +182,11 @@ impl SseReader {
         }
     }
 
+    /// The reconnection time the stream's `retry:` field set so far, in milliseconds.
+    pub(crate) fn retry_ms(&self) -> Option<u64> {
+        self.decoder.retry_ms()
+    }
+
     /// The next event; `Ok(None)` at a clean end of the body, `Err` when the connection
     /// broke mid-body.
     pub(crate) async fn next(&mut self) -> Result<Option<SseEvent>, String> {

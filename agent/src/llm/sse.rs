@@ -33,6 +33,8 @@ pub struct SseDecoder {
     data: String,
     has_data: bool,
     last_id: Option<String>,
+    /// The last valid `retry:` field: the server's reconnection time in milliseconds.
+    retry_ms: Option<u64>,
 }
 
 impl SseDecoder {
@@ -142,11 +144,22 @@ impl SseDecoder {
             }
             // Per spec an id containing NUL is ignored.
             "id" if !value.contains('\0') => self.last_id = Some(value.to_string()),
-            // `retry` only matters for reconnecting EventSource clients; unknown fields are
-            // ignored per spec.
+            // The reconnection time, kept for clients that resume a broken stream; a value
+            // that is not all ASCII digits is ignored per spec, as are unknown fields.
+            "retry" if !value.is_empty() && value.bytes().all(|b| b.is_ascii_digit()) => {
+                if let Ok(ms) = value.parse() {
+                    self.retry_ms = Some(ms);
+                }
+            }
             _ => {}
         }
         None
+    }
+
+    /// The reconnection time the stream set with `retry:` so far (it needs no event: a
+    /// server may send it in a data-less priming block before closing the stream).
+    pub fn retry_ms(&self) -> Option<u64> {
+        self.retry_ms
     }
 
     fn dispatch(&mut self) -> Option<SseEvent> {
@@ -188,6 +201,18 @@ mod tests {
             data: data.to_string(),
             id: None,
         }
+    }
+
+    #[test]
+    fn retry_is_kept_without_an_event_and_junk_values_are_ignored() {
+        let mut d = SseDecoder::new();
+        assert_eq!(d.retry_ms(), None);
+        assert!(d.feed(b"id: 1\nretry: 250\n\n").is_empty());
+        assert_eq!(d.retry_ms(), Some(250));
+        d.feed(b"retry: 1.5\nretry: -3\nretry:\n\n");
+        assert_eq!(d.retry_ms(), Some(250));
+        d.feed(b"retry:40\n\n");
+        assert_eq!(d.retry_ms(), Some(40));
     }
 
     #[test]

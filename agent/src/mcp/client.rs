@@ -52,8 +52,10 @@ use super::config::Transport;
 use super::guard::KnownResponsesOnly;
 use super::http::HttpError;
 use super::http::HttpTransport;
+use super::http::TokenSource;
 use super::log::McpLog;
 use super::oauth::ServerAuth;
+use super::provider_login::ProviderLogin;
 use crate::llm::resolve_config_value;
 
 /// Characters of a failed stdio server's stderr kept for its error.
@@ -276,7 +278,9 @@ pub struct McpServer {
     tool_refreshes: Arc<tokio::sync::watch::Sender<usize>>,
     progress: Arc<Mutex<Vec<(rmcp::model::ProgressToken, ProgressFn)>>>,
     closed: CancellationToken,
-    auth: Option<Arc<ServerAuth>>,
+    /// Where an HTTP server's bearer token comes from (none for stdio servers and HTTP
+    /// servers with their own `Authorization` header).
+    auth: Option<TokenSource>,
     /// Set when the first connection attempt starts (see [`McpServer::settled`]).
     attempted: std::sync::atomic::AtomicBool,
     /// `enabled` and `exposure` now: the configuration's, until `/mcp` changes them.
@@ -304,8 +308,9 @@ impl McpServer {
         McpServer::with_credentials(entry, cwd, log, None)
     }
 
-    /// Like [`McpServer::new`]; an HTTP server without an `Authorization` header uses OAuth
-    /// with the credentials stored in `agent_dir` (when given).
+    /// Like [`McpServer::new`]; an HTTP server without an `Authorization` header sends the
+    /// login of its `auth.provider`, or else uses OAuth, with the credentials stored in
+    /// `agent_dir` (when given).
     pub fn with_credentials(
         entry: ServerEntry,
         cwd: &Path,
@@ -318,12 +323,15 @@ impl McpServer {
                     .iter()
                     .any(|(k, _)| k.eq_ignore_ascii_case("authorization")) =>
             {
-                Some(Arc::new(ServerAuth::new(
-                    &entry.name,
-                    url,
-                    entry.config.raw.get("oauth"),
-                    dir,
-                )))
+                Some(match ProviderLogin::from_entry(&entry.config.raw, dir) {
+                    Some(login) => TokenSource::Provider(Arc::new(login)),
+                    None => TokenSource::OAuth(Arc::new(ServerAuth::new(
+                        &entry.name,
+                        url,
+                        entry.config.raw.get("oauth"),
+                        dir,
+                    ))),
+                })
             }
             _ => None,
         };
@@ -419,7 +427,18 @@ impl McpServer {
     /// The server's OAuth, when it uses OAuth (an HTTP server without an `Authorization`
     /// header): what `pi mcp login|logout` and `/mcp login|logout` act on.
     pub fn oauth(&self) -> Option<&Arc<ServerAuth>> {
-        self.auth.as_ref()
+        match &self.auth {
+            Some(TokenSource::OAuth(auth)) => Some(auth),
+            _ => None,
+        }
+    }
+
+    /// The provider login the server authenticates with (`auth.provider`), if any.
+    pub fn provider_login(&self) -> Option<&Arc<ProviderLogin>> {
+        match &self.auth {
+            Some(TokenSource::Provider(login)) => Some(login),
+            _ => None,
+        }
     }
 
     /// Drops the connection and connects again (`/mcp reconnect`, and with fresh
@@ -446,12 +465,16 @@ impl McpServer {
         });
     }
 
-    /// Pi's message for a server that needs sign-in.
-    fn sign_in_required(&self) -> String {
-        format!(
-            "MCP server \"{}\" requires sign-in. Run /mcp to sign in.",
-            self.entry.name
-        )
+    /// Pi's message for a server that needs sign-in: with `/login <provider>` for a
+    /// provider login, else `/mcp`.
+    pub fn sign_in_required(&self) -> String {
+        match self.provider_login() {
+            Some(login) => login.sign_in_message(&self.entry.name),
+            None => format!(
+                "MCP server \"{}\" requires sign-in. Run /mcp to sign in.",
+                self.entry.name
+            ),
+        }
     }
 
     /// A snapshot of the state, error and tools.
@@ -843,8 +866,8 @@ impl McpServer {
         }
     }
 
-    /// Whether a failure means the user has to sign in: an OAuth server's rejection after a
-    /// refresh, or any 401 of a server that uses OAuth.
+    /// Whether a failure means the user has to sign in: a rejection after a refresh, or any
+    /// 401 of a server that uses OAuth or a provider login.
     fn needs_sign_in(&self, error: Option<&HttpError>) -> bool {
         matches!(error, Some(HttpError::SignInRequired))
             || (self.auth.is_some() && matches!(error, Some(HttpError::AuthRequired)))

@@ -400,6 +400,15 @@ pub fn validate_server_config(name: &str, raw: &Value) -> Result<ServerConfig, S
                     return bad("oauth must be an object");
                 }
             }
+            // `auth.provider`: the provider login sent as the bearer token.
+            if let Some(auth) = entry.get("auth") {
+                if !auth.is_object() {
+                    return bad("auth must be an object");
+                }
+                if auth.get("provider").is_some_and(|p| !p.is_string()) {
+                    return bad("auth.provider must be a string");
+                }
+            }
             Transport::Http {
                 url: url.clone(),
                 headers,

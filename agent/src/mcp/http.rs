@@ -16,7 +16,8 @@
 //!
 //! A server that uses OAuth gets its stored access token as `Authorization: Bearer`; a 401 is
 //! answered by one refresh and one retry, after which the server needs sign-in
-//! ([`HttpError::SignInRequired`]).
+//! ([`HttpError::SignInRequired`]). A server with `auth.provider` gets that provider's stored
+//! login instead; a 401 is retried once only when the stored login changed meanwhile.
 
 use std::sync::atomic::AtomicBool;
 use std::sync::atomic::Ordering;
@@ -35,13 +36,14 @@ use tokio_util::sync::CancellationToken;
 
 use super::oauth::AuthError;
 use super::oauth::ServerAuth;
+use super::provider_login::ProviderLogin;
 use crate::llm::error_chain;
 use crate::llm::SseReader;
 
-/// Bytes of an error response's body read for its message.
-/// Waits before each resumption of a request's broken SSE stream (MCP's TypeScript client's
-/// defaults: 1 s, growing 1.5 times, two attempts).
+/// Waits before each resumption of a request's broken SSE stream when the server set no
+/// `retry:` (MCP's TypeScript client's defaults: 1 s, growing 1.5 times, two attempts).
 const SSE_RESUME_DELAYS: [Duration; 2] = [Duration::from_millis(1000), Duration::from_millis(1500)];
+/// Bytes of an error response's body read for its message.
 const MAX_ERROR_BODY_BYTES: usize = 8 * 1024;
 /// Characters of that body quoted in the message.
 const ERROR_MESSAGE_BODY_CHARS: usize = 500;
@@ -115,12 +117,51 @@ impl HttpError {
     }
 }
 
+/// Where a connection's bearer token comes from.
+#[derive(Debug, Clone)]
+pub enum TokenSource {
+    /// MCP OAuth: tokens from `mcp-auth.json`, refreshed by the server's authorization server.
+    OAuth(Arc<ServerAuth>),
+    /// `auth.provider`: the provider's login from `auth.json`.
+    Provider(Arc<ProviderLogin>),
+}
+
+impl TokenSource {
+    async fn token(&self) -> Option<String> {
+        match self {
+            TokenSource::OAuth(auth) => auth.token().await,
+            TokenSource::Provider(login) => login.token().await,
+        }
+    }
+
+    /// After a 401 for `sent`: `Ok` when a new token is worth one more attempt.
+    async fn on_unauthorized(
+        &self,
+        challenge: Option<&str>,
+        sent: Option<&str>,
+    ) -> Result<(), AuthError> {
+        match self {
+            TokenSource::OAuth(auth) => auth.on_unauthorized(challenge, sent).await,
+            TokenSource::Provider(login) if login.changed_since(sent).await => Ok(()),
+            TokenSource::Provider(_) => Err(AuthError::NeedsSignIn),
+        }
+    }
+}
+
+/// How far a response stream got: the last event id (to resume after) and the reconnection
+/// time the server asked for with `retry:`.
+#[derive(Debug, Default)]
+struct StreamPosition {
+    last_event_id: Option<String>,
+    retry: Option<Duration>,
+}
+
 /// What every exchange of one connection shares.
 struct Shared {
     client: reqwest::Client,
     url: String,
     headers: Vec<(String, String)>,
-    auth: Option<Arc<ServerAuth>>,
+    auth: Option<TokenSource>,
     session_id: Mutex<Option<String>>,
     protocol_version: Mutex<Option<String>>,
     incoming: mpsc::UnboundedSender<ServerJsonRpcMessage>,
@@ -140,12 +181,12 @@ impl HttpTransport {
         HttpTransport::with_auth(client, url, headers, None)
     }
 
-    /// Like [`HttpTransport::new`], authenticating with OAuth when `auth` is given.
+    /// Like [`HttpTransport::new`], sending the bearer token of `auth` when given.
     pub fn with_auth(
         client: reqwest::Client,
         url: &str,
         headers: Vec<(String, String)>,
-        auth: Option<Arc<ServerAuth>>,
+        auth: Option<TokenSource>,
     ) -> Self {
         let (tx, rx) = mpsc::unbounded_channel();
         HttpTransport {
@@ -223,7 +264,7 @@ impl Shared {
         self.session_id.lock().unwrap_or_else(|e| e.into_inner())
     }
 
-    /// The OAuth access token to send, refreshed when it is about to expire.
+    /// The bearer token to send (an OAuth token is refreshed when it is about to expire).
     async fn bearer(&self) -> Option<String> {
         match &self.auth {
             Some(auth) => auth.token().await,
@@ -418,26 +459,30 @@ impl Shared {
     /// with an error so the caller does not wait for its timeout.
     ///
     /// A stream whose events carry ids and that breaks before the response is resumed (MCP's
-    /// resumability): a GET with `Last-Event-ID` set to the last id seen, after 1 s and then
-    /// 1.5 s, at most [`SSE_RESUME_DELAYS`] times; the server replays what followed.
+    /// resumability): a GET with `Last-Event-ID` set to the last id seen, at most
+    /// [`SSE_RESUME_DELAYS`] times; the server replays what followed. Each resumption waits
+    /// for the reconnection time the server set with `retry:`, else the default delay.
     async fn read_response_stream(&self, response: reqwest::Response, request_id: Value) {
         let mut answered = false;
-        let mut last_event_id: Option<String> = None;
+        let mut position = StreamPosition::default();
         let mut response = response;
         let mut resumes = SSE_RESUME_DELAYS.iter();
         let failure = loop {
             let failure = tokio::select! {
-                result = self.consume_sse_from(response, |id| answered |= id == Some(&request_id), &mut last_event_id) => result.err(),
+                result = self.consume_sse_from(response, |id| answered |= id == Some(&request_id), &mut position) => result.err(),
                 _ = self.closed.cancelled() => return,
             };
             if answered || self.closed.is_cancelled() {
                 return;
             }
-            let (Some(event_id), Some(delay)) = (last_event_id.clone(), resumes.next()) else {
+            let (Some(event_id), Some(default_delay)) =
+                (position.last_event_id.clone(), resumes.next())
+            else {
                 break failure;
             };
+            let delay = position.retry.unwrap_or(*default_delay);
             tokio::select! {
-                _ = tokio::time::sleep(*delay) => {}
+                _ = tokio::time::sleep(delay) => {}
                 _ = self.closed.cancelled() => return,
             }
             match self.resume_stream(&event_id).await {
@@ -478,20 +523,27 @@ impl Shared {
         response: reqwest::Response,
         seen: impl FnMut(Option<&Value>),
     ) -> Result<(), String> {
-        self.consume_sse_from(response, seen, &mut None).await
+        self.consume_sse_from(response, seen, &mut StreamPosition::default())
+            .await
     }
 
-    /// [`Self::consume_sse`], keeping the last event id in `last_event_id` (to resume).
+    /// [`Self::consume_sse`], keeping in `position` where to resume the stream and when.
     async fn consume_sse_from(
         &self,
         response: reqwest::Response,
         mut seen: impl FnMut(Option<&Value>),
-        last_event_id: &mut Option<String>,
+        position: &mut StreamPosition,
     ) -> Result<(), String> {
         let mut reader = SseReader::new(response);
-        while let Some(event) = reader.next().await? {
+        loop {
+            let next = reader.next().await;
+            // Set by any block, also the data-less one a server sends before closing.
+            if let Some(ms) = reader.retry_ms() {
+                position.retry = Some(Duration::from_millis(ms));
+            }
+            let Some(event) = next? else { break };
             if event.id.as_deref().is_some_and(|id| !id.is_empty()) {
-                last_event_id.clone_from(&event.id);
+                position.last_event_id.clone_from(&event.id);
             }
             if event.data.len() > MAX_MESSAGE_BYTES {
                 return Err(format!("MCP SSE event exceeds {MAX_MESSAGE_BYTES} bytes"));

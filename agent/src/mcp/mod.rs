@@ -14,6 +14,7 @@ pub mod guard;
 pub mod http;
 pub mod log;
 pub mod oauth;
+pub mod provider_login;
 pub mod resources;
 pub mod status;
 pub mod tool;
@@ -44,13 +45,61 @@ const MAX_SERVER_DESCRIPTION_CHARS: usize = 250;
 /// Characters of the whole `mcp_servers` section.
 const MAX_SERVERS_SECTION_CHARS: usize = 4096;
 
-/// The servers of one run.
+/// The servers of one run. `/reload` reads the configuration again
+/// ([`McpManager::reload`]), so both live behind a lock; readers take snapshots.
 #[derive(Debug)]
 pub struct McpManager {
-    /// What the config files say (servers, errors).
-    pub config: McpConfig,
-    /// One per configured server (disabled ones never connect).
-    pub servers: Vec<Arc<McpServer>>,
+    loaded: std::sync::RwLock<Loaded>,
+    agent_dir: PathBuf,
+    cwd: PathBuf,
+    log: Arc<log::McpLog>,
+}
+
+/// What the config files said when last read, and a server per configured entry.
+#[derive(Debug, Clone)]
+struct Loaded {
+    config: McpConfig,
+    servers: Vec<Arc<McpServer>>,
+}
+
+/// What [`McpManager::reload`] changed: servers to stop and servers to start.
+#[derive(Debug, Default)]
+pub struct Reloaded {
+    /// Servers no longer configured, or configured differently: their connections close.
+    pub stopped: Vec<Arc<McpServer>>,
+    /// New or changed servers (enabled or not).
+    pub started: Vec<Arc<McpServer>>,
+}
+
+impl Reloaded {
+    /// Whether the configuration changed any server.
+    pub fn is_empty(&self) -> bool {
+        self.stopped.is_empty() && self.started.is_empty()
+    }
+
+    /// Closes the stopped servers and connects the started ones that are enabled, waiting up
+    /// to `wait` for those with `direct` tools (as at start-up), the others in the background.
+    pub async fn apply(self, wait: Duration) {
+        futures::future::join_all(self.stopped.iter().map(|s| s.close())).await;
+        start_servers(self.started.iter().filter(|s| s.enabled()), wait).await;
+    }
+}
+
+/// Connects `servers` in the background; waits up to `wait` for those whose configuration
+/// names `direct` tools.
+async fn start_servers<'a>(servers: impl Iterator<Item = &'a Arc<McpServer>>, wait: Duration) {
+    let mut direct = Vec::new();
+    for server in servers {
+        let server = server.clone();
+        let wants_direct = server.configured_exposures().contains(&Exposure::Direct);
+        let task = tokio::spawn(async move {
+            let _ = server.connect().await;
+        });
+        if wants_direct {
+            direct.push(task);
+        }
+    }
+    let _ = tokio::time::timeout(wait, futures::future::join_all(direct)).await;
 }
 
 impl McpManager {
@@ -59,23 +108,85 @@ impl McpManager {
     pub fn load(agent_dir: &Path, cwd: &Path, project_trusted: bool) -> McpManager {
         let config = load_mcp_config(agent_dir, cwd, project_trusted);
         let log = Arc::new(log::McpLog::new(agent_dir.join("mcp.log")));
+        let manager = McpManager {
+            loaded: std::sync::RwLock::new(Loaded {
+                config: McpConfig::default(),
+                servers: Vec::new(),
+            }),
+            agent_dir: agent_dir.to_path_buf(),
+            cwd: cwd.to_path_buf(),
+            log,
+        };
         let servers = config
             .servers
             .iter()
-            .map(|entry| {
-                McpServer::with_credentials(entry.clone(), cwd, log.clone(), Some(agent_dir))
-            })
+            .map(|entry| manager.server_for(entry))
             .collect();
-        McpManager { config, servers }
+        *manager.loaded_mut() = Loaded { config, servers };
+        manager
     }
 
-    fn enabled(&self) -> impl Iterator<Item = &Arc<McpServer>> {
-        self.servers.iter().filter(|s| s.enabled())
+    fn server_for(&self, entry: &ServerEntry) -> Arc<McpServer> {
+        McpServer::with_credentials(
+            entry.clone(),
+            &self.cwd,
+            self.log.clone(),
+            Some(&self.agent_dir),
+        )
+    }
+
+    fn loaded(&self) -> std::sync::RwLockReadGuard<'_, Loaded> {
+        self.loaded.read().unwrap_or_else(|e| e.into_inner())
+    }
+
+    fn loaded_mut(&self) -> std::sync::RwLockWriteGuard<'_, Loaded> {
+        self.loaded.write().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// What the config files say (servers, errors), as last read.
+    pub fn config(&self) -> McpConfig {
+        self.loaded().config.clone()
+    }
+
+    /// One server per configured entry (disabled ones never connect), in configuration order.
+    pub fn servers(&self) -> Vec<Arc<McpServer>> {
+        self.loaded().servers.clone()
+    }
+
+    /// `/reload`: reads the configuration files again. A server whose entry is unchanged
+    /// keeps its connection (and what `/mcp` changed in this session); a removed server is
+    /// stopped; a new one is added; a changed one is replaced by a new server (it
+    /// reconnects). The next request's tool set follows the servers' state, so it reflects
+    /// the change once [`Reloaded::apply`] connected them.
+    pub fn reload(&self, project_trusted: bool) -> Reloaded {
+        let config = load_mcp_config(&self.agent_dir, &self.cwd, project_trusted);
+        let mut loaded = self.loaded_mut();
+        let mut old = std::mem::take(&mut loaded.servers);
+        let mut outcome = Reloaded::default();
+        let mut servers = Vec::new();
+        for entry in &config.servers {
+            match old.iter().position(|s| &s.entry == entry) {
+                Some(kept) => servers.push(old.remove(kept)),
+                None => {
+                    let server = self.server_for(entry);
+                    outcome.started.push(server.clone());
+                    servers.push(server);
+                }
+            }
+        }
+        outcome.stopped = old;
+        *loaded = Loaded { config, servers };
+        outcome
+    }
+
+    fn enabled(&self) -> Vec<Arc<McpServer>> {
+        self.servers().into_iter().filter(|s| s.enabled()).collect()
     }
 
     /// Connects every enabled server at once; each records its own state and error.
     pub async fn connect_all(&self) {
-        let connects = self.enabled().map(|server| async move {
+        let enabled = self.enabled();
+        let connects = enabled.iter().map(|server| async move {
             let _ = server.connect().await;
         });
         futures::future::join_all(connects).await;
@@ -84,18 +195,7 @@ impl McpManager {
     /// Starts every enabled server in the background and waits up to `wait` for those
     /// whose configuration names `direct` tools.
     pub async fn start(&self, wait: Duration) {
-        let mut direct = Vec::new();
-        for server in self.enabled() {
-            let server = server.clone();
-            let wants_direct = server.configured_exposures().contains(&Exposure::Direct);
-            let task = tokio::spawn(async move {
-                let _ = server.connect().await;
-            });
-            if wants_direct {
-                direct.push(task);
-            }
-        }
-        let _ = tokio::time::timeout(wait, futures::future::join_all(direct)).await;
+        start_servers(self.enabled().iter(), wait).await;
     }
 
     /// Registered tool names of every connected server's tools, in configuration order:
@@ -128,9 +228,11 @@ impl McpManager {
     /// Whether `codemode` is activated for these servers: one enabled server has tools with
     /// `codemode` exposure and `autoEnableCodemode` is not `false`.
     pub fn wants_codemode(&self) -> bool {
-        self.config.auto_enable_codemode != Some(false)
+        let auto = self.loaded().config.auto_enable_codemode;
+        auto != Some(false)
             && self
                 .enabled()
+                .iter()
                 .any(|s| s.configured_exposures().contains(&Exposure::Codemode))
     }
 
@@ -138,8 +240,9 @@ impl McpManager {
     /// `deferred` tools, how their tools are reached and a one-line summary; `None` without
     /// such servers.
     pub fn servers_section(&self) -> Option<String> {
-        let mut listed: Vec<&Arc<McpServer>> = self
-            .enabled()
+        let enabled = self.enabled();
+        let mut listed: Vec<&Arc<McpServer>> = enabled
+            .iter()
             .filter(|s| {
                 let exposures = s.configured_exposures();
                 exposures.contains(&Exposure::Codemode) || exposures.contains(&Exposure::Deferred)
@@ -223,13 +326,14 @@ impl McpManager {
 
     /// Stops every server.
     pub async fn shutdown(&self) {
-        futures::future::join_all(self.servers.iter().map(|s| s.close())).await;
+        futures::future::join_all(self.servers().iter().map(|s| s.close())).await;
     }
 
     /// Configuration errors, failed connections and servers that need sign-in, one line
     /// each, for the start-up report.
     pub fn problems(&self) -> Vec<String> {
         let mut out: Vec<String> = self
+            .loaded()
             .config
             .errors
             .iter()
@@ -243,10 +347,13 @@ impl McpManager {
                 out.push(format!("MCP server \"{}\" failed: {first}", server.name()));
             }
             if status.state == ConnState::NeedsAuth {
-                out.push(format!(
-                    "MCP server \"{0}\" needs sign-in: run pi mcp login {0}",
-                    server.name()
-                ));
+                out.push(match server.provider_login() {
+                    Some(login) => login.sign_in_message(server.name()),
+                    None => format!(
+                        "MCP server \"{0}\" needs sign-in: run pi mcp login {0}",
+                        server.name()
+                    ),
+                });
             }
         }
         out
@@ -316,6 +423,46 @@ pub fn user_config_path(agent_dir: &Path) -> PathBuf {
 mod tests {
     use super::*;
     use serde_json::json;
+
+    #[test]
+    fn reload_keeps_unchanged_servers_and_replaces_changed_ones() {
+        let dir = tempfile::tempdir().unwrap();
+        let write = |servers: serde_json::Value| {
+            std::fs::write(
+                dir.path().join("mcp.json"),
+                json!({ "mcpServers": servers }).to_string(),
+            )
+            .unwrap();
+        };
+        write(json!({
+            "same": {"command": "a"},
+            "changed": {"command": "b"},
+            "removed": {"url": "http://127.0.0.1:1/mcp"}
+        }));
+        let manager = McpManager::load(dir.path(), dir.path(), false);
+        let before = manager.servers();
+        assert!(manager.reload(false).is_empty());
+        assert!(Arc::ptr_eq(&before[0], &manager.servers()[0]));
+
+        write(json!({
+            "same": {"command": "a"},
+            "changed": {"command": "b", "args": ["--new"]},
+            "added": {"command": "c", "enabled": false},
+            "broken": {"type": "sse", "url": "http://127.0.0.1:1/sse"}
+        }));
+        let reloaded = manager.reload(false);
+        let names = |servers: &[Arc<McpServer>]| -> Vec<String> {
+            servers.iter().map(|s| s.name().to_string()).collect()
+        };
+        assert_eq!(names(&reloaded.stopped), ["changed", "removed"]);
+        assert_eq!(names(&reloaded.started), ["changed", "added"]);
+        let after = manager.servers();
+        assert_eq!(names(&after), ["same", "changed", "added"]);
+        assert!(Arc::ptr_eq(&before[0], &after[0]));
+        assert!(!Arc::ptr_eq(&before[1], &after[1]));
+        assert_eq!(manager.config().errors.len(), 1, "{:?}", manager.config());
+        assert!(!after[2].enabled());
+    }
 
     #[test]
     fn servers_section_lists_indirect_servers_by_name() {

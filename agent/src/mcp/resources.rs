@@ -49,7 +49,7 @@ pub fn is_resource_tool(name: &str) -> bool {
 /// Connected, enabled servers with resources whose exposure is not `hidden`, in
 /// configuration order.
 pub fn resource_servers(mcp: &McpManager) -> Vec<Arc<McpServer>> {
-    mcp.servers
+    mcp.servers()
         .iter()
         .filter(|s| s.enabled() && s.exposure() != Exposure::Hidden)
         .filter(|s| {

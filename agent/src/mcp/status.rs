@@ -7,6 +7,8 @@ use std::sync::Arc;
 
 use super::client::ConnState;
 use super::client::McpServer;
+use super::oauth::session;
+use super::oauth::SignInPrompt;
 use super::McpManager;
 
 /// Pi's usage line for a `/mcp` it does not understand.
@@ -79,14 +81,14 @@ pub fn attention_rank(server: &McpServer) -> u8 {
 
 /// The `/mcp` status text (Pi's `formatStatus`).
 pub fn format_status(mcp: &McpManager, agent_dir: &std::path::Path) -> String {
-    if mcp.servers.is_empty() && mcp.config.errors.is_empty() {
+    if mcp.servers().is_empty() && mcp.config().errors.is_empty() {
         return format!(
             "No MCP servers configured. Add them to {} or .pi/mcp.json.",
             agent_dir.join("mcp.json").display()
         );
     }
     let mut lines: Vec<String> = mcp
-        .servers
+        .servers()
         .iter()
         .map(|server| {
             let status = server.status();
@@ -120,7 +122,7 @@ pub fn format_status(mcp: &McpManager, agent_dir: &std::path::Path) -> String {
         })
         .collect();
     lines.extend(
-        mcp.config
+        mcp.config()
             .errors
             .iter()
             .map(|e| format!("config error: {e}")),
@@ -128,17 +130,21 @@ pub fn format_status(mcp: &McpManager, agent_dir: &std::path::Path) -> String {
     lines.join("\n")
 }
 
-/// The start-up report (Pi's `reportProblems`): config errors and failed servers in one
-/// warning, `None` when there is nothing to report.
+/// The start-up report (Pi's `reportProblems`): config errors, failed servers and servers
+/// that need sign-in in one warning, `None` when there is nothing to report.
 pub fn startup_report(mcp: &McpManager) -> Option<Notice> {
     let mut lines: Vec<String> = mcp
-        .config
+        .config()
         .errors
         .iter()
         .map(|e| format!("config: {e}"))
         .collect();
-    for server in mcp.servers.iter().filter(|s| s.enabled()) {
-        if server.status().state == ConnState::Failed {
+    for server in mcp.servers().iter().filter(|s| s.enabled()) {
+        // Failed connections and required sign-ins (Pi's docs: both are reported once).
+        if matches!(
+            server.status().state,
+            ConnState::Failed | ConnState::NeedsAuth
+        ) {
             lines.push(format!("{}: {}", server.name(), describe_state(server)));
         }
     }
@@ -170,9 +176,16 @@ async fn settle(mcp: &McpManager) {
     super::tool_search::wait_for_all_servers(mcp).await;
 }
 
-/// Runs `/mcp [action [server]]` outside the TUI. Sign-in lives in `pi mcp login`; servers
-/// here never use OAuth, so `login`/`logout` answer as Pi does for servers without it.
-pub async fn run_command(mcp: &McpManager, agent_dir: &std::path::Path, args: &str) -> Notice {
+/// Runs `/mcp [action [server]]` outside the TUI: the status, `reconnect`, and `login` /
+/// `logout` of an OAuth server (the authorization URL goes to `prompt`; the browser's
+/// redirect to the loopback callback completes the sign-in within `login_limit`).
+pub async fn run_command(
+    mcp: &McpManager,
+    agent_dir: &std::path::Path,
+    args: &str,
+    prompt: &dyn SignInPrompt,
+    login_limit: std::time::Duration,
+) -> Notice {
     let words: Vec<&str> = args.split_whitespace().collect();
     let Some(action) = words.first() else {
         settle(mcp).await;
@@ -185,26 +198,23 @@ pub async fn run_command(mcp: &McpManager, agent_dir: &std::path::Path, args: &s
     let name = words.get(1).copied();
     match *action {
         "login" | "logout" => {
-            // OAuth is only for HTTP servers without an Authorization header, signed in with
-            // `pi mcp login` from a shell.
-            match name.map(|n| find(mcp, n)) {
-                Some(None) => Notice::new(
-                    format!("No MCP server named \"{}\".", name.unwrap_or_default()),
-                    "error",
-                ),
-                Some(Some(_)) => Notice::new(
-                    "No enabled MCP server uses OAuth. Only HTTP servers without an Authorization header do.",
-                    "error",
-                ),
-                None => Notice::new(
-                    "No enabled MCP server uses OAuth. Only HTTP servers without an Authorization header do.",
-                    "info",
-                ),
+            let server = match oauth_server(mcp, name) {
+                Ok(server) => server,
+                Err(notice) => return notice,
+            };
+            let done = if *action == "login" {
+                session::sign_in(&server, prompt, login_limit).await
+            } else {
+                session::sign_out(&server).await
+            };
+            match done {
+                session::Notice::Info(text) => Notice::new(text, "info"),
+                session::Notice::Error(text) => Notice::new(text, "error"),
             }
         }
         "reconnect" => {
-            let eligible: Vec<&Arc<McpServer>> =
-                mcp.servers.iter().filter(|s| s.enabled()).collect();
+            let servers = mcp.servers();
+            let eligible: Vec<&Arc<McpServer>> = servers.iter().filter(|s| s.enabled()).collect();
             let server = match name {
                 Some(name) => match find(mcp, name) {
                     None => {
@@ -252,8 +262,41 @@ pub async fn run_command(mcp: &McpManager, agent_dir: &std::path::Path, args: &s
     }
 }
 
+/// The server `/mcp login|logout [name]` acts on: the named one, or without a name the only
+/// enabled OAuth server (else the only one that needs sign-in); Pi's texts otherwise.
+fn oauth_server(mcp: &McpManager, name: Option<&str>) -> Result<Arc<McpServer>, Notice> {
+    let uses_oauth = |s: &Arc<McpServer>| s.enabled() && s.oauth().is_some();
+    if let Some(name) = name {
+        return match find(mcp, name) {
+            None => Err(Notice::new(
+                format!("No MCP server named \"{name}\"."),
+                "error",
+            )),
+            Some(server) if uses_oauth(&server) => Ok(server),
+            Some(_) => Err(Notice::new(session::NO_OAUTH_SERVERS, "error")),
+        };
+    }
+    let candidates: Vec<Arc<McpServer>> = mcp
+        .servers()
+        .iter()
+        .filter(|s| uses_oauth(s))
+        .cloned()
+        .collect();
+    let needing: Vec<&Arc<McpServer>> = candidates
+        .iter()
+        .filter(|s| s.status().state == ConnState::NeedsAuth)
+        .collect();
+    match (candidates.len(), needing.len()) {
+        (0, _) => Err(Notice::new(session::NO_OAUTH_SERVERS, "info")),
+        (1, _) => Ok(candidates[0].clone()),
+        (_, 1) => Ok(needing[0].clone()),
+        // Pi asks which; without a dialog, the name is needed.
+        _ => Err(Notice::new(MCP_USAGE, "warning")),
+    }
+}
+
 fn find(mcp: &McpManager, name: &str) -> Option<Arc<McpServer>> {
-    mcp.servers.iter().find(|s| s.name() == name).cloned()
+    mcp.servers().iter().find(|s| s.name() == name).cloned()
 }
 
 #[cfg(test)]

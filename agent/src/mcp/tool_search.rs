@@ -57,8 +57,8 @@ fn parameters() -> &'static Value {
 /// Waits for the first connection attempt of every enabled server still connecting (Pi's
 /// `waitForServers` over all of them); failed servers are not tried again here.
 pub async fn wait_for_all_servers(mcp: &McpManager) {
-    let waits = mcp
-        .servers
+    let servers = mcp.servers();
+    let waits = servers
         .iter()
         .filter(|s| s.enabled())
         .filter(|s| s.status().state == ConnState::Connecting)
@@ -286,7 +286,7 @@ impl ToolLoadout for McpLoadout {
             return true;
         }
         // A tool of a server still connecting (a resumed session's loaded tools).
-        self.mcp.servers.iter().any(|s| {
+        self.mcp.servers().iter().any(|s| {
             s.enabled()
                 && s.status().state == ConnState::Connecting
                 && name.starts_with(&format!("{}__", super::config::mcp_namespace(s.name())))
@@ -397,7 +397,7 @@ impl Tool for ToolSearchTool {
 /// Whether a server's configuration gives some tool `deferred` exposure (Pi activates
 /// `tool_search` for those).
 pub fn wants_tool_search(mcp: &McpManager) -> bool {
-    mcp.servers.iter().filter(|s| s.enabled()).any(|s| {
+    mcp.servers().iter().filter(|s| s.enabled()).any(|s| {
         s.exposure() == Exposure::Deferred
             || s.entry
                 .config

@@ -145,7 +145,7 @@ mod tests {
         assert!(tools[0].description().contains("Codemode: `tools.read"));
         assert!(loadout.current_tools(&tools).is_none(), "nothing changed");
 
-        let server = mcp.servers[0].clone();
+        let server = mcp.servers()[0].clone();
         server.set_exposure(Exposure::Deferred);
         let tools = loadout.current_tools(&tools).unwrap();
         assert_eq!(names(&tools), ["read", "tool_search"]);

@@ -317,7 +317,8 @@ fn add(args: &[String], agent_dir: &Path, cwd: &Path) -> Result<i32, String> {
         );
     }
     let may_need_sign_in = matches!(&validated.transport, config::Transport::Http { headers, .. }
-        if !headers.iter().any(|(k, _)| k.eq_ignore_ascii_case("authorization")));
+        if !headers.iter().any(|(k, _)| k.eq_ignore_ascii_case("authorization")))
+        && pi_agent::mcp::provider_login::configured_provider(&validated.raw).is_none();
     println!(
         "Check it with: pi mcp list{}",
         if may_need_sign_in {
@@ -396,8 +397,8 @@ fn list(args: &[String], agent_dir: &Path, cwd: &Path) -> Result<i32, String> {
         .map_err(|e| format!("cannot start the async runtime: {e}"))?;
     runtime.block_on(manager.connect_all());
     let mut reports = Vec::new();
-    let mut failed = !manager.config.errors.is_empty();
-    for server in &manager.servers {
+    let mut failed = !manager.config().errors.is_empty();
+    for server in &manager.servers() {
         let entry = &server.entry;
         let enabled = entry.config.enabled;
         let exposure = entry.config.exposure();
@@ -424,6 +425,9 @@ fn list(args: &[String], agent_dir: &Path, cwd: &Path) -> Result<i32, String> {
             "disabled"
         };
         report.insert("state".into(), Value::from(state));
+        if let Some(login) = server.provider_login() {
+            report.insert("loginProvider".into(), Value::from(login.provider()));
+        }
         let tools: Vec<String> = if enabled {
             status.tools.iter().map(|t| t.name.to_string()).collect()
         } else {
@@ -455,7 +459,7 @@ fn list(args: &[String], agent_dir: &Path, cwd: &Path) -> Result<i32, String> {
     if json_out {
         let mut out = Map::new();
         out.insert("servers".into(), Value::Array(reports));
-        out.insert("errors".into(), json!(manager.config.errors));
+        out.insert("errors".into(), json!(manager.config().errors));
         if let Some(note) = &untrusted_note {
             out.insert("note".into(), Value::from(note.as_str()));
         }
@@ -465,7 +469,7 @@ fn list(args: &[String], agent_dir: &Path, cwd: &Path) -> Result<i32, String> {
         );
         return Ok(i32::from(failed));
     }
-    if reports.is_empty() && manager.config.errors.is_empty() {
+    if reports.is_empty() && manager.config().errors.is_empty() {
         println!(
             "No MCP servers configured. Add them to {} or .pi/mcp.json.",
             config::global_config_path(agent_dir).display()
@@ -497,7 +501,11 @@ fn list(args: &[String], agent_dir: &Path, cwd: &Path) -> Result<i32, String> {
             println!("  project override: {o}");
         }
         if text(report, "state") == "needs-auth" {
-            println!("  sign in with: pi mcp login {}", text(report, "name"));
+            // A provider login comes from `/login <provider>` (`pi auth login` in a shell).
+            match report.get("loginProvider").and_then(Value::as_str) {
+                Some(provider) => println!("  sign in with: pi auth login {provider}"),
+                None => println!("  sign in with: pi mcp login {}", text(report, "name")),
+            }
         }
         if !tools.is_empty() {
             let shown: Vec<String> = tools
@@ -518,7 +526,7 @@ fn list(args: &[String], agent_dir: &Path, cwd: &Path) -> Result<i32, String> {
             println!("  {}", sanitize(&error.replace('\n', "\n  ")));
         }
     }
-    for error in &manager.config.errors {
+    for error in &manager.config().errors {
         println!("config error: {error}");
     }
     if let Some(note) = untrusted_note {

@@ -1,12 +1,15 @@
 //! `/mcp` outside the TUI (Pi 1.6.0's built-in `mcp` command in RPC mode): the prompt text
 //! `/mcp [login|logout|reconnect [server]]` is answered with an `extension_ui_request` notify
 //! record carrying the status or the action's outcome, and the prompt response
-//! `{"disposition": "handled"}`; nothing reaches the model. The start-up report (config errors
+//! `{"disposition": "handled"}`; nothing reaches the model. `/mcp login` first sends the
+//! authorization URL as an `info` notify (and opens the browser on it); the browser's
+//! redirect to the loopback callback completes the sign-in. The start-up report (config errors
 //! and failed servers, once every server's first connection settled) is a `warning` notify.
 //! In print mode the notice's text is printed on stdout (json mode: the notify record).
 
 use std::sync::Arc;
 
+use pi_agent::mcp::oauth::SignInPrompt;
 use pi_agent::mcp::status::{self, Notice};
 use pi_agent::mcp::McpManager;
 use pi_agent::protocol::{response, Command, Request};
@@ -32,12 +35,44 @@ pub(crate) fn notify_record(notice: &Notice) -> Value {
     })
 }
 
+/// How long `/mcp login` waits for the browser (Pi's `pi mcp login` default).
+const LOGIN_LIMIT: std::time::Duration = std::time::Duration::from_secs(300);
+
+/// Pi's notice with the authorization URL of a sign-in.
+fn authorization_notice(url: &str) -> Notice {
+    Notice {
+        message: format!("Sign in to the MCP server in your browser:\n{url}"),
+        kind: "info",
+    }
+}
+
+/// A sign-in from an RPC `/mcp login`: the URL as a notify record, and the browser opened.
+struct RpcPrompt(std::sync::Arc<dyn Fn(&Value) + Send + Sync>);
+
+impl SignInPrompt for RpcPrompt {
+    fn show_authorization_url(&self, url: &str) {
+        (self.0)(&notify_record(&authorization_notice(url)));
+        pi_agent::mcp::oauth::open_browser(url);
+    }
+}
+
+/// A sign-in from a print-mode `/mcp login`: the URL on stderr (stdout carries the result),
+/// and the browser opened.
+struct PrintPrompt;
+
+impl SignInPrompt for PrintPrompt {
+    fn show_authorization_url(&self, url: &str) {
+        eprintln!("{}", authorization_notice(url).message);
+        pi_agent::mcp::oauth::open_browser(url);
+    }
+}
+
 /// When `request` is a `/mcp` prompt and MCP is on: handles it on a task, writing the notify
 /// record and then the response through `output`; returns false otherwise.
 pub(crate) fn handle_rpc(
     request: &Request,
     agent_dir: &std::path::Path,
-    output: impl Fn(&Value) + Send + 'static,
+    output: impl Fn(&Value) + Send + Sync + 'static,
     done: impl FnOnce() + Send + 'static,
 ) -> bool {
     let Command::Prompt { message, .. } = &request.command else {
@@ -49,8 +84,10 @@ pub(crate) fn handle_rpc(
     let args = args.to_string();
     let id = request.id.clone();
     let agent_dir = agent_dir.to_path_buf();
+    let output: std::sync::Arc<dyn Fn(&Value) + Send + Sync> = std::sync::Arc::new(output);
     tokio::spawn(async move {
-        let notice = status::run_command(&mcp, &agent_dir, &args).await;
+        let prompt = RpcPrompt(output.clone());
+        let notice = status::run_command(&mcp, &agent_dir, &args, &prompt, LOGIN_LIMIT).await;
         output(&notify_record(&notice));
         output(&response(
             &id,
@@ -80,5 +117,5 @@ pub(crate) fn report_after_startup(output: impl Fn(&Value) + Send + 'static) {
 pub(crate) async fn run_text(message: &str, agent_dir: &std::path::Path) -> Option<Notice> {
     let args = status::parse_command(message)?;
     let mcp = current()?;
-    Some(status::run_command(&mcp, agent_dir, args).await)
+    Some(status::run_command(&mcp, agent_dir, args, &PrintPrompt, LOGIN_LIMIT).await)
 }

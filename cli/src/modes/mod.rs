@@ -670,6 +670,15 @@ pub(crate) fn system_message(
     })
 }
 
+/// [`system_message`] with the `mcp_servers` section of this run's servers (`/reload`, which
+/// may have changed them).
+pub(crate) fn system_message_with_mcp(
+    env: &Env,
+    tools: &[Arc<dyn pi_agent::tools::Tool>],
+) -> serde_json::Value {
+    with_mcp_section(system_message(env, tools), current_mcp().as_deref())
+}
+
 /// Rebuilds the system message for another tool set (`pi.setActiveTools`, tools an
 /// extension registers later) from the same resources.
 fn prompt_builder(
@@ -707,9 +716,7 @@ fn start_mcp(args: &RunArgs, env: &Env) -> Option<Arc<pi_agent::mcp::McpManager>
         Path::new(&env.home.cwd),
         env.settings.trusted,
     );
-    if manager.servers.is_empty() && manager.config.errors.is_empty() {
-        return None;
-    }
+    // Kept without servers too: `/reload` may find some later, and `/mcp` answers.
     let manager = Arc::new(manager);
     let handle = tokio::runtime::Handle::current();
     // build_host runs inside the runtime (print, rpc) or beside it (TUI); either way the
@@ -741,6 +748,30 @@ pub fn current_mcp() -> Option<Arc<pi_agent::mcp::McpManager>> {
     mcp_command::current()
 }
 
+/// `/reload` for MCP: reads `mcp.json` (and the trusted project's) again, stops removed and
+/// changed servers and connects new and changed ones, waiting for those with `direct` tools
+/// as start-up does, so the next request declares what the files say now. Returns the
+/// configuration errors, as warnings.
+pub fn reload_mcp(project_trusted: bool) -> Vec<String> {
+    let Some(mcp) = current_mcp() else {
+        return Vec::new();
+    };
+    let reloaded = mcp.reload(project_trusted);
+    if let (false, Some(handle)) = (reloaded.is_empty(), MCP_RUNTIME.get()) {
+        let work = reloaded.apply(pi_agent::mcp::DIRECT_WAIT);
+        if tokio::runtime::Handle::try_current().is_ok() {
+            tokio::task::block_in_place(|| handle.block_on(work));
+        } else {
+            handle.block_on(work);
+        }
+    }
+    mcp.config()
+        .errors
+        .iter()
+        .map(|e| format!("MCP config error: {e}"))
+        .collect()
+}
+
 /// Runs `work` on the runtime of the MCP connections (reconnects from the TUI).
 pub fn spawn_on_mcp_runtime(work: impl std::future::Future<Output = ()> + Send + 'static) {
     if let Some(handle) = MCP_RUNTIME.get() {
@@ -756,7 +787,7 @@ fn report_mcp_problems(manager: &Arc<pi_agent::mcp::McpManager>) {
         eprintln!("Warning: {problem}");
     }
     let connecting: Vec<_> = manager
-        .servers
+        .servers()
         .iter()
         .filter(|s| s.enabled() && s.status().state == ConnState::Connecting)
         .cloned()

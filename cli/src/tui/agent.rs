@@ -471,11 +471,13 @@ impl AgentDriver for AgentSessionDriver {
             }
             Err(e) => warnings.push(format!("models.json error: {e}")),
         }
+        // mcp.json too: new servers connect, removed ones stop, changed ones reconnect.
+        warnings.extend(crate::modes::reload_mcp(env.settings.trusted));
         // The next prompt patches the sections that changed into the session.
         let tools = self.host.agent().tools();
         self.host
             .agent()
-            .set_system_message(crate::modes::system_message(env, &tools));
+            .set_system_message(crate::modes::system_message_with_mcp(env, &tools));
         let saved_project_trust = if self.auto_trust_on_reload && env.home.cwd == self.start_cwd {
             save_implicit_trust(env, &args, &mut warnings, &mut self.auto_trust_on_reload)
         } else {

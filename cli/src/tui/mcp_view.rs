@@ -36,7 +36,7 @@ const EXPOSURES: [Exposure; 4] = [
 
 /// Servers in the order `/mcp` lists them: needing attention first, then configuration order.
 pub fn ordered(mcp: &McpManager) -> Vec<Arc<McpServer>> {
-    let mut servers = mcp.servers.clone();
+    let mut servers = mcp.servers().clone();
     servers.sort_by_key(|s| attention_rank(s));
     servers
 }
@@ -57,7 +57,7 @@ pub fn row(server: &McpServer) -> String {
 
 /// The server list (`/mcp`), or a notice when MCP is off or nothing is configured.
 pub fn open_list(app: &mut App, mcp: Option<&McpManager>, agent_dir: &std::path::Path) {
-    let Some(mcp) = mcp.filter(|m| !m.servers.is_empty()) else {
+    let Some(mcp) = mcp.filter(|m| !m.servers().is_empty()) else {
         app.notice(format!(
             "No MCP servers configured. Add them to {} or .pi/mcp.json.",
             agent_dir.join("mcp.json").display()
@@ -65,7 +65,7 @@ pub fn open_list(app: &mut App, mcp: Option<&McpManager>, agent_dir: &std::path:
         return;
     };
     let message = mcp
-        .config
+        .config()
         .errors
         .iter()
         .map(|e| format!("config error: {e}"))
@@ -115,9 +115,12 @@ pub fn server_details(mcp: &McpManager, server: &McpServer) -> String {
 
 /// A server's view with its actions; `Back` returns to the list.
 pub fn open_server(app: &mut App, mcp: Option<&McpManager>, name: &str) {
-    let Some((mcp, server)) =
-        mcp.and_then(|m| m.servers.iter().find(|s| s.name() == name).map(|s| (m, s)))
-    else {
+    let Some((mcp, server)) = mcp.and_then(|m| {
+        m.servers()
+            .into_iter()
+            .find(|s| s.name() == name)
+            .map(|s| (m, s))
+    }) else {
         app.notice(format!("No MCP server named \"{name}\"."));
         return;
     };
@@ -153,7 +156,7 @@ pub fn open_server(app: &mut App, mcp: Option<&McpManager>, name: &str) {
     options.push(("Back".to_string(), Some(Effect::OpenMcp)));
     app.dialog = Some(Dialog::Confirm(Confirm {
         title: format!("MCP server {name}"),
-        message: server_details(mcp, server),
+        message: server_details(mcp, &server),
         options,
         cancelled: String::new(),
         selected: 0,
@@ -282,14 +285,14 @@ mod tests {
         assert!(c.message.contains("Connection: y 1"), "{}", c.message);
 
         // Saved to the defining file; the rest of it stays.
-        let a = mcp.servers.iter().find(|s| s.name() == "a").unwrap();
-        let notice = save_change(a, McpAction::SetEnabled(true)).unwrap();
+        let a = mcp.servers().into_iter().find(|s| s.name() == "a").unwrap();
+        let notice = save_change(&a, McpAction::SetEnabled(true)).unwrap();
         assert_eq!(
             notice,
             format!("MCP server \"a\": enabled, saved to {}.", config.display())
         );
-        let b = mcp.servers.iter().find(|s| s.name() == "b").unwrap();
-        save_change(b, McpAction::SetExposure(Exposure::Deferred)).unwrap();
+        let b = mcp.servers().into_iter().find(|s| s.name() == "b").unwrap();
+        save_change(&b, McpAction::SetExposure(Exposure::Deferred)).unwrap();
         assert_eq!(
             b.exposure(),
             Exposure::Deferred,

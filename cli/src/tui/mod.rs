@@ -660,7 +660,7 @@ fn apply_effect(
         }
         Effect::McpAction { server, action } => {
             let found = crate::modes::current_mcp()
-                .and_then(|m| m.servers.iter().find(|s| s.name() == server).cloned());
+                .and_then(|m| m.servers().iter().find(|s| s.name() == server).cloned());
             match (found, action) {
                 (None, _) => app.notice(format!("No MCP server named \"{server}\".")),
                 (Some(server), mcp_view::McpAction::Reconnect) => {

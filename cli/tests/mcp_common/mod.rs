@@ -285,3 +285,68 @@ pub fn recorded(name: &str) -> Value {
     serde_json::from_str(&std::fs::read_to_string(format!("{FIXTURES}/mcp/{name}.json")).unwrap())
         .unwrap()
 }
+
+/// `pi --mode rpc` with commands sent one at a time: each waits for its response. Returns
+/// every record the process wrote, in order.
+pub fn rpc_session(s: &Setup, commands: &[Value]) -> Vec<Value> {
+    rpc_session_with_env(s, commands, &[])
+}
+
+/// [`rpc_session`] with more environment variables.
+pub fn rpc_session_with_env(s: &Setup, commands: &[Value], env: &[(&str, &str)]) -> Vec<Value> {
+    use std::io::{BufRead, Write};
+    let sessions = s.sessions.display().to_string();
+    let mut child = std::process::Command::new(pi_bin())
+        .args(["--mode", "rpc", "--session-dir", &sessions])
+        .current_dir(&s.cwd)
+        .env("PI_CODING_AGENT_DIR", &s.agent)
+        .envs(env.iter().copied())
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let stdout = child.stdout.take().unwrap();
+    let (tx, rx) = std::sync::mpsc::channel::<Value>();
+    let reader = std::thread::spawn(move || {
+        for line in std::io::BufReader::new(stdout).lines() {
+            let line = line.unwrap();
+            tx.send(serde_json::from_str(&line).unwrap()).unwrap();
+        }
+    });
+    let mut stdin = child.stdin.take().unwrap();
+    let mut records = Vec::new();
+    for command in commands {
+        writeln!(stdin, "{command}").unwrap();
+        loop {
+            let record = rx
+                .recv_timeout(std::time::Duration::from_secs(60))
+                .expect("a response");
+            let done = record["type"] == "response";
+            records.push(record);
+            if done {
+                break;
+            }
+        }
+    }
+    drop(stdin);
+    let status = child.wait().unwrap();
+    reader.join().unwrap();
+    records.extend(rx.try_iter());
+    assert!(status.success());
+    records
+}
+
+/// The `notify` records of an RPC session: `(notifyType, message)`.
+pub fn notices(records: &[Value]) -> Vec<(String, String)> {
+    records
+        .iter()
+        .filter(|r| r["type"] == "extension_ui_request" && r["method"] == "notify")
+        .map(|r| {
+            (
+                r["notifyType"].as_str().unwrap().to_string(),
+                r["message"].as_str().unwrap().to_string(),
+            )
+        })
+        .collect()
+}

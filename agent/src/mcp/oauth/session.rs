@@ -95,7 +95,7 @@ mod tests {
         )
         .unwrap();
         let manager = McpManager::load(dir.path(), dir.path(), false);
-        let remote = manager.servers[0].clone();
+        let remote = manager.servers()[0].clone();
         let auth = remote.oauth().unwrap();
         auth.store()
             .modify("remote", auth.server_url(), |s| {
@@ -117,7 +117,7 @@ mod tests {
             Notice::Info("No stored credentials for MCP server \"remote\".".into())
         );
         assert_eq!(
-            sign_out(&manager.servers[1]).await,
+            sign_out(&manager.servers()[1]).await,
             Notice::Error("MCP server \"keyed\" does not use OAuth.".into())
         );
     }
