@@ -21,6 +21,8 @@ struct Home {
     home: PathBuf,
     agent: PathBuf,
     origin: String,
+    /// Set after the defaults, so an entry can replace one.
+    extra_env: Vec<(String, String)>,
 }
 
 impl Home {
@@ -35,6 +37,7 @@ impl Home {
             home,
             agent,
             origin: auth.origin(),
+            extra_env: Vec::new(),
         }
     }
 
@@ -45,6 +48,7 @@ impl Home {
             .env("PATH", std::env::var("PATH").unwrap_or_default())
             .env("PI_CODING_AGENT_DIR", &self.agent)
             .env("PI_TEST_OAUTH_ORIGIN", &self.origin)
+            .envs(self.extra_env.iter().map(|(k, v)| (k, v)))
             .current_dir(&self.home);
         cmd
     }
@@ -584,4 +588,185 @@ async fn anthropic_copy_code_login_without_a_browser() {
     assert_eq!(home.auth_json()["anthropic"]["type"], "oauth");
     assert_private(&home.agent.join("auth.json"));
     assert_no_secrets(&auth, &format!("{stdout}{stderr}"));
+}
+
+/// `models.json` sending `provider`'s requests to the fake LLM.
+fn base_url_override(provider: &str, llm: &FakeLlm) -> String {
+    format!(
+        r#"{{"providers": {{"{provider}": {{"baseUrl": "{}"}}}}}}"#,
+        llm.base_url()
+    )
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn openrouter_browser_login_stores_a_permanent_key() {
+    let llm = FakeLlm::start(Script::turns(vec![Turn::text("routed")]))
+        .await
+        .unwrap();
+    let auth = FakeAuthServer::start("127.0.0.1:1").await.unwrap();
+    let home = Home::new(&auth, &base_url_override("openrouter", &llm));
+
+    let (child, rx) = home.start_login(&["openrouter"]);
+    let mut seen = Vec::new();
+    wait_line(&rx, &mut seen, |l| l.starts_with("Open this URL"));
+    let url = wait_line(&rx, &mut seen, |l| l.starts_with("http"));
+    let page = browse(&url).await;
+    assert!(page.contains("Signed in to OpenRouter"), "{page}");
+    let (ok, stdout, stderr) = finish(child, rx, seen);
+    assert!(ok, "login failed: {stderr}");
+    assert!(stdout.contains("Logged in to OpenRouter OAuth"), "{stdout}");
+    assert!(
+        stderr.contains("Listening for OpenRouter OAuth callback on http://127.0.0.1:"),
+        "{stderr}"
+    );
+    assert_no_secrets(&auth, &format!("{stdout}{stderr}"));
+
+    // PKCE with S256, a loopback callback on a random path, no state.
+    let authz = &auth.stats().authorizations[0];
+    assert_eq!(authz["code_challenge_method"], "S256");
+    assert!(authz.get("state").is_none());
+    let callback = authz["callback_url"].as_str().unwrap();
+    let path = callback.splitn(4, '/').nth(3).unwrap();
+    assert!(
+        path.starts_with("oauth/callback/") && path.len() > 30,
+        "{callback}"
+    );
+    assert_eq!(auth.stats().logins["openrouter"], 1);
+
+    // The key never expires and is sent like an API key.
+    assert_private(&home.agent.join("auth.json"));
+    let cred = &home.auth_json()["openrouter"];
+    assert_eq!(cred["type"], "oauth");
+    assert_eq!(cred["refresh"], "");
+    assert_eq!(cred["expires"].as_f64().unwrap(), 9_007_199_254_740_991.0);
+    let key = cred["access"].as_str().unwrap().to_string();
+    assert!(key.starts_with("fake-access-token-openrouter-key-"));
+    assert_eq!(
+        ok_output(&auth, &home.prompt("openrouter/openai/gpt-4")),
+        "routed\n"
+    );
+    let req = &llm.requests()[0];
+    assert_eq!(req.path, "/chat/completions");
+    assert_eq!(header(req, "authorization"), format!("Bearer {key}"));
+    assert!(auth.stats().refreshes.is_empty());
+
+    assert!(home.logout("openrouter").status.success());
+    assert!(home.auth_json().get("openrouter").is_none());
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn openrouter_login_completes_with_a_pasted_redirect_url() {
+    let auth = FakeAuthServer::start("127.0.0.1:1").await.unwrap();
+    let home = Home::new(&auth, "{}");
+    let (mut child, rx) = home.start_login(&["openrouter"]);
+    let mut seen = Vec::new();
+    let url = wait_line(&rx, &mut seen, |l| l.starts_with("http"));
+    // The browser is on another machine: take the redirect without following it, and
+    // paste where it pointed.
+    let resp = reqwest::Client::builder()
+        .redirect(reqwest::redirect::Policy::none())
+        .build()
+        .unwrap()
+        .get(&url)
+        .send()
+        .await
+        .unwrap();
+    let location = resp.headers()["location"].to_str().unwrap().to_string();
+    writeln!(child.stdin.as_mut().unwrap(), "{location}").unwrap();
+    let (ok, stdout, stderr) = finish(child, rx, seen);
+    assert!(ok, "login failed: {stderr}");
+    assert!(stdout.contains("Logged in to OpenRouter OAuth"), "{stdout}");
+    assert!(home.auth_json()["openrouter"]["access"]
+        .as_str()
+        .unwrap()
+        .starts_with("fake-access-token-openrouter-key-"));
+}
+
+/// Runs a device-code login for `provider` and approves the code shown; returns the page
+/// the code was shown for.
+fn device_login(auth: &FakeAuthServer, home: &Home, provider: &str) -> String {
+    let (child, rx) = home.start_login(&[provider]);
+    let mut seen = Vec::new();
+    let line = wait_line(&rx, &mut seen, |l| l.starts_with("Enter code "));
+    let mut words = line.split_whitespace();
+    let code = words.nth(2).unwrap().to_string();
+    let page = words.nth(1).unwrap().to_string();
+    auth.approve(&code);
+    let (ok, stdout, stderr) = finish(child, rx, seen);
+    assert!(ok, "{provider} login failed: {stderr}");
+    assert!(stdout.contains("Logged in to "), "{stdout}");
+    assert_no_secrets(auth, &format!("{stdout}{stderr}"));
+    assert_private(&home.agent.join("auth.json"));
+    page
+}
+
+/// Logs in with the device flow, prompts with the token, lets it expire and checks that the
+/// next prompt refreshes it exactly once and sends the new one.
+async fn device_login_then_refresh(
+    provider: &str,
+    stats_key: &str,
+    model: &str,
+    path: &str,
+    auth_host_env: Option<&str>,
+) {
+    let llm = FakeLlm::start(Script::turns(vec![
+        Turn::text("first"),
+        Turn::text("second"),
+    ]))
+    .await
+    .unwrap();
+    let auth = FakeAuthServer::start("127.0.0.1:1").await.unwrap();
+    let mut home = Home::new(&auth, &base_url_override(provider, &llm));
+    if let Some(key) = auth_host_env {
+        // The provider's own host setting instead of the test origin.
+        home.extra_env
+            .push(("PI_TEST_OAUTH_ORIGIN".into(), String::new()));
+        home.extra_env.push((key.to_string(), auth.origin()));
+    }
+    let page = device_login(&auth, &home, provider);
+    assert!(
+        page.starts_with("https://") && page.contains("user_code="),
+        "{page}"
+    );
+    assert_eq!(auth.stats().logins[stats_key], 1);
+    let access = home.auth_json()[provider]["access"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    assert_eq!(ok_output(&auth, &home.prompt(model)), "first\n");
+    let req = &llm.requests()[0];
+    assert_eq!(req.path, path);
+    assert_eq!(header(req, "authorization"), format!("Bearer {access}"));
+
+    home.set_expired(provider);
+    assert_eq!(ok_output(&auth, &home.prompt(model)), "second\n");
+    assert_eq!(auth.stats().refreshes.get(stats_key), Some(&1));
+    let cred = &home.auth_json()[provider];
+    let refreshed = cred["access"].as_str().unwrap();
+    assert_ne!(refreshed, access);
+    assert!(cred["expires"].as_f64().unwrap() > 0.0);
+    assert_eq!(
+        header(&llm.requests()[1], "authorization"),
+        format!("Bearer {refreshed}")
+    );
+    assert!(home.logout(provider).status.success());
+    assert!(home.auth_json().get(provider).is_none());
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn xai_device_login_and_refresh() {
+    device_login_then_refresh("xai", "xai", "xai/grok-4.3", "/responses", None).await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn kimi_code_device_login_and_refresh_through_its_host_setting() {
+    // Pi's own knob for Kimi's authorization host, without the test origin.
+    device_login_then_refresh(
+        "kimi-coding",
+        "kimi",
+        "kimi-coding/k3",
+        "/chat/completions",
+        Some("KIMI_CODE_OAUTH_HOST"),
+    )
+    .await;
 }

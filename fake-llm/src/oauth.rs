@@ -11,7 +11,10 @@
 //! * `POST /api/accounts/deviceauth/usercode` and `…/deviceauth/token` (OpenAI device code);
 //! * `POST /login/device/code`, `POST /login/oauth/access_token` (GitHub device flow) and
 //!   `GET /copilot_internal/v2/token` (Copilot token exchange; the token names
-//!   `proxy-ep=<copilot_proxy>` so requests go to the fake LLM).
+//!   `proxy-ep=<copilot_proxy>` so requests go to the fake LLM);
+//! * `GET /auth` and `POST /api/v1/auth/keys` (OpenRouter: PKCE, a permanent key);
+//! * `POST /oauth2/device/code`, `POST /oauth2/token` (xAI device flow and refresh, form) and
+//!   `POST /api/oauth/device_authorization`, `POST /api/oauth/token` (Kimi Code, the same).
 //!
 //! Device codes are approved by [`FakeAuthServer::approve`], as a user would on the page.
 //! Issued access tokens start with `fake-access-token-` (the fake LLM keeps such bearer
@@ -37,6 +40,10 @@ pub const OPENAI_CLIENT_ID: &str = "app_EMoamEEZ73f0CkXaXp7hrann";
 pub const GITHUB_CLIENT_ID: &str = "Iv1.b507a08c87ecfe98";
 /// The ChatGPT account id inside issued OpenAI tokens.
 pub const CHATGPT_ACCOUNT_ID: &str = "acct-fake-123";
+/// xAI's client id (Pi's).
+pub const XAI_CLIENT_ID: &str = "b1a00492-073a-47ea-816f-4c329264a828";
+/// Kimi Code's client id (Pi's).
+pub const KIMI_CLIENT_ID: &str = "17e5f671-d194-4dfb-9706-5516cb48c098";
 
 /// What the fake saw and issued.
 #[derive(Debug, Default, Clone)]
@@ -70,6 +77,8 @@ struct State {
     openai_device: HashMap<String, (String, String)>,
     /// GitHub device_code → user_code.
     github_device: HashMap<String, String>,
+    /// xAI and Kimi device_code → (user_code, provider).
+    rfc8628_device: HashMap<String, (String, String)>,
     github_tokens: Vec<String>,
     stats: AuthStats,
 }
@@ -202,7 +211,8 @@ fn issue(st: &mut State, provider: &str) -> Value {
     let seq = st.seq;
     let access = match provider {
         "anthropic" => format!("fake-access-token-sk-ant-oat01-{seq}"),
-        _ => openai_jwt(seq),
+        "openai" => openai_jwt(seq),
+        other => format!("fake-access-token-{other}-{seq}"),
     };
     let refresh = format!("fake-refresh-{provider}-{seq}");
     st.refresh.insert(provider.to_string(), refresh.clone());
@@ -220,10 +230,6 @@ async fn handle(mut sock: TcpStream, state: Arc<Mutex<State>>) -> std::io::Resul
     let body_text = String::from_utf8_lossy(&req.body).to_string();
     let form = parse_query(&body_text);
     let json_body: Map<String, Value> = serde_json::from_str(&body_text).unwrap_or_default();
-    let reject = |st: &mut State, why: String| {
-        st.stats.rejected.push(why.clone());
-        json!({"error": "invalid_grant", "error_description": why})
-    };
     match (req.method.as_str(), path) {
         ("GET", "/oauth/authorize") => {
             let q = parse_query(query);
@@ -279,7 +285,10 @@ async fn handle(mut sock: TcpStream, state: Arc<Mutex<State>>) -> std::io::Resul
                     OPENAI_CLIENT_ID
                 };
                 if s(&params, "client_id") != expected_client {
-                    (400, reject(&mut st, format!("{provider}: wrong client_id")))
+                    (
+                        400,
+                        reject_reason(&mut st, format!("{provider}: wrong client_id")),
+                    )
                 } else {
                     match s(&params, "grant_type") {
                         "authorization_code" => match st.codes.remove(s(&params, "code")) {
@@ -293,7 +302,7 @@ async fn handle(mut sock: TcpStream, state: Arc<Mutex<State>>) -> std::io::Resul
                             }
                             _ => (
                                 400,
-                                reject(
+                                reject_reason(
                                     &mut st,
                                     format!("{provider}: bad code, redirect or verifier"),
                                 ),
@@ -308,11 +317,17 @@ async fn handle(mut sock: TcpStream, state: Arc<Mutex<State>>) -> std::io::Resul
                             } else {
                                 (
                                     400,
-                                    reject(&mut st, format!("{provider}: stale refresh token")),
+                                    reject_reason(
+                                        &mut st,
+                                        format!("{provider}: stale refresh token"),
+                                    ),
                                 )
                             }
                         }
-                        other => (400, reject(&mut st, format!("{provider}: grant {other}"))),
+                        other => (
+                            400,
+                            reject_reason(&mut st, format!("{provider}: grant {other}")),
+                        ),
                     }
                 }
             };
@@ -415,7 +430,10 @@ async fn handle(mut sock: TcpStream, state: Arc<Mutex<State>>) -> std::io::Resul
             let (status, body) = {
                 let mut st = lock(&state);
                 if !st.github_tokens.contains(&bearer) {
-                    (401, reject(&mut st, "copilot: unknown GitHub token".into()))
+                    (
+                        401,
+                        reject_reason(&mut st, "copilot: unknown GitHub token".into()),
+                    )
                 } else {
                     st.seq += 1;
                     let exchanges = st
@@ -443,16 +461,174 @@ async fn handle(mut sock: TcpStream, state: Arc<Mutex<State>>) -> std::io::Resul
             };
             reply(&mut sock, status, &body, "").await
         }
-        _ => {
-            reply(
-                &mut sock,
-                404,
-                &json!({"error": format!("unknown path {}", req.path)}),
-                "",
-            )
-            .await
+        (method, path) => {
+            let found = {
+                let mut st = lock(&state);
+                more_flows(&mut st, method, path, query, &form, &json_body)
+            };
+            match found {
+                Some((status, body, extra)) => reply(&mut sock, status, &body, &extra).await,
+                None => {
+                    reply(
+                        &mut sock,
+                        404,
+                        &json!({"error": format!("unknown path {}", req.path)}),
+                        "",
+                    )
+                    .await
+                }
+            }
         }
     }
+}
+
+/// The OpenRouter, xAI and Kimi endpoints: `(status, body, extra headers)`, or `None` for an
+/// unknown route.
+fn more_flows(
+    st: &mut State,
+    method: &str,
+    path: &str,
+    query: &str,
+    form: &Map<String, Value>,
+    json_body: &Map<String, Value>,
+) -> Option<(u16, Value, String)> {
+    let found = match (method, path) {
+        // OpenRouter's authorize page: back to `callback_url` with a code (no state).
+        ("GET", "/auth") => {
+            let q = parse_query(query);
+            st.seq += 1;
+            let code = format!("code-openrouter-{}", st.seq);
+            let callback = s(&q, "callback_url").to_string();
+            st.codes.insert(
+                code.clone(),
+                (
+                    s(&q, "code_challenge").to_string(),
+                    callback.clone(),
+                    "openrouter".into(),
+                ),
+            );
+            st.stats.authorizations.push(q);
+            (
+                302,
+                json!({}),
+                format!("Location: {callback}?code={code}\r\n"),
+            )
+        }
+        ("POST", "/api/v1/auth/keys") => match st.codes.remove(s(json_body, "code")) {
+            Some((challenge, _, provider))
+                if provider == "openrouter"
+                    && s(json_body, "code_challenge_method") == "S256"
+                    && challenge == challenge_of(s(json_body, "code_verifier")) =>
+            {
+                st.seq += 1;
+                let key = format!("fake-access-token-openrouter-key-{}", st.seq);
+                st.stats.issued.push(key.clone());
+                *st.stats.logins.entry("openrouter".into()).or_default() += 1;
+                (
+                    200,
+                    json!({"key": key, "user_id": "user-fake"}),
+                    String::new(),
+                )
+            }
+            _ => {
+                st.stats
+                    .rejected
+                    .push("openrouter: bad code or verifier".into());
+                (
+                    400,
+                    json!({"error": {"message": "Invalid code"}}),
+                    String::new(),
+                )
+            }
+        },
+        ("POST", "/oauth2/device/code") => device_code(st, form, XAI_CLIENT_ID, "xai", "XAI")?,
+        ("POST", "/api/oauth/device_authorization") => {
+            device_code(st, form, KIMI_CLIENT_ID, "kimi", "KIMI")?
+        }
+        ("POST", "/oauth2/token") => device_token(st, form, XAI_CLIENT_ID, "xai"),
+        ("POST", "/api/oauth/token") => device_token(st, form, KIMI_CLIENT_ID, "kimi"),
+        _ => return None,
+    };
+    Some(found)
+}
+
+/// An RFC 8628 device authorization for `provider`; its user code starts with `prefix`.
+fn device_code(
+    st: &mut State,
+    form: &Map<String, Value>,
+    client_id: &str,
+    provider: &str,
+    prefix: &str,
+) -> Option<(u16, Value, String)> {
+    if s(form, "client_id") != client_id {
+        return Some((400, json!({"error": "invalid_client"}), String::new()));
+    }
+    st.seq += 1;
+    let user_code = format!("{prefix}-{}", st.seq);
+    let device_code = format!("device-{provider}-{}", st.seq);
+    st.rfc8628_device
+        .insert(device_code.clone(), (user_code.clone(), provider.into()));
+    st.device.insert(user_code.clone(), false);
+    let page = format!("https://{provider}.example/device");
+    Some((
+        200,
+        json!({"device_code": device_code, "user_code": user_code,
+            "verification_uri": page,
+            "verification_uri_complete": format!("{page}?user_code={user_code}"),
+            "interval": 1, "expires_in": 900}),
+        String::new(),
+    ))
+}
+
+/// The token endpoint of an RFC 8628 provider: device grants (pending until approved) and
+/// refresh grants (the latest refresh token only).
+fn device_token(
+    st: &mut State,
+    form: &Map<String, Value>,
+    client_id: &str,
+    provider: &str,
+) -> (u16, Value, String) {
+    let answer = |status, body| (status, body, String::new());
+    if s(form, "client_id") != client_id {
+        return answer(400, json!({"error": "invalid_client"}));
+    }
+    match s(form, "grant_type") {
+        "urn:ietf:params:oauth:grant-type:device_code" => {
+            let approved = st
+                .rfc8628_device
+                .get(s(form, "device_code"))
+                .filter(|(_, p)| p == provider)
+                .and_then(|(user_code, _)| st.device.get(user_code))
+                .copied();
+            match approved {
+                Some(true) => {
+                    st.rfc8628_device.remove(s(form, "device_code"));
+                    *st.stats.logins.entry(provider.into()).or_default() += 1;
+                    answer(200, issue(st, provider))
+                }
+                Some(false) => answer(400, json!({"error": "authorization_pending"})),
+                None => answer(400, json!({"error": "expired_token"})),
+            }
+        }
+        "refresh_token" => {
+            if st.refresh.get(provider).map(String::as_str) == Some(s(form, "refresh_token")) {
+                *st.stats.refreshes.entry(provider.into()).or_default() += 1;
+                answer(200, issue(st, provider))
+            } else {
+                let why = reject_reason(st, format!("{provider}: stale refresh token"));
+                answer(400, why)
+            }
+        }
+        other => {
+            let why = reject_reason(st, format!("{provider}: grant {other}"));
+            answer(400, why)
+        }
+    }
+}
+
+fn reject_reason(st: &mut State, why: String) -> Value {
+    st.stats.rejected.push(why.clone());
+    json!({"error": "invalid_grant", "error_description": why})
 }
 
 struct SystemTimeSecs;

@@ -40,7 +40,8 @@ Commands:
 Options for login:
   --no-browser            Do not open a browser; use another sign-in method, e.g. device code
 
-Providers with an account sign-in: anthropic, openai-codex, github-copilot.
+Providers with an account sign-in: anthropic, openai-codex, github-copilot, openrouter,
+kimi-coding, xai.
 llama.cpp: asks for the router URL and an optional API key (one line each on stdin).";
 
 fn agent_dir() -> PathBuf {

@@ -164,6 +164,9 @@ mod tests {
                         "Anthropic (Claude Pro/Max)",
                         "OpenAI (ChatGPT Plus/Pro)",
                         "GitHub Copilot",
+                        "OpenRouter OAuth",
+                        "Kimi Code (subscription)",
+                        "xAI (Grok/X subscription)",
                         "llama.cpp"
                     ]
                 );

@@ -132,7 +132,7 @@ pub(crate) async fn login(mut interaction: Interaction) -> Result<Value, String>
                 path: CALLBACK_PATH,
                 redirect_host: "localhost",
                 // Pi (like Claude Code) uses the verifier as the state.
-                state: &pkce.verifier,
+                state: Some(&pkce.verifier),
             };
             if let Ok(s) = CallbackServer::start(spec).await {
                 server = Some(s);

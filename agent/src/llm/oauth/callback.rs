@@ -36,8 +36,9 @@ pub struct CallbackSpec<'a> {
     pub path: &'a str,
     /// Host name written into the redirect URI (`localhost` for Anthropic).
     pub redirect_host: &'a str,
-    /// The `state` the callback must carry.
-    pub state: &'a str,
+    /// The `state` the callback must carry; `None` for providers that send none (OpenRouter,
+    /// whose random callback path stands in for it).
+    pub state: Option<&'a str>,
 }
 
 /// The interface callbacks listen on: `PI_OAUTH_CALLBACK_HOST` (Pi's knob, e.g. `0.0.0.0`
@@ -62,14 +63,14 @@ impl CallbackServer {
         let redirect_uri = format!("http://{host}:{port}{}", spec.path);
         let (tx, rx) = mpsc::channel(1);
         let path = spec.path.to_string();
-        let state = spec.state.to_string();
+        let state = spec.state.map(str::to_string);
         let name = spec.provider_name.to_string();
         let task = tokio::spawn(async move {
             loop {
                 let Ok((sock, _)) = listener.accept().await else {
                     continue;
                 };
-                if let Some(result) = serve_one(sock, &path, &state, &name).await {
+                if let Some(result) = serve_one(sock, &path, state.as_deref(), &name).await {
                     let _ = tx.send(result).await;
                     return;
                 }
@@ -96,7 +97,7 @@ impl CallbackServer {
 async fn serve_one(
     mut sock: TcpStream,
     path: &str,
-    state: &str,
+    state: Option<&str>,
     name: &str,
 ) -> Option<Result<String, String>> {
     let mut buf = Vec::new();
@@ -119,7 +120,7 @@ async fn serve_one(
     let (req_path, query) = target.split_once('?').unwrap_or((target, ""));
     let (status, page, result) = if method != "GET" || req_path != path {
         (404, "Callback route not found.".to_string(), None)
-    } else if query_param(query, "state").as_deref() != Some(state) {
+    } else if state.is_some_and(|state| query_param(query, "state").as_deref() != Some(state)) {
         (400, "State mismatch.".to_string(), None)
     } else if let Some(error) = query_param(query, "error") {
         let description = query_param(query, "error_description").unwrap_or(error);

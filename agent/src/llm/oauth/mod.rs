@@ -1,6 +1,6 @@
 //! Subscription logins (`/login`, `pi auth login`): OAuth flows for Anthropic (Claude
-//! Pro/Max), OpenAI Codex (ChatGPT Plus/Pro) and GitHub Copilot, as in Pi 1.6.0's
-//! `pi-ai/auth/oauth`.
+//! Pro/Max), OpenAI Codex (ChatGPT Plus/Pro), GitHub Copilot, OpenRouter, Kimi Code and xAI,
+//! as in Pi 1.6.0's `pi-ai/auth/oauth`.
 //!
 //! A login returns the credential object stored in `auth.json` under the provider id:
 //! `{"type": "oauth", "access", "refresh", "expires", …}` plus provider extras (`accountId`
@@ -17,9 +17,12 @@ pub mod anthropic;
 mod callback;
 mod device;
 pub mod github_copilot;
+mod kimi_coding;
 pub mod openai_codex;
+mod openrouter;
 pub mod pkce;
 pub mod store;
+mod xai;
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -41,14 +44,23 @@ pub enum OAuthProvider {
     OpenAiCodex,
     /// `github-copilot`.
     GitHubCopilot,
+    /// `openrouter`: a permanent API key from a browser sign-in.
+    OpenRouter,
+    /// `kimi-coding`: Kimi Code subscription.
+    KimiCoding,
+    /// `xai`: SuperGrok or X Premium.
+    Xai,
 }
 
 impl OAuthProvider {
     /// Every provider, in the order `/login` lists them.
-    pub const ALL: [OAuthProvider; 3] = [
+    pub const ALL: [OAuthProvider; 6] = [
         OAuthProvider::Anthropic,
         OAuthProvider::OpenAiCodex,
         OAuthProvider::GitHubCopilot,
+        OAuthProvider::OpenRouter,
+        OAuthProvider::KimiCoding,
+        OAuthProvider::Xai,
     ];
 
     /// The provider id (the `auth.json` key).
@@ -57,6 +69,9 @@ impl OAuthProvider {
             OAuthProvider::Anthropic => "anthropic",
             OAuthProvider::OpenAiCodex => "openai-codex",
             OAuthProvider::GitHubCopilot => "github-copilot",
+            OAuthProvider::OpenRouter => "openrouter",
+            OAuthProvider::KimiCoding => "kimi-coding",
+            OAuthProvider::Xai => "xai",
         }
     }
 
@@ -66,6 +81,9 @@ impl OAuthProvider {
             OAuthProvider::Anthropic => "Anthropic (Claude Pro/Max)",
             OAuthProvider::OpenAiCodex => "OpenAI (ChatGPT Plus/Pro)",
             OAuthProvider::GitHubCopilot => "GitHub Copilot",
+            OAuthProvider::OpenRouter => "OpenRouter OAuth",
+            OAuthProvider::KimiCoding => "Kimi Code (subscription)",
+            OAuthProvider::Xai => "xAI (Grok/X subscription)",
         }
     }
 
@@ -79,7 +97,10 @@ impl OAuthProvider {
         match self {
             OAuthProvider::Anthropic => &[LoginMethod::Browser, LoginMethod::CopyCode],
             OAuthProvider::OpenAiCodex => &[LoginMethod::Browser, LoginMethod::DeviceCode],
-            OAuthProvider::GitHubCopilot => &[LoginMethod::DeviceCode],
+            OAuthProvider::OpenRouter => &[LoginMethod::Browser],
+            OAuthProvider::GitHubCopilot | OAuthProvider::KimiCoding | OAuthProvider::Xai => {
+                &[LoginMethod::DeviceCode]
+            }
         }
     }
 
@@ -91,6 +112,9 @@ impl OAuthProvider {
                 OAuthProvider::Anthropic => anthropic::login(interaction).await,
                 OAuthProvider::OpenAiCodex => openai_codex::login(interaction).await,
                 OAuthProvider::GitHubCopilot => github_copilot::login(interaction).await,
+                OAuthProvider::OpenRouter => openrouter::login(interaction).await,
+                OAuthProvider::KimiCoding => kimi_coding::login(interaction).await,
+                OAuthProvider::Xai => xai::login(interaction).await,
             }
         };
         tokio::select! {
@@ -112,6 +136,10 @@ impl OAuthProvider {
                 let enterprise = credential.get("enterpriseUrl").and_then(Value::as_str);
                 github_copilot::refresh(refresh, enterprise).await
             }
+            // The key does not expire; there is nothing to refresh.
+            OAuthProvider::OpenRouter => Ok(credential.clone()),
+            OAuthProvider::KimiCoding => kimi_coding::refresh(refresh).await,
+            OAuthProvider::Xai => xai::refresh(refresh).await,
         }
     }
 }
@@ -284,6 +312,42 @@ pub(crate) async fn read_json(resp: reqwest::Response, what: &str) -> Result<Val
         return Err(format!("{what} failed ({}): {text}", status.as_u16()));
     }
     serde_json::from_str(&text).map_err(|e| format!("{what} returned invalid JSON: {e}"))
+}
+
+/// A form POST's answer, read whatever the status (device-flow token endpoints answer "still
+/// pending" with an error status).
+pub(crate) struct FormReply {
+    pub status: reqwest::StatusCode,
+    /// The body as received.
+    pub text: String,
+}
+
+impl FormReply {
+    /// The body as JSON, `Null` when it is not JSON.
+    pub fn json(&self) -> Value {
+        serde_json::from_str(&self.text).unwrap_or(Value::Null)
+    }
+}
+
+/// POSTs a form with `accept: application/json`; `what` names the step in errors.
+pub(crate) async fn post_form(
+    url: &str,
+    fields: &[(&str, &str)],
+    what: &str,
+) -> Result<FormReply, String> {
+    let resp = client()
+        .post(url)
+        .header("accept", "application/json")
+        .form(fields)
+        .send()
+        .await
+        .map_err(|e| format!("{what} failed: {e}"))?;
+    let status = resp.status();
+    let text = resp
+        .text()
+        .await
+        .map_err(|e| format!("{what} failed: {e}"))?;
+    Ok(FormReply { status, text })
 }
 
 /// Milliseconds since the epoch.

@@ -87,7 +87,7 @@ async fn login_browser(mut interaction: Interaction) -> Result<Value, String> {
         port: CALLBACK_PORT,
         path: CALLBACK_PATH,
         redirect_host: "localhost",
-        state: &state,
+        state: Some(&state),
     })
     .await
     .ok();
