@@ -195,30 +195,32 @@ pub fn convert(
 /// The records of a recording: its JSONL lines, or, for an older single-object `.json` file,
 /// the metadata and each message.
 fn parse(file: &SourceFile<'_>) -> Result<Vec<Rec>, ImportError> {
-    let lines_err = match json_lines(file) {
-        Ok(lines) => {
-            return Ok(lines
-                .into_iter()
-                .map(|(line, v)| Rec {
-                    line,
-                    pointer: String::new(),
-                    v,
-                })
-                .collect())
+    // A whole-file object with a `messages` list is the older format, even on one line.
+    if let Ok(Value::Object(mut whole)) = serde_json::from_slice::<Value>(file.bytes) {
+        if let Some(Value::Array(messages)) = whole.remove("messages") {
+            return legacy(file, whole, messages);
         }
-        Err(e) => e,
-    };
-    let Ok(Value::Object(mut whole)) = serde_json::from_slice::<Value>(file.bytes) else {
-        return Err(lines_err);
-    };
-    let messages = match whole.remove("messages") {
-        Some(Value::Array(m)) => m,
-        _ => return Err(lines_err),
-    };
+    }
+    Ok(json_lines(file)?
+        .into_iter()
+        .map(|(line, v)| Rec {
+            line,
+            pointer: String::new(),
+            v,
+        })
+        .collect())
+}
+
+/// The records of an older `.json` recording: the metadata, then each message.
+fn legacy(
+    file: &SourceFile<'_>,
+    meta: Map<String, Value>,
+    messages: Vec<Value>,
+) -> Result<Vec<Rec>, ImportError> {
     let mut recs = vec![Rec {
         line: 0,
         pointer: String::new(),
-        v: whole,
+        v: meta,
     }];
     for (k, m) in messages.into_iter().enumerate() {
         let Value::Object(v) = m else {
@@ -764,5 +766,149 @@ impl Out<'_> {
             self.by_message.insert(id.to_string(), at);
         }
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn no_cost(_: &str, _: &str, _: &mut Usage) {}
+
+    const ID: &str = "0b7c2a52-3c1d-4a56-9e6f-0123456789ab";
+
+    fn convert_str(label: &str, text: &str) -> Result<Converted, ImportError> {
+        let file = SourceFile {
+            label,
+            bytes: text.as_bytes(),
+        };
+        convert(file, Some("/p"), &no_cost)
+    }
+
+    fn entries(c: &Converted) -> Vec<Value> {
+        c.lines
+            .iter()
+            .map(|l| serde_json::from_str(l).unwrap())
+            .collect()
+    }
+
+    #[test]
+    fn an_older_json_file_takes_results_from_the_calls_and_names_records_by_pointer() {
+        // The single-object shape older Gemini CLI versions wrote: no functionResponse user
+        // records, the results only in the calls.
+        let text = json!({
+            "sessionId": ID, "projectHash": "h", "startTime": "2026-01-01T00:00:00.000Z",
+            "lastUpdated": "2026-01-01T00:00:09.000Z",
+            "messages": [
+                {"id": "u1", "timestamp": "2026-01-01T00:00:01.000Z", "type": "user",
+                 "content": "hi"},
+                {"id": "g1", "timestamp": "2026-01-01T00:00:02.000Z", "type": "gemini",
+                 "content": "Looking.", "model": "gemini-2.5-pro",
+                 "thoughts": [{"subject": "Plan", "description": "look"}],
+                 "tokens": {"input": 100, "output": 5, "cached": 40, "thoughts": 2, "total": 107},
+                 "toolCalls": [{"id": "c1", "name": "read_file", "args": {"file_path": "x"},
+                   "status": "error", "timestamp": "2026-01-01T00:00:03.000Z",
+                   "result": [{"functionResponse": {"id": "c1", "name": "read_file",
+                     "response": {"error": "File not found."}}}]}]},
+                {"id": "i1", "timestamp": "2026-01-01T00:00:04.000Z", "type": "info",
+                 "content": "Switched model."},
+                {"id": "e1", "timestamp": "2026-01-01T00:00:05.000Z", "type": "error",
+                 "content": "Quota exceeded."}
+            ]
+        })
+        .to_string();
+        let c = convert_str("/x/session-old.json", &text).unwrap();
+        let v = entries(&c);
+        assert_eq!(c.session_id, ID);
+        let kinds: Vec<&str> = v
+            .iter()
+            .map(|e| {
+                e["customType"]
+                    .as_str()
+                    .or(e["message"]["role"].as_str())
+                    .or(e["type"].as_str())
+                    .unwrap()
+            })
+            .collect();
+        assert_eq!(
+            kinds,
+            [
+                "gemini/session",
+                "user",
+                "model_change",
+                "assistant",
+                "toolResult",
+                "gemini/info",
+                "assistant"
+            ]
+        );
+        assert_eq!(v[0]["importedFrom"]["pointers"], json!([""]));
+        assert_eq!(v[1]["importedFrom"]["pointers"], json!(["/messages/0"]));
+        assert_eq!(v[1]["importedFrom"]["lines"], json!([]));
+        let a = &v[3]["message"];
+        assert_eq!(a["content"][0]["thinking"], "**Plan** look");
+        assert_eq!(a["content"][2]["id"], "c1");
+        assert_eq!(a["usage"]["input"], 60);
+        assert_eq!(a["usage"]["output"], 7);
+        let r = &v[4];
+        assert_eq!(r["message"]["toolCallId"], "c1");
+        assert_eq!(r["message"]["isError"], true);
+        assert_eq!(r["message"]["content"][0]["text"], "File not found.");
+        assert_eq!(
+            r["importedFrom"]["pointers"],
+            json!(["/messages/1/toolCalls/0/result"])
+        );
+        assert_eq!(v[6]["message"]["stopReason"], "error");
+        assert_eq!(v[6]["message"]["errorMessage"], "Quota exceeded.");
+        for pair in v.windows(2) {
+            assert_eq!(pair[1]["parentId"], pair[0]["id"]);
+        }
+        assert_eq!(
+            convert_str("/x/session-old.json", &text).unwrap(),
+            c,
+            "same source, same lines"
+        );
+    }
+
+    #[test]
+    fn a_rewind_branches_from_the_entry_before_the_dropped_message() {
+        let lines = [
+            json!({"sessionId": ID, "projectHash": "h", "startTime": "2026-01-01T00:00:00.000Z"}),
+            json!({"id": "u1", "timestamp": "2026-01-01T00:00:01.000Z", "type": "user", "content": [{"text": "one"}]}),
+            json!({"$set": {"lastUpdated": "2026-01-01T00:00:01.000Z"}}),
+            json!({"id": "g1", "timestamp": "2026-01-01T00:00:02.000Z", "type": "gemini", "content": "first"}),
+            json!({"id": "u2", "timestamp": "2026-01-01T00:00:03.000Z", "type": "user", "content": [{"text": "two"}]}),
+            json!({"$rewindTo": "u2"}),
+            json!({"id": "u3", "timestamp": "2026-01-01T00:00:04.000Z", "type": "user", "content": [{"text": "two again"}]}),
+        ];
+        let text: String = lines.iter().map(|l| format!("{l}\n")).collect();
+        let c = convert_str("/x/session-r.jsonl", &text).unwrap();
+        let v = entries(&c);
+        assert_eq!(
+            v[1]["importedFrom"]["lines"],
+            json!([2, 3]),
+            "lastUpdated folded"
+        );
+        let g1 = &v[2];
+        let rewind = v
+            .iter()
+            .find(|e| e["customType"] == "gemini/rewind")
+            .unwrap();
+        assert_eq!(rewind["parentId"], g1["id"]);
+        assert_eq!(v.last().unwrap()["parentId"], rewind["id"]);
+        assert_eq!(
+            v.last().unwrap()["message"]["content"][0]["text"],
+            "two again"
+        );
+    }
+
+    #[test]
+    fn bad_input_names_the_file() {
+        let e = convert_str("/x/s.jsonl", "{\"id\":\"a\"}\n{oops\n").unwrap_err();
+        assert!(e.to_string().starts_with("/x/s.jsonl:2:"), "{e}");
+        let e = convert_str("/x/s.json", "{\"messages\": [1]}").unwrap_err();
+        assert!(e.to_string().contains("/messages/0"), "{e}");
+        let e = convert_str("/x/s.jsonl", "{\"id\":\"a\",\"type\":\"user\"}\n").unwrap_err();
+        assert!(e.to_string().contains("no session id"), "{e}");
     }
 }
