@@ -12,7 +12,7 @@ use std::path::{Path, PathBuf};
 
 use serde_json::Value;
 
-use import_common::{inspect_field, lines, Env};
+use import_common::{inspect_field, lines, sorted, Env};
 
 const MAIN_ID: &str = "01a237bc-c8f2-74e3-a621-ecee6134b3c6";
 const FORK_ID: &str = "01a237bd-23c5-77f3-b17a-db758ef8d726";
@@ -64,11 +64,6 @@ fn texts(content: &Value) -> String {
 
 fn call_part(id: &Value) -> String {
     id.as_str().unwrap().split('|').next().unwrap().to_string()
-}
-
-fn sorted<T: Ord>(mut v: Vec<T>) -> Vec<T> {
-    v.sort();
-    v
 }
 
 /// Checks one imported session against its source: every source line is in exactly one

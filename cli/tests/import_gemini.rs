@@ -10,7 +10,7 @@ use std::collections::{HashMap, HashSet};
 use std::fs;
 use std::path::{Path, PathBuf};
 
-use import_common::{inspect_field, lines, Env};
+use import_common::{inspect_field, lines, sorted, Env};
 use serde_json::Value;
 
 const ID: &str = "8a15e141-8c4c-4545-a53e-641efb2e9a97";
@@ -69,11 +69,6 @@ fn texts(content: &Value) -> String {
             .collect::<Vec<_>>()
             .join(""),
     }
-}
-
-fn sorted<T: Ord>(mut v: Vec<T>) -> Vec<T> {
-    v.sort();
-    v
 }
 
 /// Every source line in exactly one entry's `importedFrom.lines`; every user message, answer,

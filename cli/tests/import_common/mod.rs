@@ -109,3 +109,9 @@ pub fn inspect_field(inspect: &str, key: &str) -> Value {
     let mut values = serde_json::Deserializer::from_str(&inspect[at..]).into_iter::<Value>();
     values.next().unwrap().unwrap()
 }
+
+/// `v`, sorted (to compare collections whose order the mapping may change).
+pub fn sorted<T: Ord>(mut v: Vec<T>) -> Vec<T> {
+    v.sort();
+    v
+}
