@@ -4,88 +4,18 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+mod import_common;
+
 use std::collections::{HashMap, HashSet};
 use std::fs;
 use std::path::{Path, PathBuf};
-use std::process::Output;
 
-use assert_cmd::Command;
 use serde_json::Value;
+
+use import_common::{lines, Env};
 
 fn fixtures() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../fixtures/import/claude-code/sessions")
-}
-
-struct Env {
-    dir: tempfile::TempDir,
-}
-
-impl Env {
-    fn new() -> Env {
-        let dir = tempfile::tempdir().unwrap();
-        fs::create_dir_all(dir.path().join("agent")).unwrap();
-        fs::create_dir_all(dir.path().join("work")).unwrap();
-        Env { dir }
-    }
-
-    fn path(&self, rel: &str) -> PathBuf {
-        self.dir.path().join(rel)
-    }
-
-    fn run(&self, args: &[&str]) -> Output {
-        Command::cargo_bin("pi")
-            .unwrap()
-            .current_dir(self.path("work"))
-            .env("HOME", self.dir.path())
-            .env("PI_CODING_AGENT_DIR", self.path("agent"))
-            .env_remove("PI_SESSION_STORE")
-            .env_remove("PI_CODING_AGENT_SESSION_DIR")
-            .env_remove("CLAUDE_CONFIG_DIR")
-            .arg("sessions")
-            .args(args)
-            .output()
-            .unwrap()
-    }
-
-    fn ok(&self, args: &[&str]) -> String {
-        let out = self.run(args);
-        assert!(
-            out.status.success(),
-            "pi sessions {args:?} failed: {}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        String::from_utf8(out.stdout).unwrap()
-    }
-
-    /// The imported session files, by session id.
-    fn imported(&self) -> HashMap<String, PathBuf> {
-        let mut out = HashMap::new();
-        let mut dirs = vec![self.path("agent/sessions")];
-        while let Some(dir) = dirs.pop() {
-            for e in fs::read_dir(&dir).unwrap() {
-                let p = e.unwrap().path();
-                if p.is_dir() {
-                    dirs.push(p);
-                } else {
-                    let head: Value = serde_json::from_str(
-                        fs::read_to_string(&p).unwrap().lines().next().unwrap(),
-                    )
-                    .unwrap();
-                    out.insert(head["id"].as_str().unwrap().to_string(), p);
-                }
-            }
-        }
-        out
-    }
-}
-
-fn lines(path: &Path) -> Vec<Value> {
-    fs::read_to_string(path)
-        .unwrap()
-        .lines()
-        .filter(|l| !l.trim().is_empty())
-        .map(|l| serde_json::from_str(l).unwrap())
-        .collect()
 }
 
 /// A Claude Code session and its subagent files, as (file, records).

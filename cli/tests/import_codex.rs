@@ -4,13 +4,15 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+mod import_common;
+
 use std::collections::{HashMap, HashSet};
 use std::fs;
 use std::path::{Path, PathBuf};
-use std::process::Output;
 
-use assert_cmd::Command;
 use serde_json::Value;
+
+use import_common::{inspect_field, lines, sorted, Env};
 
 const MAIN_ID: &str = "01a237bc-c8f2-74e3-a621-ecee6134b3c6";
 const FORK_ID: &str = "01a237bd-23c5-77f3-b17a-db758ef8d726";
@@ -27,78 +29,6 @@ fn rollout(id: &str) -> PathBuf {
         .map(|e| e.unwrap().path())
         .find(|p| p.to_str().unwrap().ends_with(&format!("{id}.jsonl")))
         .unwrap()
-}
-
-struct Env {
-    dir: tempfile::TempDir,
-}
-
-impl Env {
-    fn new() -> Env {
-        let dir = tempfile::tempdir().unwrap();
-        fs::create_dir_all(dir.path().join("agent")).unwrap();
-        fs::create_dir_all(dir.path().join("work")).unwrap();
-        Env { dir }
-    }
-
-    fn path(&self, rel: &str) -> PathBuf {
-        self.dir.path().join(rel)
-    }
-
-    fn run(&self, args: &[&str]) -> Output {
-        Command::cargo_bin("pi")
-            .unwrap()
-            .current_dir(self.path("work"))
-            .env("HOME", self.dir.path())
-            .env("PI_CODING_AGENT_DIR", self.path("agent"))
-            .env_remove("PI_SESSION_STORE")
-            .env_remove("PI_CODING_AGENT_SESSION_DIR")
-            .env_remove("CODEX_HOME")
-            .arg("sessions")
-            .args(args)
-            .output()
-            .unwrap()
-    }
-
-    fn ok(&self, args: &[&str]) -> String {
-        let out = self.run(args);
-        assert!(
-            out.status.success(),
-            "pi sessions {args:?} failed: {}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        String::from_utf8(out.stdout).unwrap()
-    }
-
-    /// The imported session files, by session id.
-    fn imported(&self) -> HashMap<String, PathBuf> {
-        let mut out = HashMap::new();
-        let mut dirs = vec![self.path("agent/sessions")];
-        while let Some(dir) = dirs.pop() {
-            for e in fs::read_dir(&dir).unwrap() {
-                let p = e.unwrap().path();
-                if p.is_dir() {
-                    dirs.push(p);
-                } else {
-                    let head: Value = serde_json::from_str(
-                        fs::read_to_string(&p).unwrap().lines().next().unwrap(),
-                    )
-                    .unwrap();
-                    out.insert(head["id"].as_str().unwrap().to_string(), p);
-                }
-            }
-        }
-        out
-    }
-}
-
-fn lines(path: &Path) -> Vec<Value> {
-    fs::read_to_string(path)
-        .unwrap()
-        .lines()
-        .filter(|l| !l.trim().is_empty())
-        .map(|l| serde_json::from_str(l).unwrap())
-        .collect()
 }
 
 /// A source: its file, and its records as (1-based line, record).
@@ -134,11 +64,6 @@ fn texts(content: &Value) -> String {
 
 fn call_part(id: &Value) -> String {
     id.as_str().unwrap().split('|').next().unwrap().to_string()
-}
-
-fn sorted<T: Ord>(mut v: Vec<T>) -> Vec<T> {
-    v.sort();
-    v
 }
 
 /// Checks one imported session against its source: every source line is in exactly one
@@ -241,14 +166,6 @@ fn check_accounted(src: &[Source], entries: &[Value]) {
     for m in role("toolResult") {
         assert_eq!(m["toolName"], names[&call_part(&m["toolCallId"])].as_str());
     }
-}
-
-/// `pi sessions inspect --json` fields, each read from where it starts (the tree in this
-/// output nests deeper than serde_json's recursion limit).
-fn inspect_field(inspect: &str, key: &str) -> Value {
-    let at = inspect.find(&format!("\"{key}\":")).unwrap() + key.len() + 3;
-    let mut values = serde_json::Deserializer::from_str(&inspect[at..]).into_iter::<Value>();
-    values.next().unwrap().unwrap()
 }
 
 fn context_texts(llm: &[Value]) -> Vec<String> {

@@ -7,6 +7,7 @@
 
 pub mod claude_code;
 pub mod codex;
+pub mod gemini;
 
 use std::fmt;
 
@@ -60,14 +61,16 @@ pub struct Converted {
 /// Source records by kind and the Pi entries made from them, for the user and for tests.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Counts {
-    /// Non-blank source lines read (all files).
+    /// Source records read (all files): non-blank lines, or for Gemini CLI's older `.json`
+    /// files the metadata and each message.
     pub records: usize,
     /// Source records holding a conversation message.
     pub message_records: usize,
     /// Tool calls in the source (Claude Code's `tool_use` blocks, Codex's `function_call` and
-    /// `custom_tool_call` items).
+    /// `custom_tool_call` items, Gemini CLI's `toolCalls`).
     pub tool_calls: usize,
-    /// Tool results in the source (`tool_result` blocks, `*_call_output` items).
+    /// Tool results in the source (`tool_result` blocks, `*_call_output` items, Gemini's
+    /// `functionResponse` parts).
     pub tool_results: usize,
     /// Pi `message` entries written.
     pub messages: usize,

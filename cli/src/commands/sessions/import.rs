@@ -1,6 +1,6 @@
 //! `pi sessions import FILE|DIR…`: Pi session files of any version into the current store.
-//! With `--from claude-code` or `--from codex`, another agent's sessions instead (see
-//! `import_claude`, `import_codex`).
+//! With `--from claude-code`, `--from codex` or `--from gemini`, another agent's sessions
+//! instead (see `import_claude`, `import_codex`, `import_gemini`).
 //!
 //! Ids are kept. Version 1 and 2 files are migrated on the way in, as Pi migrates them on
 //! load; a session the store already holds is recognised and skipped (a v3 file that grew
@@ -22,13 +22,14 @@ pub struct ImportArgs {
     /// Session files, or directories to search for `.jsonl` files.
     #[arg(value_name = "FILE|DIR", required_unless_present = "all")]
     pub paths: Vec<PathBuf>,
-    /// What wrote the files: `pi` (default), `claude-code` (Claude Code's transcripts) or
-    /// `codex` (Codex's rollouts).
+    /// What wrote the files: `pi` (default), `claude-code` (Claude Code's transcripts),
+    /// `codex` (Codex's rollouts) or `gemini` (Gemini CLI's chat recordings).
     #[arg(long, value_name = "FORMAT", default_value = "pi")]
     pub from: ImportFormat,
     /// Every session the other agent keeps (`--from claude-code`: `~/.claude/projects`, or
     /// `$CLAUDE_CONFIG_DIR/projects`; `--from codex`: `~/.codex/sessions`, or
-    /// `$CODEX_HOME/sessions`, and `archived_sessions` beside it).
+    /// `$CODEX_HOME/sessions`, and `archived_sessions` beside it; `--from gemini`:
+    /// `~/.gemini/tmp`, or `$GEMINI_CLI_HOME/.gemini/tmp`).
     #[arg(long, conflicts_with = "paths")]
     pub all: bool,
 }
@@ -42,6 +43,8 @@ pub enum ImportFormat {
     ClaudeCode,
     /// Codex rollouts (`~/.codex/sessions/YYYY/MM/DD/rollout-*.jsonl`).
     Codex,
+    /// Gemini CLI chat recordings (`~/.gemini/tmp/<project>/chats/session-*.jsonl`).
+    Gemini,
 }
 
 pub fn run(args: ImportArgs, store_args: &StoreArgs) -> anyhow::Result<i32> {
@@ -50,7 +53,12 @@ pub fn run(args: ImportArgs, store_args: &StoreArgs) -> anyhow::Result<i32> {
             return super::import_claude::run(&args.paths, args.all, store_args)
         }
         ImportFormat::Codex => return super::import_codex::run(&args.paths, args.all, store_args),
-        ImportFormat::Pi if args.all => anyhow::bail!("--all needs --from claude-code or codex"),
+        ImportFormat::Gemini => {
+            return super::import_gemini::run(&args.paths, args.all, store_args)
+        }
+        ImportFormat::Pi if args.all => {
+            anyhow::bail!("--all needs --from claude-code, codex or gemini")
+        }
         ImportFormat::Pi => {}
     }
     let store = store_args.open()?;
@@ -113,6 +121,15 @@ fn describe(file: &Path, outcome: &ImportOutcome) -> String {
 /// repeatable). Walked without recursion; symlinked directories are not followed, so a link
 /// loop cannot trap the walk.
 pub(super) fn collect_files(paths: &[PathBuf]) -> anyhow::Result<Vec<PathBuf>> {
+    collect_files_matching(paths, &|p| p.extension().is_some_and(|e| e == "jsonl"))
+}
+
+/// Files as given, plus every file under the given directories that `wanted` accepts (sorted),
+/// walked as [`collect_files`] walks.
+pub(super) fn collect_files_matching(
+    paths: &[PathBuf],
+    wanted: &dyn Fn(&Path) -> bool,
+) -> anyhow::Result<Vec<PathBuf>> {
     let mut files = Vec::new();
     for path in paths {
         let meta =
@@ -134,7 +151,7 @@ pub(super) fn collect_files(paths: &[PathBuf]) -> anyhow::Result<Vec<PathBuf>> {
                 let p = entry.path();
                 if kind.is_dir() {
                     dirs.push(p);
-                } else if kind.is_file() && p.extension().is_some_and(|e| e == "jsonl") {
+                } else if kind.is_file() && wanted(&p) {
                     found.push(p);
                 }
             }

@@ -2,7 +2,7 @@
 //! on terminals, one line per source, writing each converted session through the store (so a
 //! second import is `skipped` and a source that grew gets only its new lines), the summary and
 //! the exit code. The agent-specific parts (finding the files, reading them, the mapping)
-//! are `import_claude` and `import_codex`.
+//! are `import_claude`, `import_codex` and `import_gemini`.
 
 use std::io::IsTerminal;
 use std::path::{Path, PathBuf};
