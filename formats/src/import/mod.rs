@@ -7,6 +7,7 @@
 
 pub mod claude_code;
 pub mod codex;
+pub mod opencode;
 
 use std::fmt;
 
