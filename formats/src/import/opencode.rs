@@ -177,12 +177,11 @@ pub fn convert(root: &Session, descendants: &[Session]) -> Result<Converted, Imp
     for s in std::iter::once(root).chain(descendants) {
         check_objects(s)?;
     }
-    let started = root.created().map_or_else(
-        || "1970-01-01T00:00:00.000Z".to_string(),
-        iso_from_millis,
-    );
-    let header = NewHeader::new(session_id.clone(), started.clone(), root.directory(), None)
-        .to_line();
+    let started = root
+        .created()
+        .map_or_else(|| "1970-01-01T00:00:00.000Z".to_string(), iso_from_millis);
+    let header =
+        NewHeader::new(session_id.clone(), started.clone(), root.directory(), None).to_line();
     let records = std::iter::once(root)
         .chain(descendants)
         .map(|s| 1 + s.messages.iter().map(|m| 1 + m.parts.len()).sum::<usize>())
@@ -204,7 +203,11 @@ pub fn convert(root: &Session, descendants: &[Session]) -> Result<Converted, Imp
     // Subagent sessions no tool call names: branches off the title entry, before the main line.
     while let Some(child) = out.children.first().copied() {
         out.children.remove(0);
-        let anchor = out.entries.first().and_then(|e| e["id"].as_str()).map(str::to_string);
+        let anchor = out
+            .entries
+            .first()
+            .and_then(|e| e["id"].as_str())
+            .map(str::to_string);
         out.session(child, anchor, false)?;
     }
     Ok(Converted {
@@ -216,8 +219,11 @@ pub fn convert(root: &Session, descendants: &[Session]) -> Result<Converted, Imp
 }
 
 fn check_objects(s: &Session) -> Result<(), ImportError> {
-    let records = std::iter::once(&s.info)
-        .chain(s.messages.iter().flat_map(|m| std::iter::once(&m.record).chain(&m.parts)));
+    let records = std::iter::once(&s.info).chain(
+        s.messages
+            .iter()
+            .flat_map(|m| std::iter::once(&m.record).chain(&m.parts)),
+    );
     for r in records {
         if !r.value.is_object() {
             return Err(ImportError {
@@ -371,16 +377,30 @@ impl<'a> Out<'a> {
         match s.title().filter(|_| root) {
             Some(title) => {
                 let from = self.origin(s, &[&s.info], true);
-                self.emit(self.id_for(&s.info, 0), &ts, NewEntry::session_info(&title), from);
+                self.emit(
+                    self.id_for(&s.info, 0),
+                    &ts,
+                    NewEntry::session_info(&title),
+                    from,
+                );
             }
             None => self.custom(s, &s.info, "session", &ts),
         }
         let mut pending: Option<PendingCompaction<'a>> = None;
         for m in &s.messages {
             self.counts.message_records += 1;
-            let created = m.record.value.pointer("/time/created").and_then(Value::as_i64);
+            let created = m
+                .record
+                .value
+                .pointer("/time/created")
+                .and_then(Value::as_i64);
             let ts = self.ts_of(created);
-            let role = m.record.value.get("role").and_then(Value::as_str).unwrap_or("");
+            let role = m
+                .record
+                .value
+                .get("role")
+                .and_then(Value::as_str)
+                .unwrap_or("");
             let is_summary = m.record.value.get("summary").and_then(Value::as_bool) == Some(true);
             match role {
                 "user" if m.parts.iter().any(|p| part_type(p) == "compaction") => {
@@ -432,7 +452,9 @@ impl<'a> Out<'a> {
             let v = &p.value;
             match part_type(p) {
                 "text" if v.get("ignored").and_then(Value::as_bool) != Some(true) => {
-                    content.push(json!({"type": "text", "text": str_at(v, &["text"]).unwrap_or_default()}));
+                    content.push(
+                        json!({"type": "text", "text": str_at(v, &["text"]).unwrap_or_default()}),
+                    );
                     used.push(p);
                 }
                 "file" => match image_block(v) {
@@ -445,14 +467,23 @@ impl<'a> Out<'a> {
                 _ => rest.push(p),
             }
         }
-        let created = m.record.value.pointer("/time/created").and_then(Value::as_i64);
+        let created = m
+            .record
+            .value
+            .pointer("/time/created")
+            .and_then(Value::as_i64);
         let message = json!({
             "role": "user",
             "content": content,
             "timestamp": created.unwrap_or(0),
         });
         let from = self.origin(s, &used, true);
-        self.emit(self.id_for(&m.record, 0), ts, NewEntry::Message { message }, from);
+        self.emit(
+            self.id_for(&m.record, 0),
+            ts,
+            NewEntry::Message { message },
+            from,
+        );
         for p in rest {
             self.custom(s, p, part_type(p), ts);
         }
@@ -522,7 +553,9 @@ impl<'a> Out<'a> {
                     used.push(p);
                 }
                 "text" if v.get("ignored").and_then(Value::as_bool) != Some(true) => {
-                    content.push(json!({"type": "text", "text": str_at(v, &["text"]).unwrap_or_default()}));
+                    content.push(
+                        json!({"type": "text", "text": str_at(v, &["text"]).unwrap_or_default()}),
+                    );
                     used.push(p);
                 }
                 "reasoning" => {
@@ -556,7 +589,10 @@ impl<'a> Out<'a> {
                 _ => rest.push(p),
             }
         }
-        let created = info.pointer("/time/created").and_then(Value::as_i64).unwrap_or(0);
+        let created = info
+            .pointer("/time/created")
+            .and_then(Value::as_i64)
+            .unwrap_or(0);
         let mut message = AssistantMessage::empty(api_for(provider), provider, model, created);
         message.content = content
             .into_iter()
@@ -565,7 +601,10 @@ impl<'a> Out<'a> {
         let reason = finish
             .and_then(|f| f.get("reason"))
             .and_then(Value::as_str)
-            .or_else(|| last.then(|| info.get("finish").and_then(Value::as_str)).flatten());
+            .or_else(|| {
+                last.then(|| info.get("finish").and_then(Value::as_str))
+                    .flatten()
+            });
         message.stop_reason = match reason {
             Some("tool-calls") => StopReason::ToolUse,
             Some("length") => StopReason::Length,
@@ -581,9 +620,7 @@ impl<'a> Out<'a> {
             } else {
                 StopReason::Error
             };
-            message.error_message = Some(
-                str_at(error, &["data", "message"]).unwrap_or(name),
-            );
+            message.error_message = Some(str_at(error, &["data", "message"]).unwrap_or(name));
         }
         match finish {
             Some(f) => {
@@ -592,13 +629,12 @@ impl<'a> Out<'a> {
             }
             None => message.usage.cost.total_from_provider = Some(false),
         }
-        let value = serde_json::to_value(AgentMessage::Assistant(message)).map_err(|e| {
-            ImportError {
+        let value =
+            serde_json::to_value(AgentMessage::Assistant(message)).map_err(|e| ImportError {
                 file: s.label.clone(),
                 line: 0,
                 reason: format!("{}: cannot write the message: {e}", m.record.key),
-            }
-        })?;
+            })?;
         let from = self.origin(s, &used, true);
         let id = if k == 0 {
             self.id_for(&m.record, 0)
@@ -710,7 +746,12 @@ impl<'a> Out<'a> {
         };
         let from = self.origin(s, &used, true);
         // Counted as a message record above; the summary message too.
-        self.emit(self.id_for(&request.message.record, 0), &request.ts, entry, from);
+        self.emit(
+            self.id_for(&request.message.record, 0),
+            &request.ts,
+            entry,
+            from,
+        );
         Ok(())
     }
 }
@@ -719,17 +760,21 @@ impl<'a> Out<'a> {
 /// `output` excludes reasoning; the cost is the one OpenCode computed from its catalog.
 fn usage_of(finish: &Value) -> Usage {
     let n = |p: &str| finish.pointer(p).and_then(Value::as_u64).unwrap_or(0);
-    let mut u = Usage::default();
-    u.input = n("/tokens/input");
     let reasoning = n("/tokens/reasoning");
-    u.output = n("/tokens/output") + reasoning;
-    u.reasoning = (reasoning > 0).then_some(reasoning);
-    u.cache_read = n("/tokens/cache/read");
-    u.cache_write = n("/tokens/cache/write");
-    u.total_tokens = finish
-        .pointer("/tokens/total")
-        .and_then(Value::as_u64)
-        .unwrap_or(u.input + u.output + u.cache_read + u.cache_write);
+    let (input, output) = (n("/tokens/input"), n("/tokens/output") + reasoning);
+    let (cache_read, cache_write) = (n("/tokens/cache/read"), n("/tokens/cache/write"));
+    let mut u = Usage {
+        input,
+        output,
+        reasoning: (reasoning > 0).then_some(reasoning),
+        cache_read,
+        cache_write,
+        total_tokens: finish
+            .pointer("/tokens/total")
+            .and_then(Value::as_u64)
+            .unwrap_or(input + output + cache_read + cache_write),
+        ..Usage::default()
+    };
     u.cost.total = finish.get("cost").and_then(Value::as_f64).unwrap_or(0.0);
     u.cost.total_from_provider = Some(false);
     u
@@ -756,7 +801,11 @@ mod tests {
     #[test]
     fn a_bad_export_names_the_file() {
         let e = export("{oops").unwrap_err();
-        assert!(e.to_string().starts_with("/x/ses_a.json: not an OpenCode export"), "{e}");
+        assert!(
+            e.to_string()
+                .starts_with("/x/ses_a.json: not an OpenCode export"),
+            "{e}"
+        );
         let e = export(r#"{"info":{"id":"ses_a"},"messages":[{"info":{"id":"m"},"parts":[3]}]}"#)
             .unwrap_err();
         assert!(e.to_string().contains("/messages/0/parts/0"), "{e}");
@@ -783,7 +832,16 @@ mod tests {
         let kinds: Vec<&str> = v.iter().map(|e| e["type"].as_str().unwrap()).collect();
         assert_eq!(
             kinds,
-            ["session_info", "message", "model_change", "message", "message", "custom", "message", "compaction"]
+            [
+                "session_info",
+                "message",
+                "model_change",
+                "message",
+                "message",
+                "custom",
+                "message",
+                "compaction"
+            ]
         );
         assert_eq!(v[3]["message"]["content"][1]["name"], "read");
         assert_eq!(v[3]["message"]["usage"]["output"], 3);

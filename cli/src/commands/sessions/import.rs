@@ -1,6 +1,6 @@
 //! `pi sessions import FILE|DIR…`: Pi session files of any version into the current store.
-//! With `--from claude-code` or `--from codex`, another agent's sessions instead (see
-//! `import_claude`, `import_codex`).
+//! With `--from claude-code`, `--from codex` or `--from opencode`, another agent's sessions
+//! instead (see `import_claude`, `import_codex`, `import_opencode`).
 //!
 //! Ids are kept. Version 1 and 2 files are migrated on the way in, as Pi migrates them on
 //! load; a session the store already holds is recognised and skipped (a v3 file that grew
@@ -22,13 +22,14 @@ pub struct ImportArgs {
     /// Session files, or directories to search for `.jsonl` files.
     #[arg(value_name = "FILE|DIR", required_unless_present = "all")]
     pub paths: Vec<PathBuf>,
-    /// What wrote the files: `pi` (default), `claude-code` (Claude Code's transcripts) or
-    /// `codex` (Codex's rollouts).
+    /// What wrote the files: `pi` (default), `claude-code` (Claude Code's transcripts),
+    /// `codex` (Codex's rollouts) or `opencode` (OpenCode's database or `opencode export` files).
     #[arg(long, value_name = "FORMAT", default_value = "pi")]
     pub from: ImportFormat,
     /// Every session the other agent keeps (`--from claude-code`: `~/.claude/projects`, or
     /// `$CLAUDE_CONFIG_DIR/projects`; `--from codex`: `~/.codex/sessions`, or
-    /// `$CODEX_HOME/sessions`, and `archived_sessions` beside it).
+    /// `$CODEX_HOME/sessions`, and `archived_sessions` beside it; `--from opencode`:
+    /// `$XDG_DATA_HOME/opencode/opencode.db`, or `~/.local/share/opencode/opencode.db`).
     #[arg(long, conflicts_with = "paths")]
     pub all: bool,
 }
@@ -42,6 +43,8 @@ pub enum ImportFormat {
     ClaudeCode,
     /// Codex rollouts (`~/.codex/sessions/YYYY/MM/DD/rollout-*.jsonl`).
     Codex,
+    /// OpenCode sessions (`~/.local/share/opencode/opencode.db`, or `opencode export` files).
+    Opencode,
 }
 
 pub fn run(args: ImportArgs, store_args: &StoreArgs) -> anyhow::Result<i32> {
@@ -50,7 +53,12 @@ pub fn run(args: ImportArgs, store_args: &StoreArgs) -> anyhow::Result<i32> {
             return super::import_claude::run(&args.paths, args.all, store_args)
         }
         ImportFormat::Codex => return super::import_codex::run(&args.paths, args.all, store_args),
-        ImportFormat::Pi if args.all => anyhow::bail!("--all needs --from claude-code or codex"),
+        ImportFormat::Opencode => {
+            return super::import_opencode::run(&args.paths, args.all, store_args)
+        }
+        ImportFormat::Pi if args.all => {
+            anyhow::bail!("--all needs --from claude-code, codex or opencode")
+        }
         ImportFormat::Pi => {}
     }
     let store = store_args.open()?;
