@@ -12,7 +12,7 @@ use std::path::{Path, PathBuf};
 
 use serde_json::Value;
 
-use import_common::{inspect_field, lines, sorted, Env};
+use import_common::{inspect_field, lines, sorted, texts, Env};
 
 const MAIN_ID: &str = "01a237bc-c8f2-74e3-a621-ecee6134b3c6";
 const FORK_ID: &str = "01a237bd-23c5-77f3-b17a-db758ef8d726";
@@ -50,16 +50,6 @@ fn items<'a>(src: &'a [Source], kind: &'a str) -> impl Iterator<Item = &'a Value
         .map(|(_, r)| r)
         .filter(move |r| r["type"] == "response_item" && r["payload"]["type"] == kind)
         .map(|r| &r["payload"])
-}
-
-fn texts(content: &Value) -> String {
-    content
-        .as_array()
-        .into_iter()
-        .flatten()
-        .filter_map(|b| b["text"].as_str())
-        .collect::<Vec<_>>()
-        .join("\n")
 }
 
 fn call_part(id: &Value) -> String {

@@ -45,6 +45,7 @@ pub mod jsonl;
 pub mod jsonl_file;
 pub mod lazy;
 mod lock;
+pub mod opencode_db;
 pub mod paths;
 pub mod postgres;
 pub mod record;

@@ -8,6 +8,7 @@
 pub mod claude_code;
 pub mod codex;
 pub mod gemini;
+pub mod opencode;
 
 use std::fmt;
 

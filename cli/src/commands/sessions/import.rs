@@ -1,6 +1,7 @@
 //! `pi sessions import FILE|DIR…`: Pi session files of any version into the current store.
-//! With `--from claude-code`, `--from codex` or `--from gemini`, another agent's sessions
-//! instead (see `import_claude`, `import_codex`, `import_gemini`).
+//! With `--from claude-code`, `--from codex`, `--from gemini` or `--from opencode`, another
+//! agent's sessions instead (see `import_claude`, `import_codex`, `import_gemini`,
+//! `import_opencode`).
 //!
 //! Ids are kept. Version 1 and 2 files are migrated on the way in, as Pi migrates them on
 //! load; a session the store already holds is recognised and skipped (a v3 file that grew
@@ -23,13 +24,15 @@ pub struct ImportArgs {
     #[arg(value_name = "FILE|DIR", required_unless_present = "all")]
     pub paths: Vec<PathBuf>,
     /// What wrote the files: `pi` (default), `claude-code` (Claude Code's transcripts),
-    /// `codex` (Codex's rollouts) or `gemini` (Gemini CLI's chat recordings).
+    /// `codex` (Codex's rollouts), `gemini` (Gemini CLI's chat recordings) or `opencode`
+    /// (OpenCode's database or `opencode export` files).
     #[arg(long, value_name = "FORMAT", default_value = "pi")]
     pub from: ImportFormat,
     /// Every session the other agent keeps (`--from claude-code`: `~/.claude/projects`, or
     /// `$CLAUDE_CONFIG_DIR/projects`; `--from codex`: `~/.codex/sessions`, or
     /// `$CODEX_HOME/sessions`, and `archived_sessions` beside it; `--from gemini`:
-    /// `~/.gemini/tmp`, or `$GEMINI_CLI_HOME/.gemini/tmp`).
+    /// `~/.gemini/tmp`, or `$GEMINI_CLI_HOME/.gemini/tmp`; `--from opencode`:
+    /// `$XDG_DATA_HOME/opencode/opencode.db`, or `~/.local/share/opencode/opencode.db`).
     #[arg(long, conflicts_with = "paths")]
     pub all: bool,
 }
@@ -45,6 +48,8 @@ pub enum ImportFormat {
     Codex,
     /// Gemini CLI chat recordings (`~/.gemini/tmp/<project>/chats/session-*.jsonl`).
     Gemini,
+    /// OpenCode sessions (`~/.local/share/opencode/opencode.db`, or `opencode export` files).
+    Opencode,
 }
 
 pub fn run(args: ImportArgs, store_args: &StoreArgs) -> anyhow::Result<i32> {
@@ -56,8 +61,11 @@ pub fn run(args: ImportArgs, store_args: &StoreArgs) -> anyhow::Result<i32> {
         ImportFormat::Gemini => {
             return super::import_gemini::run(&args.paths, args.all, store_args)
         }
+        ImportFormat::Opencode => {
+            return super::import_opencode::run(&args.paths, args.all, store_args)
+        }
         ImportFormat::Pi if args.all => {
-            anyhow::bail!("--all needs --from claude-code, codex or gemini")
+            anyhow::bail!("--all needs --from claude-code, codex, gemini or opencode")
         }
         ImportFormat::Pi => {}
     }

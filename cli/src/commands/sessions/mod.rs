@@ -9,6 +9,7 @@ pub mod import_agent;
 pub mod import_claude;
 pub mod import_codex;
 pub mod import_gemini;
+pub mod import_opencode;
 pub mod inspect;
 pub mod list;
 pub mod migrate;
