@@ -770,3 +770,10 @@ async fn kimi_code_device_login_and_refresh_through_its_host_setting() {
     )
     .await;
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn meta_device_login_mints_keys_from_the_identity_token() {
+    // The stored `access` is a minted Model API key; "refreshing" mints another with the
+    // identity token kept as `refresh`.
+    device_login_then_refresh("meta", "meta", "meta/muse-spark-1.1", "/responses", None).await;
+}

@@ -14,7 +14,9 @@
 //!   `proxy-ep=<copilot_proxy>` so requests go to the fake LLM);
 //! * `GET /auth` and `POST /api/v1/auth/keys` (OpenRouter: PKCE, a permanent key);
 //! * `POST /oauth2/device/code`, `POST /oauth2/token` (xAI device flow and refresh, form) and
-//!   `POST /api/oauth/device_authorization`, `POST /api/oauth/token` (Kimi Code, the same).
+//!   `POST /api/oauth/device_authorization`, `POST /api/oauth/token` (Kimi Code, the same);
+//! * `POST /oidc/device/authorization/`, `POST /oidc/device/token/` (Meta's identity token)
+//!   and `POST /muse-code/key` (a Model API key minted for that identity token).
 //!
 //! Device codes are approved by [`FakeAuthServer::approve`], as a user would on the page.
 //! Issued access tokens start with `fake-access-token-` (the fake LLM keeps such bearer
@@ -42,6 +44,8 @@ pub const GITHUB_CLIENT_ID: &str = "Iv1.b507a08c87ecfe98";
 pub const CHATGPT_ACCOUNT_ID: &str = "acct-fake-123";
 /// xAI's client id (Pi's).
 pub const XAI_CLIENT_ID: &str = "b1a00492-073a-47ea-816f-4c329264a828";
+/// Meta's client id (Pi's).
+pub const META_CLIENT_ID: &str = "1031625952748946";
 /// Kimi Code's client id (Pi's).
 pub const KIMI_CLIENT_ID: &str = "17e5f671-d194-4dfb-9706-5516cb48c098";
 
@@ -464,7 +468,10 @@ async fn handle(mut sock: TcpStream, state: Arc<Mutex<State>>) -> std::io::Resul
         (method, path) => {
             let found = {
                 let mut st = lock(&state);
-                more_flows(&mut st, method, path, query, &form, &json_body)
+                let bearer = header(&req, "authorization")
+                    .and_then(|v| v.strip_prefix("Bearer "))
+                    .unwrap_or("");
+                more_flows(&mut st, bearer, method, path, query, &form, &json_body)
             };
             match found {
                 Some((status, body, extra)) => reply(&mut sock, status, &body, &extra).await,
@@ -486,6 +493,7 @@ async fn handle(mut sock: TcpStream, state: Arc<Mutex<State>>) -> std::io::Resul
 /// unknown route.
 fn more_flows(
     st: &mut State,
+    bearer: &str,
     method: &str,
     path: &str,
     query: &str,
@@ -546,6 +554,11 @@ fn more_flows(
             device_code(st, form, KIMI_CLIENT_ID, "kimi", "KIMI")?
         }
         ("POST", "/oauth2/token") => device_token(st, form, XAI_CLIENT_ID, "xai"),
+        ("POST", "/oidc/device/authorization/") => {
+            device_code(st, form, META_CLIENT_ID, "meta", "META")?
+        }
+        ("POST", "/oidc/device/token/") => device_token(st, form, META_CLIENT_ID, "meta"),
+        ("POST", "/muse-code/key") => mint_meta_key(st, bearer),
         ("POST", "/api/oauth/token") => device_token(st, form, KIMI_CLIENT_ID, "kimi"),
         _ => return None,
     };
@@ -624,6 +637,32 @@ fn device_token(
             answer(400, why)
         }
     }
+}
+
+/// Meta's key minting: only for the identity token the device flow issued last; every mint
+/// after the first counts as a refresh.
+fn mint_meta_key(st: &mut State, bearer: &str) -> (u16, Value, String) {
+    let valid = st.stats.issued.iter().any(|t| t == bearer)
+        && bearer.starts_with("fake-access-token-meta-")
+        && !bearer.contains("-key-");
+    if !valid {
+        st.stats
+            .rejected
+            .push("meta: unknown identity token".into());
+        return (
+            401,
+            json!({"detail": "Invalid identity token"}),
+            String::new(),
+        );
+    }
+    st.seq += 1;
+    let key = format!("fake-access-token-meta-key-{}", st.seq);
+    let minted_before = st.stats.issued.iter().any(|t| t.contains("-meta-key-"));
+    if minted_before {
+        *st.stats.refreshes.entry("meta".into()).or_default() += 1;
+    }
+    st.stats.issued.push(key.clone());
+    (200, json!({"api_key": key}), String::new())
 }
 
 fn reject_reason(st: &mut State, why: String) -> Value {

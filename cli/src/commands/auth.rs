@@ -41,7 +41,7 @@ Options for login:
   --no-browser            Do not open a browser; use another sign-in method, e.g. device code
 
 Providers with an account sign-in: anthropic, openai-codex, github-copilot, openrouter,
-kimi-coding, xai.
+kimi-coding, xai, meta.
 llama.cpp: asks for the router URL and an optional API key (one line each on stdin).";
 
 fn agent_dir() -> PathBuf {

@@ -167,6 +167,7 @@ mod tests {
                         "OpenRouter OAuth",
                         "Kimi Code (subscription)",
                         "xAI (Grok/X subscription)",
+                        "Meta (Muse subscription)",
                         "llama.cpp"
                     ]
                 );

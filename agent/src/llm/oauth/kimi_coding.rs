@@ -7,7 +7,7 @@ use std::time::Duration;
 use serde_json::{json, Value};
 
 use super::device::{poll_device_flow, Poll};
-use super::{endpoint, now_ms, post_form, FormReply, Interaction, LoginEvent};
+use super::{endpoint, now_ms, post_form, web_url, FormReply, Interaction, LoginEvent};
 
 const CLIENT_ID: &str = "17e5f671-d194-4dfb-9706-5516cb48c098";
 const DEFAULT_HOST: &str = "https://auth.kimi.com";
@@ -203,15 +203,6 @@ fn credential(body: &Value, operation: &str) -> Result<Value, String> {
             "Kimi Code token {operation} response missing fields: {body}"
         )),
     }
-}
-
-/// An http(s) URL from the server, normalized; anything else (a `file:` URL, a custom
-/// scheme) is refused, since the user is sent there.
-fn web_url(raw: &str) -> Option<String> {
-    reqwest::Url::parse(raw)
-        .ok()
-        .filter(|u| matches!(u.scheme(), "http" | "https"))
-        .map(|u| u.to_string())
 }
 
 fn suffix(text: &str) -> String {

@@ -1,6 +1,6 @@
 //! Subscription logins (`/login`, `pi auth login`): OAuth flows for Anthropic (Claude
-//! Pro/Max), OpenAI Codex (ChatGPT Plus/Pro), GitHub Copilot, OpenRouter, Kimi Code and xAI,
-//! as in Pi 1.6.0's `pi-ai/auth/oauth`.
+//! Pro/Max), OpenAI Codex (ChatGPT Plus/Pro), GitHub Copilot, OpenRouter, Kimi Code, xAI and
+//! Meta, as in Pi 1.6.0's `pi-ai/auth/oauth`.
 //!
 //! A login returns the credential object stored in `auth.json` under the provider id:
 //! `{"type": "oauth", "access", "refresh", "expires", …}` plus provider extras (`accountId`
@@ -18,6 +18,7 @@ mod callback;
 mod device;
 pub mod github_copilot;
 mod kimi_coding;
+mod meta;
 pub mod openai_codex;
 mod openrouter;
 pub mod pkce;
@@ -50,17 +51,20 @@ pub enum OAuthProvider {
     KimiCoding,
     /// `xai`: SuperGrok or X Premium.
     Xai,
+    /// `meta`: Muse subscription (a day-long Model API key minted from an identity token).
+    Meta,
 }
 
 impl OAuthProvider {
     /// Every provider, in the order `/login` lists them.
-    pub const ALL: [OAuthProvider; 6] = [
+    pub const ALL: [OAuthProvider; 7] = [
         OAuthProvider::Anthropic,
         OAuthProvider::OpenAiCodex,
         OAuthProvider::GitHubCopilot,
         OAuthProvider::OpenRouter,
         OAuthProvider::KimiCoding,
         OAuthProvider::Xai,
+        OAuthProvider::Meta,
     ];
 
     /// The provider id (the `auth.json` key).
@@ -72,6 +76,7 @@ impl OAuthProvider {
             OAuthProvider::OpenRouter => "openrouter",
             OAuthProvider::KimiCoding => "kimi-coding",
             OAuthProvider::Xai => "xai",
+            OAuthProvider::Meta => "meta",
         }
     }
 
@@ -84,6 +89,7 @@ impl OAuthProvider {
             OAuthProvider::OpenRouter => "OpenRouter OAuth",
             OAuthProvider::KimiCoding => "Kimi Code (subscription)",
             OAuthProvider::Xai => "xAI (Grok/X subscription)",
+            OAuthProvider::Meta => "Meta (Muse subscription)",
         }
     }
 
@@ -98,9 +104,10 @@ impl OAuthProvider {
             OAuthProvider::Anthropic => &[LoginMethod::Browser, LoginMethod::CopyCode],
             OAuthProvider::OpenAiCodex => &[LoginMethod::Browser, LoginMethod::DeviceCode],
             OAuthProvider::OpenRouter => &[LoginMethod::Browser],
-            OAuthProvider::GitHubCopilot | OAuthProvider::KimiCoding | OAuthProvider::Xai => {
-                &[LoginMethod::DeviceCode]
-            }
+            OAuthProvider::GitHubCopilot
+            | OAuthProvider::KimiCoding
+            | OAuthProvider::Xai
+            | OAuthProvider::Meta => &[LoginMethod::DeviceCode],
         }
     }
 
@@ -115,6 +122,7 @@ impl OAuthProvider {
                 OAuthProvider::OpenRouter => openrouter::login(interaction).await,
                 OAuthProvider::KimiCoding => kimi_coding::login(interaction).await,
                 OAuthProvider::Xai => xai::login(interaction).await,
+                OAuthProvider::Meta => meta::login(interaction).await,
             }
         };
         tokio::select! {
@@ -140,6 +148,7 @@ impl OAuthProvider {
             OAuthProvider::OpenRouter => Ok(credential.clone()),
             OAuthProvider::KimiCoding => kimi_coding::refresh(refresh).await,
             OAuthProvider::Xai => xai::refresh(refresh).await,
+            OAuthProvider::Meta => meta::refresh(refresh).await,
         }
     }
 }
@@ -348,6 +357,15 @@ pub(crate) async fn post_form(
         .await
         .map_err(|e| format!("{what} failed: {e}"))?;
     Ok(FormReply { status, text })
+}
+
+/// An http(s) URL a server sent, normalized; anything else (a `file:` URL, a custom scheme)
+/// is refused, since the user is sent there.
+pub(crate) fn web_url(raw: &str) -> Option<String> {
+    reqwest::Url::parse(raw)
+        .ok()
+        .filter(|u| matches!(u.scheme(), "http" | "https"))
+        .map(|u| u.to_string())
 }
 
 /// Milliseconds since the epoch.
