@@ -125,7 +125,7 @@ mod tests {
         assert_eq!(calls[0]["arguments"], json!({"command": "ls"}));
         assert!(calls[0]["durationMs"].is_u64());
         assert_eq!(calls[1]["error"].as_str().unwrap().len(), 500);
-        assert_eq!(calls[2]["argumentsBytes"], 9015);
+        assert_eq!(calls[2]["argumentsBytes"], 9014);
         assert!(calls[2].get("arguments").is_none());
         assert_eq!(calls[3]["status"], "unfinished");
         let _ = open;
