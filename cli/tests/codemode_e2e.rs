@@ -27,6 +27,27 @@ fn recorded() -> Value {
     .unwrap()
 }
 
+/// Real Pi 1.6.0 without MCP servers: `store()` over `pi -p` + `pi -c -p`, nested calls and
+/// `models`, and the first request's tools under `codemode.*` settings.
+fn recorded_settings_and_store() -> Value {
+    serde_json::from_str(
+        &std::fs::read_to_string(format!("{FIXTURES}/codemode/codemode_settings_store.json"))
+            .unwrap(),
+    )
+    .unwrap()
+}
+
+/// The docs directory our binary points at (next to its directory, as installed).
+fn our_docs_dir() -> String {
+    std::path::Path::new(env!("CARGO_BIN_EXE_pi"))
+        .parent()
+        .and_then(std::path::Path::parent)
+        .unwrap()
+        .join("docs")
+        .display()
+        .to_string()
+}
+
 struct Setup {
     _tmp: tempfile::TempDir,
     agent: PathBuf,
@@ -80,6 +101,10 @@ impl Setup {
             .expect("run pi")
     }
 
+    fn write_settings(&self, settings: &Value) {
+        std::fs::write(self.agent.join("settings.json"), settings.to_string()).unwrap();
+    }
+
     fn requests(&self) -> Vec<Value> {
         self.fake.requests().into_iter().map(|r| r.body).collect()
     }
@@ -123,13 +148,14 @@ fn without_wall_time(text: &str) -> String {
         .join("\n")
 }
 
-/// Pi's codemode description ends with a line on `models` (classifiers and image
-/// generation) that points at its installed docs; this build has no `models` global.
-fn without_models_line(description: &str) -> String {
-    match description.rfind("\n- `models`:") {
-        Some(i) => description[..i].to_string(),
-        None => description.to_string(),
-    }
+/// Pi's codemode description points at its installed docs; ours at ours.
+fn with_our_docs(description: &str) -> String {
+    description
+        .replace(
+            "/tmp/hcli-realpi/pi/node_modules/@earendil-works/pi-coding-agent/docs",
+            &our_docs_dir(),
+        )
+        .replace("<PI_DOCS>", &our_docs_dir())
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -164,7 +190,7 @@ async fn a_codemode_script_calls_real_mcp_tools_like_pi() {
                 .as_str()
                 .unwrap()
                 .to_string();
-            theirs["function"]["description"] = Value::from(without_models_line(&description));
+            theirs["function"]["description"] = Value::from(with_our_docs(&description));
         }
         assert_eq!(
             serde_json::to_string(ours).unwrap(),
@@ -278,4 +304,236 @@ async fn a_failing_nested_call_is_reported_and_codemode_follows_tool_options() {
         declared(&s.requests().pop().unwrap()),
         ["read", "bash", "edit", "write"]
     );
+}
+
+fn codemode_turn(id: &str, code: &str) -> Value {
+    json!({"tool_calls": [{"name": "codemode", "id": id, "arguments": {"code": code}}]})
+}
+
+fn store_entries(entries: &[Value]) -> Vec<Value> {
+    entries
+        .iter()
+        .filter(|e| e["type"] == "custom" && e["customType"] == "codemode-store")
+        .cloned()
+        .collect()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn store_values_survive_continue_and_load_from_a_session_pi_wrote() {
+    let pi = recorded_settings_and_store();
+    let pi_lines = pi["store"]["session_lines"].as_array().unwrap().clone();
+    let pi_stores = store_entries(&pi_lines);
+    assert_eq!(pi_stores.len(), 2);
+    // The same two scripts Pi ran: the first stores, the second (after `-c`) deletes and loads.
+    let codes: Vec<String> = pi_lines
+        .iter()
+        .filter(|e| e["message"]["role"] == "assistant")
+        .flat_map(|e| {
+            e["message"]["content"]
+                .as_array()
+                .cloned()
+                .unwrap_or_default()
+        })
+        .filter(|b| b["type"] == "toolCall")
+        .map(|b| b["arguments"]["code"].as_str().unwrap().to_string())
+        .collect();
+    assert_eq!(codes.len(), 2);
+    let s = Setup::new(
+        json!({"turns": [
+            codemode_turn("call_s1", &codes[0]), {"text": "stored"},
+            codemode_turn("call_s2", &codes[1]), {"text": "loaded"},
+        ]}),
+        json!({}),
+    )
+    .await;
+    s.write_settings(&pi["store"]["settings"]);
+    let out = s.prompt(&[], "store it");
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let out = s.prompt(&["-c"], "load it");
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(String::from_utf8_lossy(&out.stdout), "loaded\n");
+
+    // What the scripts returned, as in Pi's session.
+    let results = |lines: &[Value]| -> Vec<Value> {
+        lines
+            .iter()
+            .filter(|e| e["message"]["role"] == "toolResult")
+            .map(|e| e["message"]["content"][1]["text"].clone())
+            .collect()
+    };
+    let entries = s.session_entries();
+    assert_eq!(results(&entries), results(&pi_lines));
+    assert_eq!(results(&entries)[1], "[{\"page\":2},null]");
+    // One `codemode-store` entry per script with writes, Pi's shape, before its result.
+    let ours = store_entries(&entries);
+    let shape =
+        |e: &Value| json!({"type": e["type"], "customType": e["customType"], "data": e["data"]});
+    assert_eq!(
+        ours.iter().map(shape).collect::<Vec<_>>(),
+        pi_stores.iter().map(shape).collect::<Vec<_>>()
+    );
+    for store in &ours {
+        let next = entries
+            .iter()
+            .find(|e| e["parentId"] == store["id"])
+            .expect("an entry after the store entry");
+        assert_eq!(next["message"]["role"], "toolResult");
+    }
+
+    // A session file real Pi wrote: its store entries are what `load()` sees here.
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("pi-written.jsonl");
+    let mut lines = pi_lines.clone();
+    lines[0]["cwd"] = Value::from(s.cwd.display().to_string());
+    std::fs::write(
+        &file,
+        lines
+            .iter()
+            .map(|l| l.to_string() + "\n")
+            .collect::<String>(),
+    )
+    .unwrap();
+    s.fake.set_script(
+        serde_json::from_value(json!({"turns": [
+            codemode_turn("call_r", "return [load(\"cursor\"), load(\"tmp\"), load(\"never\") === undefined]"),
+            {"text": "read"},
+        ]}))
+        .unwrap(),
+    );
+    let out = s.prompt(&["--session", &file.display().to_string()], "read it");
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let last = s.requests().pop().unwrap();
+    let texts = tool_messages(&last);
+    assert!(
+        texts
+            .last()
+            .unwrap()
+            .ends_with("\n[{\"page\":2},null,true]"),
+        "{texts:?}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn nested_calls_and_the_models_catalog_are_recorded_like_pi() {
+    let pi = recorded_settings_and_store();
+    let code = pi["nested"]["code"].as_str().unwrap();
+    let s = Setup::new(
+        json!({"turns": [codemode_turn("call_n1", code), {"text": "ok"}]}),
+        json!({}),
+    )
+    .await;
+    s.write_settings(&json!({"defaultTools": ["+codemode"]}));
+    let out = s.prompt(&[], "go");
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let entries = s.session_entries();
+    let ours = &entries
+        .iter()
+        .find(|e| e["message"]["role"] == "toolResult")
+        .unwrap()["message"];
+    let theirs = pi["nested"]["tool_result"].clone();
+    let localize = |v: &Value| -> Value {
+        serde_json::from_str(
+            &v.to_string()
+                .replace("/tmp/cm-real/nested/cwd", &s.cwd.display().to_string())
+                .replace("127.0.0.1:18799", &format!("127.0.0.1:{}", s.fake.port())),
+        )
+        .unwrap()
+    };
+    let theirs = localize(&theirs);
+
+    // The script's value: bash's structured result, read's error, the catalog.
+    let value = |m: &Value| -> Value {
+        let text = m["content"][1]["text"].as_str().unwrap();
+        let mut v: Value = serde_json::from_str(text).unwrap();
+        v["a"]["wall_time_seconds"] = Value::Null;
+        v
+    };
+    assert_eq!(value(ours), value(&theirs));
+
+    // `details.calls`: Pi's rows, with a duration in milliseconds.
+    let rows = |m: &Value| -> Vec<Value> {
+        m["details"]["calls"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|c| {
+                assert!(c["durationMs"].is_number(), "{c}");
+                let mut c = c.clone();
+                c["durationMs"] = Value::Null;
+                c
+            })
+            .collect()
+    };
+    assert_eq!(rows(ours), rows(&theirs));
+
+    // `nestedCalls` on the result message: ids, names, statuses, arguments, errors.
+    let nested = |m: &Value| -> Value {
+        let mut n = m["nestedCalls"].clone();
+        for c in n["calls"].as_array_mut().unwrap() {
+            assert!(c["durationMs"].is_u64(), "{c}");
+            c["durationMs"] = Value::Null;
+        }
+        n
+    };
+    assert_eq!(nested(ours), nested(&theirs));
+    let keys = |m: &Value| -> Vec<String> { m.as_object().unwrap().keys().cloned().collect() };
+    assert_eq!(keys(ours), keys(&theirs));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn codemode_settings_declare_tools_like_pi() {
+    let pi = recorded_settings_and_store();
+    let s = Setup::new(json!({"turns": [{"text": "ok"}]}), json!({})).await;
+    for scenario in [
+        "tools_ontools",
+        "tools_only",
+        "tools_budget",
+        "tools_budget0",
+    ] {
+        let recorded = &pi[scenario];
+        s.fake
+            .set_script(serde_json::from_value(json!({"turns": [{"text": "ok"}]})).unwrap());
+        s.write_settings(&recorded["settings"]);
+        let out = s.prompt(&[], "go");
+        assert_eq!(
+            out.status.code(),
+            Some(0),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let ours = s.requests().pop().unwrap()["tools"].clone();
+        let mut theirs = recorded["tools"].clone();
+        for tool in theirs.as_array_mut().unwrap() {
+            let description = tool["function"]["description"]
+                .as_str()
+                .unwrap()
+                .to_string();
+            tool["function"]["description"] = Value::from(with_our_docs(&description));
+        }
+        assert_eq!(
+            serde_json::to_string_pretty(&ours).unwrap(),
+            serde_json::to_string_pretty(&theirs).unwrap(),
+            "{scenario}"
+        );
+    }
 }

@@ -24,6 +24,7 @@ mod retry;
 mod route;
 mod run;
 mod summarizer;
+mod tool_session;
 mod user_bash;
 
 use std::path::PathBuf;

@@ -5,13 +5,11 @@
 //! router's own state is kept on the branch in `pi.virtual-model-state` custom entries.
 
 use pi_engine::context::{EntrySource, SessionPath};
-use pi_formats::entry::NewEntry;
 use pi_formats::message::{AgentMessage, AssistantMessage, StopReason, ThinkingLevel};
 use serde_json::{json, Value};
 
 use super::{lock, AgentSession};
 use crate::llm::Model;
-use crate::protocol::Event;
 
 /// The custom entry type that keeps router state on the session branch.
 pub const VIRTUAL_MODEL_STATE_ENTRY: &str = "pi.virtual-model-state";
@@ -220,19 +218,7 @@ impl AgentSession {
     }
 
     fn append_state(&self, data: Value) -> Result<(), super::AgentError> {
-        let entry = NewEntry::Custom {
-            custom_type: VIRTUAL_MODEL_STATE_ENTRY.to_string(),
-            data: Some(data),
-        };
-        let line = {
-            let mut st = lock(&self.shared.state);
-            let id = super::append_locked(&mut st, &entry)?;
-            st.session.find(&id).map(|idx| st.session.entry_value(idx))
-        };
-        if let Some(entry) = line {
-            self.emit(Event::EntryAppended { entry });
-        }
-        Ok(())
+        self.append_custom_entry_data(VIRTUAL_MODEL_STATE_ENTRY, data)
     }
 
     /// Whether a request to `provider` can be sent: a key, or headers that authenticate.

@@ -941,12 +941,15 @@ impl AgentSession {
                 id: m.id.clone(),
                 supports_images: m.supports_images(),
             });
+            ctx.session = Some(Arc::new(self.clone()));
             (st.opts.tools.clone(), ctx)
         };
         struct Done {
             call: pi_formats::message::ToolCall,
             output: ToolOutput,
             duration: Option<u64>,
+            /// The calls the tool made through other tools (Pi's `nestedCalls`).
+            nested: Option<Value>,
         }
         let mut futures = Vec::new();
         let mut immediate: Vec<Option<Done>> = Vec::new();
@@ -999,12 +1002,15 @@ impl AgentSession {
                         call: call.clone(),
                         output,
                         duration: None,
+                        nested: None,
                     }));
                 }
                 Ok((tool, args)) => {
                     immediate.push(None);
                     let this = self.clone();
-                    let ctx = ctx.clone();
+                    let mut ctx = ctx.clone();
+                    let nested_calls = Arc::new(crate::tools::NestedCallRecorder::default());
+                    ctx.nested_calls = Some(nested_calls.clone());
                     let call = call.clone();
                     let cancel = token.child_token();
                     futures.push(async move {
@@ -1035,6 +1041,7 @@ impl AgentSession {
                             call,
                             output,
                             duration: Some(duration),
+                            nested: nested_calls.snapshot(),
                         }
                     });
                 }
@@ -1058,6 +1065,9 @@ impl AgentSession {
                     m.insert("durationMs".into(), ms.into());
                 }
                 m.insert("timestamp".into(), now_millis().into());
+                if let Some(nested) = d.nested {
+                    m.insert("nestedCalls".into(), nested);
+                }
                 Value::Object(m)
             })
             .collect()

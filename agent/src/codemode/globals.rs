@@ -54,13 +54,36 @@ pub struct Callable {
     pub sample: String,
 }
 
-/// The state of a nested call, for the result's failure summary and `details.calls`.
-#[derive(Clone, Debug, PartialEq, Eq)]
+/// The state of a nested call (or a `models.*` call), for the result's failure summary and
+/// `details.calls`.
+#[derive(Clone, Debug, PartialEq)]
 pub struct CallRecord {
     pub id: String,
     pub name: String,
     pub args: String,
     pub status: &'static str,
+    /// Milliseconds from the call's start to its end, once it ended.
+    pub duration_ms: Option<f64>,
+    /// The start of its error text (500 characters), for failed calls.
+    pub error: Option<String>,
+}
+
+impl CallRecord {
+    /// The row of `details.calls`, with Pi's keys in Pi's order.
+    pub fn to_json(&self) -> Value {
+        let mut row = serde_json::Map::new();
+        row.insert("id".into(), self.id.clone().into());
+        row.insert("name".into(), self.name.clone().into());
+        row.insert("args".into(), self.args.clone().into());
+        row.insert("status".into(), self.status.into());
+        if let Some(ms) = self.duration_ms {
+            row.insert("durationMs".into(), ms.into());
+        }
+        if let Some(error) = &self.error {
+            row.insert("error".into(), error.clone().into());
+        }
+        Value::Object(row)
+    }
 }
 
 /// The sandbox host of one script.
@@ -69,6 +92,10 @@ pub struct ScriptHost {
     pub ctx: ToolContext,
     pub call_id: String,
     pub calls: Arc<Mutex<Vec<CallRecord>>>,
+    /// Tool calls made so far (the `n` of `<callId>/<n>`).
+    pub tool_calls: std::sync::atomic::AtomicUsize,
+    /// Told whenever `calls` changed, so the tool can publish its progress.
+    pub changed: tokio::sync::mpsc::UnboundedSender<()>,
 }
 
 /// The discovery globals every script has.
@@ -83,15 +110,20 @@ pub fn discovery_globals() -> Vec<SandboxGlobal> {
 }
 
 const ARGS_PREVIEW_CHARS: usize = 200;
+const ERROR_PREVIEW_CHARS: usize = 500;
 
-fn preview_args(args: &Value) -> String {
-    let text = args.to_string();
-    if text.chars().count() > ARGS_PREVIEW_CHARS {
-        let head: String = text.chars().take(ARGS_PREVIEW_CHARS - 3).collect();
+/// `text` cut to `max` characters, the last three being `...`.
+pub(super) fn preview(text: &str, max: usize) -> String {
+    if text.chars().count() > max {
+        let head: String = text.chars().take(max - 3).collect();
         format!("{head}...")
     } else {
-        text
+        text.to_string()
     }
+}
+
+fn preview_args(args: &Value) -> String {
+    preview(&args.to_string(), ARGS_PREVIEW_CHARS)
 }
 
 fn text_of(output: &ToolOutput) -> String {
@@ -150,10 +182,20 @@ impl SandboxHost for ScriptHost {
                 name: name.to_string(),
                 args: preview_args(&args),
                 status: "running",
+                duration_ms: None,
+                error: None,
             });
             calls.len() - 1
         };
-        let nested_id = format!("{}/{}", self.call_id, index + 1);
+        let _ = self.changed.send(());
+        let n = self
+            .tool_calls
+            .fetch_add(1, std::sync::atomic::Ordering::SeqCst)
+            + 1;
+        let nested_id = format!("{}/{n}", self.call_id);
+        let recorder = self.ctx.nested_calls.clone();
+        let slot = recorder.as_ref().map(|r| r.start(&nested_id, name, &args));
+        let started = std::time::Instant::now();
         let tools = [callable.tool.clone()];
         let output = run_tool_call(
             &tools,
@@ -165,10 +207,15 @@ impl SandboxHost for ScriptHost {
             &crate::tools::ignore_updates,
         )
         .await;
+        let error_text = text_of(&output);
+        if let (Some(recorder), Some(slot)) = (&recorder, slot) {
+            recorder.finish(slot, output.is_error, &error_text);
+        }
         {
             let mut calls = self.calls.lock().unwrap_or_else(|e| e.into_inner());
             if let Some(record) = calls.get_mut(index) {
                 record.id = nested_id;
+                record.duration_ms = Some(started.elapsed().as_secs_f64() * 1000.0);
                 record.status = if !output.is_error {
                     "ok"
                 } else if cancel.is_cancelled() {
@@ -176,8 +223,17 @@ impl SandboxHost for ScriptHost {
                 } else {
                     "error"
                 };
+                if output.is_error {
+                    let text = if error_text.is_empty() {
+                        format!("Tool \"{name}\" failed")
+                    } else {
+                        error_text
+                    };
+                    record.error = Some(preview(&text, ERROR_PREVIEW_CHARS));
+                }
             }
         }
+        let _ = self.changed.send(());
         script_value(callable.tool.as_ref(), output)
     }
 
@@ -281,6 +337,9 @@ impl SandboxHost for ScriptHost {
                     out.insert("tools".into(), Value::Array(names));
                     Value::Object(out)
                 }))
+            }
+            other if other.starts_with("models.") => {
+                super::models::call(self.ctx.session.as_deref(), other, &args)
             }
             other => Err(format!("Unknown global {other}")),
         }

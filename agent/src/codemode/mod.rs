@@ -13,11 +13,14 @@
 //! error:` with the error and the calls made before a failure; output over the token budget
 //! keeps its start and end and the full text goes to a temp file.
 
+pub mod catalog;
 pub mod declarations;
 pub mod globals;
+pub mod models;
 pub mod sandbox;
 pub mod search;
 pub mod source;
+pub mod store;
 
 use std::sync::Arc;
 use std::sync::Mutex;
@@ -38,7 +41,8 @@ use crate::tools::ToolContext;
 use crate::tools::ToolError;
 use crate::tools::ToolOutput;
 use crate::tools::ToolUpdateFn;
-use declarations::ToolDeclaration;
+pub use catalog::CodemodeMode;
+pub use catalog::CodemodeOptions;
 use globals::CallRecord;
 use globals::Callable;
 use globals::Namespace;
@@ -51,22 +55,6 @@ pub const CODEMODE_TOOL_NAME: &str = "codemode";
 /// Output budget without an options line, in estimated tokens.
 const DEFAULT_MAX_OUTPUT_TOKENS: u64 = 10_000;
 const CHARS_PER_TOKEN: usize = 4;
-
-const DESCRIPTION_INTRO: &str = "Run JavaScript that calls other tools. The input is raw JavaScript (not JSON, no code fence), run as an async function body in a QuickJS sandbox: top-level `await` and `return` work. No Node, file system, network, or timers.
-- `await tools.<name>({ ...args })` resolves to a string, or an object if the tool's declaration says so, and rejects with an Error on failure. A tool whose declaration returns an object resolves on failure too when it returned that object; check its fields. Calls still running when the script ends are cancelled.
-- Optional first line: `// @options: {\"max_output_tokens\": 10000, \"timeout_ms\": 60000}`";
-
-const DESCRIPTION_GLOBALS: &str = "Globals:
-- `text(value)`, `image(dataUrlOrImageBlock)`, `console.log(...)`, and top-level `return` add output; `exit()` ends the script. With several text items, each starts with a `==> text N/M <==` line, and `console` lines follow the other output in one `<console_output>` block. `image()` also saves the image to a temp file and the result names its path.
-- `store(key, value)` and `load(key)` keep JSON values across codemode calls.
-- `ALL_TOOLS`, `await searchTools(query, { limit?, namespace? })`, `await describeTool(name)`, `await describeNamespace(name)`: find unlisted tools, such as MCP tools.";
-
-/// The description when no tool is listed: Pi's, without the `models` line (this build has
-/// no classifier or image models). MCP tools are never listed (Pi treats their `codemode`
-/// exposure as deferred), so the description does not change while servers connect.
-pub fn codemode_description() -> String {
-    format!("{DESCRIPTION_INTRO}\n\n{DESCRIPTION_GLOBALS}")
-}
 
 /// Lark grammar of the input for providers with grammar-constrained tool input: it fixes only
 /// the shape of the options line.
@@ -83,19 +71,16 @@ fn codemode_parameters() -> &'static Value {
     })
 }
 
-/// The declared tools with codemode active (Pi's mode `on`): each keeps its declaration with
-/// a note on calling it from scripts, and `codemode` comes last. Scripts may call all of
-/// them and every non-hidden tool of the MCP servers.
+/// The declared tools with codemode active, as `options.mode` presents them (see
+/// [`catalog`]): `codemode` comes last. Scripts may call all of `tools` and every
+/// non-hidden tool of the MCP servers.
 pub fn with_codemode(
     tools: Vec<Arc<dyn Tool>>,
     mcp: Option<Arc<McpManager>>,
+    options: &CodemodeOptions,
 ) -> Vec<Arc<dyn Tool>> {
-    let codemode: Arc<dyn Tool> = Arc::new(CodemodeTool::new(tools.clone(), mcp));
-    tools
-        .into_iter()
-        .map(with_script_call_note)
-        .chain(std::iter::once(codemode))
-        .collect()
+    let codemode: Arc<dyn Tool> = Arc::new(CodemodeTool::new(tools.clone(), mcp, options));
+    catalog::present_tools(tools, codemode, options.mode)
 }
 
 /// A declared tool whose description also says how scripts call it and what the call
@@ -177,21 +162,37 @@ pub struct CodemodeTool {
     /// Built-in (and other declared) tools scripts may call.
     builtins: Vec<Arc<dyn Tool>>,
     mcp: Option<Arc<McpManager>>,
-    /// `store()` values kept across this process's scripts.
-    store: Mutex<serde_json::Map<String, Value>>,
+    mode: CodemodeMode,
 }
 
 impl CodemodeTool {
-    /// Scripts may call `builtins` and every non-hidden tool of `mcp`'s servers.
-    pub fn new(builtins: Vec<Arc<dyn Tool>>, mcp: Option<Arc<McpManager>>) -> CodemodeTool {
-        CodemodeTool {
-            description: codemode_description(),
-            builtins: builtins
-                .into_iter()
-                .filter(|t| t.name() != CODEMODE_TOOL_NAME)
+    /// Scripts may call `builtins` and every non-hidden tool of `mcp`'s servers; with mode
+    /// `only` the description lists `builtins` (the otherwise declared tools).
+    pub fn new(
+        builtins: Vec<Arc<dyn Tool>>,
+        mcp: Option<Arc<McpManager>>,
+        options: &CodemodeOptions,
+    ) -> CodemodeTool {
+        let builtins: Vec<Arc<dyn Tool>> = builtins
+            .into_iter()
+            .filter(|t| t.name() != CODEMODE_TOOL_NAME)
+            .collect();
+        let listed: Vec<catalog::ListedTool<'_>> = match options.mode {
+            CodemodeMode::On => Vec::new(),
+            CodemodeMode::Only => builtins
+                .iter()
+                .map(|tool| catalog::ListedTool {
+                    tool: tool.as_ref(),
+                    namespace: mcp.as_ref().and_then(|m| namespace_of(m, tool.name())),
+                })
                 .collect(),
+        };
+        let description = catalog::codemode_description(&listed, options.inline_budget);
+        CodemodeTool {
+            description,
+            builtins,
             mcp,
-            store: Mutex::new(serde_json::Map::new()),
+            mode: options.mode,
         }
     }
 
@@ -235,9 +236,9 @@ impl CodemodeTool {
             .builtins
             .iter()
             .map(|tool| Callable {
-                sample: sample(tool.as_ref()),
+                sample: catalog::tool_sample(tool.as_ref()),
                 tool: tool.clone(),
-                namespace: None,
+                namespace: self.mcp.as_ref().and_then(|m| namespace_of(m, tool.name())),
             })
             .collect();
         if let Some(mcp) = &self.mcp {
@@ -248,30 +249,11 @@ impl CodemodeTool {
                 {
                     continue;
                 }
-                let status = server.status();
-                let instructions = status.instructions.clone();
-                let description = server
-                    .entry
-                    .config
-                    .description
-                    .clone()
-                    .filter(|d| !d.trim().is_empty())
-                    .or_else(|| {
-                        instructions
-                            .as_deref()
-                            .and_then(|i| i.trim().lines().next())
-                            .map(str::to_string)
-                    });
                 let mcp_tool: Arc<dyn Tool> = Arc::new(McpTool::new(name, server.clone(), &tool));
                 out.push(Callable {
-                    sample: sample(mcp_tool.as_ref()),
+                    sample: catalog::tool_sample(mcp_tool.as_ref()),
                     tool: mcp_tool,
-                    namespace: Some(Namespace {
-                        name: crate::mcp::config::mcp_namespace(server.name()),
-                        aliases: vec![server.name().to_string()],
-                        description,
-                        instructions,
-                    }),
+                    namespace: Some(server_namespace(&server)),
                 });
             }
             // The resource tools, once a server with resources connected.
@@ -281,7 +263,7 @@ impl CodemodeTool {
                         continue;
                     }
                     out.push(Callable {
-                        sample: sample(tool.as_ref()),
+                        sample: catalog::tool_sample(tool.as_ref()),
                         tool,
                         namespace: None,
                     });
@@ -292,22 +274,44 @@ impl CodemodeTool {
     }
 }
 
+/// The namespace of an MCP server: `mcp__<server>`, its configured description or the first
+/// line of its instructions.
+fn server_namespace(server: &crate::mcp::McpServer) -> Namespace {
+    let instructions = server.status().instructions.clone();
+    let description = server
+        .entry
+        .config
+        .description
+        .clone()
+        .filter(|d| !d.trim().is_empty())
+        .or_else(|| {
+            instructions
+                .as_deref()
+                .and_then(|i| i.trim().lines().next())
+                .map(str::to_string)
+        });
+    Namespace {
+        name: crate::mcp::config::mcp_namespace(server.name()),
+        aliases: vec![server.name().to_string()],
+        description,
+        instructions,
+    }
+}
+
+/// The namespace of the MCP tool registered as `name`, if it is one.
+fn namespace_of(mcp: &McpManager, name: &str) -> Option<Namespace> {
+    if !name.starts_with("mcp__") {
+        return None;
+    }
+    mcp.named_tools()
+        .into_iter()
+        .find(|(_, tool_name, _)| tool_name == name)
+        .map(|(server, _, _)| server_namespace(&server))
+}
+
 fn contains_word(code: &str, word: &str) -> bool {
     code.split(|c: char| !(c.is_alphanumeric() || c == '_'))
         .any(|w| w == word)
-}
-
-/// What a script sees of a tool: its description and declaration.
-fn sample(tool: &dyn Tool) -> String {
-    declarations::render_tool_sample(&ToolDeclaration {
-        name: tool.name().to_string(),
-        description: tool.description().to_string(),
-        input_schema: tool.parameters().clone(),
-        output_schema: tool
-            .output_schema()
-            .cloned()
-            .unwrap_or_else(|| json!({"type": "string"})),
-    })
 }
 
 #[async_trait::async_trait]
@@ -328,6 +332,13 @@ impl Tool for CodemodeTool {
         Some("Run JavaScript that calls other tools")
     }
 
+    fn presented_tools(&self) -> Vec<Arc<dyn Tool>> {
+        match self.mode {
+            CodemodeMode::On => Vec::new(),
+            CodemodeMode::Only => self.builtins.clone(),
+        }
+    }
+
     fn constrained_sampling(&self) -> Option<Value> {
         // Capable models write the script as raw text instead of a JSON-escaped string.
         Some(json!({"type": "grammar", "variants": {"openai_lark": SOURCE_GRAMMAR}}))
@@ -343,7 +354,7 @@ impl Tool for CodemodeTool {
         args: Value,
         ctx: &ToolContext,
         cancel: CancellationToken,
-        _on_update: ToolUpdateFn<'_>,
+        on_update: ToolUpdateFn<'_>,
     ) -> Result<ToolOutput, ToolError> {
         let started = Instant::now();
         let input = args.get("code").and_then(Value::as_str).unwrap_or("");
@@ -351,6 +362,7 @@ impl Tool for CodemodeTool {
         self.wait_for_servers(&code).await;
         let callable = self.callable();
         let calls = Arc::new(Mutex::new(Vec::new()));
+        let (changed, mut changes) = tokio::sync::mpsc::unbounded_channel();
         let request = sandbox::SandboxRequest {
             code,
             tools: callable
@@ -361,8 +373,15 @@ impl Tool for CodemodeTool {
                     description: c.sample.clone(),
                 })
                 .collect(),
-            globals: globals::discovery_globals(),
-            store: self.store.lock().unwrap_or_else(|e| e.into_inner()).clone(),
+            globals: globals::discovery_globals()
+                .into_iter()
+                .chain(models::model_globals())
+                .collect(),
+            store: ctx
+                .session
+                .as_ref()
+                .map(|session| store::read_store(session.as_ref()))
+                .unwrap_or_default(),
             timeout: options.timeout_ms.map(Duration::from_millis),
             memory_limit_bytes: sandbox::MEMORY_LIMIT_BYTES,
         };
@@ -371,8 +390,37 @@ impl Tool for CodemodeTool {
             ctx: ctx.clone(),
             call_id: call_id.to_string(),
             calls: calls.clone(),
+            tool_calls: Default::default(),
+            changed,
         });
-        let outcome = sandbox::run_script(request, host, cancel).await;
+        // Progress: `details.calls` as the calls start and end (Pi's `onUpdate`), starting
+        // with none, so a UI shows the script running before its first call.
+        let publish = || {
+            let rows: Vec<Value> = calls
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .iter()
+                .map(CallRecord::to_json)
+                .collect();
+            on_update(ToolOutput {
+                content: Vec::new(),
+                details: Some(json!({ "calls": rows })),
+                is_error: false,
+                structured: None,
+            });
+        };
+        publish();
+        let run = sandbox::run_script(request, host, cancel);
+        tokio::pin!(run);
+        let outcome = loop {
+            tokio::select! {
+                outcome = &mut run => break outcome,
+                Some(()) = changes.recv() => {
+                    while changes.try_recv().is_ok() {}
+                    publish();
+                }
+            }
+        };
         let calls: Vec<CallRecord> = calls
             .lock()
             .unwrap_or_else(|e| e.into_inner())
@@ -391,12 +439,12 @@ impl Tool for CodemodeTool {
         let mut error_text = None;
         match outcome.result {
             Ok(success) => {
-                let mut store = self.store.lock().unwrap_or_else(|e| e.into_inner());
-                for (key, value) in success.writes {
-                    match value {
-                        Some(value) => store.insert(key, value),
-                        None => store.remove(&key),
-                    };
+                if let (Some(session), Some(data)) =
+                    (&ctx.session, store::entry_data(success.writes))
+                {
+                    // The script's tool calls already ran: a write that cannot be saved must
+                    // not turn its result into a failure (the session reports its own errors).
+                    let _ = session.append_custom_entry(store::STORE_ENTRY_TYPE, data);
                 }
                 if let Some(value) = success.value {
                     let text = match value {
@@ -429,9 +477,8 @@ impl Tool for CodemodeTool {
             },
             started.elapsed().as_secs_f64()
         );
-        let mut details = json!({"calls": calls.iter().map(|c| json!({
-            "id": c.id, "name": c.name, "args": c.args, "status": c.status,
-        })).collect::<Vec<_>>()});
+        let mut details =
+            json!({"calls": calls.iter().map(CallRecord::to_json).collect::<Vec<_>>()});
         if let Some(path) = full_output_path {
             details["fullOutputPath"] = Value::String(path);
         }

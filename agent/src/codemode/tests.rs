@@ -6,7 +6,11 @@ use crate::tools::BashTool;
 use crate::tools::ReadTool;
 
 fn tool() -> CodemodeTool {
-    CodemodeTool::new(vec![Arc::new(ReadTool), Arc::new(BashTool)], None)
+    CodemodeTool::new(
+        vec![Arc::new(ReadTool), Arc::new(BashTool)],
+        None,
+        &CodemodeOptions::default(),
+    )
 }
 
 async fn run_in(dir: &std::path::Path, code: &str) -> ToolOutput {
@@ -155,36 +159,18 @@ async fn exit_ends_successfully_and_keeps_output() {
 }
 
 #[tokio::test(flavor = "multi_thread")]
-async fn store_values_survive_to_the_next_script() {
-    let dir = tempfile::tempdir().unwrap();
-    let codemode = tool();
-    let ctx = ToolContext::new(dir.path());
-    let call = |code: &str| {
-        codemode.execute(
-            "c",
-            json!({ "code": code }),
-            &ctx,
-            CancellationToken::new(),
-            &crate::tools::ignore_updates,
-        )
-    };
-    call("store('cursor', {page: 2}); store('gone', 1); store('gone', undefined)")
-        .await
-        .unwrap();
-    let out = call("return [load('cursor'), load('gone')]").await.unwrap();
-    assert!(
-        texts(&out).ends_with("Output:\n[{\"page\":2},null]"),
-        "{}",
-        texts(&out)
-    );
-    // Writes of a failed script are dropped.
-    call("store('cursor', 9); throw new Error('x')")
-        .await
-        .unwrap();
-    let out = call("return load('cursor').page").await.unwrap();
-    assert!(texts(&out).ends_with("Output:\n2"));
-    let out = call("store('big', 'x'.repeat(300000))").await.unwrap();
-    assert!(texts(&out).contains("RangeError: store(\"big\") value has 300002 characters of JSON, more than the limit of 262144."));
+async fn store_works_within_a_script_and_keeps_pis_limits() {
+    // Across scripts the values live in the session (`store.rs`, `cli/tests/codemode_e2e.rs`);
+    // without one a script starts empty, as in Pi.
+    let (_, text) = run(
+        "store('cursor', {page: 2}); store('gone', 1); store('gone', undefined); return [load('cursor'), load('gone')]",
+    )
+    .await;
+    assert!(text.ends_with("Output:\n[{\"page\":2},null]"), "{text}");
+    let (_, text) = run("return load('cursor') === undefined").await;
+    assert!(text.ends_with("Output:\ntrue"), "{text}");
+    let (_, text) = run("store('big', 'x'.repeat(300000))").await;
+    assert!(text.contains("RangeError: store(\"big\") value has 300002 characters of JSON, more than the limit of 262144."));
 }
 
 #[tokio::test(flavor = "multi_thread")]
@@ -343,4 +329,31 @@ async fn cancelling_stops_the_script() {
         .unwrap();
     let text = texts(&out);
     assert!(text.contains("Script error:\nScript aborted: This operation was aborted\n\nTool calls made before the failure (they are not undone): bash (cancelled)"), "{text}");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn progress_updates_list_the_calls_as_they_start_and_end() {
+    let dir = tempfile::tempdir().unwrap();
+    let updates = Mutex::new(Vec::new());
+    let on_update = |partial: ToolOutput| {
+        updates.lock().unwrap().push(partial.details.unwrap());
+    };
+    let out = tool()
+        .execute(
+            "call_p",
+            json!({"code": "await tools.bash({command: 'true'}); return 1"}),
+            &ToolContext::new(dir.path()),
+            CancellationToken::new(),
+            &on_update,
+        )
+        .await
+        .unwrap();
+    let updates = updates.into_inner().unwrap();
+    assert_eq!(updates.first().unwrap(), &json!({"calls": []}));
+    let last = &updates.last().unwrap()["calls"][0];
+    assert_eq!(last["id"], "call_p/1");
+    assert_eq!(last["status"], "ok");
+    assert!(last["durationMs"].as_f64().unwrap() >= 0.0);
+    assert!(updates.iter().any(|u| u["calls"][0]["status"] == "running"));
+    assert_eq!(out.details.unwrap()["calls"][0]["name"], "bash");
 }

@@ -266,8 +266,12 @@ impl ToolLoadout for McpLoadout {
     fn current_tools(&self, tools: &[Arc<dyn Tool>]) -> Option<Vec<Arc<dyn Tool>>> {
         // The session's own tools as they are now (an extension may have changed them),
         // without the codemode note, which `tools_over` adds again when codemode stays.
-        let own: Vec<Arc<dyn Tool>> = tools
+        // Tools codemode presents instead of declaring them (mode `only`) count as declared.
+        let presented: Vec<Arc<dyn Tool>> =
+            tools.iter().flat_map(|t| t.presented_tools()).collect();
+        let own: Vec<Arc<dyn Tool>> = presented
             .iter()
+            .chain(tools)
             .filter(|t| !super::tool_set::is_mcp_tool(t.name()))
             .map(|t| {
                 self.own

@@ -69,11 +69,11 @@ fn wants_discovery_tool(selection: &ToolSelection, name: &str, activated: bool) 
         .iter()
         .flatten()
         .any(|e| wildcard_match(e, name));
-    let named = selection
-        .tools
+    // Named in `--tools` or `defaultTools` (Pi registers both tools inactive; either list
+    // activates them).
+    let named = crate::tools::selected_tool_names(selection)
         .iter()
-        .flatten()
-        .any(|t| t.strip_prefix('+').unwrap_or(t) == name);
+        .any(|t| t == name);
     // A `--tools` allowlist of plain names keeps only what it names.
     let allowlist = selection
         .tools
@@ -95,7 +95,7 @@ pub fn with_mcp_tools(
     let mut tools = own;
     tools.extend(declared_mcp_tools(mcp, selection));
     if wants_codemode(selection, Some(mcp)) {
-        tools = crate::codemode::with_codemode(tools, Some(mcp.clone()));
+        tools = crate::codemode::with_codemode(tools, Some(mcp.clone()), &selection.codemode);
     }
     tools
 }
@@ -186,5 +186,14 @@ mod tests {
             None
         ));
         assert!(is_mcp_tool("mcp__s__t") && is_mcp_tool("tool_search") && !is_mcp_tool("read"));
+        // `defaultTools` names it too; `--tools` plain names or `-codemode` override that.
+        let with_defaults = |tools: Option<&[&str]>| ToolSelection {
+            default_tools: Some(vec!["read".into(), "codemode".into()]),
+            ..selection(tools, None)
+        };
+        assert!(wants_codemode(&with_defaults(None), None));
+        assert!(wants_codemode(&with_defaults(Some(&["+bash"])), None));
+        assert!(!wants_codemode(&with_defaults(Some(&["-codemode"])), None));
+        assert!(!wants_codemode(&with_defaults(Some(&["read"])), None));
     }
 }

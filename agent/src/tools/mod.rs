@@ -23,6 +23,7 @@ mod grep;
 mod image;
 mod ls;
 mod mutation_queue;
+mod nested_calls;
 pub(crate) mod output;
 mod paths;
 mod read;
@@ -48,11 +49,13 @@ pub use grep::GrepTool;
 pub use image::prompt_image;
 pub use image::PromptImage;
 pub use ls::LsTool;
+pub use nested_calls::NestedCallRecorder;
 pub use output::remove_output_files;
 pub use read::ReadTool;
 pub use registry::all_builtin_tools;
 pub use registry::builtin_tool;
 pub use registry::select_builtin_tools;
+pub use registry::selected_tool_names;
 pub use registry::tool_list_error;
 pub use registry::NoTools;
 pub use registry::ToolSelection;
@@ -225,6 +228,24 @@ pub struct ToolContext {
     pub shell_command_prefix: Option<String>,
     /// The current model, when there is one.
     pub model: Option<ToolModelInfo>,
+    /// The running session, for tools that keep state on the branch (codemode's `store()`)
+    /// or read the model catalog (codemode's `models`); `None` outside a session.
+    pub session: Option<Arc<dyn ToolSession>>,
+    /// Where the calls this tool makes through other tools are recorded (Pi's
+    /// `nestedCalls` on the result message); `None` when nobody records them.
+    pub nested_calls: Option<Arc<NestedCallRecorder>>,
+}
+
+/// What a tool may reach of its session besides the context above.
+pub trait ToolSession: Send + Sync + fmt::Debug {
+    /// The `data` of every custom entry of `custom_type` on the current branch, root first.
+    fn branch_custom_data(&self, custom_type: &str) -> Vec<Value>;
+    /// Appends a custom entry `{type: "custom", customType, data}` to the session.
+    fn append_custom_entry(&self, custom_type: &str, data: Value) -> Result<(), String>;
+    /// Every model of the session's catalog, in catalog order.
+    fn catalog(&self) -> Vec<crate::llm::Model>;
+    /// Whether requests to `provider` can be sent (a key, or headers that authenticate).
+    fn provider_has_credentials(&self, provider: &str) -> bool;
 }
 
 impl ToolContext {
@@ -238,6 +259,8 @@ impl ToolContext {
             shell_path: None,
             shell_command_prefix: None,
             model: None,
+            session: None,
+            nested_calls: None,
         }
     }
 
@@ -311,6 +334,12 @@ pub trait Tool: Send + Sync + fmt::Debug {
     /// read, bash, edit and write tools declare).
     fn prefers_constrained_sampling(&self) -> bool {
         false
+    }
+
+    /// Tools this tool keeps off the declarations and presents to the model itself
+    /// (codemode with `codemode.mode: "only"`), so a recomputed tool set still has them.
+    fn presented_tools(&self) -> Vec<Arc<dyn Tool>> {
+        Vec::new()
     }
 
     /// Pi's `constrainedSampling` of the tool's declaration: `{type: "json_schema", strict:

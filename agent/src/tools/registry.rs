@@ -43,6 +43,8 @@ pub struct ToolSelection {
     pub no_tools: NoTools,
     /// The `defaultTools` setting, already resolved to names.
     pub default_tools: Option<Vec<String>>,
+    /// The `codemode.*` settings: how tools are presented while `codemode` is declared.
+    pub codemode: crate::codemode::CodemodeOptions,
 }
 
 /// One built-in tool by name.
@@ -126,6 +128,25 @@ fn wildcard_match(pattern: &str, name: &str) -> bool {
         }
     }
     true
+}
+
+/// The tool names the options select before the allowlist and exclusions apply: `--tools`
+/// plain names, else `defaultTools` (or the defaults) changed by `--tools` `+name`/`-name`
+/// entries. Names of tools that are not built in (`codemode`, `tool_search`) are kept.
+pub fn selected_tool_names(selection: &ToolSelection) -> Vec<String> {
+    let defaults: Vec<String> = if selection.no_tools != NoTools::None {
+        Vec::new()
+    } else {
+        selection
+            .default_tools
+            .clone()
+            .unwrap_or_else(|| DEFAULT_TOOL_NAMES.iter().map(|s| s.to_string()).collect())
+    };
+    match &selection.tools {
+        Some(tools) if tools.iter().any(|t| is_modifier(t)) => apply_modifiers(&defaults, tools),
+        Some(tools) => tools.clone(),
+        None => defaults,
+    }
 }
 
 /// The built-in tools a session starts with, in the order Pi activates them.

@@ -351,7 +351,10 @@ pub fn build_host(args: &RunArgs, env: &Env, sink: EventSink) -> anyhow::Result<
         } else {
             NoTools::None
         },
-        default_tools: None,
+        default_tools: env.settings.config.default_tools(),
+        codemode: pi_agent::codemode::CodemodeOptions::from_settings(
+            env.settings.config.get("codemode"),
+        ),
     };
     let mut tools = select_builtin_tools(&selection).map_err(|e| anyhow!(e))?;
     let mcp = start_mcp(args, env);
@@ -380,7 +383,7 @@ pub fn build_host(args: &RunArgs, env: &Env, sink: EventSink) -> anyhow::Result<
         }
         None => {
             if pi_agent::mcp::tool_set::wants_codemode(&selection, None) {
-                tools = pi_agent::codemode::with_codemode(tools, None);
+                tools = pi_agent::codemode::with_codemode(tools, None, &selection.codemode);
             }
             None
         }
