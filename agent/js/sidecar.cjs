@@ -293,6 +293,28 @@ function makeCommandContext() {
     if (r && r.error) throw new Error(r.error);
     return { cancelled: !!(r && r.cancelled) };
   };
+  ctx.waitForIdle = async () => {
+    await requestHost("wait_for_idle", {});
+  };
+  // Session replacement through the host's own /new, /fork, /resume (with their events).
+  // `withSession` runs here once the new session is current, with a fresh context; a
+  // `setup` callback would need the host's session writer and is not offered.
+  const replace = async (params, options) => {
+    const r = await requestHost("replace_session", params);
+    if (r && r.error) throw new Error(r.error);
+    const cancelled = !!(r && r.cancelled);
+    if (!cancelled && options && typeof options.withSession === "function") {
+      await options.withSession(makeCommandContext());
+    }
+    return { cancelled };
+  };
+  ctx.newSession = (options) => replace({ op: "new", parentSession: options && options.parentSession }, options);
+  ctx.fork = (entryId, options) => replace({ op: "fork", entryId, position: (options && options.position) || "before" }, options);
+  ctx.switchSession = (sessionPath, options) => replace({ op: "switch", sessionPath }, options);
+  ctx.reload = async () => {
+    const r = await requestHost("reload", {});
+    if (r && r.error) throw new Error(r.error);
+  };
   return ctx;
 }
 

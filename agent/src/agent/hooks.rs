@@ -23,12 +23,11 @@ pub trait AgentHooks: Send + Sync {
     /// error result the model sees).
     async fn tool_call(&self, call_id: &str, tool_name: &str, input: &Value) -> Option<String>;
 
-    /// After the user message of a prompt is written, before the model is asked.
-    /// `system_prompt` is the prompt text the model would get.
+    /// Before a run's starting message (a prompt, or an extension's custom message) is
+    /// written. `system_prompt` is the prompt text the model would get.
     async fn before_agent_start(
         &self,
-        _prompt: &str,
-        _images: &[Value],
+        _start: &super::InputMessage,
         _system_prompt: &str,
     ) -> RunStart {
         RunStart::default()

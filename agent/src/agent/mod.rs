@@ -17,6 +17,7 @@
 
 pub mod events;
 mod hooks;
+mod input;
 pub mod loadout;
 mod navigate;
 pub mod prompt;
@@ -47,6 +48,7 @@ use pi_engine::session::Session;
 
 pub use events::{null_sink, EventSink};
 pub use hooks::{AgentHooks, RunStart};
+pub use input::InputMessage;
 pub use loadout::ToolLoadout;
 pub use navigate::{NavigateOptions, NavigateOutcome};
 pub use prompt::{PromptBuilder, PromptOptions};
@@ -192,11 +194,16 @@ pub struct Persistence {
     pub file: Option<PathBuf>,
 }
 
-/// Queued steering and follow-up messages.
+/// Queued steering and follow-up messages, and the custom messages held for the end of the
+/// turn.
 #[derive(Debug, Default)]
 struct Queues {
-    steering: Vec<String>,
-    follow_up: Vec<String>,
+    steering: Vec<InputMessage>,
+    follow_up: Vec<InputMessage>,
+    /// Custom messages sent while streaming that neither steer nor follow up (Pi's
+    /// `triggerTurn: false`): written once the turn's tool results are, so they never land
+    /// between a tool call and its result.
+    after_turn: Vec<Value>,
 }
 
 struct State {
@@ -217,6 +224,8 @@ struct Shared {
     sink: EventSink,
     /// Set while a run is in progress; cancelled by `abort`.
     run: Mutex<Option<CancellationToken>>,
+    /// Woken when a run ends ([`AgentSession::wait_for_idle`]).
+    idle: tokio::sync::Notify,
     /// Set while a retry waits; cancelled by `abort_retry`.
     retry_wait: Mutex<Option<CancellationToken>>,
     /// Cancels a manual compaction.
@@ -230,6 +239,14 @@ struct Shared {
     system_override: Mutex<Option<String>>,
     /// Tools loaded during the session (`tool_search`), when MCP servers can be searched.
     loadout: Mutex<Option<Arc<dyn ToolLoadout>>>,
+}
+
+/// The texts of the user messages among `messages`.
+fn user_texts(messages: &[InputMessage]) -> Vec<String> {
+    messages
+        .iter()
+        .filter_map(|m| m.user_text().map(str::to_string))
+        .collect()
 }
 
 /// Locks a mutex, carrying on if a panicking holder poisoned it: the state is only ever
@@ -285,6 +302,7 @@ impl AgentSession {
                 queues: Mutex::new(Queues::default()),
                 sink,
                 run: Mutex::new(None),
+                idle: tokio::sync::Notify::new(),
                 retry_wait: Mutex::new(None),
                 compaction: Mutex::new(None),
                 branch_summary: Mutex::new(None),
@@ -349,6 +367,15 @@ impl AgentSession {
     /// Pi does: a `custom_message` entry, announced with `message_start`/`message_end`
     /// carrying `{role: "custom", customType, content, display, details, timestamp}`.
     pub fn append_custom_message(&self, message: &Value) -> Result<String, AgentError> {
+        self.record_custom_message(message).map(|(id, _)| id)
+    }
+
+    /// [`Self::append_custom_message`], also returning the message as the events carry it
+    /// (what a run lists in `agent_end`).
+    pub(crate) fn record_custom_message(
+        &self,
+        message: &Value,
+    ) -> Result<(String, Value), AgentError> {
         let text = |k: &str| {
             message
                 .get(k)
@@ -384,8 +411,49 @@ impl AgentSession {
             display,
             details,
         });
-        self.emit(Event::MessageEnd { message: wire });
-        id
+        self.emit(Event::MessageEnd {
+            message: wire.clone(),
+        });
+        id.map(|id| (id, wire))
+    }
+
+    /// Pi's `sendMessage` without a turn (`triggerTurn` not set): while a run streams the
+    /// message waits for the end of the current turn (appending it now could put it between
+    /// a tool call and its result); otherwise it is appended at once.
+    pub fn append_custom_message_after_turn(&self, message: Value) -> Result<(), AgentError> {
+        {
+            // The queue lock orders this with the end of a run (see `finish_run`), so a
+            // message is never left behind by a run that just ended.
+            let mut q = lock(&self.shared.queues);
+            if self.is_streaming() {
+                q.after_turn.push(message);
+                return Ok(());
+            }
+        }
+        self.append_custom_message(&message).map(|_| ())
+    }
+
+    /// Writes the custom messages held for the end of the turn.
+    pub(crate) fn flush_after_turn(&self) -> Result<(), AgentError> {
+        let held = std::mem::take(&mut lock(&self.shared.queues).after_turn);
+        for message in &held {
+            self.append_custom_message(message)?;
+        }
+        Ok(())
+    }
+
+    /// Resolves once no run is in progress (Pi's `waitForIdle`).
+    pub async fn wait_for_idle(&self) {
+        loop {
+            let woken = self.shared.idle.notified();
+            tokio::pin!(woken);
+            // Registered before the check, so a run ending in between still wakes us.
+            woken.as_mut().enable();
+            if !self.is_streaming() {
+                return;
+            }
+            woken.await;
+        }
     }
 
     /// Runs `f` with the session.
@@ -504,31 +572,45 @@ impl AgentSession {
         lock(&self.shared.state).opts.retry.enabled = enabled;
     }
 
-    /// Number of queued messages.
+    /// Number of queued user messages (Pi's `pendingMessageCount`).
     pub fn pending_count(&self) -> usize {
         let q = lock(&self.shared.queues);
-        q.steering.len() + q.follow_up.len()
+        q.steering
+            .iter()
+            .chain(&q.follow_up)
+            .filter(|m| m.user_text().is_some())
+            .count()
     }
 
-    /// Queues a steering message (delivered after the current turn).
-    pub fn steer(&self, text: String) {
-        lock(&self.shared.queues).steering.push(text);
-        self.emit_queue_update();
+    /// Queues a steering message (delivered after the current turn's tool calls, before the
+    /// next model request).
+    pub fn steer(&self, message: impl Into<InputMessage>) {
+        let message = message.into();
+        let shown = message.user_text().is_some();
+        lock(&self.shared.queues).steering.push(message);
+        if shown {
+            self.emit_queue_update();
+        }
     }
 
     /// Queues a follow-up message (delivered when the agent would stop).
-    pub fn follow_up(&self, text: String) {
-        lock(&self.shared.queues).follow_up.push(text);
-        self.emit_queue_update();
+    pub fn follow_up(&self, message: impl Into<InputMessage>) {
+        let message = message.into();
+        let shown = message.user_text().is_some();
+        lock(&self.shared.queues).follow_up.push(message);
+        if shown {
+            self.emit_queue_update();
+        }
     }
 
-    /// Empties both queues, returning what was queued (steering, follow-up).
+    /// Empties both queues, returning the user messages that were queued (steering,
+    /// follow-up); queued custom messages are dropped, as Pi's `clearQueue` drops them.
     pub fn clear_queue(&self) -> (Vec<String>, Vec<String>) {
         let taken = {
             let mut q = lock(&self.shared.queues);
             (
-                std::mem::take(&mut q.steering),
-                std::mem::take(&mut q.follow_up),
+                user_texts(&std::mem::take(&mut q.steering)),
+                user_texts(&std::mem::take(&mut q.follow_up)),
             )
         };
         if !taken.0.is_empty() || !taken.1.is_empty() {
@@ -541,15 +623,15 @@ impl AgentSession {
         let ev = {
             let q = lock(&self.shared.queues);
             Event::QueueUpdate {
-                steering: q.steering.clone(),
-                follow_up: q.follow_up.clone(),
+                steering: user_texts(&q.steering),
+                follow_up: user_texts(&q.follow_up),
             }
         };
         self.emit(ev);
     }
 
-    /// Takes queued messages per the mode (emitting `queue_update` when something is taken).
-    fn take_queued(&self, steering: bool) -> Vec<String> {
+    /// Takes queued messages per the mode.
+    fn take_queued(&self, steering: bool) -> Vec<InputMessage> {
         let mode = {
             let st = lock(&self.shared.state);
             if steering {

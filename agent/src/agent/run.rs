@@ -14,7 +14,7 @@ use super::events::message_update;
 use super::retry::{delay_ms, is_retryable_error};
 use super::route::{limits_model, RouteReason};
 use super::summarizer::{self, RetryEvents};
-use super::{append_locked, lock, prompt, AgentError, AgentSession, RunOutcome};
+use super::{append_locked, lock, prompt, AgentError, AgentSession, InputMessage, RunOutcome};
 use crate::llm::{self, is_context_overflow, Context, Model, StreamOptions};
 use crate::protocol::Event;
 use crate::tools::{validate_tool_arguments, Tool, ToolContext, ToolError, ToolOutput};
@@ -160,8 +160,18 @@ impl AgentSession {
     /// Runs a prompt to the end: the loop, retries, compaction. Fails without running when
     /// a run is already in progress or there is no model.
     pub async fn prompt(&self, text: &str, images: Vec<Value>) -> Result<RunOutcome, AgentError> {
+        self.run(InputMessage::User {
+            text: text.to_string(),
+            images,
+        })
+        .await
+    }
+
+    /// Runs a run started by `start`, a user prompt or an extension's custom message (Pi's
+    /// `sendMessage(…, {triggerTurn: true})`), to the end.
+    pub async fn run(&self, start: InputMessage) -> Result<RunOutcome, AgentError> {
         let token = self.begin_run()?;
-        self.run_claimed(token, text, images).await
+        self.run_claimed(token, start).await
     }
 
     /// Claims the run, calls `on_started` (so a caller can answer "started" before any event
@@ -172,22 +182,31 @@ impl AgentSession {
         images: Vec<Value>,
         on_started: impl FnOnce(),
     ) -> Result<tokio::task::JoinHandle<Result<RunOutcome, AgentError>>, AgentError> {
+        self.spawn_run(InputMessage::User { text, images }, on_started)
+    }
+
+    /// [`Self::spawn_prompt`] for any starting message.
+    pub fn spawn_run(
+        &self,
+        start: InputMessage,
+        on_started: impl FnOnce(),
+    ) -> Result<tokio::task::JoinHandle<Result<RunOutcome, AgentError>>, AgentError> {
         let token = self.begin_run()?;
         on_started();
         let this = self.clone();
-        Ok(tokio::spawn(async move {
-            this.run_claimed(token, &text, images).await
-        }))
+        Ok(tokio::spawn(
+            async move { this.run_claimed(token, start).await },
+        ))
     }
 
     async fn run_claimed(
         &self,
         token: CancellationToken,
-        text: &str,
-        images: Vec<Value>,
+        start: InputMessage,
     ) -> Result<RunOutcome, AgentError> {
-        let result = self.prompt_inner(text, &images, &token).await;
-        *lock(&self.shared.run) = None;
+        let result = self.prompt_inner(&start, &token).await;
+        let flushed = self.finish_run();
+        let result = result.and_then(|last| flushed.map(|()| last));
         let aborted = token.is_cancelled();
         // A run can fail after "started" was answered (a session write failed): RPC and the
         // TUI learn it here, since nobody else awaits the spawned task's result.
@@ -195,10 +214,27 @@ impl AgentSession {
             aborted,
             error: result.as_ref().err().map(ToString::to_string),
         });
+        self.shared.idle.notify_waiters();
         result.map(|last| RunOutcome {
             last_assistant: last.map(AgentMessage::Assistant),
             aborted,
         })
+    }
+
+    /// Releases the run slot and writes the custom messages still held for the end of a
+    /// turn (the run may have ended without one).
+    fn finish_run(&self) -> Result<(), AgentError> {
+        let held = {
+            // Under the queue lock: a message sent meanwhile either sees the run and is held
+            // (then taken here) or sees no run and is appended by its sender.
+            let mut q = lock(&self.shared.queues);
+            *lock(&self.shared.run) = None;
+            std::mem::take(&mut q.after_turn)
+        };
+        for message in &held {
+            self.append_custom_message(message)?;
+        }
+        Ok(())
     }
 
     /// Claims the run slot (checked before any event is emitted).
@@ -257,8 +293,7 @@ impl AgentSession {
 
     async fn prompt_inner(
         &self,
-        text: &str,
-        images: &[Value],
+        start: &InputMessage,
         token: &CancellationToken,
     ) -> Result<Option<AssistantMessage>, AgentError> {
         let mut initial = Vec::new();
@@ -268,18 +303,23 @@ impl AgentSession {
         }
         // Pi's `before_agent_start`: extension messages go after the prompt; a returned
         // system prompt replaces the whole prompt for this run.
-        let start = match self.hooks() {
+        let run_start = match self.hooks() {
             Some(hooks) => {
                 let prompt = self.system_prompt_text(initial.first());
-                hooks.before_agent_start(text, images, &prompt).await
+                hooks.before_agent_start(start, &prompt).await
             }
             None => super::RunStart::default(),
         };
-        initial.push(user_message(text, images));
-        *lock(&self.shared.system_override) = start.system_prompt;
-        let end = self
-            .run_loop_with(initial, start.messages, token, None, None)
-            .await;
+        // The starting message, then the extensions' messages (a custom starting message is
+        // the first of those, as Pi records it).
+        let mut custom = Vec::new();
+        match start {
+            InputMessage::User { text, images } => initial.push(user_message(text, images)),
+            InputMessage::Custom(message) => custom.push(message.clone()),
+        }
+        custom.extend(run_start.messages);
+        *lock(&self.shared.system_override) = run_start.system_prompt;
+        let end = self.run_loop_with(initial, custom, token, None, None).await;
         let end = match end {
             Ok(end) => end,
             Err(e) => {
@@ -595,6 +635,19 @@ impl AgentSession {
         appended
     }
 
+    /// Writes a steering or follow-up message as the loop takes it, returning it as
+    /// `agent_end` lists it.
+    fn deliver_queued(&self, queued: InputMessage) -> Result<Value, AgentError> {
+        match queued {
+            InputMessage::User { text, images } => {
+                let m = user_message(&text, &images);
+                self.emit_and_persist(&m)?;
+                Ok(m)
+            }
+            InputMessage::Custom(message) => Ok(self.record_custom_message(&message)?.1),
+        }
+    }
+
     /// Pi's `runLoop` (with `agent_start`/`turn_start` first) again after `failed`: a retry
     /// of a transient error or after an overflow compaction.
     async fn run_loop(
@@ -617,9 +670,8 @@ impl AgentSession {
         retry_attempt: Option<u32>,
         mut failed: Option<AssistantMessage>,
     ) -> Result<LoopEnd, AgentError> {
-        let prompted = initial
-            .iter()
-            .any(|m| m.get("role").and_then(Value::as_str) == Some("user"));
+        // A run started by a message (not a retry): its first request answers that message.
+        let prompted = !initial.is_empty() || !custom.is_empty();
         self.emit(Event::AgentStart);
         self.emit(Event::TurnStart);
         let mut new_messages: Vec<Value> = Vec::new();
@@ -628,9 +680,9 @@ impl AgentSession {
             new_messages.push(m);
         }
         for m in &custom {
-            self.append_custom_message(m)?;
+            new_messages.push(self.record_custom_message(m)?.1);
         }
-        let mut pending: Vec<String> = self.take_queued(true);
+        let mut pending: Vec<InputMessage> = self.take_queued(true);
         let mut first = true;
         let mut last_entry = None;
         let mut last = None;
@@ -653,13 +705,11 @@ impl AgentSession {
                     RouteReason::Continuation
                 };
                 first = false;
-                if !pending.is_empty() {
+                if pending.iter().any(|m| m.user_text().is_some()) {
                     self.emit_queue_update();
                 }
-                for text in pending.drain(..) {
-                    let m = user_message(&text, &[]);
-                    self.emit_and_persist(&m)?;
-                    new_messages.push(m);
+                for queued in pending.drain(..) {
+                    new_messages.push(self.deliver_queued(queued)?);
                 }
                 if let Some(m) = self.declare_tool_set_changes()? {
                     new_messages.push(m);
@@ -711,6 +761,8 @@ impl AgentSession {
                     message: value,
                     tool_results: results,
                 });
+                // The turn's tool results are written: held custom messages can follow.
+                self.flush_after_turn()?;
                 has_more = !calls.is_empty();
                 pending = self.take_queued(true);
             }

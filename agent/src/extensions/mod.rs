@@ -33,7 +33,7 @@ pub use sidecar::Sidecar;
 pub use tool::ExtensionTool;
 pub use virtual_models::{virtual_model_of, with_virtual_models};
 
-use crate::agent::AgentSession;
+use crate::agent::{AgentSession, InputMessage};
 
 /// How long a hook (`tool_call`, `input`, `before_agent_start`, a command) or loading may
 /// take before the agent goes on without it (`PI_EXTENSION_TIMEOUT_MS` overrides).
@@ -73,9 +73,17 @@ impl UiMode {
 /// Writes a record for the client (RPC: a stdout line).
 pub type RecordSink = Arc<dyn Fn(Value) + Send + Sync>;
 
-/// Starts a prompt in the background (`pi.sendUserMessage` while the agent is idle, outside
-/// a command): the front end's way to run one.
-pub type PromptRunner = Arc<dyn Fn(String, Vec<Value>) + Send + Sync>;
+/// Starts a run in the background (`pi.sendUserMessage`, or `pi.sendMessage` with
+/// `triggerTurn`, while the agent is idle, outside a command): the front end's way to run one.
+pub type PromptRunner = Arc<dyn Fn(InputMessage) + Send + Sync>;
+
+/// Carries out a session replacement a command asked for (`ctx.newSession`, `ctx.fork`,
+/// `ctx.switchSession`): whether an extension cancelled it, or why it failed.
+pub type SessionControl = Arc<
+    dyn Fn(crate::host::Replacement) -> futures::future::BoxFuture<'static, Result<bool, String>>
+        + Send
+        + Sync,
+>;
 
 /// What starting the extensions needs.
 pub struct StartOptions {
@@ -151,12 +159,15 @@ struct Shared {
     late_events: Mutex<Vec<String>>,
     /// `pi.sendMessage(…, {deliverAs: "nextTurn"})` messages for the next prompt.
     next_turn: Mutex<Vec<Value>>,
-    /// `pi.sendUserMessage` texts waiting for the agent to be idle.
-    pending_user: Mutex<Vec<(String, Vec<Value>)>>,
+    /// Runs extensions asked for while idle (`sendUserMessage`, `sendMessage` with
+    /// `triggerTurn`) that wait for a command to end or for print mode's next step.
+    pending_runs: Mutex<Vec<InputMessage>>,
     /// Commands running now: a user message sent meanwhile becomes the prompt the command
-    /// turns into ([`Extensions::take_user_message`]).
+    /// turns into ([`Extensions::take_pending_run`]).
     in_command: AtomicUsize,
     runner: Mutex<Option<PromptRunner>>,
+    /// How commands replace the session (set by the host).
+    session_control: Mutex<Option<SessionControl>>,
     /// Agent events for the extensions' notification handlers, in order.
     forward: forward::Forwarder,
     /// The runtime the sidecar's tasks run on.
@@ -229,21 +240,7 @@ impl Shared {
                     }
                 }
             }
-            "send_message" => {
-                let message = params.get("message").cloned().unwrap_or(Value::Null);
-                // Pi's `deliverAs: "nextTurn"`: held until the next prompt, then recorded
-                // after its user message.
-                if params.pointer("/options/deliverAs").and_then(Value::as_str) == Some("nextTurn")
-                {
-                    lock(&self.next_turn).push(message);
-                    return;
-                }
-                if let Some(agent) = self.agent() {
-                    if let Err(e) = agent.append_custom_message(&message) {
-                        self.report_error("<extension>", "sendMessage", &e.to_string());
-                    }
-                }
-            }
+            "send_message" => self.send_message(&params),
             "set_session_name" => {
                 if let Some(agent) = self.agent() {
                     let _ = agent.set_session_name(&text("name"));
@@ -326,6 +323,24 @@ impl Shared {
                     self.navigate_tree(params, id);
                 }
             }
+            "wait_for_idle" => {
+                if let Some(id) = id {
+                    self.wait_for_idle(id);
+                }
+            }
+            "replace_session" => {
+                if let Some(id) = id {
+                    self.replace_session(params, id);
+                }
+            }
+            "reload" => {
+                if let Some(id) = id {
+                    self.answer_sidecar(
+                        id,
+                        json!({"error": "ctx.reload() is not supported yet; use /reload"}),
+                    );
+                }
+            }
             "abort" => {
                 if let Some(agent) = self.agent() {
                     agent.abort();
@@ -345,6 +360,38 @@ impl Shared {
         }
     }
 
+    /// `pi.sendMessage(message, {deliverAs, triggerTurn})` as Pi delivers it: `nextTurn`
+    /// waits for the next prompt; while streaming, a steering (the default) or follow-up
+    /// message, or with `triggerTurn: false` a message written at the end of the turn; while
+    /// idle, a run started by the message (`triggerTurn`) or a message appended at once.
+    fn send_message(&self, params: &Value) {
+        let message = params.get("message").cloned().unwrap_or(Value::Null);
+        let deliver = params.pointer("/options/deliverAs").and_then(Value::as_str);
+        let trigger = params
+            .pointer("/options/triggerTurn")
+            .and_then(Value::as_bool);
+        if deliver == Some("nextTurn") {
+            lock(&self.next_turn).push(message);
+            return;
+        }
+        let Some(agent) = self.agent() else { return };
+        let written = if agent.is_streaming() && trigger != Some(false) {
+            match deliver {
+                Some("followUp") => agent.follow_up(InputMessage::Custom(message)),
+                _ => agent.steer(InputMessage::Custom(message)),
+            }
+            Ok(())
+        } else if trigger == Some(true) {
+            self.start_run(InputMessage::Custom(message));
+            Ok(())
+        } else {
+            agent.append_custom_message_after_turn(message)
+        };
+        if let Err(e) = written {
+            self.report_error("<extension>", "sendMessage", &e.to_string());
+        }
+    }
+
     /// `pi.sendUserMessage`: while the agent streams, a steering or follow-up message; while
     /// it is idle, the prompt the running command turns into, or a run of its own.
     fn send_user_message(&self, params: &Value) {
@@ -352,9 +399,10 @@ impl Shared {
         let (text, images) = user_content(params.get("content"));
         let deliver = params.pointer("/options/deliverAs").and_then(Value::as_str);
         if agent.is_streaming() {
+            let message = InputMessage::User { text, images };
             match deliver {
-                Some("followUp") => agent.follow_up(text),
-                Some("steer") => agent.steer(text),
+                Some("followUp") => agent.follow_up(message),
+                Some("steer") => agent.steer(message),
                 _ => self.report_error(
                     "<extension>",
                     "sendUserMessage",
@@ -363,10 +411,94 @@ impl Shared {
             }
             return;
         }
+        self.start_run(InputMessage::User { text, images });
+    }
+
+    /// A run an extension asked for while idle: the front end starts it now, unless a
+    /// command is running (the command then turns into it) or there is no front-end runner
+    /// (print mode runs it after the current step).
+    fn start_run(&self, start: InputMessage) {
         let runner = lock(&self.runner).clone();
         match runner {
-            Some(run) if self.in_command.load(Ordering::SeqCst) == 0 => run(text, images),
-            _ => lock(&self.pending_user).push((text, images)),
+            Some(run) if self.in_command.load(Ordering::SeqCst) == 0 => run(start),
+            _ => lock(&self.pending_runs).push(start),
+        }
+    }
+
+    /// A command's `ctx.waitForIdle()`: answered once no run is in progress. Runs the
+    /// command asked for (`sendUserMessage`, `sendMessage` with `triggerTurn`) wait for the
+    /// command to end; one waiting for them runs them now, as Pi would have started them.
+    fn wait_for_idle(self: &Arc<Self>, id: Value) {
+        let this = self.clone();
+        self.runtime.spawn(async move {
+            if let Some(agent) = this.agent() {
+                loop {
+                    let next = {
+                        let mut pending = lock(&this.pending_runs);
+                        (!pending.is_empty()).then(|| pending.remove(0))
+                    };
+                    let Some(start) = next else { break };
+                    if let Err(e) = agent.run(start).await {
+                        this.report_error("<extension>", "waitForIdle", &e.to_string());
+                    }
+                }
+                agent.wait_for_idle().await;
+            }
+            // What the run wrote is readable through ctx.sessionManager when the call resolves.
+            this.sync_state().await;
+            this.answer_sidecar(id, Value::Null);
+        });
+    }
+
+    /// A command's `ctx.newSession`, `ctx.fork`, `ctx.switchSession`: the host's own
+    /// session replacement (the one `/new`, `/fork`, `/resume` use, with its
+    /// `session_before_*` gates and events), answered `{cancelled}` or `{error}`.
+    fn replace_session(self: &Arc<Self>, params: Value, id: Value) {
+        let this = self.clone();
+        self.runtime.spawn(async move {
+            let control = lock(&this.session_control).clone();
+            let answer = match (control, this.replacement_of(&params)) {
+                (None, _) => json!({"error": "Session control is not available in this mode"}),
+                (_, Err(e)) => json!({ "error": e }),
+                (Some(control), Ok(change)) => match control(change).await {
+                    Ok(cancelled) => json!({ "cancelled": cancelled }),
+                    Err(e) => json!({ "error": e }),
+                },
+            };
+            // `withSession` and what follows read the session that is current now.
+            this.sync_state().await;
+            this.answer_sidecar(id, answer);
+        });
+    }
+
+    /// The host operation a `replace_session` request asks for.
+    fn replacement_of(&self, params: &Value) -> Result<crate::host::Replacement, String> {
+        let text = |k: &str| params.get(k).and_then(Value::as_str).map(str::to_string);
+        match text("op").as_deref() {
+            Some("new") => Ok(crate::host::Replacement::New {
+                parent: text("parentSession"),
+            }),
+            Some("switch") => Ok(crate::host::Replacement::Resume {
+                location: text("sessionPath").ok_or("switchSession needs a session path")?,
+                missing_cwd: crate::host::MissingCwd::Continue,
+            }),
+            Some("fork") => {
+                let entry_id = text("entryId").ok_or("fork needs an entry id")?;
+                if text("position").as_deref() != Some("at") {
+                    return Ok(crate::host::Replacement::Fork { entry_id });
+                }
+                // Forking "at" an entry copies the path up to it: the host's clone, which
+                // copies the active path, does that for the leaf.
+                let leaf = self
+                    .agent()
+                    .and_then(|a| a.with_session(|s| s.leaf_id().map(str::to_string)));
+                if leaf.as_deref() == Some(entry_id.as_str()) {
+                    Ok(crate::host::Replacement::Clone)
+                } else {
+                    Err("fork with position \"at\" is supported for the current leaf only".into())
+                }
+            }
+            _ => Err("unknown session operation".into()),
         }
     }
 
@@ -518,9 +650,10 @@ impl Extensions {
             sync: tokio::sync::Mutex::new(state::SyncMark::default()),
             late_events: Mutex::new(Vec::new()),
             next_turn: Mutex::new(Vec::new()),
-            pending_user: Mutex::new(Vec::new()),
+            pending_runs: Mutex::new(Vec::new()),
             in_command: AtomicUsize::new(0),
             runner: Mutex::new(None),
+            session_control: Mutex::new(None),
             forward: forward::Forwarder::default(),
             runtime: tokio::runtime::Handle::current(),
         });
@@ -664,14 +797,20 @@ impl Extensions {
     }
 
     /// How the front end runs a prompt of its own (RPC, the TUI); without one, messages an
-    /// extension sends while idle wait for [`Extensions::take_user_message`].
+    /// extension asks for while idle wait for [`Extensions::take_pending_run`].
     pub fn set_prompt_runner(&self, runner: PromptRunner) {
         *lock(&self.shared.runner) = Some(runner);
     }
 
-    /// The next user message an extension sent while idle (a command's `sendUserMessage`).
-    pub fn take_user_message(&self) -> Option<(String, Vec<Value>)> {
-        let mut pending = lock(&self.shared.pending_user);
+    /// How commands' `ctx.newSession`, `ctx.fork` and `ctx.switchSession` are carried out.
+    pub fn set_session_control(&self, control: SessionControl) {
+        *lock(&self.shared.session_control) = Some(control);
+    }
+
+    /// The next run an extension asked for while idle (a command's `sendUserMessage` or
+    /// `sendMessage` with `triggerTurn`).
+    pub fn take_pending_run(&self) -> Option<InputMessage> {
+        let mut pending = lock(&self.shared.pending_runs);
         (!pending.is_empty()).then(|| pending.remove(0))
     }
 
@@ -876,20 +1015,20 @@ impl crate::agent::AgentHooks for Extensions {
 
     async fn before_agent_start(
         &self,
-        prompt: &str,
-        images: &[Value],
+        start: &InputMessage,
         system_prompt: &str,
     ) -> crate::agent::RunStart {
         // Pi's order after the prompt: "nextTurn" messages, then the handlers' messages.
         let mut messages = std::mem::take(&mut *lock(&self.shared.next_turn));
-        let Some(result) = self
-            .emit(
-                "before_agent_start",
-                json!({"prompt": prompt, "images": images, "systemPrompt": system_prompt,
-                       "messageType": "user"}),
-            )
-            .await
-        else {
+        // Pi's trigger: `{messageType: "user", prompt, images}` or `{messageType: "custom",
+        // message}`.
+        let payload = match start {
+            InputMessage::User { text, images } => json!({"prompt": text, "images": images,
+                "systemPrompt": system_prompt, "messageType": "user"}),
+            InputMessage::Custom(message) => json!({"message": custom_wire(message),
+                "systemPrompt": system_prompt, "messageType": "custom"}),
+        };
+        let Some(result) = self.emit("before_agent_start", payload).await else {
             return crate::agent::RunStart {
                 messages,
                 system_prompt: None,
@@ -984,6 +1123,22 @@ impl crate::agent::AgentHooks for Extensions {
             .forward
             .observe(event, |name| self.handles(name));
     }
+}
+
+/// A custom message as Pi's `sendMessage` builds it (`role: "custom"`, content defaulting to
+/// an empty list).
+fn custom_wire(message: &Value) -> Value {
+    let mut wire = json!({
+        "role": "custom",
+        "customType": message.get("customType").cloned().unwrap_or(Value::Null),
+        "content": message.get("content").filter(|c| !c.is_null()).cloned().unwrap_or(json!([])),
+        "display": message.get("display").cloned().unwrap_or(Value::Null),
+        "timestamp": pi_formats::time::now_millis(),
+    });
+    if let Some(details) = message.get("details").filter(|d| !d.is_null()) {
+        wire["details"] = details.clone();
+    }
+    wire
 }
 
 /// `sendUserMessage` content: a string, or text and image blocks.

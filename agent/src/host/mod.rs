@@ -17,7 +17,7 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use serde_json::{json, Value};
 use tokio_util::sync::CancellationToken;
 
-use crate::agent::{AgentError, AgentSession};
+use crate::agent::{AgentError, AgentSession, InputMessage};
 use crate::config::{Resources, ScopedModel};
 use crate::llm::Model;
 use crate::protocol::{response, Command, Event, Outcome, Request, StreamingBehavior};
@@ -64,8 +64,10 @@ pub struct Host {
 pub enum PreparedInput {
     /// An extension command ran, or an `input` handler handled the text: nothing is sent.
     Handled,
-    /// The text to send (transformed by `input` handlers, then expanded).
-    Prompt(String),
+    /// The message to run: typed text (transformed by `input` handlers, then expanded, with
+    /// its images), or the message a command sent (`pi.sendUserMessage`, `pi.sendMessage`
+    /// with `triggerTurn`), as it was sent.
+    Run(InputMessage),
 }
 
 fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
@@ -109,8 +111,23 @@ impl Host {
             .collect()
     }
 
-    /// Routes prompts through these extensions from now on.
-    pub fn set_extensions(&self, extensions: Arc<crate::extensions::Extensions>) {
+    /// Routes prompts through these extensions from now on, and lets their commands replace
+    /// the session through [`Host::replace_session`].
+    pub fn set_extensions(self: &Arc<Self>, extensions: Arc<crate::extensions::Extensions>) {
+        let host = Arc::downgrade(self);
+        extensions.set_session_control(Arc::new(move |change| {
+            let host = host.clone();
+            Box::pin(async move {
+                let Some(host) = host.upgrade() else {
+                    return Err("the session has ended".to_string());
+                };
+                match host.replace_session(change).await {
+                    Ok(Replaced::Cancelled) => Ok(true),
+                    Ok(Replaced::Done { .. }) => Ok(false),
+                    Err(e) => Err(e.to_string()),
+                }
+            })
+        }));
         *lock(&self.extensions) = Some(extensions);
     }
 
@@ -119,8 +136,8 @@ impl Host {
     pub fn run_extension_prompts(&self) {
         if let Some(ext) = self.extensions() {
             let agent = self.agent.clone();
-            ext.set_prompt_runner(Arc::new(move |text, images| {
-                let _ = agent.spawn_prompt(text, images, || {});
+            ext.set_prompt_runner(Arc::new(move |start| {
+                let _ = agent.spawn_run(start, || {});
             }));
         }
     }
@@ -140,20 +157,24 @@ impl Host {
         if let Some(ext) = self.extensions() {
             if let Some((name, args)) = ext.command_of(text) {
                 ext.run_command(&name, &args).await;
-                // A command that sent a user message (`pi.sendUserMessage`) turns into it.
-                return Ok(match ext.take_user_message() {
-                    Some((text, _images)) => PreparedInput::Prompt(text),
+                // A command that sent a message (`pi.sendUserMessage`, `pi.sendMessage` with
+                // `triggerTurn`) turns into the run it asked for.
+                return Ok(match ext.take_pending_run() {
+                    Some(start) => PreparedInput::Run(start),
                     None => PreparedInput::Handled,
                 });
             }
             match ext.input(text, images).await {
                 crate::extensions::InputOutcome::Handled => return Ok(PreparedInput::Handled),
                 crate::extensions::InputOutcome::Continue(t) => {
-                    return self.expand(&t).map(PreparedInput::Prompt)
+                    return self
+                        .expand(&t)
+                        .map(|t| PreparedInput::Run(typed(t, images)))
                 }
             }
         }
-        self.expand(text).map(PreparedInput::Prompt)
+        self.expand(text)
+            .map(|t| PreparedInput::Run(typed(t, images)))
     }
 
     /// A copy of the current setup.
@@ -276,7 +297,7 @@ impl Host {
                         "prompt",
                         Ok(Some(json!({"disposition": "handled"}))),
                     )),
-                    Ok(PreparedInput::Prompt(text)) => this.start_prompt(id, text, images, respond),
+                    Ok(PreparedInput::Run(start)) => this.start_run(id, start, respond),
                 }
             });
             return;
@@ -300,15 +321,15 @@ impl Host {
             };
             return respond(response(&id, "prompt", outcome));
         }
-        self.start_prompt(id, message, images, respond);
+        self.start_run(id, typed(message, &images), respond);
     }
 
-    /// Starts a run for an expanded prompt and answers `started` (or the error).
-    fn start_prompt(
+    /// Starts a run for an expanded prompt (or a command's message) and answers `started`
+    /// (or the error).
+    fn start_run(
         self: &Arc<Self>,
         id: Option<Value>,
-        message: String,
-        images: Vec<Value>,
+        start: InputMessage,
         respond: impl FnOnce(Value) + Send + 'static,
     ) {
         // The response must go out before the run's first event: `on_started` runs before
@@ -316,7 +337,7 @@ impl Host {
         let respond = Arc::new(Mutex::new(Some(respond)));
         let started = respond.clone();
         let started_id = id.clone();
-        let result = self.agent.spawn_prompt(message, images, move || {
+        let result = self.agent.spawn_run(start, move || {
             if let Some(r) = lock(&started).take() {
                 r(response(
                     &started_id,
@@ -368,6 +389,14 @@ impl Host {
         if let Some(t) = lock(&self.bash_cancel).as_ref() {
             t.cancel();
         }
+    }
+}
+
+/// Typed input as the message a run starts with.
+fn typed(text: String, images: &[Value]) -> InputMessage {
+    InputMessage::User {
+        text,
+        images: images.to_vec(),
     }
 }
 

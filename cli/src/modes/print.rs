@@ -55,23 +55,22 @@ pub async fn run(args: RunArgs, mode: Mode) -> anyhow::Result<i32> {
             }
             continue;
         }
-        let text = match host
+        let prepared = host
             .prepare_input(m, first_images)
             .await
-            .map_err(|e| anyhow::anyhow!(e))?
-        {
-            pi_agent::host::PreparedInput::Prompt(text) => text,
+            .map_err(|e| anyhow::anyhow!(e))?;
+        let start = match prepared {
+            pi_agent::host::PreparedInput::Run(start) => start,
             // An extension command ran or an `input` handler took the text.
             pi_agent::host::PreparedInput::Handled => continue,
         };
-        // `@image` attachments belong to the first message.
-        let outcome = agent
-            .prompt(&text, images.take().unwrap_or_default())
-            .await?;
-        last = outcome.last_assistant;
-        // Messages extensions sent meanwhile (`pi.sendUserMessage` from a handler) run next.
-        while let Some((text, images)) = host.extensions().and_then(|e| e.take_user_message()) {
-            last = agent.prompt(&text, images).await?.last_assistant;
+        // `@image` attachments belong to the first message sent (prepared with it).
+        images.take();
+        last = agent.run(start).await?.last_assistant;
+        // Runs extensions asked for meanwhile (`pi.sendUserMessage` or `pi.sendMessage` with
+        // `triggerTurn` from a handler) come next.
+        while let Some(start) = host.extensions().and_then(|e| e.take_pending_run()) {
+            last = agent.run(start).await?.last_assistant;
         }
     }
     if mode == Mode::Json {
