@@ -151,6 +151,25 @@ async fn browse(url: &str) -> String {
     resp.text().await.unwrap()
 }
 
+/// The "browser" on another machine: the authorize redirect is not followed, the URL it
+/// points at is pasted into the running login, which is then finished.
+async fn login_by_pasting_the_redirect(home: &Home, provider: &str) -> (bool, String, String) {
+    let (mut child, rx) = home.start_login(&[provider]);
+    let mut seen = Vec::new();
+    let url = wait_line(&rx, &mut seen, |l| l.starts_with("http"));
+    let resp = reqwest::Client::builder()
+        .redirect(reqwest::redirect::Policy::none())
+        .build()
+        .unwrap()
+        .get(&url)
+        .send()
+        .await
+        .unwrap();
+    let location = resp.headers()["location"].to_str().unwrap().to_string();
+    writeln!(child.stdin.as_mut().unwrap(), "{location}").unwrap();
+    finish(child, rx, seen)
+}
+
 fn assert_private(path: &Path) {
     use std::os::unix::fs::PermissionsExt;
     let mode = std::fs::metadata(path).unwrap().permissions().mode() & 0o777;
@@ -307,21 +326,7 @@ async fn anthropic_browser_login_headers_refresh_and_logout() {
 async fn anthropic_pasted_redirect_url_when_the_browser_is_elsewhere() {
     let auth = FakeAuthServer::start("127.0.0.1:1").await.unwrap();
     let home = Home::new(&auth, "{}");
-    let (mut child, rx) = home.start_login(&["anthropic"]);
-    let mut seen = Vec::new();
-    let url = wait_line(&rx, &mut seen, |l| l.starts_with("http"));
-    // The "browser" on another machine: the redirect is not followed, its URL is pasted.
-    let resp = reqwest::Client::builder()
-        .redirect(reqwest::redirect::Policy::none())
-        .build()
-        .unwrap()
-        .get(&url)
-        .send()
-        .await
-        .unwrap();
-    let location = resp.headers()["location"].to_str().unwrap().to_string();
-    writeln!(child.stdin.as_mut().unwrap(), "{location}").unwrap();
-    let (ok, stdout, stderr) = finish(child, rx, seen);
+    let (ok, stdout, stderr) = login_by_pasting_the_redirect(&home, "anthropic").await;
     assert!(ok, "{stderr}");
     assert!(stdout.contains("Logged in"), "{stdout}");
     assert_eq!(home.auth_json()["anthropic"]["type"], "oauth");
@@ -658,22 +663,7 @@ async fn openrouter_browser_login_stores_a_permanent_key() {
 async fn openrouter_login_completes_with_a_pasted_redirect_url() {
     let auth = FakeAuthServer::start("127.0.0.1:1").await.unwrap();
     let home = Home::new(&auth, "{}");
-    let (mut child, rx) = home.start_login(&["openrouter"]);
-    let mut seen = Vec::new();
-    let url = wait_line(&rx, &mut seen, |l| l.starts_with("http"));
-    // The browser is on another machine: take the redirect without following it, and
-    // paste where it pointed.
-    let resp = reqwest::Client::builder()
-        .redirect(reqwest::redirect::Policy::none())
-        .build()
-        .unwrap()
-        .get(&url)
-        .send()
-        .await
-        .unwrap();
-    let location = resp.headers()["location"].to_str().unwrap().to_string();
-    writeln!(child.stdin.as_mut().unwrap(), "{location}").unwrap();
-    let (ok, stdout, stderr) = finish(child, rx, seen);
+    let (ok, stdout, stderr) = login_by_pasting_the_redirect(&home, "openrouter").await;
     assert!(ok, "login failed: {stderr}");
     assert!(stdout.contains("Logged in to OpenRouter OAuth"), "{stdout}");
     assert!(home.auth_json()["openrouter"]["access"]
