@@ -9,6 +9,7 @@
 //! inert data block and runs only its own, hash-pinned script (see [`html`]), and the
 //! Markdown escapes HTML in text (see [`markdown`]).
 
+pub mod claude_code;
 pub mod html;
 pub mod markdown;
 pub mod redact;
@@ -26,6 +27,8 @@ pub enum Format {
     Html,
     /// The active branch as Markdown.
     Markdown,
+    /// The active branch as a Claude Code transcript (see [`claude_code`]).
+    ClaudeCode,
 }
 
 impl Format {
@@ -63,5 +66,6 @@ pub fn render_to(
         Format::Jsonl => session.write_jsonl(out),
         Format::Html => html::render_to(session, out),
         Format::Markdown => markdown::render_to(session, out),
+        Format::ClaudeCode => claude_code::render_to(session, out),
     }
 }

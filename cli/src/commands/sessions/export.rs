@@ -24,6 +24,9 @@ pub enum Format {
     Html,
     /// The active branch as Markdown.
     Md,
+    /// The active branch as a Claude Code transcript, to resume with `claude --resume ID`
+    /// once it is at `~/.claude/projects/<cwd with / as ->/<ID>.jsonl`.
+    ClaudeCode,
     /// The whole history's SQL views, one Parquet file each, into the directory `-o DIR`
     /// (no session argument).
     Parquet,
@@ -77,6 +80,9 @@ pub fn run(args: ExportArgs, store_args: &StoreArgs) -> anyhow::Result<i32> {
         },
         Format::Html => Job::Render(Box::new(source.into_session()?), export::Format::Html),
         Format::Md => Job::Render(Box::new(source.into_session()?), export::Format::Markdown),
+        Format::ClaudeCode => {
+            Job::Render(Box::new(source.into_session()?), export::Format::ClaudeCode)
+        }
         // Returned above; kept here so the match stays exhaustive without a panic.
         Format::Parquet => return export_parquet(&args, store_args),
     };
