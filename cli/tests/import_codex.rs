@@ -12,7 +12,7 @@ use std::path::{Path, PathBuf};
 
 use serde_json::Value;
 
-use import_common::{inspect_field, lines, sorted, texts, Env};
+use import_common::{import_all_into_sqlite, inspect_field, lines, sorted, texts, Env};
 
 const MAIN_ID: &str = "01a237bc-c8f2-74e3-a621-ecee6134b3c6";
 const FORK_ID: &str = "01a237bd-23c5-77f3-b17a-db758ef8d726";
@@ -353,22 +353,11 @@ fn codex_import_finds_the_forked_rollout_goes_through_any_store_and_all_reads_co
             .is_some_and(|c| c.iter().any(|b| b["text"] == "Fixed the typo."))
     }));
 
-    let db = env.path("s.sqlite");
-    let store = format!("sqlite:{}", db.display());
-    let args = ["--store", &store, "import", "--from", "codex", "--all"];
-    let out = env.ok(&args);
-    assert!(out.contains("2 imported"), "{out}");
-    let out = env.ok(&args);
-    assert!(out.contains("2 already there"), "{out}");
-    let list = env.ok(&["--store", &store, "list", "--all", "--json"]);
-    let list: Value = serde_json::from_str(&list).unwrap();
-    let ids: HashSet<&str> = list
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|s| s["id"].as_str().unwrap())
-        .collect();
-    assert_eq!(ids, HashSet::from([MAIN_ID, FORK_ID]));
+    let ids = import_all_into_sqlite(&env, "codex", 2);
+    assert_eq!(
+        ids,
+        HashSet::from([MAIN_ID.to_string(), FORK_ID.to_string()])
+    );
 }
 
 #[test]

@@ -11,7 +11,7 @@ use std::collections::HashSet;
 use std::fs;
 use std::path::{Path, PathBuf};
 
-use import_common::{inspect_field, lines, sorted, texts, Env};
+use import_common::{import_all_into_sqlite, inspect_field, lines, sorted, texts, Env};
 use serde_json::Value;
 
 const MAIN_ID: &str = "ses_dc7697713ffeYc2Bh2DVLx3dX5";
@@ -360,21 +360,11 @@ fn opencode_all_reads_the_data_dir_and_goes_through_any_store() {
     let data = env.path(".local/share/opencode");
     fs::create_dir_all(&data).unwrap();
     fs::copy(fixtures().join("opencode.db"), data.join("opencode.db")).unwrap();
-    let store = format!("sqlite:{}", env.path("s.sqlite").display());
-    let args = ["--store", &store, "import", "--from", "opencode", "--all"];
-    let out = env.ok(&args);
-    assert!(out.contains("2 imported"), "{out}");
-    let out = env.ok(&args);
-    assert!(out.contains("2 already there"), "{out}");
-    let list = env.ok(&["--store", &store, "list", "--all", "--json"]);
-    let list: Value = serde_json::from_str(&list).unwrap();
-    let ids: HashSet<&str> = list
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|s| s["id"].as_str().unwrap())
-        .collect();
-    assert_eq!(ids, HashSet::from([MAIN_ID, FORK_ID]));
+    let ids = import_all_into_sqlite(&env, "opencode", 2);
+    assert_eq!(
+        ids,
+        HashSet::from([MAIN_ID.to_string(), FORK_ID.to_string()])
+    );
 
     // $XDG_DATA_HOME wins; an empty one there is a clear error.
     let xdg = env.path("xdg");

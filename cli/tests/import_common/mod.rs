@@ -3,7 +3,7 @@
 //! imported session files, and reading JSONL and `inspect --json` output.
 #![allow(dead_code)]
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::fs;
 use std::path::{Path, PathBuf};
 use std::process::Output;
@@ -125,4 +125,23 @@ pub fn texts(content: &Value) -> String {
         .filter_map(|b| b["text"].as_str())
         .collect::<Vec<_>>()
         .join("\n")
+}
+
+/// `pi --store sqlite:<tmp>/s.sqlite sessions import --from AGENT --all`, run twice: the first
+/// run imports `count` sessions, the second finds them all there. Returns the ids the store
+/// then lists.
+pub fn import_all_into_sqlite(env: &Env, agent: &str, count: usize) -> HashSet<String> {
+    let store = format!("sqlite:{}", env.path("s.sqlite").display());
+    let args = ["--store", &store, "import", "--from", agent, "--all"];
+    let out = env.ok(&args);
+    assert!(out.contains(&format!("{count} imported")), "{out}");
+    let out = env.ok(&args);
+    assert!(out.contains(&format!("{count} already there")), "{out}");
+    let list = env.ok(&["--store", &store, "list", "--all", "--json"]);
+    let list: Value = serde_json::from_str(&list).unwrap();
+    list.as_array()
+        .unwrap()
+        .iter()
+        .map(|s| s["id"].as_str().unwrap().to_string())
+        .collect()
 }
