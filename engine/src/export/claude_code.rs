@@ -122,23 +122,9 @@ impl RecordWriter<'_> {
         }
     }
 
-    /// A UUID-shaped id (version 8, "custom") from the session id and a position.
+    /// A UUID-shaped id from the session id and a position.
     fn uuid_at(&self, n: u64) -> String {
-        let seed = format!("{}:{n}", self.session_id);
-        let digest = ring::digest::digest(&ring::digest::SHA256, seed.as_bytes());
-        let mut b = [0u8; 16];
-        b.copy_from_slice(&digest.as_ref()[..16]);
-        b[6] = (b[6] & 0x0f) | 0x80;
-        b[8] = (b[8] & 0x3f) | 0x80;
-        let hex: String = b.iter().map(|x| format!("{x:02x}")).collect();
-        format!(
-            "{}-{}-{}-{}-{}",
-            &hex[0..8],
-            &hex[8..12],
-            &hex[12..16],
-            &hex[16..20],
-            &hex[20..32]
-        )
+        super::ids::derived_uuid(&self.session_id, n)
     }
 }
 

@@ -10,11 +10,13 @@
 //! Markdown escapes HTML in text (see [`markdown`]).
 
 pub mod claude_code;
+pub mod codex;
 pub mod html;
 pub mod markdown;
 pub mod redact;
 
 mod content;
+mod ids;
 
 use crate::session::Session;
 
@@ -29,6 +31,8 @@ pub enum Format {
     Markdown,
     /// The active branch as a Claude Code transcript (see [`claude_code`]).
     ClaudeCode,
+    /// The active branch as a Codex rollout (see [`codex`]).
+    Codex,
 }
 
 impl Format {
@@ -67,5 +71,6 @@ pub fn render_to(
         Format::Html => html::render_to(session, out),
         Format::Markdown => markdown::render_to(session, out),
         Format::ClaudeCode => claude_code::render_to(session, out),
+        Format::Codex => codex::render_to(session, out),
     }
 }

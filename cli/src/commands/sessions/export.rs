@@ -27,6 +27,9 @@ pub enum Format {
     /// The active branch as a Claude Code transcript, to resume with `claude --resume ID`
     /// once it is at `~/.claude/projects/<cwd with / as ->/<ID>.jsonl`.
     ClaudeCode,
+    /// The active branch as a Codex rollout, to resume with `codex resume ID`; `-o DIR` (an
+    /// existing folder, e.g. `~/.codex/sessions`) places it at `DIR/YYYY/MM/DD/rollout-…-ID.jsonl`.
+    Codex,
     /// The whole history's SQL views, one Parquet file each, into the directory `-o DIR`
     /// (no session argument).
     Parquet,
@@ -83,10 +86,17 @@ pub fn run(args: ExportArgs, store_args: &StoreArgs) -> anyhow::Result<i32> {
         Format::ClaudeCode => {
             Job::Render(Box::new(source.into_session()?), export::Format::ClaudeCode)
         }
+        Format::Codex => Job::Render(Box::new(source.into_session()?), export::Format::Codex),
         // Returned above; kept here so the match stays exhaustive without a panic.
         Format::Parquet => return export_parquet(&args, store_args),
     };
-    match &args.output {
+    let output = match (&job, &args.output) {
+        (Job::Render(session, export::Format::Codex), Some(dir)) if dir.is_dir() => {
+            Some(place_rollout(session, dir)?)
+        }
+        (_, output) => output.clone(),
+    };
+    match &output {
         Some(path) => pi_storage::atomic::write_atomically_with(path, |out| job.write(out))?,
         None => {
             let mut out = std::io::BufWriter::with_capacity(1 << 16, std::io::stdout().lock());
@@ -98,6 +108,21 @@ pub fn run(args: ExportArgs, store_args: &StoreArgs) -> anyhow::Result<i32> {
         }
     }
     Ok(0)
+}
+
+/// Where a rollout goes under a Codex `sessions` folder: its date folders (made here) and the
+/// file name Codex looks for. The path is printed, since it is not the one given.
+fn place_rollout(session: &Session, dir: &Path) -> anyhow::Result<PathBuf> {
+    let path = dir.join(export::codex::rollout_path(session));
+    if let Some(parent) = path.parent() {
+        std::fs::create_dir_all(parent)
+            .with_context(|| format!("cannot create {}", parent.display()))?;
+    }
+    println!(
+        "{}",
+        crate::visible::visible_line(&path.display().to_string())
+    );
+    Ok(path)
 }
 
 fn export_parquet(args: &ExportArgs, store_args: &StoreArgs) -> anyhow::Result<i32> {

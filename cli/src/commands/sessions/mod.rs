@@ -50,8 +50,9 @@ pub enum SessionsCommand {
     Query(query::QueryArgs),
     /// List sessions, newest first, with name, first message and counts.
     List(list::ListArgs),
-    /// Export a session as JSONL, a self-contained HTML page or Markdown, or (`--format
-    /// parquet -o DIR`) every session's SQL views as Parquet files.
+    /// Export a session as JSONL, a self-contained HTML page, Markdown, a Claude Code transcript
+    /// or a Codex rollout, or (`--format parquet -o DIR`) every session's SQL views as Parquet
+    /// files.
     Export(export::ExportArgs),
     /// Import Pi session files (any version), Claude Code transcripts (`--from claude-code`) or
     /// Codex rollouts (`--from codex`) into the session store.
