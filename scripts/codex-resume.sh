@@ -3,20 +3,18 @@
 # `pi sessions export --format codex -o $CODEX_HOME/sessions`, runs
 # `codex exec resume ID "Continue [[s90]]"` offline against fixtures/import/codex/fake_openai.py
 # (Codex's own `openai` provider pointed at it), and checks that the request Codex sent carries
-# every exported item (user and assistant texts, reasoning, tool calls paired with their
-# outputs), in order, before the new prompt.
+# every exported item (user and assistant texts, images, reasoning with its encrypted content,
+# tool calls paired with their outputs), in order, before the new prompt.
 #
 # usage: scripts/codex-resume.sh [SESSION.jsonl…]
 #   default sessions: written by real Pi 1.6.0 under fixtures/realpi/sessions (tools with a
-#   failure, thinking, compactions, errors). CODEX=path/to/codex uses that CLI; otherwise
+#   failure, thinking, compactions, errors) and one the real Codex recorded, imported into Pi.
+#   CODEX=path/to/codex uses that CLI; otherwise
 #   @openai/codex@0.171.0 (the version the import fixtures were recorded with) is installed
 #   from npm into /var/tmp/codex-npm. KEEP=1 keeps the work folder.
 set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
 pi="$root/target/release/pi"
-if [ "$#" -eq 0 ]; then
-  set -- "$root"/fixtures/realpi/sessions/{anthropic_tools_thinking,json_tools,rpc_main,rpc_compact_twice,rpc_autocompact,rpc_errors,print_multi_continue}.jsonl
-fi
 codex="${CODEX:-}"
 if [ -z "$codex" ]; then
   npm install --silent --prefix /var/tmp/codex-npm @openai/codex@0.171.0 >/dev/null
@@ -24,6 +22,16 @@ if [ -z "$codex" ]; then
 fi
 work="$(mktemp -d /var/tmp/codex-resume.XXXXXX)"
 trap 'kill "${server:-}" 2>/dev/null; [ -n "${KEEP:-}" ] || rm -rf "$work"' EXIT
+if [ "$#" -eq 0 ]; then
+  set -- "$root"/fixtures/realpi/sessions/{anthropic_tools_thinking,json_tools,rpc_main,rpc_compact_twice,rpc_autocompact,rpc_errors,print_multi_continue}.jsonl
+  # And a session Codex itself recorded, imported into Pi (its first two turns: an image,
+  # OpenAI reasoning, a failed command, a compaction, apply_patch): its reasoning items go back.
+  recorded="$root/fixtures/import/codex/sessions/2026/12/02/rollout-2026-12-02T17-10-48-01a237bc-c8f2-74e3-a621-ecee6134b3c6.jsonl"
+  mkdir -p "$work/recorded" "$work/pi-agent"
+  head -57 "$recorded" > "$work/recorded/$(basename "$recorded")"
+  PI_CODING_AGENT_DIR="$work/pi-agent" "$pi" sessions import --from codex "$work/recorded" >/dev/null
+  set -- "$@" "$(find "$work/pi-agent/sessions" -name '*.jsonl' | head -1)"
+fi
 resumed=0
 for session in "$@"; do
   name="$(basename "$session" .jsonl)"
@@ -77,7 +85,7 @@ def parts(items):
                 elif b.get("type") == "input_image":
                     out.append(("image", i["role"], b["image_url"][:60]))
         elif t == "reasoning":
-            out.append(("reasoning", i.get("id")))
+            out.append(("reasoning", i.get("id"), i.get("encrypted_content")))
         elif t == "function_call":
             out.append(("call", i["call_id"], i["name"], json.loads(i["arguments"])))
         elif t == "function_call_output":
