@@ -573,3 +573,30 @@ fn millis_of(m: &Value) -> i64 {
 fn iso(ms: i64) -> String {
     pi_formats::time::iso_from_millis(ms)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ids_of_calls_texts_and_reasoning_come_from_what_openai_gave() {
+        let call = json!({"id": "call_1|fc_1"});
+        assert_eq!(split_call_id(&call), ("call_1".into(), Some("fc_1".into())));
+        assert_eq!(
+            split_call_id(&json!({"id": "toolu_1"})),
+            ("toolu_1".into(), None)
+        );
+        let text = json!({"textSignature": "{\"v\":1,\"id\":\"msg_9\"}"});
+        assert_eq!(text_item_id(&text).as_deref(), Some("msg_9"));
+        assert_eq!(text_item_id(&json!({"textSignature": "sig"})), None);
+        let item = json!({"type": "reasoning", "id": "rs_1", "summary": [], "encrypted_content": "e", "metadata": {}});
+        let reasoning = openai_reasoning(&json!({"thinkingSignature": item.to_string()})).unwrap();
+        assert_eq!(reasoning.get("metadata"), None);
+        assert_eq!(reasoning["encrypted_content"], "e");
+        // Anthropic's signature is not an OpenAI item.
+        assert_eq!(
+            openai_reasoning(&json!({"thinkingSignature": "EqQBCkYI"})),
+            None
+        );
+    }
+}
