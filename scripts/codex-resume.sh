@@ -21,7 +21,7 @@ if [ -z "$codex" ]; then
   codex=/var/tmp/codex-npm/node_modules/.bin/codex
 fi
 work="$(mktemp -d /var/tmp/codex-resume.XXXXXX)"
-trap 'kill "${server:-}" 2>/dev/null; [ -n "${KEEP:-}" ] || rm -rf "$work"' EXIT
+trap 'kill "${server:-}" 2>/dev/null || true; [ -n "${KEEP:-}" ] || rm -rf "$work"' EXIT
 if [ "$#" -eq 0 ]; then
   set -- "$root"/fixtures/realpi/sessions/{anthropic_tools_thinking,json_tools,rpc_main,rpc_compact_twice,rpc_autocompact,rpc_errors,print_multi_continue}.jsonl
   # And a session Codex itself recorded, imported into Pi (its first two turns: an image,
