@@ -715,3 +715,4 @@ fn sessions_with_message_text_looks_at_user_and_assistant_text_only() {
     }
 }
 mod contentless;
+mod pipeline;
