@@ -196,7 +196,7 @@ fn write_row(conn: &Connection, sid: i64, row: &Row) -> rusqlite::Result<()> {
     }
     super::views::record(conn, sid, x, provider.as_deref(), model.as_deref())?;
     if x.has_stats() {
-        let u = x.usage.clone().unwrap_or_default();
+        let u = x.usage.unwrap_or_default();
         conn.prepare_cached(
             "INSERT INTO entries(sid, entry_id, ts_ms, role, provider, model, tool_calls,
                  tool_errors, errors, input, output, cache_read, cache_write, cost)
