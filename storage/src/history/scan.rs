@@ -842,12 +842,13 @@ fn index_file(
         size: size as u64,
         text,
     };
-    let (feeder, consumed, boundary) = if text && size as u64 - from >= PIPELINE_BYTES {
-        feed_pipelined(&tx, &mut file, feeder, job)
-    } else {
-        feed_job(&mut file, feeder, job, &mut &*tx)
-    }
-    .map_err(tail_err)?;
+    let (feeder, consumed, boundary) =
+        if text && (size as u64).saturating_sub(from) >= PIPELINE_BYTES {
+            feed_pipelined(&tx, &mut file, feeder, job)
+        } else {
+            feed_job(&mut file, feeder, job, &mut &*tx)
+        }
+        .map_err(tail_err)?;
     let text_offset = if text { consumed as i64 } else { text_offset };
     report.lines_read += feeder.lines;
     report.bytes_read += consumed - offset as u64;
