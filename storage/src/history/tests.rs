@@ -714,4 +714,33 @@ fn sessions_with_message_text_looks_at_user_and_assistant_text_only() {
         assert!(names(hidden).is_empty(), "{hidden}");
     }
 }
+
+/// Real Pi resumes a months-old session by appending to its file, which moves neither the
+/// directory's mtime nor anything but the file itself: a refresh must still find the new
+/// lines (why no directory-level watermark replaces the per-file `stat`, history.md).
+#[test]
+fn an_append_to_a_session_untouched_for_months_is_found() {
+    let f = fixture();
+    let path = f.dir.join("a_s1.jsonl");
+    let months_ago = std::time::SystemTime::now() - std::time::Duration::from_secs(90 * 86_400);
+    fs::File::options()
+        .write(true)
+        .open(&path)
+        .unwrap()
+        .set_modified(months_ago)
+        .unwrap();
+    let mut index = f.index();
+    assert!(entry_ids(&index, &SearchQuery::new("pangolin")).is_empty());
+    let dir_mtime = fs::metadata(&f.dir).unwrap().modified().unwrap();
+    append_line(
+        &path,
+        r#"{"type":"message","id":"u77","parentId":"b1","timestamp":"2026-04-01T00:00:00.000Z","message":{"role":"user","content":"the pangolin is back"}}"#,
+    );
+    assert_eq!(fs::metadata(&f.dir).unwrap().modified().unwrap(), dir_mtime);
+    let report = index.refresh_jsonl(&f.store).unwrap();
+    assert_eq!(report.sessions_updated, 1);
+    assert_eq!(entry_ids(&index, &SearchQuery::new("pangolin")), ["s1/u77"]);
+}
+
 mod contentless;
+mod pipeline;
