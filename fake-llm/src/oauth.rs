@@ -16,7 +16,11 @@
 //! * `POST /oauth2/device/code`, `POST /oauth2/token` (xAI device flow and refresh, form) and
 //!   `POST /api/oauth/device_authorization`, `POST /api/oauth/token` (Kimi Code, the same);
 //! * `POST /oidc/device/authorization/`, `POST /oidc/device/token/` (Meta's identity token)
-//!   and `POST /muse-code/key` (a Model API key minted for that identity token).
+//!   and `POST /muse-code/key` (a Model API key minted for that identity token);
+//! * `GET /api/accounts/authorize` and `POST /api/accounts/oauth/token` (Sign in with
+//!   ChatGPT: the authorize redirect also carries the client id registered for this login,
+//!   which the token requests must use; tokens are for the `resource` api.openai.com/v1 and
+//!   grant `chatgpt.tokens.use.direct`).
 //!
 //! Device codes are approved by [`FakeAuthServer::approve`], as a user would on the page.
 //! Issued access tokens start with `fake-access-token-` (the fake LLM keeps such bearer
@@ -46,6 +50,11 @@ pub const CHATGPT_ACCOUNT_ID: &str = "acct-fake-123";
 pub const XAI_CLIENT_ID: &str = "b1a00492-073a-47ea-816f-4c329264a828";
 /// Meta's client id (Pi's).
 pub const META_CLIENT_ID: &str = "1031625952748946";
+/// The dynamic-registration client id of Sign in with ChatGPT (Pi's).
+pub const CHATGPT_DYNAMIC_CLIENT_ID: &str = "dynamic_agent_client";
+/// The scopes a ChatGPT sign-in asks for (Pi's).
+pub const CHATGPT_SCOPE: &str =
+    "openid profile email offline_access resource.invoke chatgpt.tokens.use.direct";
 /// Kimi Code's client id (Pi's).
 pub const KIMI_CLIENT_ID: &str = "17e5f671-d194-4dfb-9706-5516cb48c098";
 
@@ -84,6 +93,9 @@ struct State {
     /// xAI and Kimi device_code → (user_code, provider).
     rfc8628_device: HashMap<String, (String, String)>,
     github_tokens: Vec<String>,
+    /// ChatGPT sign-ins: code → the client id registered for it; the latest issued client.
+    chatgpt_clients: HashMap<String, String>,
+    chatgpt_client: String,
     stats: AuthStats,
 }
 
@@ -559,6 +571,8 @@ fn more_flows(
         }
         ("POST", "/oidc/device/token/") => device_token(st, form, META_CLIENT_ID, "meta"),
         ("POST", "/muse-code/key") => mint_meta_key(st, bearer),
+        ("GET", "/api/accounts/authorize") => chatgpt_authorize(st, query),
+        ("POST", "/api/accounts/oauth/token") => chatgpt_token(st, form),
         ("POST", "/api/oauth/token") => device_token(st, form, KIMI_CLIENT_ID, "kimi"),
         _ => return None,
     };
@@ -663,6 +677,83 @@ fn mint_meta_key(st: &mut State, bearer: &str) -> (u16, Value, String) {
     }
     st.stats.issued.push(key.clone());
     (200, json!({"api_key": key}), String::new())
+}
+
+/// Sign in with ChatGPT's authorize page: registers a client for this login and redirects
+/// with the code, the state and that client's id.
+fn chatgpt_authorize(st: &mut State, query: &str) -> (u16, Value, String) {
+    let q = parse_query(query);
+    if s(&q, "client_id") != CHATGPT_DYNAMIC_CLIENT_ID || s(&q, "scope") != CHATGPT_SCOPE {
+        let why = reject_reason(st, "chatgpt: wrong client or scope".into());
+        return (400, why, String::new());
+    }
+    st.seq += 1;
+    let code = format!("code-chatgpt-{}", st.seq);
+    let client = format!("app_dyn_{}", st.seq);
+    st.codes.insert(
+        code.clone(),
+        (
+            s(&q, "code_challenge").to_string(),
+            s(&q, "redirect_uri").to_string(),
+            "chatgpt".into(),
+        ),
+    );
+    st.chatgpt_clients.insert(code.clone(), client.clone());
+    st.stats.authorizations.push(q.clone());
+    let location = format!(
+        "{}?code={code}&state={}&client_id={client}",
+        s(&q, "redirect_uri"),
+        s(&q, "state")
+    );
+    (302, json!({}), format!("Location: {location}\r\n"))
+}
+
+/// Sign in with ChatGPT's token endpoint: code grants (with the client registered for the
+/// code) and refresh grants (the latest refresh token and the same client).
+fn chatgpt_token(st: &mut State, form: &Map<String, Value>) -> (u16, Value, String) {
+    let reject = |st: &mut State, why: &str| {
+        let why = reject_reason(st, format!("chatgpt: {why}"));
+        (400, why, String::new())
+    };
+    if s(form, "resource") != "https://api.openai.com/v1" {
+        return reject(st, "wrong resource");
+    }
+    let granted = match s(form, "grant_type") {
+        "authorization_code" => {
+            let code = s(form, "code");
+            let client = st.chatgpt_clients.remove(code);
+            match st.codes.remove(code) {
+                Some((challenge, redirect, p))
+                    if p == "chatgpt"
+                        && client.as_deref() == Some(s(form, "client_id"))
+                        && redirect == s(form, "redirect_uri")
+                        && challenge == challenge_of(s(form, "code_verifier")) =>
+                {
+                    st.chatgpt_client = s(form, "client_id").to_string();
+                    *st.stats.logins.entry("chatgpt".into()).or_default() += 1;
+                    true
+                }
+                _ => return reject(st, "bad code, client, redirect or verifier"),
+            }
+        }
+        "refresh_token" => {
+            let current = st.refresh.get("chatgpt").map(String::as_str);
+            if current != Some(s(form, "refresh_token"))
+                || st.chatgpt_client != s(form, "client_id")
+            {
+                return reject(st, "stale refresh token or wrong client");
+            }
+            *st.stats.refreshes.entry("chatgpt".into()).or_default() += 1;
+            false
+        }
+        other => return reject(st, &format!("grant {other}")),
+    };
+    let mut body = issue(st, "chatgpt");
+    body["scope"] = json!(CHATGPT_SCOPE);
+    if granted {
+        body["id_token"] = json!(format!("fake-id-token-{}", st.seq));
+    }
+    (200, body, String::new())
 }
 
 fn reject_reason(st: &mut State, why: String) -> Value {

@@ -1,6 +1,6 @@
 //! Subscription logins (`/login`, `pi auth login`): OAuth flows for Anthropic (Claude
-//! Pro/Max), OpenAI Codex (ChatGPT Plus/Pro), GitHub Copilot, OpenRouter, Kimi Code, xAI and
-//! Meta, as in Pi 1.6.0's `pi-ai/auth/oauth`.
+//! Pro/Max), OpenAI Codex (ChatGPT Plus/Pro), GitHub Copilot, OpenRouter, Kimi Code, xAI,
+//! Meta and OpenAI API access through ChatGPT, as in Pi 1.6.0's `pi-ai/auth/oauth`.
 //!
 //! A login returns the credential object stored in `auth.json` under the provider id:
 //! `{"type": "oauth", "access", "refresh", "expires", …}` plus provider extras (`accountId`
@@ -19,6 +19,7 @@ mod device;
 pub mod github_copilot;
 mod kimi_coding;
 mod meta;
+mod openai_chatgpt;
 pub mod openai_codex;
 mod openrouter;
 pub mod pkce;
@@ -33,7 +34,8 @@ use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
 pub use store::{
-    oauth_access_token, refresh_if_expiring, remove_credential, save_credential, RefreshOutcome,
+    oauth_access_token, refresh_if_expiring, refresh_if_expiring_within, remove_credential,
+    save_credential, RefreshOutcome,
 };
 
 /// A provider with a subscription login.
@@ -53,11 +55,13 @@ pub enum OAuthProvider {
     Xai,
     /// `meta`: Muse subscription (a day-long Model API key minted from an identity token).
     Meta,
+    /// `openai`: OpenAI API access through a ChatGPT account ("Sign in with ChatGPT").
+    OpenAiChatGpt,
 }
 
 impl OAuthProvider {
     /// Every provider, in the order `/login` lists them.
-    pub const ALL: [OAuthProvider; 7] = [
+    pub const ALL: [OAuthProvider; 8] = [
         OAuthProvider::Anthropic,
         OAuthProvider::OpenAiCodex,
         OAuthProvider::GitHubCopilot,
@@ -65,6 +69,7 @@ impl OAuthProvider {
         OAuthProvider::KimiCoding,
         OAuthProvider::Xai,
         OAuthProvider::Meta,
+        OAuthProvider::OpenAiChatGpt,
     ];
 
     /// The provider id (the `auth.json` key).
@@ -77,6 +82,7 @@ impl OAuthProvider {
             OAuthProvider::KimiCoding => "kimi-coding",
             OAuthProvider::Xai => "xai",
             OAuthProvider::Meta => "meta",
+            OAuthProvider::OpenAiChatGpt => "openai",
         }
     }
 
@@ -90,6 +96,7 @@ impl OAuthProvider {
             OAuthProvider::KimiCoding => "Kimi Code (subscription)",
             OAuthProvider::Xai => "xAI (Grok/X subscription)",
             OAuthProvider::Meta => "Meta (Muse subscription)",
+            OAuthProvider::OpenAiChatGpt => "OpenAI (ChatGPT subscription)",
         }
     }
 
@@ -103,7 +110,7 @@ impl OAuthProvider {
         match self {
             OAuthProvider::Anthropic => &[LoginMethod::Browser, LoginMethod::CopyCode],
             OAuthProvider::OpenAiCodex => &[LoginMethod::Browser, LoginMethod::DeviceCode],
-            OAuthProvider::OpenRouter => &[LoginMethod::Browser],
+            OAuthProvider::OpenRouter | OAuthProvider::OpenAiChatGpt => &[LoginMethod::Browser],
             OAuthProvider::GitHubCopilot
             | OAuthProvider::KimiCoding
             | OAuthProvider::Xai
@@ -123,6 +130,7 @@ impl OAuthProvider {
                 OAuthProvider::KimiCoding => kimi_coding::login(interaction).await,
                 OAuthProvider::Xai => xai::login(interaction).await,
                 OAuthProvider::Meta => meta::login(interaction).await,
+                OAuthProvider::OpenAiChatGpt => openai_chatgpt::login(interaction).await,
             }
         };
         tokio::select! {
@@ -149,6 +157,7 @@ impl OAuthProvider {
             OAuthProvider::KimiCoding => kimi_coding::refresh(refresh).await,
             OAuthProvider::Xai => xai::refresh(refresh).await,
             OAuthProvider::Meta => meta::refresh(refresh).await,
+            OAuthProvider::OpenAiChatGpt => openai_chatgpt::refresh(credential).await,
         }
     }
 }
@@ -458,6 +467,10 @@ mod tests {
             OAuthProvider::from_id("openai-codex"),
             Some(OAuthProvider::OpenAiCodex)
         );
-        assert_eq!(OAuthProvider::from_id("openai"), None);
+        assert_eq!(
+            OAuthProvider::from_id("openai"),
+            Some(OAuthProvider::OpenAiChatGpt)
+        );
+        assert_eq!(OAuthProvider::from_id("openai-chatgpt"), None);
     }
 }
