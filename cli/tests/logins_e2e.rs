@@ -981,3 +981,94 @@ async fn chatgpt_sign_in_calls_the_openai_api_with_its_token() {
     assert!(home.logout("openai").status.success());
     assert!(home.auth_json().get("openai").is_none());
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn radius_logins_add_its_mcp_server_once_and_refresh() {
+    let auth = FakeAuthServer::start("127.0.0.1:1").await.unwrap();
+    let home = Home::new(&auth, "{}");
+    // A server of the user's already called `radius`: the login's server gets another name.
+    std::fs::write(
+        home.agent.join("mcp.json"),
+        r#"{"mcpServers": {"radius": {"command": "true"}}}"#,
+    )
+    .unwrap();
+
+    // Headless: the gateway's device flow.
+    let (child, rx) = home.start_login(&["radius", "--no-browser"]);
+    let mut seen = Vec::new();
+    let line = wait_line(&rx, &mut seen, |l| l.starts_with("Enter code "));
+    auth.approve(line.split_whitespace().nth(2).unwrap());
+    let (ok, stdout, stderr) = finish(child, rx, seen);
+    assert!(ok, "radius login failed: {stderr}");
+    assert!(stdout.contains("Logged in to Radius"), "{stdout}");
+    assert!(
+        stdout.contains("Added MCP server \"radius-mcp\""),
+        "{stdout}"
+    );
+    assert_no_secrets(&auth, &format!("{stdout}{stderr}"));
+    assert_private(&home.agent.join("auth.json"));
+    assert_eq!(auth.stats().logins["radius"], 1);
+    let cred = home.auth_json()["radius"].clone();
+    assert_eq!(cred["type"], "oauth");
+    assert_eq!(cred["scope"], "gateway offline_access");
+    let mcp: Value =
+        serde_json::from_str(&std::fs::read_to_string(home.agent.join("mcp.json")).unwrap())
+            .unwrap();
+    assert_eq!(mcp["mcpServers"]["radius"]["command"], "true");
+    assert_eq!(
+        mcp["mcpServers"]["radius-mcp"],
+        serde_json::json!({"url": "https://radius.pi.dev/mcp", "auth": {"provider": "radius"}})
+    );
+
+    // The browser login, through the gateway's discovered authorization page: the MCP
+    // server already uses the login, so mcp.json stays as it is.
+    let (child, rx) = home.start_login(&["radius"]);
+    let mut seen = Vec::new();
+    wait_line(&rx, &mut seen, |l| {
+        l.contains("Listening for OAuth callback on http://127.0.0.1:1456/oauth/callback")
+    });
+    let url = wait_line(&rx, &mut seen, |l| l.starts_with("http"));
+    assert!(
+        url.starts_with(&format!("{}/radius/authorize?", auth.origin())),
+        "{url}"
+    );
+    let page = browse(&url).await;
+    assert!(page.contains("Signed in to Radius"), "{page}");
+    let (ok, stdout, stderr) = finish(child, rx, seen);
+    assert!(ok, "radius login failed: {stderr}");
+    assert!(!stdout.contains("MCP server"), "{stdout}");
+    assert_eq!(auth.stats().logins["radius"], 2);
+    let authz = &auth.stats().authorizations[0];
+    assert_eq!(authz["handoff"], "url");
+    assert_eq!(authz["code_challenge_method"], "S256");
+    let access = home.auth_json()["radius"]["access"]
+        .as_str()
+        .unwrap()
+        .to_string();
+
+    // The token, for the gateway's clients; a refresh when it must last longer.
+    let (code, out, _) = home.auth(&["print-bearer-token", "--provider", "radius"]);
+    assert_eq!((code, out.trim()), (0, access.as_str()));
+    let (code, out, err) = home.auth(&[
+        "print-bearer-token",
+        "--provider",
+        "radius",
+        "--min-expiry",
+        "2h",
+    ]);
+    assert_eq!(code, 0, "{err}");
+    assert_eq!(auth.stats().refreshes.get("radius"), Some(&1));
+    let refreshed = home.auth_json()["radius"]["access"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    assert_ne!(refreshed, access);
+    assert_eq!(out.trim(), refreshed);
+    assert!(
+        auth.stats().rejected.is_empty(),
+        "{:?}",
+        auth.stats().rejected
+    );
+    assert!(home.logout("radius").status.success());
+    assert!(home.auth_json().get("radius").is_none());
+}

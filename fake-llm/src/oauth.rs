@@ -20,7 +20,10 @@
 //! * `GET /api/accounts/authorize` and `POST /api/accounts/oauth/token` (Sign in with
 //!   ChatGPT: the authorize redirect also carries the client id registered for this login,
 //!   which the token requests must use; tokens are for the `resource` api.openai.com/v1 and
-//!   grant `chatgpt.tokens.use.direct`).
+//!   grant `chatgpt.tokens.use.direct`);
+//! * Radius (client `pi-gateway`): `GET /v1/oauth` (discovery naming `/radius/authorize`
+//!   here), `GET /radius/authorize`, `POST /v1/oauth/device` and form posts to
+//!   `/v1/oauth/token` (code, device and refresh grants).
 //!
 //! Device codes are approved by [`FakeAuthServer::approve`], as a user would on the page.
 //! Issued access tokens start with `fake-access-token-` (the fake LLM keeps such bearer
@@ -55,6 +58,8 @@ pub const CHATGPT_DYNAMIC_CLIENT_ID: &str = "dynamic_agent_client";
 /// The scopes a ChatGPT sign-in asks for (Pi's).
 pub const CHATGPT_SCOPE: &str =
     "openid profile email offline_access resource.invoke chatgpt.tokens.use.direct";
+/// Radius's client id (Pi's).
+pub const RADIUS_CLIENT_ID: &str = "pi-gateway";
 /// Kimi Code's client id (Pi's).
 pub const KIMI_CLIENT_ID: &str = "17e5f671-d194-4dfb-9706-5516cb48c098";
 
@@ -96,6 +101,8 @@ struct State {
     /// ChatGPT sign-ins: code → the client id registered for it; the latest issued client.
     chatgpt_clients: HashMap<String, String>,
     chatgpt_client: String,
+    /// `http://127.0.0.1:PORT`, for pages the fake names itself.
+    origin: String,
     stats: AuthStats,
 }
 
@@ -125,6 +132,7 @@ impl FakeAuthServer {
         let state = Arc::new(Mutex::new(State {
             expires_in: 3600,
             copilot_proxy: copilot_proxy.to_string(),
+            origin: format!("http://127.0.0.1:{port}"),
             ..State::default()
         }));
         let st = state.clone();
@@ -285,6 +293,10 @@ async fn handle(mut sock: TcpStream, state: Arc<Mutex<State>>) -> std::io::Resul
                 &format!("Location: {location}\r\n"),
             )
             .await
+        }
+        ("POST", "/v1/oauth/token") if s(&form, "client_id") == RADIUS_CLIENT_ID => {
+            let (status, body, _) = radius_token(&mut lock(&state), &form);
+            reply(&mut sock, status, &body, "").await
         }
         ("POST", "/v1/oauth/token") | ("POST", "/oauth/token") => {
             let anthropic = path == "/v1/oauth/token";
@@ -572,6 +584,15 @@ fn more_flows(
         ("POST", "/oidc/device/token/") => device_token(st, form, META_CLIENT_ID, "meta"),
         ("POST", "/muse-code/key") => mint_meta_key(st, bearer),
         ("GET", "/api/accounts/authorize") => chatgpt_authorize(st, query),
+        ("GET", "/v1/oauth") => (
+            200,
+            json!({"authorizationEndpoint": format!("{}/radius/authorize", st.origin)}),
+            String::new(),
+        ),
+        ("GET", "/radius/authorize") => radius_authorize(st, query),
+        ("POST", "/v1/oauth/device") => {
+            device_code(st, form, RADIUS_CLIENT_ID, "radius", "RADIUS")?
+        }
         ("POST", "/api/accounts/oauth/token") => chatgpt_token(st, form),
         ("POST", "/api/oauth/token") => device_token(st, form, KIMI_CLIENT_ID, "kimi"),
         _ => return None,
@@ -754,6 +775,59 @@ fn chatgpt_token(st: &mut State, form: &Map<String, Value>) -> (u16, Value, Stri
         body["id_token"] = json!(format!("fake-id-token-{}", st.seq));
     }
     (200, body, String::new())
+}
+
+/// Radius's authorize page: back to `redirect_uri` with a code and the state.
+fn radius_authorize(st: &mut State, query: &str) -> (u16, Value, String) {
+    let q = parse_query(query);
+    if s(&q, "client_id") != RADIUS_CLIENT_ID || s(&q, "scope") != "gateway offline_access" {
+        let why = reject_reason(st, "radius: wrong client or scope".into());
+        return (400, why, String::new());
+    }
+    st.seq += 1;
+    let code = format!("code-radius-{}", st.seq);
+    st.codes.insert(
+        code.clone(),
+        (
+            s(&q, "code_challenge").to_string(),
+            s(&q, "redirect_uri").to_string(),
+            "radius".into(),
+        ),
+    );
+    st.stats.authorizations.push(q.clone());
+    let location = format!(
+        "{}?code={code}&state={}",
+        s(&q, "redirect_uri"),
+        s(&q, "state")
+    );
+    (302, json!({}), format!("Location: {location}\r\n"))
+}
+
+/// Radius's token endpoint: code grants here, device and refresh grants as RFC 8628's.
+fn radius_token(st: &mut State, form: &Map<String, Value>) -> (u16, Value, String) {
+    if s(form, "grant_type") != "authorization_code" {
+        let (status, mut body, extra) = device_token(st, form, RADIUS_CLIENT_ID, "radius");
+        if status == 200 {
+            body["scope"] = json!("gateway offline_access");
+        }
+        return (status, body, extra);
+    }
+    match st.codes.remove(s(form, "code")) {
+        Some((challenge, redirect, p))
+            if p == "radius"
+                && redirect == s(form, "redirect_uri")
+                && challenge == challenge_of(s(form, "code_verifier")) =>
+        {
+            *st.stats.logins.entry("radius".into()).or_default() += 1;
+            let mut body = issue(st, "radius");
+            body["scope"] = json!("gateway offline_access");
+            (200, body, String::new())
+        }
+        _ => {
+            let why = reject_reason(st, "radius: bad code, redirect or verifier".into());
+            (400, why, String::new())
+        }
+    }
 }
 
 fn reject_reason(st: &mut State, why: String) -> Value {

@@ -180,6 +180,14 @@ fn login(provider_id: &str, no_browser: bool) -> Result<(), String> {
         provider.name(),
         dir.join("auth.json").display()
     );
+    if provider == OAuthProvider::Radius {
+        super::radius_mcp::configure(
+            provider.id(),
+            provider.name(),
+            pi_agent::llm::oauth::radius::MCP_URL,
+            &dir,
+        );
+    }
     Ok(())
 }
 

@@ -6,4 +6,5 @@ pub mod mcp;
 pub mod mcp_login;
 pub mod package_config;
 pub mod packages;
+pub mod radius_mcp;
 pub mod sessions;

@@ -1,6 +1,6 @@
 //! Subscription logins (`/login`, `pi auth login`): OAuth flows for Anthropic (Claude
 //! Pro/Max), OpenAI Codex (ChatGPT Plus/Pro), GitHub Copilot, OpenRouter, Kimi Code, xAI,
-//! Meta and OpenAI API access through ChatGPT, as in Pi 1.6.0's `pi-ai/auth/oauth`.
+//! Meta, OpenAI API access through ChatGPT and Radius, as in Pi 1.6.0's `pi-ai/auth/oauth`.
 //!
 //! A login returns the credential object stored in `auth.json` under the provider id:
 //! `{"type": "oauth", "access", "refresh", "expires", …}` plus provider extras (`accountId`
@@ -23,6 +23,7 @@ mod openai_chatgpt;
 pub mod openai_codex;
 mod openrouter;
 pub mod pkce;
+pub mod radius;
 pub mod store;
 mod xai;
 
@@ -57,11 +58,13 @@ pub enum OAuthProvider {
     Meta,
     /// `openai`: OpenAI API access through a ChatGPT account ("Sign in with ChatGPT").
     OpenAiChatGpt,
+    /// `radius`: Earendil's Radius gateway.
+    Radius,
 }
 
 impl OAuthProvider {
     /// Every provider, in the order `/login` lists them.
-    pub const ALL: [OAuthProvider; 8] = [
+    pub const ALL: [OAuthProvider; 9] = [
         OAuthProvider::Anthropic,
         OAuthProvider::OpenAiCodex,
         OAuthProvider::GitHubCopilot,
@@ -70,6 +73,7 @@ impl OAuthProvider {
         OAuthProvider::Xai,
         OAuthProvider::Meta,
         OAuthProvider::OpenAiChatGpt,
+        OAuthProvider::Radius,
     ];
 
     /// The provider id (the `auth.json` key).
@@ -83,6 +87,7 @@ impl OAuthProvider {
             OAuthProvider::Xai => "xai",
             OAuthProvider::Meta => "meta",
             OAuthProvider::OpenAiChatGpt => "openai",
+            OAuthProvider::Radius => "radius",
         }
     }
 
@@ -97,6 +102,7 @@ impl OAuthProvider {
             OAuthProvider::Xai => "xAI (Grok/X subscription)",
             OAuthProvider::Meta => "Meta (Muse subscription)",
             OAuthProvider::OpenAiChatGpt => "OpenAI (ChatGPT subscription)",
+            OAuthProvider::Radius => "Radius",
         }
     }
 
@@ -109,7 +115,9 @@ impl OAuthProvider {
     pub fn methods(self) -> &'static [LoginMethod] {
         match self {
             OAuthProvider::Anthropic => &[LoginMethod::Browser, LoginMethod::CopyCode],
-            OAuthProvider::OpenAiCodex => &[LoginMethod::Browser, LoginMethod::DeviceCode],
+            OAuthProvider::OpenAiCodex | OAuthProvider::Radius => {
+                &[LoginMethod::Browser, LoginMethod::DeviceCode]
+            }
             OAuthProvider::OpenRouter | OAuthProvider::OpenAiChatGpt => &[LoginMethod::Browser],
             OAuthProvider::GitHubCopilot
             | OAuthProvider::KimiCoding
@@ -131,6 +139,7 @@ impl OAuthProvider {
                 OAuthProvider::Xai => xai::login(interaction).await,
                 OAuthProvider::Meta => meta::login(interaction).await,
                 OAuthProvider::OpenAiChatGpt => openai_chatgpt::login(interaction).await,
+                OAuthProvider::Radius => radius::login(interaction).await,
             }
         };
         tokio::select! {
@@ -158,6 +167,7 @@ impl OAuthProvider {
             OAuthProvider::Xai => xai::refresh(refresh).await,
             OAuthProvider::Meta => meta::refresh(refresh).await,
             OAuthProvider::OpenAiChatGpt => openai_chatgpt::refresh(credential).await,
+            OAuthProvider::Radius => radius::refresh(refresh).await,
         }
     }
 }
