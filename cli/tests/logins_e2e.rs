@@ -984,8 +984,14 @@ async fn chatgpt_sign_in_calls_the_openai_api_with_its_token() {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn radius_logins_add_its_mcp_server_once_and_refresh() {
+    let llm = FakeLlm::start(Script::turns(vec![
+        Turn::text("gateway one"),
+        Turn::text("gateway two"),
+    ]))
+    .await
+    .unwrap();
     let auth = FakeAuthServer::start("127.0.0.1:1").await.unwrap();
-    let home = Home::new(&auth, "{}");
+    let home = Home::new(&auth, &base_url_override("radius", &llm));
     // A server of the user's already called `radius`: the login's server gets another name.
     std::fs::write(
         home.agent.join("mcp.json"),
@@ -1046,6 +1052,25 @@ async fn radius_logins_add_its_mcp_server_once_and_refresh() {
         .unwrap()
         .to_string();
 
+    // Radius models speak Pi's own protocol to the gateway, with the login's token.
+    assert_eq!(
+        ok_output(&auth, &home.prompt("radius/balanced")),
+        "gateway one\n"
+    );
+    let req = &llm.requests()[0];
+    assert_eq!(
+        (req.path.as_str(), req.api.as_str()),
+        ("/messages", "pi-messages")
+    );
+    assert_eq!(header(req, "authorization"), format!("Bearer {access}"));
+    assert_eq!(req.body["model"], "balanced");
+    // Pi's context as it is: the system prompt is a system message with its sections.
+    let messages = req.body["context"]["messages"].as_array().unwrap();
+    assert_eq!(messages[0]["role"], "system");
+    assert!(messages
+        .iter()
+        .any(|m| m["role"] == "user" && m.to_string().contains("Say hello")));
+
     // The token, for the gateway's clients; a refresh when it must last longer.
     let (code, out, _) = home.auth(&["print-bearer-token", "--provider", "radius"]);
     assert_eq!((code, out.trim()), (0, access.as_str()));
@@ -1064,6 +1089,14 @@ async fn radius_logins_add_its_mcp_server_once_and_refresh() {
         .to_string();
     assert_ne!(refreshed, access);
     assert_eq!(out.trim(), refreshed);
+    assert_eq!(
+        ok_output(&auth, &home.prompt("radius/balanced")),
+        "gateway two\n"
+    );
+    assert_eq!(
+        header(&llm.requests()[1], "authorization"),
+        format!("Bearer {refreshed}")
+    );
     assert!(
         auth.stats().rejected.is_empty(),
         "{:?}",

@@ -28,7 +28,7 @@ pub struct AuthArgs {
 }
 
 const HELP: &str = "Usage:
-  pi auth login <provider> [--api-key] [--no-browser]
+  pi auth login <provider> [--no-browser]
   pi auth logout <provider>
   pi auth print-api-key [--provider <provider>] [--model <model>]
   pi auth print-bearer-token [--provider <provider>] [--model <model>] [--min-expiry <duration>]
@@ -38,7 +38,7 @@ Log in to and out of model providers, print their credentials for external clien
 Credentials are stored in ~/.pi/agent/auth.json.
 
 Commands:
-  login <provider>        Sign in with an account in the browser, or save an API key, then exit
+  login <provider>        Sign in with an account in the browser, then exit
   logout <provider>       Remove the stored credentials; environment variables and models.json stay
   print-api-key           Print the resolved API key
   print-bearer-token      Print a resolved OAuth bearer token (refreshes if expired)
@@ -49,7 +49,6 @@ Options for print-api-key, print-bearer-token, and check (at least one is requir
   --model <model>         Resolve credentials from a model
 
 Options for login:
-  --api-key               Save an API key instead of signing in with an account
   --no-browser            Do not open a browser; use another sign-in method, e.g. device code
 
 Other options:
