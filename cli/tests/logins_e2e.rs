@@ -990,8 +990,10 @@ async fn radius_logins_add_its_mcp_server_once_and_refresh() {
     ]))
     .await
     .unwrap();
-    let auth = FakeAuthServer::start("127.0.0.1:1").await.unwrap();
-    let home = Home::new(&auth, &base_url_override("radius", &llm));
+    // The gateway's catalog names the fake LLM as its base URL.
+    let proxy = llm.base_url().trim_start_matches("http://").to_string();
+    let auth = FakeAuthServer::start(&proxy).await.unwrap();
+    let home = Home::new(&auth, "{}");
     // A server of the user's already called `radius`: the login's server gets another name.
     std::fs::write(
         home.agent.join("mcp.json"),
@@ -1052,9 +1054,22 @@ async fn radius_logins_add_its_mcp_server_once_and_refresh() {
         .unwrap()
         .to_string();
 
-    // Radius models speak Pi's own protocol to the gateway, with the login's token.
+    // The account's catalog was kept at login; the next start uses it without a request
+    // to the gateway, and its models speak Pi's own protocol with the login's token.
+    let store: Value = serde_json::from_str(
+        &std::fs::read_to_string(home.agent.join("models-store.json")).unwrap(),
+    )
+    .unwrap();
+    let ids: Vec<&str> = store["radius"]["models"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| m["id"].as_str().unwrap())
+        .collect();
+    assert_eq!(ids, ["balanced", "org-only"]);
+    assert!(store["radius"]["checkedAt"].as_f64().unwrap() > 0.0);
     assert_eq!(
-        ok_output(&auth, &home.prompt("radius/balanced")),
+        ok_output(&auth, &home.prompt("radius/org-only")),
         "gateway one\n"
     );
     let req = &llm.requests()[0];
@@ -1063,7 +1078,7 @@ async fn radius_logins_add_its_mcp_server_once_and_refresh() {
         ("/messages", "pi-messages")
     );
     assert_eq!(header(req, "authorization"), format!("Bearer {access}"));
-    assert_eq!(req.body["model"], "balanced");
+    assert_eq!(req.body["model"], "org-only");
     // Pi's context as it is: the system prompt is a system message with its sections.
     let messages = req.body["context"]["messages"].as_array().unwrap();
     assert_eq!(messages[0]["role"], "system");

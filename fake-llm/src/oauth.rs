@@ -23,7 +23,8 @@
 //!   grant `chatgpt.tokens.use.direct`);
 //! * Radius (client `pi-gateway`): `GET /v1/oauth` (discovery naming `/radius/authorize`
 //!   here), `GET /radius/authorize`, `POST /v1/oauth/device` and form posts to
-//!   `/v1/oauth/token` (code, device and refresh grants).
+//!   `/v1/oauth/token` (code, device and refresh grants), and `GET /v1/config` (the
+//!   account's catalog, served at the `copilot_proxy` address, i.e. the fake LLM).
 //!
 //! Device codes are approved by [`FakeAuthServer::approve`], as a user would on the page.
 //! Issued access tokens start with `fake-access-token-` (the fake LLM keeps such bearer
@@ -590,6 +591,25 @@ fn more_flows(
             String::new(),
         ),
         ("GET", "/radius/authorize") => radius_authorize(st, query),
+        // The gateway's catalog: its models at the fake LLM (the `copilot_proxy` address).
+        ("GET", "/v1/config") => {
+            if !bearer.starts_with("fake-access-token-radius-") {
+                let why = reject_reason(st, "radius: config without a Radius token".into());
+                (401, why, String::new())
+            } else {
+                let model = |id: &str, name: &str| {
+                    json!({"id": id, "name": name, "reasoning": true, "input": ["text"],
+                        "cost": {"input": 1, "output": 2, "cacheRead": 0, "cacheWrite": 0},
+                        "contextWindow": 200000, "maxTokens": 32000})
+                };
+                (
+                    200,
+                    json!({"baseUrl": format!("http://{}", st.copilot_proxy),
+                        "models": [model("balanced", "Balanced"), model("org-only", "Org Only")]}),
+                    String::new(),
+                )
+            }
+        }
         ("POST", "/v1/oauth/device") => {
             device_code(st, form, RADIUS_CLIENT_ID, "radius", "RADIUS")?
         }

@@ -42,6 +42,7 @@ pub mod openai_completions;
 pub mod openai_responses;
 pub mod overflow;
 pub mod pi_messages;
+pub mod radius_catalog;
 pub mod sse;
 pub mod strict_schema;
 #[cfg(test)]

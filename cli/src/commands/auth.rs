@@ -180,6 +180,7 @@ fn login(provider_id: &str, no_browser: bool) -> Result<(), String> {
         dir.join("auth.json").display()
     );
     if provider == OAuthProvider::Radius {
+        refresh_radius_catalog(&dir);
         super::radius_mcp::configure(
             provider.id(),
             provider.name(),
@@ -188,6 +189,29 @@ fn login(provider_id: &str, no_browser: bool) -> Result<(), String> {
         );
     }
     Ok(())
+}
+
+/// After a Radius login: the account's catalog from the gateway, kept for offline
+/// start-ups; a failure is reported and the login stands.
+fn refresh_radius_catalog(agent_dir: &std::path::Path) {
+    use pi_agent::llm::radius_catalog;
+    let Some(token) = pi_agent::config::AuthStore::load(agent_dir)
+        .ok()
+        .and_then(|a| a.api_key(radius_catalog::PROVIDER_ID, &|_| None))
+    else {
+        return;
+    };
+    let fetched =
+        llama_cpp::block_on(move || Box::pin(async move { radius_catalog::fetch(&token).await }));
+    match fetched {
+        Some(Ok(models)) => {
+            if let Err(e) = radius_catalog::save(agent_dir, &models) {
+                eprintln!("Could not keep the Radius model catalog: {e}");
+            }
+        }
+        Some(Err(e)) => eprintln!("Could not refresh the Radius model catalog: {e}"),
+        None => {}
+    }
 }
 
 /// `pi auth login llama.cpp`: the router URL (blank: `LLAMA_BASE_URL`, else Pi's default)
