@@ -16,6 +16,10 @@ use pi_fake_llm::oauth::{FakeAuthServer, CHATGPT_ACCOUNT_ID};
 use pi_fake_llm::{FakeLlm, Script, Turn};
 use serde_json::Value;
 
+/// OpenAI's sign-ins share the loopback port 1455 (Codex and ChatGPT); their browser logins
+/// take turns.
+static PORT_1455: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
+
 struct Home {
     _tmp: tempfile::TempDir,
     home: PathBuf,
@@ -99,6 +103,22 @@ impl Home {
             .stdin(Stdio::null())
             .output()
             .unwrap()
+    }
+
+    /// `pi auth <args>`: exit code, stdout, stderr.
+    fn auth(&self, args: &[&str]) -> (i32, String, String) {
+        let out = self
+            .command()
+            .arg("auth")
+            .args(args)
+            .stdin(Stdio::null())
+            .output()
+            .unwrap();
+        (
+            out.status.code().unwrap_or(-1),
+            String::from_utf8_lossy(&out.stdout).to_string(),
+            String::from_utf8_lossy(&out.stderr).to_string(),
+        )
     }
 
     fn logout(&self, provider: &str) -> std::process::Output {
@@ -404,6 +424,7 @@ async fn openai_codex_logins_and_codex_responses_requests() {
     );
 
     // Browser login on the Codex CLI's port 1455 replaces the credential.
+    let _port = PORT_1455.lock().await;
     let (child, rx) = home.start_login(&["openai-codex"]);
     let mut seen = Vec::new();
     let url = wait_line(&rx, &mut seen, |l| l.starts_with("http"));
@@ -766,4 +787,336 @@ async fn meta_device_login_mints_keys_from_the_identity_token() {
     // The stored `access` is a minted Model API key; "refreshing" mints another with the
     // identity token kept as `refresh`.
     device_login_then_refresh("meta", "meta", "meta/muse-spark-1.1", "/responses", None).await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn credential_commands_print_check_and_refresh_a_login() {
+    let llm = FakeLlm::start(Script::turns(vec![Turn::text("printed")]))
+        .await
+        .unwrap();
+    let auth = FakeAuthServer::start("127.0.0.1:1").await.unwrap();
+    let mut home = Home::new(&auth, &base_url_override("xai", &llm));
+    home.extra_env
+        .push(("OPENAI_API_KEY".into(), "sk-from-env".into()));
+    device_login(&auth, &home, "xai");
+    let access = home.auth_json()["xai"]["access"]
+        .as_str()
+        .unwrap()
+        .to_string();
+
+    // check: the status only, or JSON; the token only with --credentials.
+    let (code, out, err) = home.auth(&["check", "--provider", "xai"]);
+    assert_eq!((code, out.as_str()), (0, "ready\n"), "{err}");
+    let (code, out, _) = home.auth(&["check", "--provider", "xai", "--json"]);
+    assert_eq!(code, 0);
+    let report: Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(
+        report,
+        serde_json::json!({"status": "ready", "provider": "xai", "authType": "oauth"})
+    );
+    assert_no_secrets(&auth, &format!("{out}{err}"));
+    let (code, out, _) = home.auth(&["check", "--provider", "xai", "--credentials"]);
+    assert_eq!((code, out.trim()), (0, access.as_str()));
+    let (code, out, _) = home.auth(&["check", "--provider", "google", "--json"]);
+    assert_eq!(code, 1);
+    assert_eq!(
+        serde_json::from_str::<Value>(&out).unwrap()["reason"],
+        "credentials_not_configured"
+    );
+    let (code, out, _) = home.auth(&["check", "--provider", "nosuch"]);
+    assert_eq!((code, out.as_str()), (1, "not_ready\n"));
+
+    // The token is valid for 55 minutes: printed as stored, no refresh.
+    let (code, out, err) = home.auth(&["print-bearer-token", "--provider", "xai"]);
+    assert_eq!((code, out.trim()), (0, access.as_str()), "{err}");
+    assert!(auth.stats().refreshes.is_empty());
+    // An OAuth login is no API key; the error names no token.
+    let (code, out, err) = home.auth(&["print-api-key", "--provider", "xai"]);
+    assert_eq!(code, 1);
+    assert!(out.is_empty());
+    assert_eq!(
+        err.trim(),
+        "Error: Provider \"xai\" is configured with OAuth, not an API key"
+    );
+    assert_no_secrets(&auth, &err);
+    // API keys come from the environment too; no bearer token there.
+    let (code, out, _) = home.auth(&["print-api-key", "--provider", "openai"]);
+    assert_eq!((code, out.as_str()), (0, "sk-from-env\n"));
+    let (code, _, err) = home.auth(&["print-bearer-token", "--provider", "openai"]);
+    assert_eq!(code, 1);
+    assert!(
+        err.contains("not configured with an OAuth bearer token"),
+        "{err}"
+    );
+    // Without --provider a model picks among the stored logins only, as in Pi.
+    let (code, out, _) = home.auth(&["print-bearer-token", "--model", "grok-4.3"]);
+    assert_eq!((code, out.trim()), (0, access.as_str()));
+    let (code, _, err) = home.auth(&["print-api-key", "--model", "gpt-4o"]);
+    assert_eq!(code, 1);
+    assert!(err.contains("Model \"gpt-4o\" not found"), "{err}");
+
+    // Asking for an hour left refreshes once; the new token is stored (0600) and used.
+    let (code, out, err) = home.auth(&[
+        "print-bearer-token",
+        "--provider",
+        "xai",
+        "--min-expiry",
+        "1h",
+    ]);
+    assert_eq!(code, 0, "{err}");
+    assert_eq!(auth.stats().refreshes.get("xai"), Some(&1));
+    let refreshed = home.auth_json()["xai"]["access"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    assert_ne!(refreshed, access);
+    assert_eq!(out.trim(), refreshed);
+    assert_private(&home.agent.join("auth.json"));
+    assert_eq!(ok_output(&auth, &home.prompt("xai/grok-4.3")), "printed\n");
+    assert_eq!(
+        header(&llm.requests()[0], "authorization"),
+        format!("Bearer {refreshed}")
+    );
+
+    // An expired login: --no-refresh reports it ready as stored; the default refreshes it.
+    home.set_expired("xai");
+    let (code, out, _) = home.auth(&["check", "--provider", "xai", "--no-refresh"]);
+    assert_eq!((code, out.as_str()), (0, "ready\n"));
+    assert_eq!(auth.stats().refreshes.get("xai"), Some(&1));
+    let (code, out, _) = home.auth(&["check", "--model", "xai/grok-4.3"]);
+    assert_eq!((code, out.as_str()), (0, "ready\n"));
+    assert_eq!(auth.stats().refreshes.get("xai"), Some(&2));
+    assert!(home.auth_json()["xai"]["expires"].as_f64().unwrap() > 0.0);
+    assert!(
+        auth.stats().rejected.is_empty(),
+        "{:?}",
+        auth.stats().rejected
+    );
+
+    // Usage errors exit as Pi's do.
+    assert_eq!(home.auth(&["check"]).0, 2);
+    assert_eq!(home.auth(&["print-api-key"]).0, 1);
+    assert_eq!(
+        home.auth(&["check", "--provider", "xai", "--min-expiry", "1h"])
+            .0,
+        1
+    );
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn chatgpt_sign_in_calls_the_openai_api_with_its_token() {
+    let llm = FakeLlm::start(Script::turns(vec![
+        Turn::text("chat one"),
+        Turn::text("chat two"),
+    ]))
+    .await
+    .unwrap();
+    let auth = FakeAuthServer::start("127.0.0.1:1").await.unwrap();
+    let home = Home::new(&auth, &base_url_override("openai", &llm));
+    let port = PORT_1455.lock().await;
+    let (child, rx) = home.start_login(&["openai"]);
+    let mut seen = Vec::new();
+    let url = wait_line(&rx, &mut seen, |l| l.starts_with("http"));
+    let page = browse(&url).await;
+    assert!(page.contains("Signed in to ChatGPT"), "{page}");
+    let (ok, stdout, stderr) = finish(child, rx, seen);
+    drop(port);
+    assert!(ok, "login failed: {stderr}");
+    assert!(
+        stdout.contains("Logged in to OpenAI (ChatGPT subscription)"),
+        "{stdout}"
+    );
+    assert_no_secrets(&auth, &format!("{stdout}{stderr}"));
+    assert_eq!(auth.stats().logins["chatgpt"], 1);
+
+    // The installation is named by the device id kept in settings.json.
+    let settings: Value =
+        serde_json::from_str(&std::fs::read_to_string(home.agent.join("settings.json")).unwrap())
+            .unwrap();
+    let device = settings["deviceId"].as_str().unwrap();
+    let authz = &auth.stats().authorizations[0];
+    assert_eq!(authz["ext_agent_host_id"], format!("urn:uuid:{device}"));
+    assert_eq!(authz["agent_name_hint"], "Pi");
+    assert_eq!(authz["code_challenge_method"], "S256");
+    assert_eq!(authz["redirect_uri"], "http://127.0.0.1:1455/auth/callback");
+
+    // The issued client is kept for refreshes; the token is sent as the API key.
+    assert_private(&home.agent.join("auth.json"));
+    let cred = home.auth_json()["openai"].clone();
+    assert_eq!(cred["type"], "oauth");
+    assert!(cred["clientId"].as_str().unwrap().starts_with("app_dyn_"));
+    assert!(cred["scopes"]
+        .as_array()
+        .unwrap()
+        .contains(&serde_json::json!("chatgpt.tokens.use.direct")));
+    let access = cred["access"].as_str().unwrap().to_string();
+    assert_eq!(
+        ok_output(&auth, &home.prompt("openai/gpt-4o")),
+        "chat one\n"
+    );
+    let req = &llm.requests()[0];
+    assert_eq!(req.path, "/responses");
+    assert_eq!(header(req, "authorization"), format!("Bearer {access}"));
+
+    home.set_expired("openai");
+    assert_eq!(
+        ok_output(&auth, &home.prompt("openai/gpt-4o")),
+        "chat two\n"
+    );
+    assert_eq!(auth.stats().refreshes.get("chatgpt"), Some(&1));
+    let refreshed = home.auth_json()["openai"]["access"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    assert_ne!(refreshed, access);
+    assert_eq!(
+        header(&llm.requests()[1], "authorization"),
+        format!("Bearer {refreshed}")
+    );
+    assert!(
+        auth.stats().rejected.is_empty(),
+        "{:?}",
+        auth.stats().rejected
+    );
+    assert!(home.logout("openai").status.success());
+    assert!(home.auth_json().get("openai").is_none());
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn radius_logins_add_its_mcp_server_once_and_refresh() {
+    let llm = FakeLlm::start(Script::turns(vec![
+        Turn::text("gateway one"),
+        Turn::text("gateway two"),
+    ]))
+    .await
+    .unwrap();
+    // The gateway's catalog names the fake LLM as its base URL.
+    let proxy = llm.base_url().trim_start_matches("http://").to_string();
+    let auth = FakeAuthServer::start(&proxy).await.unwrap();
+    let home = Home::new(&auth, "{}");
+    // A server of the user's already called `radius`: the login's server gets another name.
+    std::fs::write(
+        home.agent.join("mcp.json"),
+        r#"{"mcpServers": {"radius": {"command": "true"}}}"#,
+    )
+    .unwrap();
+
+    // Headless: the gateway's device flow.
+    let (child, rx) = home.start_login(&["radius", "--no-browser"]);
+    let mut seen = Vec::new();
+    let line = wait_line(&rx, &mut seen, |l| l.starts_with("Enter code "));
+    auth.approve(line.split_whitespace().nth(2).unwrap());
+    let (ok, stdout, stderr) = finish(child, rx, seen);
+    assert!(ok, "radius login failed: {stderr}");
+    assert!(stdout.contains("Logged in to Radius"), "{stdout}");
+    assert!(
+        stdout.contains("Added MCP server \"radius-mcp\""),
+        "{stdout}"
+    );
+    assert_no_secrets(&auth, &format!("{stdout}{stderr}"));
+    assert_private(&home.agent.join("auth.json"));
+    assert_eq!(auth.stats().logins["radius"], 1);
+    let cred = home.auth_json()["radius"].clone();
+    assert_eq!(cred["type"], "oauth");
+    assert_eq!(cred["scope"], "gateway offline_access");
+    let mcp: Value =
+        serde_json::from_str(&std::fs::read_to_string(home.agent.join("mcp.json")).unwrap())
+            .unwrap();
+    assert_eq!(mcp["mcpServers"]["radius"]["command"], "true");
+    assert_eq!(
+        mcp["mcpServers"]["radius-mcp"],
+        serde_json::json!({"url": "https://radius.pi.dev/mcp", "auth": {"provider": "radius"}})
+    );
+
+    // The browser login, through the gateway's discovered authorization page: the MCP
+    // server already uses the login, so mcp.json stays as it is.
+    let (child, rx) = home.start_login(&["radius"]);
+    let mut seen = Vec::new();
+    wait_line(&rx, &mut seen, |l| {
+        l.contains("Listening for OAuth callback on http://127.0.0.1:1456/oauth/callback")
+    });
+    let url = wait_line(&rx, &mut seen, |l| l.starts_with("http"));
+    assert!(
+        url.starts_with(&format!("{}/radius/authorize?", auth.origin())),
+        "{url}"
+    );
+    let page = browse(&url).await;
+    assert!(page.contains("Signed in to Radius"), "{page}");
+    let (ok, stdout, stderr) = finish(child, rx, seen);
+    assert!(ok, "radius login failed: {stderr}");
+    assert!(!stdout.contains("MCP server"), "{stdout}");
+    assert_eq!(auth.stats().logins["radius"], 2);
+    let authz = &auth.stats().authorizations[0];
+    assert_eq!(authz["handoff"], "url");
+    assert_eq!(authz["code_challenge_method"], "S256");
+    let access = home.auth_json()["radius"]["access"]
+        .as_str()
+        .unwrap()
+        .to_string();
+
+    // The account's catalog was kept at login; the next start uses it without a request
+    // to the gateway, and its models speak Pi's own protocol with the login's token.
+    let store: Value = serde_json::from_str(
+        &std::fs::read_to_string(home.agent.join("models-store.json")).unwrap(),
+    )
+    .unwrap();
+    let ids: Vec<&str> = store["radius"]["models"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| m["id"].as_str().unwrap())
+        .collect();
+    assert_eq!(ids, ["balanced", "org-only"]);
+    assert!(store["radius"]["checkedAt"].as_f64().unwrap() > 0.0);
+    assert_eq!(
+        ok_output(&auth, &home.prompt("radius/org-only")),
+        "gateway one\n"
+    );
+    let req = &llm.requests()[0];
+    assert_eq!(
+        (req.path.as_str(), req.api.as_str()),
+        ("/messages", "pi-messages")
+    );
+    assert_eq!(header(req, "authorization"), format!("Bearer {access}"));
+    assert_eq!(req.body["model"], "org-only");
+    // Pi's context as it is: the system prompt is a system message with its sections.
+    let messages = req.body["context"]["messages"].as_array().unwrap();
+    assert_eq!(messages[0]["role"], "system");
+    assert!(messages
+        .iter()
+        .any(|m| m["role"] == "user" && m.to_string().contains("Say hello")));
+
+    // The token, for the gateway's clients; a refresh when it must last longer.
+    let (code, out, _) = home.auth(&["print-bearer-token", "--provider", "radius"]);
+    assert_eq!((code, out.trim()), (0, access.as_str()));
+    let (code, out, err) = home.auth(&[
+        "print-bearer-token",
+        "--provider",
+        "radius",
+        "--min-expiry",
+        "2h",
+    ]);
+    assert_eq!(code, 0, "{err}");
+    assert_eq!(auth.stats().refreshes.get("radius"), Some(&1));
+    let refreshed = home.auth_json()["radius"]["access"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    assert_ne!(refreshed, access);
+    assert_eq!(out.trim(), refreshed);
+    assert_eq!(
+        ok_output(&auth, &home.prompt("radius/balanced")),
+        "gateway two\n"
+    );
+    assert_eq!(
+        header(&llm.requests()[1], "authorization"),
+        format!("Bearer {refreshed}")
+    );
+    assert!(
+        auth.stats().rejected.is_empty(),
+        "{:?}",
+        auth.stats().rejected
+    );
+    assert!(home.logout("radius").status.success());
+    assert!(home.auth_json().get("radius").is_none());
 }

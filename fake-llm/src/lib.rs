@@ -489,6 +489,16 @@ fn system_text(api: &str, body: &Value) -> String {
         other => out.push(other.to_string()),
     };
     match api {
+        "pi-messages" => {
+            if let Some(t) = body["context"].get("systemPrompt").and_then(Value::as_str) {
+                out.push(t.to_string());
+            }
+            for m in body["context"]["messages"].as_array().into_iter().flatten() {
+                if m.get("role").and_then(Value::as_str) == Some("system") {
+                    out.push(m.to_string());
+                }
+            }
+        }
         "anthropic" => match body.get("system") {
             Some(Value::String(s)) => out.push(s.clone()),
             Some(Value::Array(blocks)) => {
@@ -649,6 +659,12 @@ async fn handle(mut sock: TcpStream, state: Arc<Mutex<State>>) -> std::io::Resul
             .await
         }
     };
+    // Pi's own protocol shares Anthropic's path; its body carries Pi's context.
+    let api = if api == "anthropic" && body.get("context").is_some() {
+        "pi-messages"
+    } else {
+        api
+    };
     let kind = if system_text(api, &body).contains(SUMMARY_MARKER) {
         "summary"
     } else {
@@ -780,6 +796,7 @@ async fn handle(mut sock: TcpStream, state: Arc<Mutex<State>>) -> std::io::Resul
         "openai" => openai_events(&turn, &usage, seq, &model),
         "mistral" => mistral_events(&turn, &usage, seq, &model),
         "anthropic" => anthropic_events(&turn, &usage, seq, &model),
+        "pi-messages" => pi_messages_events(&turn, &usage, seq),
         "openai-responses" => responses_events(&turn, &usage, seq, &model),
         _ => google_events(&turn, &usage, seq, &model),
     };
@@ -1314,6 +1331,78 @@ fn anthropic_events(turn: &Turn, u: &Usage, seq: u64, model: &str) -> Vec<String
             "usage": {"output_tokens": u.completion}}),
         ));
         out.push(sse(Some("message_stop"), &json!({"type": "message_stop"})));
+    }
+    out
+}
+
+/// Pi's `pi-messages` stream (the Radius gateway's): Pi's assistant-message events as
+/// `data:` lines, ending with `done` (or `error` for a scripted stream error).
+fn pi_messages_events(turn: &Turn, u: &Usage, seq: u64) -> Vec<String> {
+    let ev = |v: Value| sse(None, &v);
+    let mut out = vec![ev(json!({"type": "start"}))];
+    let mut idx = 0;
+    if let Some(t) = &turn.thinking {
+        out.push(ev(json!({"type": "thinking_start", "contentIndex": idx})));
+        for p in pieces(t) {
+            out.push(ev(
+                json!({"type": "thinking_delta", "contentIndex": idx, "delta": p}),
+            ));
+        }
+        out.push(ev(
+            json!({"type": "thinking_end", "contentIndex": idx, "content": t,
+            "contentSignature": "fakesig"}),
+        ));
+        idx += 1;
+    }
+    if let Some(t) = &turn.text {
+        out.push(ev(json!({"type": "text_start", "contentIndex": idx})));
+        for p in pieces(t) {
+            out.push(ev(
+                json!({"type": "text_delta", "contentIndex": idx, "delta": p}),
+            ));
+        }
+        out.push(ev(
+            json!({"type": "text_end", "contentIndex": idx, "content": t}),
+        ));
+        idx += 1;
+    }
+    for (i, tc) in turn.tool_calls.iter().enumerate() {
+        let id = tc.id.clone().unwrap_or_else(|| format!("call_{seq}_{i}"));
+        out.push(ev(
+            json!({"type": "toolcall_start", "contentIndex": idx, "id": id,
+            "toolName": tc.name}),
+        ));
+        let args = args_string(&tc.arguments);
+        for p in halves(&args) {
+            out.push(ev(
+                json!({"type": "toolcall_delta", "contentIndex": idx, "delta": p}),
+            ));
+        }
+        let arguments: Value = serde_json::from_str(&args).unwrap_or(json!({}));
+        out.push(ev(json!({"type": "toolcall_end", "contentIndex": idx,
+            "toolCall": {"type": "toolCall", "id": id, "name": tc.name, "arguments": arguments}})));
+        idx += 1;
+    }
+    let usage = json!({"input": u.prompt, "output": u.completion, "cacheRead": u.cached,
+        "cacheWrite": 0, "totalTokens": u.prompt + u.completion,
+        "cost": {"input": 0, "output": 0, "cacheRead": 0, "cacheWrite": 0, "total": 0}});
+    if let Some(msg) = &turn.stream_error {
+        out.push(ev(
+            json!({"type": "error", "reason": "error", "errorMessage": msg,
+            "usage": usage}),
+        ));
+        return out;
+    }
+    if !turn.omit_finish {
+        let reason = match turn.finish_reason.as_deref() {
+            Some("length") => "length",
+            Some("tool_calls") => "toolUse",
+            Some(_) => "stop",
+            None if turn.tool_calls.is_empty() => "stop",
+            None => "toolUse",
+        };
+        out.push(ev(json!({"type": "done", "reason": reason, "usage": usage,
+            "responseId": format!("pimsg_fake_{seq}")})));
     }
     out
 }

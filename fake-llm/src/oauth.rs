@@ -16,7 +16,15 @@
 //! * `POST /oauth2/device/code`, `POST /oauth2/token` (xAI device flow and refresh, form) and
 //!   `POST /api/oauth/device_authorization`, `POST /api/oauth/token` (Kimi Code, the same);
 //! * `POST /oidc/device/authorization/`, `POST /oidc/device/token/` (Meta's identity token)
-//!   and `POST /muse-code/key` (a Model API key minted for that identity token).
+//!   and `POST /muse-code/key` (a Model API key minted for that identity token);
+//! * `GET /api/accounts/authorize` and `POST /api/accounts/oauth/token` (Sign in with
+//!   ChatGPT: the authorize redirect also carries the client id registered for this login,
+//!   which the token requests must use; tokens are for the `resource` api.openai.com/v1 and
+//!   grant `chatgpt.tokens.use.direct`);
+//! * Radius (client `pi-gateway`): `GET /v1/oauth` (discovery naming `/radius/authorize`
+//!   here), `GET /radius/authorize`, `POST /v1/oauth/device` and form posts to
+//!   `/v1/oauth/token` (code, device and refresh grants), and `GET /v1/config` (the
+//!   account's catalog, served at the `copilot_proxy` address, i.e. the fake LLM).
 //!
 //! Device codes are approved by [`FakeAuthServer::approve`], as a user would on the page.
 //! Issued access tokens start with `fake-access-token-` (the fake LLM keeps such bearer
@@ -46,6 +54,13 @@ pub const CHATGPT_ACCOUNT_ID: &str = "acct-fake-123";
 pub const XAI_CLIENT_ID: &str = "b1a00492-073a-47ea-816f-4c329264a828";
 /// Meta's client id (Pi's).
 pub const META_CLIENT_ID: &str = "1031625952748946";
+/// The dynamic-registration client id of Sign in with ChatGPT (Pi's).
+pub const CHATGPT_DYNAMIC_CLIENT_ID: &str = "dynamic_agent_client";
+/// The scopes a ChatGPT sign-in asks for (Pi's).
+pub const CHATGPT_SCOPE: &str =
+    "openid profile email offline_access resource.invoke chatgpt.tokens.use.direct";
+/// Radius's client id (Pi's).
+pub const RADIUS_CLIENT_ID: &str = "pi-gateway";
 /// Kimi Code's client id (Pi's).
 pub const KIMI_CLIENT_ID: &str = "17e5f671-d194-4dfb-9706-5516cb48c098";
 
@@ -84,6 +99,11 @@ struct State {
     /// xAI and Kimi device_code → (user_code, provider).
     rfc8628_device: HashMap<String, (String, String)>,
     github_tokens: Vec<String>,
+    /// ChatGPT sign-ins: code → the client id registered for it; the latest issued client.
+    chatgpt_clients: HashMap<String, String>,
+    chatgpt_client: String,
+    /// `http://127.0.0.1:PORT`, for pages the fake names itself.
+    origin: String,
     stats: AuthStats,
 }
 
@@ -113,6 +133,7 @@ impl FakeAuthServer {
         let state = Arc::new(Mutex::new(State {
             expires_in: 3600,
             copilot_proxy: copilot_proxy.to_string(),
+            origin: format!("http://127.0.0.1:{port}"),
             ..State::default()
         }));
         let st = state.clone();
@@ -273,6 +294,10 @@ async fn handle(mut sock: TcpStream, state: Arc<Mutex<State>>) -> std::io::Resul
                 &format!("Location: {location}\r\n"),
             )
             .await
+        }
+        ("POST", "/v1/oauth/token") if s(&form, "client_id") == RADIUS_CLIENT_ID => {
+            let (status, body, _) = radius_token(&mut lock(&state), &form);
+            reply(&mut sock, status, &body, "").await
         }
         ("POST", "/v1/oauth/token") | ("POST", "/oauth/token") => {
             let anthropic = path == "/v1/oauth/token";
@@ -559,6 +584,36 @@ fn more_flows(
         }
         ("POST", "/oidc/device/token/") => device_token(st, form, META_CLIENT_ID, "meta"),
         ("POST", "/muse-code/key") => mint_meta_key(st, bearer),
+        ("GET", "/api/accounts/authorize") => chatgpt_authorize(st, query),
+        ("GET", "/v1/oauth") => (
+            200,
+            json!({"authorizationEndpoint": format!("{}/radius/authorize", st.origin)}),
+            String::new(),
+        ),
+        ("GET", "/radius/authorize") => radius_authorize(st, query),
+        // The gateway's catalog: its models at the fake LLM (the `copilot_proxy` address).
+        ("GET", "/v1/config") => {
+            if !bearer.starts_with("fake-access-token-radius-") {
+                let why = reject_reason(st, "radius: config without a Radius token".into());
+                (401, why, String::new())
+            } else {
+                let model = |id: &str, name: &str| {
+                    json!({"id": id, "name": name, "reasoning": true, "input": ["text"],
+                        "cost": {"input": 1, "output": 2, "cacheRead": 0, "cacheWrite": 0},
+                        "contextWindow": 200000, "maxTokens": 32000})
+                };
+                (
+                    200,
+                    json!({"baseUrl": format!("http://{}", st.copilot_proxy),
+                        "models": [model("balanced", "Balanced"), model("org-only", "Org Only")]}),
+                    String::new(),
+                )
+            }
+        }
+        ("POST", "/v1/oauth/device") => {
+            device_code(st, form, RADIUS_CLIENT_ID, "radius", "RADIUS")?
+        }
+        ("POST", "/api/accounts/oauth/token") => chatgpt_token(st, form),
         ("POST", "/api/oauth/token") => device_token(st, form, KIMI_CLIENT_ID, "kimi"),
         _ => return None,
     };
@@ -663,6 +718,136 @@ fn mint_meta_key(st: &mut State, bearer: &str) -> (u16, Value, String) {
     }
     st.stats.issued.push(key.clone());
     (200, json!({"api_key": key}), String::new())
+}
+
+/// Sign in with ChatGPT's authorize page: registers a client for this login and redirects
+/// with the code, the state and that client's id.
+fn chatgpt_authorize(st: &mut State, query: &str) -> (u16, Value, String) {
+    let q = parse_query(query);
+    if s(&q, "client_id") != CHATGPT_DYNAMIC_CLIENT_ID || s(&q, "scope") != CHATGPT_SCOPE {
+        let why = reject_reason(st, "chatgpt: wrong client or scope".into());
+        return (400, why, String::new());
+    }
+    st.seq += 1;
+    let code = format!("code-chatgpt-{}", st.seq);
+    let client = format!("app_dyn_{}", st.seq);
+    st.codes.insert(
+        code.clone(),
+        (
+            s(&q, "code_challenge").to_string(),
+            s(&q, "redirect_uri").to_string(),
+            "chatgpt".into(),
+        ),
+    );
+    st.chatgpt_clients.insert(code.clone(), client.clone());
+    st.stats.authorizations.push(q.clone());
+    let location = format!(
+        "{}?code={code}&state={}&client_id={client}",
+        s(&q, "redirect_uri"),
+        s(&q, "state")
+    );
+    (302, json!({}), format!("Location: {location}\r\n"))
+}
+
+/// Sign in with ChatGPT's token endpoint: code grants (with the client registered for the
+/// code) and refresh grants (the latest refresh token and the same client).
+fn chatgpt_token(st: &mut State, form: &Map<String, Value>) -> (u16, Value, String) {
+    let reject = |st: &mut State, why: &str| {
+        let why = reject_reason(st, format!("chatgpt: {why}"));
+        (400, why, String::new())
+    };
+    if s(form, "resource") != "https://api.openai.com/v1" {
+        return reject(st, "wrong resource");
+    }
+    let granted = match s(form, "grant_type") {
+        "authorization_code" => {
+            let code = s(form, "code");
+            let client = st.chatgpt_clients.remove(code);
+            match st.codes.remove(code) {
+                Some((challenge, redirect, p))
+                    if p == "chatgpt"
+                        && client.as_deref() == Some(s(form, "client_id"))
+                        && redirect == s(form, "redirect_uri")
+                        && challenge == challenge_of(s(form, "code_verifier")) =>
+                {
+                    st.chatgpt_client = s(form, "client_id").to_string();
+                    *st.stats.logins.entry("chatgpt".into()).or_default() += 1;
+                    true
+                }
+                _ => return reject(st, "bad code, client, redirect or verifier"),
+            }
+        }
+        "refresh_token" => {
+            let current = st.refresh.get("chatgpt").map(String::as_str);
+            if current != Some(s(form, "refresh_token"))
+                || st.chatgpt_client != s(form, "client_id")
+            {
+                return reject(st, "stale refresh token or wrong client");
+            }
+            *st.stats.refreshes.entry("chatgpt".into()).or_default() += 1;
+            false
+        }
+        other => return reject(st, &format!("grant {other}")),
+    };
+    let mut body = issue(st, "chatgpt");
+    body["scope"] = json!(CHATGPT_SCOPE);
+    if granted {
+        body["id_token"] = json!(format!("fake-id-token-{}", st.seq));
+    }
+    (200, body, String::new())
+}
+
+/// Radius's authorize page: back to `redirect_uri` with a code and the state.
+fn radius_authorize(st: &mut State, query: &str) -> (u16, Value, String) {
+    let q = parse_query(query);
+    if s(&q, "client_id") != RADIUS_CLIENT_ID || s(&q, "scope") != "gateway offline_access" {
+        let why = reject_reason(st, "radius: wrong client or scope".into());
+        return (400, why, String::new());
+    }
+    st.seq += 1;
+    let code = format!("code-radius-{}", st.seq);
+    st.codes.insert(
+        code.clone(),
+        (
+            s(&q, "code_challenge").to_string(),
+            s(&q, "redirect_uri").to_string(),
+            "radius".into(),
+        ),
+    );
+    st.stats.authorizations.push(q.clone());
+    let location = format!(
+        "{}?code={code}&state={}",
+        s(&q, "redirect_uri"),
+        s(&q, "state")
+    );
+    (302, json!({}), format!("Location: {location}\r\n"))
+}
+
+/// Radius's token endpoint: code grants here, device and refresh grants as RFC 8628's.
+fn radius_token(st: &mut State, form: &Map<String, Value>) -> (u16, Value, String) {
+    if s(form, "grant_type") != "authorization_code" {
+        let (status, mut body, extra) = device_token(st, form, RADIUS_CLIENT_ID, "radius");
+        if status == 200 {
+            body["scope"] = json!("gateway offline_access");
+        }
+        return (status, body, extra);
+    }
+    match st.codes.remove(s(form, "code")) {
+        Some((challenge, redirect, p))
+            if p == "radius"
+                && redirect == s(form, "redirect_uri")
+                && challenge == challenge_of(s(form, "code_verifier")) =>
+        {
+            *st.stats.logins.entry("radius".into()).or_default() += 1;
+            let mut body = issue(st, "radius");
+            body["scope"] = json!("gateway offline_access");
+            (200, body, String::new())
+        }
+        _ => {
+            let why = reject_reason(st, "radius: bad code, redirect or verifier".into());
+            (400, why, String::new())
+        }
+    }
 }
 
 fn reject_reason(st: &mut State, why: String) -> Value {

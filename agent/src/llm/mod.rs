@@ -41,6 +41,8 @@ pub mod openai_codex_responses;
 pub mod openai_completions;
 pub mod openai_responses;
 pub mod overflow;
+pub mod pi_messages;
+pub mod radius_catalog;
 pub mod sse;
 pub mod strict_schema;
 #[cfg(test)]
@@ -431,6 +433,7 @@ async fn run_api(
         api::OPENAI_CODEX_RESPONSES => {
             openai_codex_responses::run(model, context, options, em).await
         }
+        api::PI_MESSAGES => pi_messages::run(model, context, options, em).await,
         api::VIRTUAL => Err(format!(
             "Virtual model {}/{} must be routed before streaming",
             model.provider, model.id

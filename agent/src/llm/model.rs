@@ -30,6 +30,8 @@ pub mod api {
     pub const BEDROCK_CONVERSE_STREAM: &str = "bedrock-converse-stream";
     /// ChatGPT's Codex backend (`openai-codex`, subscription login).
     pub const OPENAI_CODEX_RESPONSES: &str = "openai-codex-responses";
+    /// Pi's own message protocol (the Radius gateway).
+    pub const PI_MESSAGES: &str = "pi-messages";
     /// A virtual model (`pi.registerVirtualModel`): routed to a physical model before every
     /// request, never sent to a provider itself.
     pub const VIRTUAL: &str = "pi-virtual";

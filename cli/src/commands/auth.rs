@@ -4,8 +4,8 @@
 //! goes to stderr, answers (a GitHub Enterprise domain, a pasted redirect URL or code) are
 //! read from stdin, one per line.
 //!
-//! Pi also offers API-key logins here and `print-api-key` / `print-bearer-token` / `check`;
-//! those are not built. Pi requires a terminal; this front end also works with piped stdin,
+//! `print-api-key` / `print-bearer-token` / `check` are [`super::auth_credentials`]. Pi also
+//! offers API-key logins here; those are not built. Pi requires a terminal; this front end also works with piped stdin,
 //! which is what the tests drive.
 
 use std::io::{BufRead, IsTerminal, Write};
@@ -30,19 +30,32 @@ pub struct AuthArgs {
 const HELP: &str = "Usage:
   pi auth login <provider> [--no-browser]
   pi auth logout <provider>
+  pi auth print-api-key [--provider <provider>] [--model <model>]
+  pi auth print-bearer-token [--provider <provider>] [--model <model>] [--min-expiry <duration>]
+  pi auth check [--provider <provider>] [--model <model>] [--json] [--credentials] [--no-refresh]
 
-Log in to and out of model providers. Credentials are stored in ~/.pi/agent/auth.json.
+Log in to and out of model providers, print their credentials for external clients, or check that they are ready.
+Credentials are stored in ~/.pi/agent/auth.json.
 
 Commands:
   login <provider>        Sign in with an account in the browser, then exit
   logout <provider>       Remove the stored credentials; environment variables and models.json stay
+  print-api-key           Print the resolved API key
+  print-bearer-token      Print a resolved OAuth bearer token (refreshes if expired)
+  check                   Print ready, not_ready, or invalid; exit with 0, 1, or 2
+
+Options for print-api-key, print-bearer-token, and check (at least one is required):
+  --provider <provider>   Resolve credentials for a provider
+  --model <model>         Resolve credentials from a model
 
 Options for login:
   --no-browser            Do not open a browser; use another sign-in method, e.g. device code
 
-Providers with an account sign-in: anthropic, openai-codex, github-copilot, openrouter,
-kimi-coding, xai, meta.
-llama.cpp: asks for the router URL and an optional API key (one line each on stdin).";
+Other options:
+  --min-expiry <duration> Minimum remaining token lifetime for print-bearer-token, e.g. 30m or 1h
+  --json                  Print the check result as JSON
+  --credentials           Emit the credential from check, or include it in JSON output
+  --no-refresh            Do not refresh expired OAuth credentials during check";
 
 fn agent_dir() -> PathBuf {
     pi_agent::config::agent_dir(
@@ -62,6 +75,9 @@ pub fn run(args: AuthArgs) -> anyhow::Result<i32> {
         println!("{HELP}");
         return Ok(0);
     }
+    if let Some(kind) = super::auth_credentials::Kind::from_word(command) {
+        return Ok(super::auth_credentials::run(kind, &args[1..]));
+    }
     let no_browser = args[1..].iter().any(|a| a == "--no-browser");
     let provider = args[1..].iter().find(|a| !a.starts_with("--"));
     let outcome = match (command.as_str(), provider) {
@@ -69,7 +85,8 @@ pub fn run(args: AuthArgs) -> anyhow::Result<i32> {
         ("login", Some(p)) => login(p, no_browser),
         ("logout", Some(p)) => logout(p),
         (other, _) => Err(format!(
-            "Unknown auth command \"{other}\". Use \"pi auth login\" or \"pi auth logout\"."
+            "Error: Unknown auth command \"{other}\". Use \"pi auth login\", \"pi auth logout\", \
+             \"pi auth print-api-key\", \"pi auth print-bearer-token\", or \"pi auth check\"."
         )),
     };
     Ok(match outcome {
@@ -162,7 +179,39 @@ fn login(provider_id: &str, no_browser: bool) -> Result<(), String> {
         provider.name(),
         dir.join("auth.json").display()
     );
+    if provider == OAuthProvider::Radius {
+        refresh_radius_catalog(&dir);
+        super::radius_mcp::configure(
+            provider.id(),
+            provider.name(),
+            pi_agent::llm::oauth::radius::MCP_URL,
+            &dir,
+        );
+    }
     Ok(())
+}
+
+/// After a Radius login: the account's catalog from the gateway, kept for offline
+/// start-ups; a failure is reported and the login stands.
+fn refresh_radius_catalog(agent_dir: &std::path::Path) {
+    use pi_agent::llm::radius_catalog;
+    let Some(token) = pi_agent::config::AuthStore::load(agent_dir)
+        .ok()
+        .and_then(|a| a.api_key(radius_catalog::PROVIDER_ID, &|_| None))
+    else {
+        return;
+    };
+    let fetched =
+        llama_cpp::block_on(move || Box::pin(async move { radius_catalog::fetch(&token).await }));
+    match fetched {
+        Some(Ok(models)) => {
+            if let Err(e) = radius_catalog::save(agent_dir, &models) {
+                eprintln!("Could not keep the Radius model catalog: {e}");
+            }
+        }
+        Some(Err(e)) => eprintln!("Could not refresh the Radius model catalog: {e}"),
+        None => {}
+    }
 }
 
 /// `pi auth login llama.cpp`: the router URL (blank: `LLAMA_BASE_URL`, else Pi's default)

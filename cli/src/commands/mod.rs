@@ -1,8 +1,10 @@
 //! One module per command group.
 
 pub mod auth;
+pub mod auth_credentials;
 pub mod mcp;
 pub mod mcp_login;
 pub mod package_config;
 pub mod packages;
+pub mod radius_mcp;
 pub mod sessions;

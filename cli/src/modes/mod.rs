@@ -215,6 +215,8 @@ impl Env {
         let models_path = agent_dir.join("models.json");
         let mut registry = load_models(&models_path).map_err(|e| anyhow!("{e}"))?;
         let mut warnings = Vec::new();
+        // The Radius catalog fetched at the last login, for an offline start.
+        pi_agent::llm::radius_catalog::apply_cached(&mut registry, &agent_dir);
         llama_cpp::add_router_models(&mut registry, args, &settings, &agent_dir, &mut warnings);
         for w in warnings {
             eprintln!("Warning: {w}");

@@ -168,6 +168,8 @@ mod tests {
                         "Kimi Code (subscription)",
                         "xAI (Grok/X subscription)",
                         "Meta (Muse subscription)",
+                        "OpenAI (ChatGPT subscription)",
+                        "Radius",
                         "llama.cpp"
                     ]
                 );

@@ -14,7 +14,8 @@ use super::query_param;
 pub struct CallbackServer {
     /// The redirect URI to send in the authorize request.
     pub redirect_uri: String,
-    rx: mpsc::Receiver<Result<String, String>>,
+    /// The code and the whole callback query.
+    rx: mpsc::Receiver<Result<(String, String), String>>,
     task: tokio::task::JoinHandle<()>,
 }
 
@@ -86,6 +87,12 @@ impl CallbackServer {
     /// The authorization code, once the browser has come back (an error when the provider
     /// reported one).
     pub async fn wait(&mut self) -> Result<String, String> {
+        self.wait_with_query().await.map(|(code, _)| code)
+    }
+
+    /// [`CallbackServer::wait`] with the callback's whole query string, for providers that
+    /// send more than the code back (the client id OpenAI issues for ChatGPT sign-ins).
+    pub async fn wait_with_query(&mut self) -> Result<(String, String), String> {
         self.rx
             .recv()
             .await
@@ -99,7 +106,7 @@ async fn serve_one(
     path: &str,
     state: Option<&str>,
     name: &str,
-) -> Option<Result<String, String>> {
+) -> Option<Result<(String, String), String>> {
     let mut buf = Vec::new();
     let mut chunk = [0u8; 2048];
     // The request line and headers; a browser sends no body with GET.
@@ -133,7 +140,7 @@ async fn serve_one(
         (
             200,
             format!("Signed in to {name}. You may now close this page."),
-            Some(Ok(code)),
+            Some(Ok((code, query.to_string()))),
         )
     } else {
         (400, "Missing authorization code.".to_string(), None)

@@ -1,6 +1,6 @@
 //! Subscription logins (`/login`, `pi auth login`): OAuth flows for Anthropic (Claude
-//! Pro/Max), OpenAI Codex (ChatGPT Plus/Pro), GitHub Copilot, OpenRouter, Kimi Code, xAI and
-//! Meta, as in Pi 1.6.0's `pi-ai/auth/oauth`.
+//! Pro/Max), OpenAI Codex (ChatGPT Plus/Pro), GitHub Copilot, OpenRouter, Kimi Code, xAI,
+//! Meta, OpenAI API access through ChatGPT and Radius, as in Pi 1.6.0's `pi-ai/auth/oauth`.
 //!
 //! A login returns the credential object stored in `auth.json` under the provider id:
 //! `{"type": "oauth", "access", "refresh", "expires", …}` plus provider extras (`accountId`
@@ -19,9 +19,11 @@ mod device;
 pub mod github_copilot;
 mod kimi_coding;
 mod meta;
+mod openai_chatgpt;
 pub mod openai_codex;
 mod openrouter;
 pub mod pkce;
+pub mod radius;
 pub mod store;
 mod xai;
 
@@ -33,7 +35,8 @@ use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
 pub use store::{
-    oauth_access_token, refresh_if_expiring, remove_credential, save_credential, RefreshOutcome,
+    oauth_access_token, refresh_if_expiring, refresh_if_expiring_within, remove_credential,
+    save_credential, RefreshOutcome,
 };
 
 /// A provider with a subscription login.
@@ -53,11 +56,15 @@ pub enum OAuthProvider {
     Xai,
     /// `meta`: Muse subscription (a day-long Model API key minted from an identity token).
     Meta,
+    /// `openai`: OpenAI API access through a ChatGPT account ("Sign in with ChatGPT").
+    OpenAiChatGpt,
+    /// `radius`: Earendil's Radius gateway.
+    Radius,
 }
 
 impl OAuthProvider {
     /// Every provider, in the order `/login` lists them.
-    pub const ALL: [OAuthProvider; 7] = [
+    pub const ALL: [OAuthProvider; 9] = [
         OAuthProvider::Anthropic,
         OAuthProvider::OpenAiCodex,
         OAuthProvider::GitHubCopilot,
@@ -65,6 +72,8 @@ impl OAuthProvider {
         OAuthProvider::KimiCoding,
         OAuthProvider::Xai,
         OAuthProvider::Meta,
+        OAuthProvider::OpenAiChatGpt,
+        OAuthProvider::Radius,
     ];
 
     /// The provider id (the `auth.json` key).
@@ -77,6 +86,8 @@ impl OAuthProvider {
             OAuthProvider::KimiCoding => "kimi-coding",
             OAuthProvider::Xai => "xai",
             OAuthProvider::Meta => "meta",
+            OAuthProvider::OpenAiChatGpt => "openai",
+            OAuthProvider::Radius => "radius",
         }
     }
 
@@ -90,6 +101,8 @@ impl OAuthProvider {
             OAuthProvider::KimiCoding => "Kimi Code (subscription)",
             OAuthProvider::Xai => "xAI (Grok/X subscription)",
             OAuthProvider::Meta => "Meta (Muse subscription)",
+            OAuthProvider::OpenAiChatGpt => "OpenAI (ChatGPT subscription)",
+            OAuthProvider::Radius => "Radius",
         }
     }
 
@@ -102,8 +115,10 @@ impl OAuthProvider {
     pub fn methods(self) -> &'static [LoginMethod] {
         match self {
             OAuthProvider::Anthropic => &[LoginMethod::Browser, LoginMethod::CopyCode],
-            OAuthProvider::OpenAiCodex => &[LoginMethod::Browser, LoginMethod::DeviceCode],
-            OAuthProvider::OpenRouter => &[LoginMethod::Browser],
+            OAuthProvider::OpenAiCodex | OAuthProvider::Radius => {
+                &[LoginMethod::Browser, LoginMethod::DeviceCode]
+            }
+            OAuthProvider::OpenRouter | OAuthProvider::OpenAiChatGpt => &[LoginMethod::Browser],
             OAuthProvider::GitHubCopilot
             | OAuthProvider::KimiCoding
             | OAuthProvider::Xai
@@ -123,6 +138,8 @@ impl OAuthProvider {
                 OAuthProvider::KimiCoding => kimi_coding::login(interaction).await,
                 OAuthProvider::Xai => xai::login(interaction).await,
                 OAuthProvider::Meta => meta::login(interaction).await,
+                OAuthProvider::OpenAiChatGpt => openai_chatgpt::login(interaction).await,
+                OAuthProvider::Radius => radius::login(interaction).await,
             }
         };
         tokio::select! {
@@ -149,6 +166,8 @@ impl OAuthProvider {
             OAuthProvider::KimiCoding => kimi_coding::refresh(refresh).await,
             OAuthProvider::Xai => xai::refresh(refresh).await,
             OAuthProvider::Meta => meta::refresh(refresh).await,
+            OAuthProvider::OpenAiChatGpt => openai_chatgpt::refresh(credential).await,
+            OAuthProvider::Radius => radius::refresh(refresh).await,
         }
     }
 }
@@ -458,6 +477,10 @@ mod tests {
             OAuthProvider::from_id("openai-codex"),
             Some(OAuthProvider::OpenAiCodex)
         );
-        assert_eq!(OAuthProvider::from_id("openai"), None);
+        assert_eq!(
+            OAuthProvider::from_id("openai"),
+            Some(OAuthProvider::OpenAiChatGpt)
+        );
+        assert_eq!(OAuthProvider::from_id("openai-chatgpt"), None);
     }
 }

@@ -75,8 +75,18 @@ pub fn oauth_access_token(agent_dir: &Path, provider: &str) -> (Option<String>, 
 /// refresh runs on its own thread and runtime, so this may be called from sync code inside
 /// or outside an async runtime.
 pub fn refresh_if_expiring(agent_dir: &Path, provider: &str) -> Result<RefreshOutcome, String> {
+    refresh_if_expiring_within(agent_dir, provider, MIN_VALIDITY_MS)
+}
+
+/// [`refresh_if_expiring`] with another margin: the token is refreshed when less than
+/// `min_validity_ms` of it is left (`pi auth print-bearer-token --min-expiry`).
+pub fn refresh_if_expiring_within(
+    agent_dir: &Path,
+    provider: &str,
+    min_validity_ms: f64,
+) -> Result<RefreshOutcome, String> {
     let expiring = |c: &Value| {
-        c.get("expires").and_then(Value::as_f64).unwrap_or(0.0) <= now_ms() + MIN_VALIDITY_MS
+        c.get("expires").and_then(Value::as_f64).unwrap_or(0.0) <= now_ms() + min_validity_ms
     };
     let access = |c: &Value| {
         c.get("access")
