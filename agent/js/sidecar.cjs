@@ -79,6 +79,7 @@ const state = {
   isIdle: true,
   running: new Map(), // toolCallId → AbortController
   virtualModels: new Map(), // "provider/id" → {definition, extension}
+  contextUsage: undefined, // {tokens, contextWindow, percent} as the host last computed it
 };
 
 // What the host needs to list a virtual model; `route` stays here.
@@ -270,8 +271,22 @@ function makeContext(signal) {
     abort: () => notify("abort", {}),
     hasPendingMessages: () => false,
     shutdown: () => notify("shutdown", {}),
-    getContextUsage: () => undefined,
-    compact: () => notify("compact", {}),
+    getContextUsage: () => (state.contextUsage ? { ...state.contextUsage } : undefined),
+    // Pi's compact(): not awaited; the outcome goes to onComplete / onError.
+    compact: (options) => {
+      const o = options || {};
+      requestHost("compact", { customInstructions: o.customInstructions }).then((r) => {
+        try {
+          if (r && r.error !== undefined) {
+            if (typeof o.onError === "function") o.onError(new Error(r.error));
+          } else if (typeof o.onComplete === "function") {
+            o.onComplete(r && r.result);
+          }
+        } catch (err) {
+          reportError("<extension>", "compact", err);
+        }
+      });
+    },
     getSystemPrompt: () => "",
     modelRegistry,
     sessionManager,
@@ -297,12 +312,15 @@ function makeCommandContext() {
     await requestHost("wait_for_idle", {});
   };
   // Session replacement through the host's own /new, /fork, /resume (with their events).
-  // `withSession` runs here once the new session is current, with a fresh context; a
-  // `setup` callback would need the host's session writer and is not offered.
+  // `newSession`'s `setup` writes into the new session (after its session_start, as in
+  // Pi); `withSession` then runs here with a fresh context.
   const replace = async (params, options) => {
     const r = await requestHost("replace_session", params);
     if (r && r.error) throw new Error(r.error);
     const cancelled = !!(r && r.cancelled);
+    if (!cancelled && params.op === "new" && options && typeof options.setup === "function") {
+      await runSetup(options.setup);
+    }
     if (!cancelled && options && typeof options.withSession === "function") {
       await options.withSession(makeCommandContext());
     }
@@ -316,6 +334,61 @@ function makeCommandContext() {
     if (r && r.error) throw new Error(r.error);
   };
   return ctx;
+}
+
+// `newSession({setup})`: the callback gets a SessionManager over the new session whose
+// appends build the entries here, as Pi's SessionManager builds them (ids, parent = leaf),
+// so the ids they return are the ones written; the host then writes them verbatim.
+const { randomUUID } = require("node:crypto");
+function newEntryId() {
+  for (let i = 0; i < 100; i++) {
+    const id = randomUUID().slice(0, 8);
+    if (!state.byId.has(id)) return id;
+  }
+  return randomUUID();
+}
+async function runSetup(setup) {
+  const written = [];
+  const append = (fields, tail) => {
+    const entry = { ...fields };
+    const base = { id: newEntryId(), parentId: state.leafId, timestamp: new Date().toISOString() };
+    // Pi's field order: most entries put the base first, custom entries after their type.
+    const ordered = tail ? { ...entry, ...base, ...tail } : { type: entry.type, ...base, ...entry };
+    addEntry(ordered);
+    state.leafId = ordered.id;
+    written.push(ordered);
+    return ordered.id;
+  };
+  const unsupported = (name) => () => {
+    throw new Error(`SessionManager.${name} is not supported in newSession setup`);
+  };
+  const sm = {
+    ...sessionManager,
+    appendMessage: (message) => append({ type: "message", message }),
+    appendThinkingLevelChange: (thinkingLevel) => append({ type: "thinking_level_change", thinkingLevel }),
+    appendModelChange: (provider, modelId) => append({ type: "model_change", provider, modelId }),
+    appendCustomEntry: (customType, data) => append({ type: "custom", customType, data }, {}),
+    appendSessionInfo: (name) => append({ type: "session_info", name: String(name).replace(/[\r\n]+/g, " ").trim() }),
+    appendCustomMessageEntry: (customType, content, display, details) =>
+      append({ type: "custom_message", customType, content, display, details }, {}),
+    appendLabelChange: (targetId, label) => {
+      if (!state.byId.has(targetId)) throw new Error(`Entry ${targetId} not found`);
+      return append({ type: "label", targetId, label });
+    },
+    appendCompaction: unsupported("appendCompaction"),
+    appendContextEdit: unsupported("appendContextEdit"),
+    branch: unsupported("branch"),
+    resetLeaf: unsupported("resetLeaf"),
+  };
+  try {
+    await setup(sm);
+  } finally {
+    // What setup wrote before it failed is kept, as Pi's appends are immediate.
+    if (written.length > 0) {
+      const r = await requestHost("append_entries", { entries: written });
+      if (r && r.error) throw new Error(r.error);
+    }
+  }
 }
 
 function execCommand(command, args, options = {}) {
@@ -694,6 +767,7 @@ const methods = {
     for (const key of ["leafId", "header", "sessionId", "sessionName", "model", "thinkingLevel", "isIdle", "activeTools", "allTools", "models"]) {
       if (key in params) state[key] = params[key];
     }
+    if ("contextUsage" in params) state.contextUsage = params.contextUsage ?? undefined;
     if ("sessionFile" in params) state.sessionFile = params.sessionFile ?? undefined;
     if (state.sessionName === null) state.sessionName = undefined;
     if (state.model === null) state.model = undefined;

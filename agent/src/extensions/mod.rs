@@ -333,6 +333,20 @@ impl Shared {
                     self.replace_session(params, id);
                 }
             }
+            "append_entries" => {
+                if let Some(id) = id {
+                    let answer = match self.append_built(&params) {
+                        Ok(()) => Value::Null,
+                        Err(e) => json!({ "error": e }),
+                    };
+                    self.answer_sidecar(id, answer);
+                }
+            }
+            "compact" => {
+                if let Some(id) = id {
+                    self.compact(params, id);
+                }
+            }
             "reload" => {
                 if let Some(id) = id {
                     self.answer_sidecar(
@@ -487,19 +501,66 @@ impl Shared {
                 if text("position").as_deref() != Some("at") {
                     return Ok(crate::host::Replacement::Fork { entry_id });
                 }
-                // Forking "at" an entry copies the path up to it: the host's clone, which
-                // copies the active path, does that for the leaf.
-                let leaf = self
-                    .agent()
-                    .and_then(|a| a.with_session(|s| s.leaf_id().map(str::to_string)));
-                if leaf.as_deref() == Some(entry_id.as_str()) {
-                    Ok(crate::host::Replacement::Clone)
-                } else {
-                    Err("fork with position \"at\" is supported for the current leaf only".into())
-                }
+                // Forking "at" an entry copies the path through it into a new session.
+                Ok(crate::host::Replacement::ForkAt { entry_id })
             }
             _ => Err("unknown session operation".into()),
         }
+    }
+
+    /// The entries a `newSession` `setup` callback wrote (built in the sidecar, ids
+    /// included), appended in order. Only the kinds its SessionManager offers are taken.
+    fn append_built(&self, params: &Value) -> Result<(), String> {
+        const KINDS: [&str; 7] = [
+            "message",
+            "thinking_level_change",
+            "model_change",
+            "custom",
+            "custom_message",
+            "session_info",
+            "label",
+        ];
+        let agent = self.agent().ok_or("No session")?;
+        for entry in params
+            .get("entries")
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten()
+        {
+            let kind = entry.get("type").and_then(Value::as_str).unwrap_or("");
+            if !KINDS.contains(&kind) {
+                return Err(format!("setup cannot write a \"{kind}\" entry"));
+            }
+            agent.append_built(entry).map_err(|e| e.to_string())?;
+        }
+        Ok(())
+    }
+
+    /// `ctx.compact({customInstructions})`, as Pi's: a run in progress is aborted first,
+    /// then the session is compacted (with the `session_before_compact` gate). Answered
+    /// `{result}` (the compaction) or `{error}` for the sidecar's `onComplete`/`onError`.
+    fn compact(self: &Arc<Self>, params: Value, id: Value) {
+        let this = self.clone();
+        self.runtime.spawn(async move {
+            let Some(agent) = this.agent() else {
+                return this.answer_sidecar(id, json!({"error": "No session"}));
+            };
+            if agent.is_streaming() {
+                agent.abort();
+                agent.wait_for_idle().await;
+            }
+            let instructions = params
+                .get("customInstructions")
+                .and_then(Value::as_str)
+                .map(str::to_string);
+            let answer = match agent.compact(instructions).await {
+                Ok(result) => json!({ "result": result }),
+                Err(e) => json!({"error": e.to_string()}),
+            };
+            // onComplete reads the compacted session through ctx.sessionManager.
+            this.sync_state().await;
+            this.answer_sidecar(id, answer);
+        });
     }
 
     /// A command's `ctx.navigateTree(targetId, options)`: Pi's tree navigation (with its
