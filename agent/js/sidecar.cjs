@@ -80,7 +80,9 @@ const state = {
   running: new Map(), // toolCallId → AbortController
   virtualModels: new Map(), // "provider/id" → {definition, extension}
   contextUsage: undefined, // {tokens, contextWindow, percent} as the host last computed it
+  providers: new Map(), // name → {name, config}: pi.registerProvider in the config form
 };
+const providerDeclarations = () => [...state.providers.values()];
 
 // What the host needs to list a virtual model; `route` stays here.
 function virtualDeclaration(definition) {
@@ -505,8 +507,29 @@ function makeApi(extension) {
       if (ok) state.model = model;
       return !!ok;
     },
-    registerProvider() {},
-    unregisterProvider() {},
+    // The config form joins the host's catalog (models.json's fields). Streaming through
+    // the extension (`streamSimple`, a pi-ai Provider object) is not offered: refused with
+    // an error rather than listed with models that cannot answer.
+    registerProvider(name, config) {
+      if (typeof name !== "string" || !name) {
+        reportError(extension.path, "registerProvider", "Provider objects (createProvider) are not supported yet; use pi.registerProvider(name, config)");
+        return;
+      }
+      const c = config || {};
+      if (typeof c.streamSimple === "function" || typeof c.stream === "function") {
+        reportError(extension.path, "registerProvider", `Provider "${name}": streamSimple is not supported yet; only baseUrl/api providers are`);
+        return;
+      }
+      // Functions (oauth, refreshModels) cannot cross to the host; the data can.
+      const plain = JSON.parse(JSON.stringify({ ...c, oauth: undefined, refreshModels: undefined }));
+      state.providers.set(name, { name, config: plain });
+      if (extension.loaded) notify("providers_changed", { providers: providerDeclarations() });
+    },
+    unregisterProvider(name) {
+      if (state.providers.delete(name) && extension.loaded) {
+        notify("providers_changed", { providers: providerDeclarations() });
+      }
+    },
     registerVirtualModel(definition) {
       if (!definition || typeof definition.provider !== "string" || !definition.provider || typeof definition.id !== "string" || !definition.id) {
         throw new Error(`Virtual model registered by extension "${extension.path}" must have a provider and an id.`);
@@ -561,6 +584,7 @@ async function loadOne(extensionPath) {
     const toolsBefore = new Map(state.tools);
     const commandsBefore = new Map(state.commands);
     const virtualBefore = new Map(state.virtualModels);
+    const providersBefore = new Map(state.providers);
     try {
       await factory(makeApi(extension));
     } catch (err) {
@@ -568,6 +592,7 @@ async function loadOne(extensionPath) {
       state.tools = toolsBefore;
       state.commands = commandsBefore;
       state.virtualModels = virtualBefore;
+      state.providers = providersBefore;
       throw err;
     }
     extension.loaded = true;
@@ -754,6 +779,7 @@ const methods = {
       events: [...new Set(state.extensions.flatMap((e) => [...e.handlers.keys()]))],
       unknownFlags: [...state.cliFlags.keys()].map((name) => `--${name}`),
       virtualModels: virtualDeclarations(),
+      providers: providerDeclarations(),
       errors,
     };
   },

@@ -15,6 +15,7 @@
 mod bundle;
 mod discover;
 mod forward;
+mod providers;
 mod sidecar;
 mod state;
 mod tool;
@@ -29,6 +30,7 @@ use std::time::Duration;
 use serde_json::{json, Value};
 
 pub use discover::{extension_paths, DiscoverOptions};
+pub use providers::with_providers;
 pub use sidecar::Sidecar;
 pub use tool::ExtensionTool;
 pub use virtual_models::{virtual_model_of, with_virtual_models};
@@ -135,6 +137,8 @@ pub struct Extensions {
     /// Virtual models as declared (`{provider, id, name, thinkingLevels, …}`); see
     /// [`with_virtual_models`].
     pub virtual_models: Vec<Value>,
+    /// Providers registered in the config form (`{name, config}`); see [`with_providers`].
+    pub providers: Vec<Value>,
     shared: Arc<Shared>,
     timeout: Duration,
 }
@@ -262,6 +266,20 @@ impl Shared {
                         .cloned()
                         .unwrap_or_default();
                     agent.set_registry(with_virtual_models(agent.registry(), &declared), None);
+                }
+            }
+            "providers_changed" => {
+                if let Some(agent) = self.agent() {
+                    let declared = params
+                        .get("providers")
+                        .and_then(Value::as_array)
+                        .cloned()
+                        .unwrap_or_default();
+                    let (registry, errors) = with_providers(agent.registry(), &declared);
+                    for e in errors {
+                        self.report_error("<extension>", "registerProvider", &e);
+                    }
+                    agent.set_registry(registry, None);
                 }
             }
             "set_active_tools" => {
@@ -774,6 +792,7 @@ impl Extensions {
                     events: Vec::new(),
                     unknown_flags: Vec::new(),
                     virtual_models: Vec::new(),
+                    providers: Vec::new(),
                     errors: paths
                         .iter()
                         .map(|p| LoadError {
@@ -809,6 +828,7 @@ impl Extensions {
                 .filter_map(|f| f.as_str().map(str::to_string))
                 .collect(),
             virtual_models: list("virtualModels"),
+            providers: list("providers"),
             errors: list("errors")
                 .iter()
                 .map(|e| LoadError {
@@ -823,6 +843,20 @@ impl Extensions {
         *lock(&extensions.shared.this) = Arc::downgrade(&extensions);
         extensions.shared.forward.start(&extensions);
         Ok(extensions)
+    }
+
+    /// `base` with what the extensions add to the catalog: their providers, then their
+    /// virtual models. A provider that cannot be added is reported and left out.
+    pub fn catalog(&self, base: crate::llm::ModelRegistry) -> crate::llm::ModelRegistry {
+        let (registry, errors) = with_providers(base, &self.providers);
+        for e in errors {
+            self.shared
+                .report_error("<extensions>", "registerProvider", &e);
+        }
+        if self.virtual_models.is_empty() {
+            return registry;
+        }
+        with_virtual_models(registry, &self.virtual_models)
     }
 
     /// The agent that `appendEntry`, `sendMessage` and session calls act on.
