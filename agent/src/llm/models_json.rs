@@ -342,14 +342,14 @@ pub fn apply_provider(
                 .unwrap_or(false),
         },
     );
-    let builtin = reg.models.iter().any(|m| &m.provider == pname);
+    let builtin = reg.models.iter().any(|m| m.provider == pname);
 
     // Built-in provider: route through baseUrl, apply overrides.
     if builtin {
         let overrides = p.get("modelOverrides").and_then(Value::as_object);
         for m in Arc::make_mut(&mut reg.models)
             .iter_mut()
-            .filter(|m| &m.provider == pname)
+            .filter(|m| m.provider == pname)
         {
             if let Some(u) = &base_url {
                 m.base_url = u.clone();
@@ -380,7 +380,7 @@ pub fn apply_provider(
             .or_else(|| {
                 reg.models
                     .iter()
-                    .find(|m| &m.provider == pname)
+                    .find(|m| m.provider == pname)
                     .map(|m| m.api.clone())
             })
             .ok_or_else(|| format!("{pname}/{id}: no \"api\" on the model or provider"))?;
@@ -389,7 +389,7 @@ pub fn apply_provider(
             .or_else(|| {
                 reg.models
                     .iter()
-                    .find(|m| &m.provider == pname)
+                    .find(|m| m.provider == pname)
                     .map(|m| m.base_url.clone())
             })
             .ok_or_else(|| format!("provider \"{pname}\": \"baseUrl\" is required"))?;
@@ -412,7 +412,7 @@ pub fn apply_provider(
         apply_override(&mut m, mo).map_err(|e| format!("{pname}/{id}: {e}"))?;
         // Same id within the provider replaces (built-in or earlier entry).
         let all = Arc::make_mut(&mut reg.models);
-        match all.iter_mut().find(|x| &x.provider == pname && x.id == id) {
+        match all.iter_mut().find(|x| x.provider == pname && x.id == id) {
             Some(slot) => *slot = m,
             None => all.push(m),
         }
