@@ -81,6 +81,7 @@ const state = {
   virtualModels: new Map(), // "provider/id" → {definition, extension}
   contextUsage: undefined, // {tokens, contextWindow, percent} as the host last computed it
   providers: new Map(), // name → {name, config}: pi.registerProvider in the config form
+  shortcuts: new Map(), // lower-cased key → {shortcut, options, extension}
 };
 const providerDeclarations = () => [...state.providers.values()];
 
@@ -444,6 +445,10 @@ function makeApi(extension) {
       state.tools.set(tool.name, { definition: tool, extension });
       if (extension.loaded) notify("tools_changed", { tool: toolInfo(tool), replaced: known });
     },
+    registerShortcut(shortcut, options) {
+      if (typeof shortcut !== "string" || !options || typeof options.handler !== "function") return;
+      state.shortcuts.set(shortcut.toLowerCase(), { shortcut, options, extension });
+    },
     registerCommand(name, options) {
       if (typeof name !== "string" || name.length === 0) {
         throw new Error(`Command registered by extension "${extension.path}" must have a non-empty string name. Use pi.registerCommand("name", { description, handler }).`);
@@ -453,7 +458,6 @@ function makeApi(extension) {
       }
       state.commands.set(name, { options, extension });
     },
-    registerShortcut() {},
     registerFlag(name, options) {
       const given = state.cliFlags.get(name);
       if (given !== undefined) {
@@ -780,6 +784,7 @@ const methods = {
       unknownFlags: [...state.cliFlags.keys()].map((name) => `--${name}`),
       virtualModels: virtualDeclarations(),
       providers: providerDeclarations(),
+      shortcuts: [...state.shortcuts.values()].map(({ shortcut, options, extension }) => ({ shortcut, description: options.description, extensionPath: extension.path })),
       errors,
     };
   },
@@ -846,6 +851,17 @@ const methods = {
   async abort_tool(params) {
     const c = state.running.get(params.toolCallId);
     if (c) c.abort();
+    return {};
+  },
+  // A registered shortcut was pressed (TUI): its handler gets the event context, as Pi's.
+  async shortcut(params) {
+    const entry = state.shortcuts.get(String(params.shortcut || "").toLowerCase());
+    if (!entry) throw new Error(`Unknown shortcut: ${params.shortcut}`);
+    try {
+      await entry.options.handler(makeContext(undefined));
+    } catch (err) {
+      reportError(entry.extension.path, `shortcut:${entry.shortcut}`, err);
+    }
     return {};
   },
   async command(params) {

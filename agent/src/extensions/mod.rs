@@ -139,6 +139,8 @@ pub struct Extensions {
     pub virtual_models: Vec<Value>,
     /// Providers registered in the config form (`{name, config}`); see [`with_providers`].
     pub providers: Vec<Value>,
+    /// Keyboard shortcuts (`pi.registerShortcut`): `(key as registered, description)`.
+    pub shortcuts: Vec<(String, Option<String>)>,
     shared: Arc<Shared>,
     timeout: Duration,
 }
@@ -793,6 +795,7 @@ impl Extensions {
                     unknown_flags: Vec::new(),
                     virtual_models: Vec::new(),
                     providers: Vec::new(),
+                    shortcuts: Vec::new(),
                     errors: paths
                         .iter()
                         .map(|p| LoadError {
@@ -829,6 +832,10 @@ impl Extensions {
                 .collect(),
             virtual_models: list("virtualModels"),
             providers: list("providers"),
+            shortcuts: list("shortcuts")
+                .iter()
+                .filter_map(|c| Some((str_of(c, "shortcut")?, str_of(c, "description"))))
+                .collect(),
             errors: list("errors")
                 .iter()
                 .map(|e| LoadError {
@@ -1040,6 +1047,24 @@ impl Extensions {
         if let Err(e) = outcome {
             self.shared
                 .report_error("<extensions>", &format!("command:{name}"), &e);
+        }
+    }
+
+    /// Runs the handler of a registered shortcut (the TUI saw its key); errors are
+    /// reported, never returned.
+    pub async fn run_shortcut(&self, shortcut: &str) {
+        if self.sidecar.exited() {
+            return;
+        }
+        self.shared.sync_state().await;
+        // A handler may open dialogs and wait for the user: no time limit, as a command.
+        if let Err(e) = self
+            .sidecar
+            .request("shortcut", json!({ "shortcut": shortcut }))
+            .await
+        {
+            self.shared
+                .report_error("<extensions>", &format!("shortcut:{shortcut}"), &e);
         }
     }
 
