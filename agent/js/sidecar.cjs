@@ -79,7 +79,11 @@ const state = {
   isIdle: true,
   running: new Map(), // toolCallId → AbortController
   virtualModels: new Map(), // "provider/id" → {definition, extension}
+  contextUsage: undefined, // {tokens, contextWindow, percent} as the host last computed it
+  providers: new Map(), // name → {name, config}: pi.registerProvider in the config form
+  shortcuts: new Map(), // lower-cased key → {shortcut, options, extension}
 };
+const providerDeclarations = () => [...state.providers.values()];
 
 // What the host needs to list a virtual model; `route` stays here.
 function virtualDeclaration(definition) {
@@ -270,8 +274,22 @@ function makeContext(signal) {
     abort: () => notify("abort", {}),
     hasPendingMessages: () => false,
     shutdown: () => notify("shutdown", {}),
-    getContextUsage: () => undefined,
-    compact: () => notify("compact", {}),
+    getContextUsage: () => (state.contextUsage ? { ...state.contextUsage } : undefined),
+    // Pi's compact(): not awaited; the outcome goes to onComplete / onError.
+    compact: (options) => {
+      const o = options || {};
+      requestHost("compact", { customInstructions: o.customInstructions }).then((r) => {
+        try {
+          if (r && r.error !== undefined) {
+            if (typeof o.onError === "function") o.onError(new Error(r.error));
+          } else if (typeof o.onComplete === "function") {
+            o.onComplete(r && r.result);
+          }
+        } catch (err) {
+          reportError("<extension>", "compact", err);
+        }
+      });
+    },
     getSystemPrompt: () => "",
     modelRegistry,
     sessionManager,
@@ -297,12 +315,15 @@ function makeCommandContext() {
     await requestHost("wait_for_idle", {});
   };
   // Session replacement through the host's own /new, /fork, /resume (with their events).
-  // `withSession` runs here once the new session is current, with a fresh context; a
-  // `setup` callback would need the host's session writer and is not offered.
+  // `newSession`'s `setup` writes into the new session (after its session_start, as in
+  // Pi); `withSession` then runs here with a fresh context.
   const replace = async (params, options) => {
     const r = await requestHost("replace_session", params);
     if (r && r.error) throw new Error(r.error);
     const cancelled = !!(r && r.cancelled);
+    if (!cancelled && params.op === "new" && options && typeof options.setup === "function") {
+      await runSetup(options.setup);
+    }
     if (!cancelled && options && typeof options.withSession === "function") {
       await options.withSession(makeCommandContext());
     }
@@ -316,6 +337,61 @@ function makeCommandContext() {
     if (r && r.error) throw new Error(r.error);
   };
   return ctx;
+}
+
+// `newSession({setup})`: the callback gets a SessionManager over the new session whose
+// appends build the entries here, as Pi's SessionManager builds them (ids, parent = leaf),
+// so the ids they return are the ones written; the host then writes them verbatim.
+const { randomUUID } = require("node:crypto");
+function newEntryId() {
+  for (let i = 0; i < 100; i++) {
+    const id = randomUUID().slice(0, 8);
+    if (!state.byId.has(id)) return id;
+  }
+  return randomUUID();
+}
+async function runSetup(setup) {
+  const written = [];
+  const append = (fields, tail) => {
+    const entry = { ...fields };
+    const base = { id: newEntryId(), parentId: state.leafId, timestamp: new Date().toISOString() };
+    // Pi's field order: most entries put the base first, custom entries after their type.
+    const ordered = tail ? { ...entry, ...base, ...tail } : { type: entry.type, ...base, ...entry };
+    addEntry(ordered);
+    state.leafId = ordered.id;
+    written.push(ordered);
+    return ordered.id;
+  };
+  const unsupported = (name) => () => {
+    throw new Error(`SessionManager.${name} is not supported in newSession setup`);
+  };
+  const sm = {
+    ...sessionManager,
+    appendMessage: (message) => append({ type: "message", message }),
+    appendThinkingLevelChange: (thinkingLevel) => append({ type: "thinking_level_change", thinkingLevel }),
+    appendModelChange: (provider, modelId) => append({ type: "model_change", provider, modelId }),
+    appendCustomEntry: (customType, data) => append({ type: "custom", customType, data }, {}),
+    appendSessionInfo: (name) => append({ type: "session_info", name: String(name).replace(/[\r\n]+/g, " ").trim() }),
+    appendCustomMessageEntry: (customType, content, display, details) =>
+      append({ type: "custom_message", customType, content, display, details }, {}),
+    appendLabelChange: (targetId, label) => {
+      if (!state.byId.has(targetId)) throw new Error(`Entry ${targetId} not found`);
+      return append({ type: "label", targetId, label });
+    },
+    appendCompaction: unsupported("appendCompaction"),
+    appendContextEdit: unsupported("appendContextEdit"),
+    branch: unsupported("branch"),
+    resetLeaf: unsupported("resetLeaf"),
+  };
+  try {
+    await setup(sm);
+  } finally {
+    // What setup wrote before it failed is kept, as Pi's appends are immediate.
+    if (written.length > 0) {
+      const r = await requestHost("append_entries", { entries: written });
+      if (r && r.error) throw new Error(r.error);
+    }
+  }
 }
 
 function execCommand(command, args, options = {}) {
@@ -369,6 +445,10 @@ function makeApi(extension) {
       state.tools.set(tool.name, { definition: tool, extension });
       if (extension.loaded) notify("tools_changed", { tool: toolInfo(tool), replaced: known });
     },
+    registerShortcut(shortcut, options) {
+      if (typeof shortcut !== "string" || !options || typeof options.handler !== "function") return;
+      state.shortcuts.set(shortcut.toLowerCase(), { shortcut, options, extension });
+    },
     registerCommand(name, options) {
       if (typeof name !== "string" || name.length === 0) {
         throw new Error(`Command registered by extension "${extension.path}" must have a non-empty string name. Use pi.registerCommand("name", { description, handler }).`);
@@ -378,7 +458,6 @@ function makeApi(extension) {
       }
       state.commands.set(name, { options, extension });
     },
-    registerShortcut() {},
     registerFlag(name, options) {
       const given = state.cliFlags.get(name);
       if (given !== undefined) {
@@ -432,8 +511,29 @@ function makeApi(extension) {
       if (ok) state.model = model;
       return !!ok;
     },
-    registerProvider() {},
-    unregisterProvider() {},
+    // The config form joins the host's catalog (models.json's fields). Streaming through
+    // the extension (`streamSimple`, a pi-ai Provider object) is not offered: refused with
+    // an error rather than listed with models that cannot answer.
+    registerProvider(name, config) {
+      if (typeof name !== "string" || !name) {
+        reportError(extension.path, "registerProvider", "Provider objects (createProvider) are not supported yet; use pi.registerProvider(name, config)");
+        return;
+      }
+      const c = config || {};
+      if (typeof c.streamSimple === "function" || typeof c.stream === "function") {
+        reportError(extension.path, "registerProvider", `Provider "${name}": streamSimple is not supported yet; only baseUrl/api providers are`);
+        return;
+      }
+      // Functions (oauth, refreshModels) cannot cross to the host; the data can.
+      const plain = JSON.parse(JSON.stringify({ ...c, oauth: undefined, refreshModels: undefined }));
+      state.providers.set(name, { name, config: plain });
+      if (extension.loaded) notify("providers_changed", { providers: providerDeclarations() });
+    },
+    unregisterProvider(name) {
+      if (state.providers.delete(name) && extension.loaded) {
+        notify("providers_changed", { providers: providerDeclarations() });
+      }
+    },
     registerVirtualModel(definition) {
       if (!definition || typeof definition.provider !== "string" || !definition.provider || typeof definition.id !== "string" || !definition.id) {
         throw new Error(`Virtual model registered by extension "${extension.path}" must have a provider and an id.`);
@@ -488,6 +588,7 @@ async function loadOne(extensionPath) {
     const toolsBefore = new Map(state.tools);
     const commandsBefore = new Map(state.commands);
     const virtualBefore = new Map(state.virtualModels);
+    const providersBefore = new Map(state.providers);
     try {
       await factory(makeApi(extension));
     } catch (err) {
@@ -495,6 +596,7 @@ async function loadOne(extensionPath) {
       state.tools = toolsBefore;
       state.commands = commandsBefore;
       state.virtualModels = virtualBefore;
+      state.providers = providersBefore;
       throw err;
     }
     extension.loaded = true;
@@ -681,6 +783,8 @@ const methods = {
       events: [...new Set(state.extensions.flatMap((e) => [...e.handlers.keys()]))],
       unknownFlags: [...state.cliFlags.keys()].map((name) => `--${name}`),
       virtualModels: virtualDeclarations(),
+      providers: providerDeclarations(),
+      shortcuts: [...state.shortcuts.values()].map(({ shortcut, options, extension }) => ({ shortcut, description: options.description, extensionPath: extension.path })),
       errors,
     };
   },
@@ -694,6 +798,7 @@ const methods = {
     for (const key of ["leafId", "header", "sessionId", "sessionName", "model", "thinkingLevel", "isIdle", "activeTools", "allTools", "models"]) {
       if (key in params) state[key] = params[key];
     }
+    if ("contextUsage" in params) state.contextUsage = params.contextUsage ?? undefined;
     if ("sessionFile" in params) state.sessionFile = params.sessionFile ?? undefined;
     if (state.sessionName === null) state.sessionName = undefined;
     if (state.model === null) state.model = undefined;
@@ -746,6 +851,17 @@ const methods = {
   async abort_tool(params) {
     const c = state.running.get(params.toolCallId);
     if (c) c.abort();
+    return {};
+  },
+  // A registered shortcut was pressed (TUI): its handler gets the event context, as Pi's.
+  async shortcut(params) {
+    const entry = state.shortcuts.get(String(params.shortcut || "").toLowerCase());
+    if (!entry) throw new Error(`Unknown shortcut: ${params.shortcut}`);
+    try {
+      await entry.options.handler(makeContext(undefined));
+    } catch (err) {
+      reportError(entry.extension.path, `shortcut:${entry.shortcut}`, err);
+    }
     return {};
   },
   async command(params) {

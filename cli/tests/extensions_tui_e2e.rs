@@ -176,3 +176,35 @@ async fn dialogs_gates_and_text_lines_in_the_interactive_mode() {
     // The command ran no agent turn: the UI is idle again, not "Working..." forever.
     tmux.wait_until("idle after /askme", |s| !s.contains("Working..."));
 }
+
+/// `pi.registerShortcut`: the key runs the extension's handler (its notice shows), a
+/// reserved key is skipped with Pi's warning and keeps its built-in meaning.
+#[tokio::test(flavor = "multi_thread")]
+async fn extension_shortcuts_in_the_interactive_mode() {
+    if !enabled() {
+        eprintln!("skipped: set PI_TUI_E2E=1 (needs tmux)");
+        return;
+    }
+    let setup = Setup::new(json!([])).await;
+    let command = format!(
+        "env PI_CODING_AGENT_DIR={} XDG_CACHE_HOME={} {} --session-dir {} --model fakeoai/fake-model -e {}; sleep 30",
+        quote(&setup.agent.display().to_string()),
+        quote(&setup.agent.join("cache").display().to_string()),
+        quote(pi_bin()),
+        quote(&setup.sessions.display().to_string()),
+        quote(&fixture("shortcuts.ts")),
+    );
+    let tmux = Tmux::start(
+        &format!("pi-ext-keys-{}", std::process::id()),
+        &setup.cwd,
+        &command,
+    );
+    tmux.wait_for("fake-model");
+    tmux.wait_for("Extension shortcut 'ctrl+c' conflicts with built-in shortcut. Skipping.");
+    tmux.keys(&["M-x"]);
+    tmux.wait_for("Shortcut ran on fake-model");
+    // ctrl+c keeps clearing the editor.
+    tmux.keys(&["draft", "C-c"]);
+    let screen = tmux.wait_until("the editor cleared", |s| !s.contains("draft"));
+    assert!(!screen.contains("Reserved shortcut ran"), "{screen}");
+}

@@ -15,6 +15,7 @@
 //!
 //! Events are Pi's JSON objects, handed to an [`EventSink`]; the CLI modes print them.
 
+mod context_usage;
 pub mod events;
 mod hooks;
 mod input;
@@ -46,6 +47,7 @@ use pi_engine::compaction::{BranchSummarySettings, CompactionSettings, RetrySett
 use pi_engine::context::{self, EntrySource, SessionPath};
 use pi_engine::session::Session;
 
+pub use context_usage::ContextUsage;
 pub use events::{null_sink, EventSink};
 pub use hooks::{AgentHooks, RunStart};
 pub use input::InputMessage;
@@ -855,6 +857,48 @@ fn clamp_level(model: &Model, level: ThinkingLevel) -> ThinkingLevel {
         ThinkingLevel::Off
     } else {
         model.clamp_thinking_level(level)
+    }
+}
+
+impl AgentSession {
+    /// Appends an entry an extension built whole (`newSession`'s `setup` writes, whose ids
+    /// the extension already holds), verbatim: it must continue the current leaf under an
+    /// id the session does not have yet. Returns its id.
+    pub fn append_built(&self, entry: &Value) -> Result<String, AgentError> {
+        let text = |k: &str| entry.get(k).and_then(Value::as_str).map(str::to_string);
+        let invalid = |why: &str| AgentError::Other(format!("cannot append the entry: {why}"));
+        let id = text("id")
+            .filter(|id| !id.is_empty())
+            .ok_or_else(|| invalid("it has no id"))?;
+        let mut st = lock(&self.shared.state);
+        if st.session.find(&id).is_some() {
+            return Err(invalid(&format!("entry {id} exists already")));
+        }
+        let parent_id = text("parentId");
+        if parent_id.as_deref() != st.session.leaf_id() {
+            return Err(invalid("its parent is not the current leaf"));
+        }
+        let prepared = pi_engine::session::PreparedEntry {
+            base: pi_formats::entry::EntryBase {
+                id: id.clone(),
+                parent_id,
+                timestamp: text("timestamp").unwrap_or_else(pi_formats::time::now_iso),
+            },
+            line: entry.to_string(),
+        };
+        let State {
+            session, persist, ..
+        } = &mut *st;
+        let Persistence { store, lazy, .. } = persist;
+        if let (Some(store), Some(lazy)) = (store.as_deref(), lazy.as_mut()) {
+            lazy.append(
+                store,
+                &[StoredEntry::from_line(prepared.line.clone().into_bytes())],
+            )
+            .map_err(|e| AgentError::Persist(format!("{e:#}")))?;
+        }
+        session.commit(&prepared);
+        Ok(id)
     }
 }
 

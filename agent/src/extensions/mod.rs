@@ -15,6 +15,7 @@
 mod bundle;
 mod discover;
 mod forward;
+mod providers;
 mod sidecar;
 mod state;
 mod tool;
@@ -29,6 +30,7 @@ use std::time::Duration;
 use serde_json::{json, Value};
 
 pub use discover::{extension_paths, DiscoverOptions};
+pub use providers::with_providers;
 pub use sidecar::Sidecar;
 pub use tool::ExtensionTool;
 pub use virtual_models::{virtual_model_of, with_virtual_models};
@@ -135,6 +137,10 @@ pub struct Extensions {
     /// Virtual models as declared (`{provider, id, name, thinkingLevels, …}`); see
     /// [`with_virtual_models`].
     pub virtual_models: Vec<Value>,
+    /// Providers registered in the config form (`{name, config}`); see [`with_providers`].
+    pub providers: Vec<Value>,
+    /// Keyboard shortcuts (`pi.registerShortcut`): `(key as registered, description)`.
+    pub shortcuts: Vec<(String, Option<String>)>,
     shared: Arc<Shared>,
     timeout: Duration,
 }
@@ -264,6 +270,20 @@ impl Shared {
                     agent.set_registry(with_virtual_models(agent.registry(), &declared), None);
                 }
             }
+            "providers_changed" => {
+                if let Some(agent) = self.agent() {
+                    let declared = params
+                        .get("providers")
+                        .and_then(Value::as_array)
+                        .cloned()
+                        .unwrap_or_default();
+                    let (registry, errors) = with_providers(agent.registry(), &declared);
+                    for e in errors {
+                        self.report_error("<extension>", "registerProvider", &e);
+                    }
+                    agent.set_registry(registry, None);
+                }
+            }
             "set_active_tools" => {
                 if let Some(agent) = self.agent() {
                     let names: Vec<String> = params
@@ -331,6 +351,20 @@ impl Shared {
             "replace_session" => {
                 if let Some(id) = id {
                     self.replace_session(params, id);
+                }
+            }
+            "append_entries" => {
+                if let Some(id) = id {
+                    let answer = match self.append_built(&params) {
+                        Ok(()) => Value::Null,
+                        Err(e) => json!({ "error": e }),
+                    };
+                    self.answer_sidecar(id, answer);
+                }
+            }
+            "compact" => {
+                if let Some(id) = id {
+                    self.compact(params, id);
                 }
             }
             "reload" => {
@@ -487,19 +521,66 @@ impl Shared {
                 if text("position").as_deref() != Some("at") {
                     return Ok(crate::host::Replacement::Fork { entry_id });
                 }
-                // Forking "at" an entry copies the path up to it: the host's clone, which
-                // copies the active path, does that for the leaf.
-                let leaf = self
-                    .agent()
-                    .and_then(|a| a.with_session(|s| s.leaf_id().map(str::to_string)));
-                if leaf.as_deref() == Some(entry_id.as_str()) {
-                    Ok(crate::host::Replacement::Clone)
-                } else {
-                    Err("fork with position \"at\" is supported for the current leaf only".into())
-                }
+                // Forking "at" an entry copies the path through it into a new session.
+                Ok(crate::host::Replacement::ForkAt { entry_id })
             }
             _ => Err("unknown session operation".into()),
         }
+    }
+
+    /// The entries a `newSession` `setup` callback wrote (built in the sidecar, ids
+    /// included), appended in order. Only the kinds its SessionManager offers are taken.
+    fn append_built(&self, params: &Value) -> Result<(), String> {
+        const KINDS: [&str; 7] = [
+            "message",
+            "thinking_level_change",
+            "model_change",
+            "custom",
+            "custom_message",
+            "session_info",
+            "label",
+        ];
+        let agent = self.agent().ok_or("No session")?;
+        for entry in params
+            .get("entries")
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten()
+        {
+            let kind = entry.get("type").and_then(Value::as_str).unwrap_or("");
+            if !KINDS.contains(&kind) {
+                return Err(format!("setup cannot write a \"{kind}\" entry"));
+            }
+            agent.append_built(entry).map_err(|e| e.to_string())?;
+        }
+        Ok(())
+    }
+
+    /// `ctx.compact({customInstructions})`, as Pi's: a run in progress is aborted first,
+    /// then the session is compacted (with the `session_before_compact` gate). Answered
+    /// `{result}` (the compaction) or `{error}` for the sidecar's `onComplete`/`onError`.
+    fn compact(self: &Arc<Self>, params: Value, id: Value) {
+        let this = self.clone();
+        self.runtime.spawn(async move {
+            let Some(agent) = this.agent() else {
+                return this.answer_sidecar(id, json!({"error": "No session"}));
+            };
+            if agent.is_streaming() {
+                agent.abort();
+                agent.wait_for_idle().await;
+            }
+            let instructions = params
+                .get("customInstructions")
+                .and_then(Value::as_str)
+                .map(str::to_string);
+            let answer = match agent.compact(instructions).await {
+                Ok(result) => json!({ "result": result }),
+                Err(e) => json!({"error": e.to_string()}),
+            };
+            // onComplete reads the compacted session through ctx.sessionManager.
+            this.sync_state().await;
+            this.answer_sidecar(id, answer);
+        });
     }
 
     /// A command's `ctx.navigateTree(targetId, options)`: Pi's tree navigation (with its
@@ -713,6 +794,8 @@ impl Extensions {
                     events: Vec::new(),
                     unknown_flags: Vec::new(),
                     virtual_models: Vec::new(),
+                    providers: Vec::new(),
+                    shortcuts: Vec::new(),
                     errors: paths
                         .iter()
                         .map(|p| LoadError {
@@ -748,6 +831,11 @@ impl Extensions {
                 .filter_map(|f| f.as_str().map(str::to_string))
                 .collect(),
             virtual_models: list("virtualModels"),
+            providers: list("providers"),
+            shortcuts: list("shortcuts")
+                .iter()
+                .filter_map(|c| Some((str_of(c, "shortcut")?, str_of(c, "description"))))
+                .collect(),
             errors: list("errors")
                 .iter()
                 .map(|e| LoadError {
@@ -762,6 +850,20 @@ impl Extensions {
         *lock(&extensions.shared.this) = Arc::downgrade(&extensions);
         extensions.shared.forward.start(&extensions);
         Ok(extensions)
+    }
+
+    /// `base` with what the extensions add to the catalog: their providers, then their
+    /// virtual models. A provider that cannot be added is reported and left out.
+    pub fn catalog(&self, base: crate::llm::ModelRegistry) -> crate::llm::ModelRegistry {
+        let (registry, errors) = with_providers(base, &self.providers);
+        for e in errors {
+            self.shared
+                .report_error("<extensions>", "registerProvider", &e);
+        }
+        if self.virtual_models.is_empty() {
+            return registry;
+        }
+        with_virtual_models(registry, &self.virtual_models)
     }
 
     /// The agent that `appendEntry`, `sendMessage` and session calls act on.
@@ -945,6 +1047,24 @@ impl Extensions {
         if let Err(e) = outcome {
             self.shared
                 .report_error("<extensions>", &format!("command:{name}"), &e);
+        }
+    }
+
+    /// Runs the handler of a registered shortcut (the TUI saw its key); errors are
+    /// reported, never returned.
+    pub async fn run_shortcut(&self, shortcut: &str) {
+        if self.sidecar.exited() {
+            return;
+        }
+        self.shared.sync_state().await;
+        // A handler may open dialogs and wait for the user: no time limit, as a command.
+        if let Err(e) = self
+            .sidecar
+            .request("shortcut", json!({ "shortcut": shortcut }))
+            .await
+        {
+            self.shared
+                .report_error("<extensions>", &format!("shortcut:{shortcut}"), &e);
         }
     }
 

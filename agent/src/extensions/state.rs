@@ -21,6 +21,8 @@ pub(super) struct SyncMark {
     /// The tool names last sent with their definitions.
     tools: Vec<String>,
     models_sent: bool,
+    /// What the context usage last sent was computed for: (entries, leaf, model).
+    usage_for: Option<(usize, Option<String>, Option<String>)>,
 }
 
 /// The `set_state` parameters that bring the sidecar's copy up to date, as JSON text
@@ -34,6 +36,7 @@ pub(super) fn state_update(agent: &AgentSession, mark: &mut SyncMark) -> String 
         if reset {
             mark.session_id = id.clone();
             mark.sent = 0;
+            mark.usage_for = None;
         }
         let _ = write!(out, "\"reset\":{reset},\"entries\":[");
         for (n, idx) in s.indices().skip(mark.sent).enumerate() {
@@ -83,6 +86,20 @@ pub(super) fn state_update(agent: &AgentSession, mark: &mut SyncMark) -> String 
             .collect();
         let _ = write!(out, ",\"allTools\":{}", Value::Array(infos));
         mark.tools = names;
+    }
+    // `ctx.getContextUsage()` is synchronous: the sidecar keeps the latest figures. They
+    // change only with the branch or the model, so they are recomputed only then.
+    let usage_for = Some((
+        agent.with_session(|s| s.entry_count()),
+        agent.with_session(|s| s.leaf_id().map(str::to_string)),
+        agent.model().map(|m| format!("{}/{}", m.provider, m.id)),
+    ));
+    if usage_for != mark.usage_for {
+        let usage = agent.context_usage().map(|u| {
+            json!({"tokens": u.tokens, "contextWindow": u.context_window, "percent": u.percent})
+        });
+        let _ = write!(out, ",\"contextUsage\":{}", usage.unwrap_or(Value::Null));
+        mark.usage_for = usage_for;
     }
     if !mark.models_sent {
         let models: Vec<Value> = agent

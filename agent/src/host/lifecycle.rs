@@ -223,6 +223,16 @@ impl Host {
         self.branch_into_new(&leaf)
     }
 
+    /// Pi's `fork(entryId, {position: "at"})`: continues in a new session holding the path
+    /// through `entry_id`, which need not be the leaf.
+    pub fn clone_at(&self, entry_id: &str) -> Result<(), HostError> {
+        self.idle("fork")?;
+        if self.agent.with_session(|s| s.find(entry_id)).is_none() {
+            return Err(fail("Invalid entry ID for forking"));
+        }
+        self.branch_into_new(entry_id)
+    }
+
     /// Pi's fork of a session whose directory is gone: every entry, under a new header in
     /// the current directory naming `parent` as its parent session. Returns where it lives.
     fn fork_into_cwd(&self, source: &Session, parent: String) -> Result<String, HostError> {

@@ -26,6 +26,9 @@ pub enum Replacement {
     Fork { entry_id: String },
     /// `/clone`, RPC `clone`: continues in a copy of the active path.
     Clone,
+    /// A command's `ctx.fork(entryId, {position: "at"})`: continues in a copy of the path
+    /// through any entry of the session.
+    ForkAt { entry_id: String },
 }
 
 /// What became of a [`Replacement`].
@@ -43,7 +46,7 @@ impl Replacement {
         match self {
             Replacement::New { .. } => "new",
             Replacement::Resume { .. } => "resume",
-            Replacement::Fork { .. } | Replacement::Clone => "fork",
+            Replacement::Fork { .. } | Replacement::Clone | Replacement::ForkAt { .. } => "fork",
         }
     }
 }
@@ -99,6 +102,10 @@ impl Host {
                 self.clone_session()?;
                 None
             }
+            Replacement::ForkAt { entry_id } => {
+                self.clone_at(entry_id)?;
+                None
+            }
         };
         Ok(Replaced::Done { text })
     }
@@ -116,6 +123,10 @@ impl Host {
             Replacement::Fork { entry_id } => (
                 "session_before_fork",
                 json!({"entryId": entry_id, "position": "before"}),
+            ),
+            Replacement::ForkAt { entry_id } => (
+                "session_before_fork",
+                json!({"entryId": entry_id, "position": "at"}),
             ),
             Replacement::Clone => {
                 let leaf = self

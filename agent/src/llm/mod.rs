@@ -67,7 +67,9 @@ pub use catalog::{builtin_catalog, builtin_provider, BuiltinProvider, Catalog};
 pub use http::settings_client;
 pub(crate) use http::{error_chain, SseReader};
 pub use model::{api, builtin_models, find_model, InputKind, Model, ModelCost};
-pub use models_json::{load_models, resolve_config_value, ModelRegistry, ModelsJsonError};
+pub use models_json::{
+    apply_provider, load_models, resolve_config_value, ModelRegistry, ModelsJsonError,
+};
 pub use overflow::is_context_overflow;
 
 /// What is sent to the model.

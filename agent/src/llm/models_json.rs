@@ -314,100 +314,110 @@ pub fn parse_models_json(text: &str, path: &Path) -> Result<ModelRegistry, Model
         let p = pv
             .as_object()
             .ok_or_else(|| invalid(format!("provider \"{pname}\" must be an object")))?;
-        let base_url = get_str(p, "baseUrl");
-        let papi = get_str(p, "api");
-        let pheaders = string_map(p.get("headers"));
-        let pcompat = p.get("compat").and_then(Value::as_object);
-        reg.providers.insert(
-            pname.clone(),
-            ProviderConfig {
-                api_key: get_str(p, "apiKey"),
-                headers: pheaders.clone(),
-                auth_header: p
-                    .get("authHeader")
-                    .and_then(Value::as_bool)
-                    .unwrap_or(false),
-            },
-        );
-        let builtin = reg.models.iter().any(|m| &m.provider == pname);
+        apply_provider(&mut reg, pname, p).map_err(invalid)?;
+    }
+    Ok(reg)
+}
 
-        // Built-in provider: route through baseUrl, apply overrides.
-        if builtin {
-            let overrides = p.get("modelOverrides").and_then(Value::as_object);
-            for m in Arc::make_mut(&mut reg.models)
-                .iter_mut()
-                .filter(|m| &m.provider == pname)
-            {
-                if let Some(u) = &base_url {
-                    m.base_url = u.clone();
-                }
-                if let Some(o) = overrides
-                    .and_then(|o| o.get(&m.id))
-                    .and_then(Value::as_object)
-                {
-                    apply_override(m, o).map_err(|e| invalid(format!("{pname}/{}: {e}", m.id)))?;
-                }
+/// Applies one provider block of models.json (or an extension's `pi.registerProvider`
+/// config, which has the same fields) to `reg`: its settings, overrides of its built-in
+/// models, and its models (one with the id of an existing model replaces it).
+pub fn apply_provider(
+    reg: &mut ModelRegistry,
+    pname: &str,
+    p: &Map<String, Value>,
+) -> Result<(), String> {
+    let base_url = get_str(p, "baseUrl");
+    let papi = get_str(p, "api");
+    let pheaders = string_map(p.get("headers"));
+    let pcompat = p.get("compat").and_then(Value::as_object);
+    reg.providers.insert(
+        pname.to_string(),
+        ProviderConfig {
+            api_key: get_str(p, "apiKey"),
+            headers: pheaders.clone(),
+            auth_header: p
+                .get("authHeader")
+                .and_then(Value::as_bool)
+                .unwrap_or(false),
+        },
+    );
+    let builtin = reg.models.iter().any(|m| m.provider == pname);
+
+    // Built-in provider: route through baseUrl, apply overrides.
+    if builtin {
+        let overrides = p.get("modelOverrides").and_then(Value::as_object);
+        for m in Arc::make_mut(&mut reg.models)
+            .iter_mut()
+            .filter(|m| m.provider == pname)
+        {
+            if let Some(u) = &base_url {
+                m.base_url = u.clone();
             }
-        }
-
-        let Some(models) = p.get("models") else {
-            continue;
-        };
-        let models = models
-            .as_array()
-            .ok_or_else(|| invalid(format!("provider \"{pname}\": models must be an array")))?;
-        for mv in models {
-            let mo = mv
-                .as_object()
-                .ok_or_else(|| invalid(format!("provider \"{pname}\": model must be an object")))?;
-            let id = get_str(mo, "id")
-                .ok_or_else(|| invalid(format!("provider \"{pname}\": model without \"id\"")))?;
-            let api = get_str(mo, "api")
-                .or_else(|| papi.clone())
-                .or_else(|| {
-                    reg.models
-                        .iter()
-                        .find(|m| &m.provider == pname)
-                        .map(|m| m.api.clone())
-                })
-                .ok_or_else(|| {
-                    invalid(format!("{pname}/{id}: no \"api\" on the model or provider"))
-                })?;
-            let base = get_str(mo, "baseUrl")
-                .or_else(|| base_url.clone())
-                .or_else(|| {
-                    reg.models
-                        .iter()
-                        .find(|m| &m.provider == pname)
-                        .map(|m| m.base_url.clone())
-                })
-                .ok_or_else(|| invalid(format!("provider \"{pname}\": \"baseUrl\" is required")))?;
-            let mut m = Model {
-                id: id.clone(),
-                name: get_str(mo, "name").unwrap_or_else(|| id.clone()),
-                api,
-                provider: pname.clone(),
-                base_url: base,
-                reasoning: false,
-                input: vec![InputKind::Text],
-                cost: ModelCost::default(),
-                context_window: default_context_window(),
-                max_tokens: default_max_tokens(),
-                headers: pheaders.clone(),
-                compat: pcompat.cloned(),
-                thinking_level_map: None,
-                sampling_params: None,
-            };
-            apply_override(&mut m, mo).map_err(|e| invalid(format!("{pname}/{id}: {e}")))?;
-            // Same id within the provider replaces (built-in or earlier entry).
-            let all = Arc::make_mut(&mut reg.models);
-            match all.iter_mut().find(|x| &x.provider == pname && x.id == id) {
-                Some(slot) => *slot = m,
-                None => all.push(m),
+            if let Some(o) = overrides
+                .and_then(|o| o.get(&m.id))
+                .and_then(Value::as_object)
+            {
+                apply_override(m, o).map_err(|e| format!("{pname}/{}: {e}", m.id))?;
             }
         }
     }
-    Ok(reg)
+
+    let Some(models) = p.get("models") else {
+        return Ok(());
+    };
+    let models = models
+        .as_array()
+        .ok_or_else(|| format!("provider \"{pname}\": models must be an array"))?;
+    for mv in models {
+        let mo = mv
+            .as_object()
+            .ok_or_else(|| format!("provider \"{pname}\": model must be an object"))?;
+        let id = get_str(mo, "id")
+            .ok_or_else(|| format!("provider \"{pname}\": model without \"id\""))?;
+        let api = get_str(mo, "api")
+            .or_else(|| papi.clone())
+            .or_else(|| {
+                reg.models
+                    .iter()
+                    .find(|m| m.provider == pname)
+                    .map(|m| m.api.clone())
+            })
+            .ok_or_else(|| format!("{pname}/{id}: no \"api\" on the model or provider"))?;
+        let base = get_str(mo, "baseUrl")
+            .or_else(|| base_url.clone())
+            .or_else(|| {
+                reg.models
+                    .iter()
+                    .find(|m| m.provider == pname)
+                    .map(|m| m.base_url.clone())
+            })
+            .ok_or_else(|| format!("provider \"{pname}\": \"baseUrl\" is required"))?;
+        let mut m = Model {
+            id: id.clone(),
+            name: get_str(mo, "name").unwrap_or_else(|| id.clone()),
+            api,
+            provider: pname.to_string(),
+            base_url: base,
+            reasoning: false,
+            input: vec![InputKind::Text],
+            cost: ModelCost::default(),
+            context_window: default_context_window(),
+            max_tokens: default_max_tokens(),
+            headers: pheaders.clone(),
+            compat: pcompat.cloned(),
+            thinking_level_map: None,
+            sampling_params: None,
+        };
+        apply_override(&mut m, mo).map_err(|e| format!("{pname}/{id}: {e}"))?;
+        // Same id within the provider replaces (built-in or earlier entry).
+        let all = Arc::make_mut(&mut reg.models);
+        match all.iter_mut().find(|x| x.provider == pname && x.id == id) {
+            Some(slot) => *slot = m,
+            None => all.push(m),
+        }
+    }
+    Ok(())
 }
 
 /// Load models.json from `path`; a missing file gives the built-in catalog.

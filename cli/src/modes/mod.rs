@@ -630,19 +630,25 @@ pub fn credentials_check(
         .filter(|m| m.is_virtual() && registry.is_virtual_only_provider(&m.provider))
         .map(|m| m.provider.clone())
         .collect();
-    move |provider: &str| env_auth(provider) || virtual_only.iter().any(|p| p == provider)
+    // Providers extensions register bring their own `apiKey` / headers.
+    let registry = registry.clone();
+    move |provider: &str| {
+        env_auth(provider)
+            || virtual_only.iter().any(|p| p == provider)
+            || registry.resolve_api_key(provider).is_some()
+            || !registry.resolve_headers(provider, None).is_empty()
+    }
 }
 
-/// The catalog of a run: `env`'s models plus the virtual models its extensions declare.
+/// The catalog of a run: `env`'s models plus the providers and virtual models its
+/// extensions register.
 pub fn catalog_with_extensions(
     env: &Env,
     extensions: Option<&pi_agent::extensions::Extensions>,
 ) -> ModelRegistry {
     match extensions {
-        Some(ext) if !ext.virtual_models.is_empty() => {
-            pi_agent::extensions::with_virtual_models(env.registry.clone(), &ext.virtual_models)
-        }
-        _ => env.registry.clone(),
+        Some(ext) => ext.catalog(env.registry.clone()),
+        None => env.registry.clone(),
     }
 }
 

@@ -76,6 +76,15 @@ pub async fn run(args: RunArgs, mode: Mode) -> anyhow::Result<i32> {
     if mode == Mode::Json {
         return Ok(0);
     }
+    // Only commands ran (`-c -p /compact`): Pi prints the context's last message when it
+    // is an answer, as after a run.
+    if last.is_none() {
+        last = agent
+            .messages()
+            .pop()
+            .filter(|m| m.get("role").and_then(serde_json::Value::as_str) == Some("assistant"))
+            .and_then(|m| serde_json::from_value(m).ok());
+    }
     let Some(AgentMessage::Assistant(msg)) = last else {
         return Ok(0);
     };

@@ -243,6 +243,21 @@ impl AgentDriver for AgentSessionDriver {
         Ok(())
     }
 
+    fn extension_shortcuts(&self) -> Vec<String> {
+        self.host
+            .extensions()
+            .map(|e| e.shortcuts.iter().map(|(key, _)| key.clone()).collect())
+            .unwrap_or_default()
+    }
+
+    fn run_shortcut(&mut self, shortcut: &str) {
+        if let Some(ext) = self.host.extensions() {
+            let shortcut = shortcut.to_string();
+            self.runtime
+                .spawn(async move { ext.run_shortcut(&shortcut).await });
+        }
+    }
+
     fn compact(&mut self, instructions: Option<&str>) {
         self.send(Command::Compact {
             custom_instructions: instructions.map(str::to_string),

@@ -86,6 +86,8 @@ pub enum Effect {
     },
     /// Escape while a `!cmd` runs.
     AbortBash,
+    /// A key an extension registered with `pi.registerShortcut`: run its handler.
+    Shortcut(String),
     /// ctrl+g: the loop suspends the screen, runs the editor, and sends `Msg::EditorText`.
     ExternalEditor(String),
     Suspend,
@@ -1670,6 +1672,12 @@ fn is_char(k: &KeyEvent) -> Option<char> {
 fn on_key(app: &mut App, k: KeyEvent, out: &mut Vec<Effect>) {
     if app.dialog.is_some() {
         on_dialog_key(app, k, out);
+        return;
+    }
+    // An extension's shortcut (reserved keys were never taken, see ext_ui::shortcuts_of).
+    let pressed = super::keys::KeySpec::from_event(&k);
+    if let Some((_, shortcut)) = app.ext_ui.shortcuts.iter().find(|(key, _)| *key == pressed) {
+        out.push(Effect::Shortcut(shortcut.clone()));
         return;
     }
     let keys = app.keys.clone();

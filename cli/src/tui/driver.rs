@@ -414,6 +414,14 @@ pub trait AgentDriver {
     /// Takes the queued steering and follow-up messages back (alt+up).
     fn clear_queue(&mut self) -> (Vec<String>, Vec<String>);
 
+    /// The keys extensions registered (`pi.registerShortcut`), as registered.
+    fn extension_shortcuts(&self) -> Vec<String> {
+        Vec::new()
+    }
+
+    /// Runs the handler of an extension's shortcut (in the background).
+    fn run_shortcut(&mut self, _shortcut: &str) {}
+
     /// The model the agent uses now (a resumed session restores its own).
     fn current_model(&self) -> Option<ModelInfo> {
         None

@@ -33,6 +33,60 @@ pub struct ExtUi {
     pub title: Option<String>,
     /// Dialogs asked for while another dialog was open.
     pub waiting: VecDeque<ExtDialog>,
+    /// Keys extensions registered (`pi.registerShortcut`): the key and the shortcut as
+    /// registered, which names it to the sidecar.
+    pub shortcuts: Vec<(super::keys::KeySpec, String)>,
+}
+
+/// Pi's editor-global actions an extension shortcut may not take over (its
+/// `RESERVED_KEYBINDINGS_FOR_EXTENSION_CONFLICTS`); other built-in keys yield to extensions.
+const RESERVED_ACTIONS: [&str; 18] = [
+    "app.interrupt",
+    "app.clear",
+    "app.exit",
+    "app.suspend",
+    "app.thinking.cycle",
+    "app.model.cycleForward",
+    "app.model.cycleBackward",
+    "app.model.select",
+    "app.tools.expand",
+    "app.thinking.toggle",
+    "app.editor.external",
+    "app.message.copy",
+    "app.message.followUp",
+    "tui.input.submit",
+    "tui.select.confirm",
+    "tui.select.cancel",
+    "tui.input.copy",
+    "tui.editor.deleteToLineEnd",
+];
+
+/// The extensions' shortcuts the screen takes: parsed, without those a reserved action
+/// binds, the last registration of a key winning (as Pi). The skipped ones are returned
+/// as warnings.
+pub fn shortcuts_of(
+    registered: &[String],
+    keys: &Keymap,
+) -> (Vec<(super::keys::KeySpec, String)>, Vec<String>) {
+    let mut taken: Vec<(super::keys::KeySpec, String)> = Vec::new();
+    let mut warnings = Vec::new();
+    for shortcut in registered {
+        let Some(spec) = super::keys::KeySpec::parse(shortcut) else {
+            warnings.push(format!(
+                "Extension shortcut '{shortcut}' is not a key. Skipping."
+            ));
+            continue;
+        };
+        if RESERVED_ACTIONS.iter().any(|a| keys.binds(a, &spec)) {
+            warnings.push(format!(
+                "Extension shortcut '{shortcut}' conflicts with built-in shortcut. Skipping."
+            ));
+            continue;
+        }
+        taken.retain(|(k, _)| *k != spec);
+        taken.push((spec, shortcut.clone()));
+    }
+    (taken, warnings)
 }
 
 impl ExtUi {

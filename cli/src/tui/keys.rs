@@ -255,6 +255,13 @@ impl Keymap {
             .is_some_and(|keys| keys.contains(&spec))
     }
 
+    /// Whether `action` is bound to `key`.
+    pub fn binds(&self, action: &str, key: &KeySpec) -> bool {
+        self.bindings
+            .get(action)
+            .is_some_and(|keys| keys.contains(key))
+    }
+
     /// The first key of an action in Pi's spelling, for hints (`ctrl+l`).
     pub fn hint(&self, action: &str) -> String {
         self.bindings

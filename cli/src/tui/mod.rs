@@ -211,6 +211,9 @@ pub fn initial_app(opts: &TuiOptions, driver: &dyn AgentDriver) -> App {
     app.settings.external_editor = opts.external_editor.clone();
     app.settings.llama = opts.llama;
     app.models = driver.models();
+    let (shortcuts, skipped) = ext_ui::shortcuts_of(&driver.extension_shortcuts(), &app.keys);
+    app.ext_ui.shortcuts = shortcuts;
+    warnings.extend(skipped);
     app.scoped = opts.scoped_models.clone();
     app.scoped_thinking = opts.scoped_thinking.clone();
     app.model = opts.model.clone().or_else(|| app.models.first().cloned());
@@ -570,6 +573,7 @@ fn apply_effect(
             }
         }
         Effect::Compact(i) => driver.compact(i.as_deref()),
+        Effect::Shortcut(s) => driver.run_shortcut(&s),
         Effect::SetModel(m) => driver.set_model(&m),
         Effect::CycleModel { model, thinking } => driver.cycle_model(&model, thinking),
         Effect::SetQueueMode { follow_up, mode } => driver.set_queue_mode(follow_up, &mode),

@@ -1,0 +1,114 @@
+//! `pi.registerProvider(name, config)` end to end (fixtures/extensions/local-provider.ts):
+//! a provider registered at load is listed, selected with `--model` and answers through
+//! its `baseUrl` with its `apiKey`; one registered later by a command is selected over RPC
+//! (`set_model`, what `/model` does) and answers too. Needs `node` (>= 20) on PATH.
+
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use std::process::Stdio;
+
+use serde_json::{json, Value};
+
+mod extensions_common;
+
+use extensions_common::*;
+
+fn run(s: &Setup, args: &[&str]) -> (i32, String, String) {
+    let out = s
+        .command_without_model(args)
+        .env(
+            "LOCAL_PROXY_URL",
+            format!("http://127.0.0.1:{}/v1", s.fake.port()),
+        )
+        .env("LOCAL_PROXY_KEY", "proxy-secret")
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    (
+        out.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_registered_provider_is_listed_selected_and_answers() {
+    let s = Setup::new(json!([{"text": "From the proxy."}])).await;
+    let ext = fixture("local-provider.ts");
+
+    let (code, out, err) = run(&s, &["-e", &ext, "--list-models", "proxy"]);
+    assert_eq!(code, 0, "{err}");
+    let row: Vec<&str> = out
+        .lines()
+        .find(|l| l.starts_with("local-proxy"))
+        .expect("the provider's model is listed")
+        .split_whitespace()
+        .collect();
+    assert_eq!(
+        row,
+        ["local-proxy", "proxy-small", "32K", "1.0K", "no", "no"]
+    );
+
+    let (code, out, err) = run(
+        &s,
+        &["-e", &ext, "--model", "local-proxy/proxy-small", "-p", "hi"],
+    );
+    assert_eq!(code, 0, "{err}");
+    assert_eq!(out, "From the proxy.\n");
+    let requests = s.fake.requests();
+    assert_eq!(requests.len(), 1);
+    assert_eq!(requests[0].body["model"], "proxy-small");
+    assert_eq!(requests[0].path, "/v1/chat/completions");
+    let answer = s
+        .session_entries()
+        .into_iter()
+        .find(|e| e["message"]["role"] == "assistant")
+        .unwrap();
+    assert_eq!(answer["message"]["provider"], "local-proxy");
+    assert_eq!(answer["message"]["model"], "proxy-small");
+
+    // Without the extension the model does not exist.
+    let (code, _, err) = run(&s, &["--model", "local-proxy/proxy-small", "-p", "hi"]);
+    assert_ne!(code, 0);
+    assert!(err.contains("proxy-small"), "{err}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_provider_registered_by_a_command_can_be_selected() {
+    let s = Setup::new(json!([{"text": "Late answer."}])).await;
+    let ext = fixture("local-provider.ts");
+    let url = format!("http://127.0.0.1:{}/v1", s.fake.port());
+    let mut rpc = Rpc::start_with_env(
+        &s,
+        &["-e", &ext],
+        &[
+            ("LOCAL_PROXY_URL", &url),
+            ("LOCAL_PROXY_KEY", "proxy-secret"),
+        ],
+    );
+    rpc.send(
+        json!({"type": "set_model", "id": "m0", "provider": "late-proxy", "modelId": "late-model"}),
+    );
+    let refused = rpc.response("m0");
+    assert_eq!(refused["success"], false, "{refused}");
+
+    rpc.send(json!({"type": "prompt", "id": "p1", "message": "/add-late"}));
+    rpc.until(|r| r["type"] == "extension_ui_request" && r["message"] == "late-proxy registered");
+    rpc.send(
+        json!({"type": "set_model", "id": "m1", "provider": "late-proxy", "modelId": "late-model"}),
+    );
+    let set = rpc.response("m1");
+    assert_eq!(set["success"], true, "{set}");
+    assert_eq!(set["data"]["id"], "late-model");
+    assert_eq!(set["data"]["contextWindow"], 16000);
+
+    rpc.send(json!({"type": "prompt", "id": "p2", "message": "hello"}));
+    let (end, _) = rpc.until(|r| r["type"] == "agent_end");
+    let last: &Value = end["messages"].as_array().unwrap().last().unwrap();
+    assert_eq!(last["provider"], "late-proxy");
+    assert_eq!(last["model"], "late-model");
+    assert!(rpc.finish());
+    let requests = s.fake.requests();
+    assert_eq!(requests.len(), 1);
+    assert_eq!(requests[0].body["model"], "late-model");
+}
