@@ -20,8 +20,15 @@ pub struct RunStart {
 #[async_trait::async_trait]
 pub trait AgentHooks: Send + Sync {
     /// Before a validated tool call runs: `Some(reason)` blocks it (the reason becomes the
-    /// error result the model sees).
-    async fn tool_call(&self, call_id: &str, tool_name: &str, input: &Value) -> Option<String>;
+    /// error result the model sees, or the calling tool gets). `parent` is the call whose
+    /// tool made this one (`ctx.executeTool()`, a codemode script).
+    async fn tool_call(
+        &self,
+        call_id: &str,
+        parent: Option<&str>,
+        tool_name: &str,
+        input: &Value,
+    ) -> Option<String>;
 
     /// Before a run's starting message (a prompt, or an extension's custom message) is
     /// written. `system_prompt` is the prompt text the model would get.
@@ -38,6 +45,7 @@ pub trait AgentHooks: Send + Sync {
     async fn tool_result(
         &self,
         _call_id: &str,
+        _parent: Option<&str>,
         _tool_name: &str,
         _input: &Value,
         _result: &Value,

@@ -21,6 +21,7 @@ mod hooks;
 mod input;
 pub mod loadout;
 mod navigate;
+mod nested_call;
 pub mod prompt;
 mod retry;
 mod route;

@@ -139,7 +139,7 @@ fn assistant_value(m: &AssistantMessage) -> Value {
     serde_json::to_value(AgentMessage::Assistant(m.clone())).unwrap_or(Value::Null)
 }
 
-fn tool_output_json(out: &ToolOutput) -> Value {
+pub(super) fn tool_output_json(out: &ToolOutput) -> Value {
     let mut m = Map::new();
     m.insert("content".into(), out.content_json());
     if let Some(d) = &out.details {
@@ -1010,6 +1010,7 @@ impl AgentSession {
                 tool_call_id: call.id.clone(),
                 tool_name: call.name.clone(),
                 args: call.arguments.clone(),
+                parent_tool_call_id: None,
             });
             let prepared: Result<(Arc<dyn Tool>, Value), ToolOutput> = if truncated {
                 Err(ToolError::new(format!("Tool call \"{}\" was not executed: the response hit the output token limit, so its arguments may be truncated. Re-issue the tool call with complete arguments.", call.name)).into_output())
@@ -1040,7 +1041,7 @@ impl AgentSession {
             // Pi's `beforeToolCall`: extension `tool_call` handlers may block the call.
             let prepared = match (prepared, self.hooks()) {
                 (Ok((tool, args)), Some(hooks)) => {
-                    match hooks.tool_call(&call.id, &call.name, &args).await {
+                    match hooks.tool_call(&call.id, None, &call.name, &args).await {
                         Some(reason) => Err(ToolError::new(reason).into_output()),
                         None => Ok((tool, args)),
                     }
@@ -1076,6 +1077,7 @@ impl AgentSession {
                                     tool_name: call.name.clone(),
                                     args: call.arguments.clone(),
                                     partial_result: tool_output_json(&partial),
+                                    parent_tool_call_id: None,
                                 });
                             }
                         };
@@ -1087,7 +1089,9 @@ impl AgentSession {
                             Err(e) => e.into_output(),
                         };
                         let duration = started.elapsed().as_millis() as u64;
-                        let output = this.reshaped_result(&call, &args, output).await;
+                        let output = this
+                            .reshaped_result(&call.id, None, &call.name, &args, output)
+                            .await;
                         this.emit_tool_end(&call, &output, Some(duration));
                         Done {
                             call,
@@ -1127,9 +1131,11 @@ impl AgentSession {
 
     /// Pi's `afterToolCall`: `tool_result` handlers may replace the content, details or
     /// error flag of a result before it is recorded.
-    async fn reshaped_result(
+    pub(super) async fn reshaped_result(
         &self,
-        call: &pi_formats::message::ToolCall,
+        call_id: &str,
+        parent: Option<&str>,
+        tool_name: &str,
         args: &Value,
         mut output: ToolOutput,
     ) -> ToolOutput {
@@ -1137,7 +1143,7 @@ impl AgentSession {
             return output;
         };
         let Some(patch) = hooks
-            .tool_result(&call.id, &call.name, args, &tool_output_json(&output))
+            .tool_result(call_id, parent, tool_name, args, &tool_output_json(&output))
             .await
         else {
             return output;
@@ -1169,6 +1175,7 @@ impl AgentSession {
             result: tool_output_json(output),
             is_error: output.is_error,
             duration_ms: duration,
+            parent_tool_call_id: None,
         });
     }
 

@@ -9,7 +9,12 @@ use serde_json::Value;
 
 use super::{lock, AgentSession};
 use crate::protocol::Event;
-use crate::tools::ToolSession;
+use std::sync::Arc;
+
+use tokio_util::sync::CancellationToken;
+
+use super::nested_call::NestedCall;
+use crate::tools::{Tool, ToolContext, ToolOutput, ToolSession};
 
 impl AgentSession {
     /// Appends `{type: "custom", customType, data}` at the leaf and announces it.
@@ -34,6 +39,7 @@ impl AgentSession {
     }
 }
 
+#[async_trait::async_trait]
 impl ToolSession for AgentSession {
     fn branch_custom_data(&self, custom_type: &str) -> Vec<Value> {
         let st = lock(&self.shared.state);
@@ -64,5 +70,23 @@ impl ToolSession for AgentSession {
 
     fn provider_has_credentials(&self, provider: &str) -> bool {
         self.has_credentials(provider)
+    }
+
+    async fn run_nested_call(
+        &self,
+        parent_call_id: &str,
+        call_id: &str,
+        tool: Arc<dyn Tool>,
+        args: Value,
+        ctx: &ToolContext,
+        cancel: CancellationToken,
+    ) -> ToolOutput {
+        let call = NestedCall {
+            parent_call_id,
+            call_id,
+            tool,
+            args,
+        };
+        AgentSession::run_nested_call(self, call, ctx, cancel, &crate::tools::ignore_updates).await
     }
 }

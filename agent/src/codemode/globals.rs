@@ -1,8 +1,9 @@
 //! What a script reaches: the callable tools (`tools.<name>()`) and the discovery globals
 //! `searchTools()`, `describeTool()` and `describeNamespace()`, as the sandbox's host.
 //!
-//! A nested call runs through [`run_tool_call`] (argument preparation, validation, Pi's
-//! error texts) and resolves as in Pi: a tool with an output schema to its structured result
+//! A nested call runs through the session's nested-call path (argument preparation,
+//! validation, the extensions' `tool_call`/`tool_result` hooks, `tool_execution_*` events with
+//! `parentToolCallId`; [`run_tool_call`] outside a session) and resolves as in Pi: a tool with an output schema to its structured result
 //! (bash's `{output, …}`, an MCP tool's `CallToolResult`, also with `isError`), `read` of an
 //! image to an image block with its note, any other tool to its text; a failed call rejects
 //! with the tool's error text.
@@ -196,17 +197,34 @@ impl SandboxHost for ScriptHost {
         let recorder = self.ctx.nested_calls.clone();
         let slot = recorder.as_ref().map(|r| r.start(&nested_id, name, &args));
         let started = std::time::Instant::now();
-        let tools = [callable.tool.clone()];
-        let output = run_tool_call(
-            &tools,
-            &nested_id,
-            name,
-            args,
-            &self.ctx,
-            cancel.clone(),
-            &crate::tools::ignore_updates,
-        )
-        .await;
+        let output = match &self.ctx.session {
+            Some(session) => {
+                session
+                    .run_nested_call(
+                        &self.call_id,
+                        &nested_id,
+                        callable.tool.clone(),
+                        args,
+                        &self.ctx,
+                        cancel.clone(),
+                    )
+                    .await
+            }
+            // Outside a session (tests of the sandbox alone) nobody hooks or watches calls.
+            None => {
+                let tools = [callable.tool.clone()];
+                run_tool_call(
+                    &tools,
+                    &nested_id,
+                    name,
+                    args,
+                    &self.ctx,
+                    cancel.clone(),
+                    &crate::tools::ignore_updates,
+                )
+                .await
+            }
+        };
         let error_text = text_of(&output);
         if let (Some(recorder), Some(slot)) = (&recorder, slot) {
             recorder.finish(slot, output.is_error, &error_text);

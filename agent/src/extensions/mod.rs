@@ -1110,15 +1110,19 @@ impl Extensions {
 
 #[async_trait::async_trait]
 impl crate::agent::AgentHooks for Extensions {
-    async fn tool_call(&self, call_id: &str, tool_name: &str, input: &Value) -> Option<String> {
+    async fn tool_call(
+        &self,
+        call_id: &str,
+        parent: Option<&str>,
+        tool_name: &str,
+        input: &Value,
+    ) -> Option<String> {
+        let mut payload = json!({"toolName": tool_name, "toolCallId": call_id, "input": input});
+        if let Some(parent) = parent {
+            payload["parentToolCallId"] = parent.into();
+        }
         // Fail-safe as Pi: a handler that cannot answer blocks the call.
-        let result = match self
-            .emit_checked(
-                "tool_call",
-                json!({"toolName": tool_name, "toolCallId": call_id, "input": input}),
-            )
-            .await
-        {
+        let result = match self.emit_checked("tool_call", payload).await {
             Ok(Some(result)) => result,
             Ok(None) => return None,
             Err(e) => return Some(format!("Extension failed, blocking execution: {e}")),
@@ -1174,11 +1178,15 @@ impl crate::agent::AgentHooks for Extensions {
     async fn tool_result(
         &self,
         call_id: &str,
+        parent: Option<&str>,
         tool_name: &str,
         input: &Value,
         result: &Value,
     ) -> Option<Value> {
         let mut payload = json!({"toolCallId": call_id, "toolName": tool_name, "input": input});
+        if let Some(parent) = parent {
+            payload["parentToolCallId"] = parent.into();
+        }
         for key in ["content", "details", "isError"] {
             if let Some(v) = result.get(key) {
                 payload[key] = v.clone();

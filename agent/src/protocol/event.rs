@@ -50,6 +50,9 @@ pub enum Event {
         tool_call_id: String,
         tool_name: String,
         args: Value,
+        /// The call whose tool made this one (`ctx.executeTool()`, a codemode script).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        parent_tool_call_id: Option<String>,
     },
     #[serde(rename_all = "camelCase")]
     ToolExecutionUpdate {
@@ -57,6 +60,8 @@ pub enum Event {
         tool_name: String,
         args: Value,
         partial_result: Value,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        parent_tool_call_id: Option<String>,
     },
     #[serde(rename_all = "camelCase")]
     ToolExecutionEnd {
@@ -66,6 +71,8 @@ pub enum Event {
         is_error: bool,
         #[serde(default, skip_serializing_if = "Option::is_none")]
         duration_ms: Option<u64>,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        parent_tool_call_id: Option<String>,
     },
     /// The steering and follow-up queues as the agent holds them now.
     #[serde(rename_all = "camelCase")]

@@ -237,6 +237,7 @@ pub struct ToolContext {
 }
 
 /// What a tool may reach of its session besides the context above.
+#[async_trait::async_trait]
 pub trait ToolSession: Send + Sync + fmt::Debug {
     /// The `data` of every custom entry of `custom_type` on the current branch, root first.
     fn branch_custom_data(&self, custom_type: &str) -> Vec<Value>;
@@ -246,6 +247,19 @@ pub trait ToolSession: Send + Sync + fmt::Debug {
     fn catalog(&self) -> Vec<crate::llm::Model>;
     /// Whether requests to `provider` can be sent (a key, or headers that authenticate).
     fn provider_has_credentials(&self, provider: &str) -> bool;
+    /// Runs `tool` for the call `parent_call_id` as `call_id` (`<parent>/<n>`) the way the
+    /// session runs nested calls: validated, through the extensions' `tool_call` and
+    /// `tool_result` hooks, announced by `tool_execution_*` events with `parentToolCallId`.
+    /// Never fails: every failure is an error result.
+    async fn run_nested_call(
+        &self,
+        parent_call_id: &str,
+        call_id: &str,
+        tool: Arc<dyn Tool>,
+        args: Value,
+        ctx: &ToolContext,
+        cancel: CancellationToken,
+    ) -> ToolOutput;
 }
 
 impl ToolContext {

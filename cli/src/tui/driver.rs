@@ -305,10 +305,24 @@ impl AgentEvent {
                     dispatched: Dispatched::of_message(m),
                 }
             }
+            // Calls a tool made (a codemode script's) belong to their parent's row, as in Pi.
+            Event::ToolExecutionStart {
+                parent_tool_call_id: Some(_),
+                ..
+            }
+            | Event::ToolExecutionUpdate {
+                parent_tool_call_id: Some(_),
+                ..
+            }
+            | Event::ToolExecutionEnd {
+                parent_tool_call_id: Some(_),
+                ..
+            } => return None,
             Event::ToolExecutionStart {
                 tool_call_id,
                 tool_name,
                 args,
+                ..
             } => AgentEvent::ToolStart {
                 id: tool_call_id.clone(),
                 name: tool_name.clone(),

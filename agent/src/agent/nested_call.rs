@@ -1,0 +1,116 @@
+//! Calls a tool makes while it runs (a codemode script's `tools.x()`), run as Pi's session
+//! runs them: through argument validation and the extensions' `tool_call` and `tool_result`
+//! hooks like a model-issued call, announced by `tool_execution_start`/`_update`/`_end`
+//! events that carry `parentToolCallId`. They add nothing to the transcript: the result
+//! goes back to the calling tool only.
+
+use std::sync::Arc;
+use std::time::Instant;
+
+use serde_json::Value;
+use tokio_util::sync::CancellationToken;
+
+use super::run::tool_output_json;
+use super::AgentSession;
+use crate::protocol::Event;
+use crate::tools::{
+    validate_tool_arguments, Tool, ToolContext, ToolError, ToolOutput, ToolUpdateFn,
+};
+
+/// One nested call: `call_id` is `<parent id>/<n>`.
+pub(crate) struct NestedCall<'a> {
+    pub parent_call_id: &'a str,
+    pub call_id: &'a str,
+    pub tool: Arc<dyn Tool>,
+    pub args: Value,
+}
+
+impl AgentSession {
+    /// Runs `call` and returns what the calling tool receives. Never fails: a validation
+    /// error, a blocked call or a thrown error comes back as an error result.
+    pub(crate) async fn run_nested_call(
+        &self,
+        call: NestedCall<'_>,
+        ctx: &ToolContext,
+        cancel: CancellationToken,
+        on_update: ToolUpdateFn<'_>,
+    ) -> ToolOutput {
+        let name = call.tool.name().to_string();
+        let parent = Some(call.parent_call_id.to_string());
+        self.emit(Event::ToolExecutionStart {
+            tool_call_id: call.call_id.to_string(),
+            tool_name: name.clone(),
+            args: call.args.clone(),
+            parent_tool_call_id: parent.clone(),
+        });
+        let announce_update = |partial: ToolOutput| {
+            self.emit(Event::ToolExecutionUpdate {
+                tool_call_id: call.call_id.to_string(),
+                tool_name: name.clone(),
+                args: call.args.clone(),
+                partial_result: tool_output_json(&partial),
+                parent_tool_call_id: parent.clone(),
+            });
+            on_update(partial);
+        };
+        let (output, duration_ms) = self
+            .validated_nested_call(&call, ctx, cancel, &announce_update)
+            .await;
+        self.emit(Event::ToolExecutionEnd {
+            tool_call_id: call.call_id.to_string(),
+            tool_name: name,
+            result: tool_output_json(&output),
+            is_error: output.is_error,
+            duration_ms,
+            parent_tool_call_id: parent,
+        });
+        output
+    }
+
+    /// Validation, `tool_call`, execution and `tool_result`; the duration only when the tool
+    /// ran.
+    async fn validated_nested_call(
+        &self,
+        call: &NestedCall<'_>,
+        ctx: &ToolContext,
+        cancel: CancellationToken,
+        on_update: ToolUpdateFn<'_>,
+    ) -> (ToolOutput, Option<u64>) {
+        let NestedCall {
+            parent_call_id,
+            call_id,
+            tool,
+            args,
+        } = call;
+        if cancel.is_cancelled() {
+            return (ToolError::aborted().into_output(), None);
+        }
+        let name = tool.name();
+        let prepared = tool.prepare_arguments(args.clone());
+        let args = match validate_tool_arguments(name, tool.parameters(), &prepared) {
+            Ok(args) => args,
+            Err(error) => return (error.into_output(), None),
+        };
+        if let Some(hooks) = self.hooks() {
+            if let Some(reason) = hooks
+                .tool_call(call_id, Some(parent_call_id), name, &args)
+                .await
+            {
+                return (ToolError::new(reason).into_output(), None);
+            }
+        }
+        let started = Instant::now();
+        let output = match tool
+            .execute(call_id, args.clone(), ctx, cancel, on_update)
+            .await
+        {
+            Ok(output) => output,
+            Err(error) => error.into_output(),
+        };
+        let duration = started.elapsed().as_millis() as u64;
+        let output = self
+            .reshaped_result(call_id, Some(parent_call_id), name, &args, output)
+            .await;
+        (output, Some(duration))
+    }
+}
