@@ -8,49 +8,9 @@
 mod import_common;
 
 use std::collections::HashSet;
-use std::path::{Path, PathBuf};
 
-use import_common::{inspect_field, lines, texts, Env};
+use import_common::{conversation, inspect_field, lines, realpi_session, Env};
 use serde_json::Value;
-
-fn realpi_session(name: &str) -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join(format!("../fixtures/realpi/sessions/{name}.jsonl"))
-}
-
-/// What the model sees of a conversation: role, texts, tool calls with arguments, results.
-/// Pi's `system` messages (tool declarations, `toolsAdded`) are not conversation and have no
-/// Claude Code record.
-fn conversation(llm_messages: &Value) -> Vec<String> {
-    let mut out = Vec::new();
-    for m in llm_messages.as_array().unwrap() {
-        let role = m["role"].as_str().unwrap();
-        if role == "system" {
-            continue;
-        }
-        match &m["content"] {
-            Value::String(s) => out.push(format!("{role}: {s}")),
-            content => {
-                let text = texts(content);
-                if !text.is_empty() {
-                    out.push(format!("{role}: {text}"));
-                }
-                for b in content.as_array().unwrap() {
-                    match b["type"].as_str() {
-                        Some("toolCall") => {
-                            out.push(format!("call {} {} {}", b["id"], b["name"], b["arguments"]))
-                        }
-                        Some("image") => out.push(format!("{role}: image {}", b["mimeType"])),
-                        _ => {}
-                    }
-                }
-            }
-        }
-        if role == "toolResult" {
-            out.push(format!("result {} error={}", m["toolCallId"], m["isError"]));
-        }
-    }
-    out
-}
 
 #[test]
 fn sessions_written_by_pi_round_trip_through_claude_code_transcripts() {

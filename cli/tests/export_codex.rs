@@ -10,12 +10,8 @@ mod import_common;
 
 use std::path::{Path, PathBuf};
 
-use import_common::{inspect_field, lines, texts, Env};
+use import_common::{conversation, inspect_field, lines, realpi_session, Env};
 use serde_json::Value;
-
-fn realpi_session(name: &str) -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join(format!("../fixtures/realpi/sessions/{name}.jsonl"))
-}
 
 /// The rollout the real Codex 0.171.0 recorded (tools, reasoning, a failed command, an image,
 /// compactions on the server).
@@ -24,40 +20,6 @@ fn codex_rollout() -> PathBuf {
         "../fixtures/import/codex/sessions/2026/12/02/\
          rollout-2026-12-02T17-10-48-01a237bc-c8f2-74e3-a621-ecee6134b3c6.jsonl",
     )
-}
-
-/// What the model sees of a conversation: role, texts, tool calls with arguments, results and
-/// whether they failed. Pi's `system` messages (tool declarations) have no Codex record.
-fn conversation(llm_messages: &Value) -> Vec<String> {
-    let mut out = Vec::new();
-    for m in llm_messages.as_array().unwrap() {
-        let role = m["role"].as_str().unwrap();
-        if role == "system" {
-            continue;
-        }
-        match &m["content"] {
-            Value::String(s) => out.push(format!("{role}: {s}")),
-            content => {
-                let text = texts(content);
-                if !text.is_empty() {
-                    out.push(format!("{role}: {text}"));
-                }
-                for b in content.as_array().unwrap() {
-                    match b["type"].as_str() {
-                        Some("toolCall") => {
-                            out.push(format!("call {} {} {}", b["id"], b["name"], b["arguments"]))
-                        }
-                        Some("image") => out.push(format!("{role}: image {}", b["mimeType"])),
-                        _ => {}
-                    }
-                }
-            }
-        }
-        if role == "toolResult" {
-            out.push(format!("result {} error={}", m["toolCallId"], m["isError"]));
-        }
-    }
-    out
 }
 
 /// The thinking the model sees, with the signature a provider replays.

@@ -33,25 +33,6 @@ fn system_text(body: &Value) -> String {
         .join("\n")
 }
 
-/// The user texts of an OpenAI chat-completions request.
-fn user_texts(body: &Value) -> Vec<String> {
-    body["messages"]
-        .as_array()
-        .into_iter()
-        .flatten()
-        .filter(|m| m["role"] == "user")
-        .map(|m| match &m["content"] {
-            Value::String(s) => s.clone(),
-            Value::Array(blocks) => blocks
-                .iter()
-                .filter_map(|b| b["text"].as_str())
-                .collect::<Vec<_>>()
-                .join("\n"),
-            other => other.to_string(),
-        })
-        .collect()
-}
-
 fn declared_names(body: &Value) -> Vec<String> {
     body["tools"]
         .as_array()
@@ -258,7 +239,7 @@ async fn a_command_that_sends_a_user_message_turns_into_that_prompt() {
     assert_eq!(stdout, "Four.\n");
     let requests = s.requests();
     assert_eq!(requests.len(), 1);
-    assert_eq!(user_texts(&requests[0]), ["what is 2+2?"]);
+    assert_eq!(message_texts(["user"], &requests[0]), ["what is 2+2?"]);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -282,11 +263,13 @@ async fn tool_result_and_context_handlers_shape_what_the_model_sees() {
     assert_eq!(requests.len(), 3);
     for r in &requests {
         assert!(
-            !user_texts(r).iter().any(|t| t.contains("forget me")),
+            !message_texts(["user"], r)
+                .iter()
+                .any(|t| t.contains("forget me")),
             "{r}"
         );
     }
-    assert_eq!(user_texts(&requests[2]), ["read a.txt"]);
+    assert_eq!(message_texts(["user"], &requests[2]), ["read a.txt"]);
     assert_eq!(tool_messages(&requests[2]), ["the [redacted] is 42\n"]);
     // The result is recorded as the handler left it; the filtered prompt stays in the file.
     let entries = s.session_entries();
@@ -370,7 +353,7 @@ async fn plan_mode_restricts_tools_and_its_context_leaves_with_it() {
     assert!(planning.contains(&"read".to_string()), "{planning:?}");
     assert!(!planning.contains(&"edit".to_string()), "{planning:?}");
     assert!(!planning.contains(&"write".to_string()), "{planning:?}");
-    assert!(user_texts(&requests[0])
+    assert!(message_texts(["user"], &requests[0])
         .iter()
         .any(|t| t.contains("[PLAN MODE ACTIVE]")));
     // The allowlist blocked the destructive command.
@@ -379,7 +362,7 @@ async fn plan_mode_restricts_tools_and_its_context_leaves_with_it() {
     // Plan mode off: every tool is back and the plan-mode context is filtered out.
     let after = declared_names(&requests[2]);
     assert!(after.contains(&"edit".to_string()), "{after:?}");
-    assert!(!user_texts(&requests[2])
+    assert!(!message_texts(["user"], &requests[2])
         .iter()
         .any(|t| t.contains("[PLAN MODE ACTIVE]")));
 }
@@ -393,7 +376,7 @@ async fn extension_flags_come_from_the_command_line() {
     assert_eq!(code, 0, "{stdout}{stderr}");
     let requests = s.requests();
     assert!(!declared_names(&requests[0]).contains(&"edit".to_string()));
-    assert!(user_texts(&requests[0])
+    assert!(message_texts(["user"], &requests[0])
         .iter()
         .any(|t| t.contains("[PLAN MODE ACTIVE]")));
     // A flag nobody registers is an error, as an unknown option always was.

@@ -11,25 +11,6 @@ mod extensions_common;
 
 use extensions_common::*;
 
-/// The user and assistant texts of an OpenAI chat-completions request, in order.
-fn conversation_texts(body: &Value) -> Vec<String> {
-    body["messages"]
-        .as_array()
-        .into_iter()
-        .flatten()
-        .filter(|m| m["role"] == "user" || m["role"] == "assistant")
-        .map(|m| match &m["content"] {
-            Value::String(s) => s.clone(),
-            Value::Array(blocks) => blocks
-                .iter()
-                .filter_map(|b| b["text"].as_str())
-                .collect::<Vec<_>>()
-                .join("\n"),
-            other => other.to_string(),
-        })
-        .collect()
-}
-
 /// The data of the custom entries of type `kind`, in order.
 fn custom(entries: &[Value], kind: &str) -> Vec<Value> {
     entries
@@ -195,12 +176,12 @@ async fn new_session_setup_and_fork_at_an_inner_entry() {
     assert_eq!(requests.len(), 4);
     // The new session starts from what setup wrote.
     assert_eq!(
-        conversation_texts(&requests[2]),
+        message_texts(["user", "assistant"], &requests[2]),
         ["Context from before.", "three"]
     );
     // The clone holds the path through the first answer only.
     assert_eq!(
-        conversation_texts(&requests[3]),
+        message_texts(["user", "assistant"], &requests[3]),
         ["one", "First answer.", "four"]
     );
 

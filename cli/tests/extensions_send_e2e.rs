@@ -12,26 +12,6 @@ mod extensions_common;
 
 use extensions_common::*;
 
-/// The user-role texts of an OpenAI chat-completions request (custom messages reach the
-/// model as user messages).
-fn user_texts(body: &Value) -> Vec<String> {
-    body["messages"]
-        .as_array()
-        .into_iter()
-        .flatten()
-        .filter(|m| m["role"] == "user")
-        .map(|m| match &m["content"] {
-            Value::String(s) => s.clone(),
-            Value::Array(blocks) => blocks
-                .iter()
-                .filter_map(|b| b["text"].as_str())
-                .collect::<Vec<_>>()
-                .join("\n"),
-            other => other.to_string(),
-        })
-        .collect()
-}
-
 /// The conversation entries of a session: `role` for messages, `custom:<type>` for custom
 /// messages.
 fn kinds(entries: &[Value]) -> Vec<String> {
@@ -85,17 +65,17 @@ async fn messages_sent_while_streaming_are_queued_like_pi() {
     assert_eq!(later["content"], "Later note.");
     let requests = s.requests();
     assert_eq!(requests.len(), 4);
-    assert_eq!(user_texts(&requests[0]), ["go"]);
+    assert_eq!(message_texts(["user"], &requests[0]), ["go"]);
     assert_eq!(
-        user_texts(&requests[1]),
+        message_texts(["user"], &requests[1]),
         ["go", "Later note.", "Steered note."]
     );
     assert_eq!(
-        user_texts(&requests[2]),
+        message_texts(["user"], &requests[2]),
         ["go", "Later note.", "Steered note.", "Follow-up note."]
     );
     assert_eq!(
-        user_texts(&requests[3]),
+        message_texts(["user"], &requests[3]),
         [
             "go",
             "Later note.",
@@ -150,7 +130,7 @@ async fn a_custom_message_with_trigger_turn_starts_a_run() {
     let requests = s.requests();
     assert_eq!(requests.len(), 1);
     assert_eq!(
-        user_texts(&requests[0]),
+        message_texts(["user"], &requests[0]),
         ["A plain note.", "Triggered note."]
     );
 }
@@ -182,7 +162,10 @@ async fn a_triggered_custom_message_runs_over_rpc() {
             "assistant"
         ]
     );
-    assert_eq!(user_texts(&s.requests()[0]), ["Before.", "From RPC."]);
+    assert_eq!(
+        message_texts(["user"], &s.requests()[0]),
+        ["Before.", "From RPC."]
+    );
 }
 
 /// The session files of the run, each with its entries (header first).
@@ -283,9 +266,9 @@ async fn command_context_waits_and_replaces_the_session() {
 
     let requests = s.requests();
     assert_eq!(requests.len(), 4);
-    assert_eq!(user_texts(&requests[0]), ["hello"]);
-    assert_eq!(user_texts(&requests[1]), ["second"]);
-    assert_eq!(user_texts(&requests[2]), ["hello", "third"]);
+    assert_eq!(message_texts(["user"], &requests[0]), ["hello"]);
+    assert_eq!(message_texts(["user"], &requests[1]), ["second"]);
+    assert_eq!(message_texts(["user"], &requests[2]), ["hello", "third"]);
     // Forked from before the first user message: nothing of the original goes along.
-    assert_eq!(user_texts(&requests[3]), ["fourth"]);
+    assert_eq!(message_texts(["user"], &requests[3]), ["fourth"]);
 }

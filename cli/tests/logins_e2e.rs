@@ -87,6 +87,20 @@ impl Home {
             .unwrap()
     }
 
+    /// The access token stored for `provider`.
+    fn access(&self, provider: &str) -> String {
+        self.auth_json()[provider]["access"]
+            .as_str()
+            .unwrap()
+            .to_string()
+    }
+
+    /// `pi auth logout` succeeds and the provider's credential is gone.
+    fn assert_logged_out(&self, provider: &str) {
+        assert!(self.logout(provider).status.success());
+        assert!(self.auth_json().get(provider).is_none());
+    }
+
     fn set_expired(&self, provider: &str) {
         let mut auth = self.auth_json();
         auth[provider]["expires"] = serde_json::json!(0);
@@ -212,6 +226,34 @@ fn ok_output(auth: &FakeAuthServer, out: &std::process::Output) -> String {
     stdout
 }
 
+fn assert_bearer(req: &pi_fake_llm::RecordedRequest, token: &str) {
+    assert_eq!(header(req, "authorization"), format!("Bearer {token}"));
+}
+
+fn assert_no_rejections(auth: &FakeAuthServer) {
+    let rejected = auth.stats().rejected;
+    assert!(rejected.is_empty(), "{rejected:?}");
+}
+
+/// Expires `provider`'s token; the next prompt refreshes it once (counted by the fake as
+/// `stats_key`), answers `answer` and sends the new token. Returns the new token.
+fn prompt_refreshes_once(
+    auth: &FakeAuthServer,
+    home: &Home,
+    llm: &FakeLlm,
+    (provider, model, stats_key): (&str, &str, &str),
+    answer: &str,
+    old_access: &str,
+) -> String {
+    home.set_expired(provider);
+    assert_eq!(ok_output(auth, &home.prompt(model)), answer);
+    assert_eq!(auth.stats().refreshes.get(stats_key), Some(&1));
+    let refreshed = home.access(provider);
+    assert_ne!(refreshed, old_access);
+    assert_bearer(llm.requests().last().unwrap(), &refreshed);
+    refreshed
+}
+
 fn header<'a>(req: &'a pi_fake_llm::RecordedRequest, name: &str) -> &'a str {
     req.headers
         .get(&name.to_ascii_lowercase())
@@ -278,7 +320,7 @@ async fn anthropic_browser_login_headers_refresh_and_logout() {
         "one\n"
     );
     let req = &llm.requests()[0];
-    assert_eq!(header(req, "authorization"), format!("Bearer {access}"));
+    assert_bearer(req, &access);
     assert!(!req.headers.contains_key("x-api-key"));
     assert!(header(req, "anthropic-beta").starts_with("claude-code-20250219,oauth-2025-04-20"));
     assert_eq!(header(req, "user-agent"), "claude-cli/2.1.322");
@@ -299,35 +341,21 @@ async fn anthropic_browser_login_headers_refresh_and_logout() {
     );
 
     // An expired token is refreshed once, before the request, and the new one is stored.
-    home.set_expired("anthropic");
-    assert_eq!(
-        ok_output(&auth, &home.prompt("anthropic/claude-haiku-4-5")),
-        "two\n"
+    let refreshed = prompt_refreshes_once(
+        &auth,
+        &home,
+        &llm,
+        ("anthropic", "anthropic/claude-haiku-4-5", "anthropic"),
+        "two\n",
+        &access,
     );
     assert_eq!(
         ok_output(&auth, &home.prompt("anthropic/claude-haiku-4-5")),
         "three\n"
     );
     assert_eq!(auth.stats().refreshes.get("anthropic"), Some(&1));
-    assert!(
-        auth.stats().rejected.is_empty(),
-        "{:?}",
-        auth.stats().rejected
-    );
-    let refreshed = home.auth_json()["anthropic"]["access"]
-        .as_str()
-        .unwrap()
-        .to_string();
-    assert_ne!(refreshed, access);
-    let reqs = llm.requests();
-    assert_eq!(
-        header(&reqs[1], "authorization"),
-        format!("Bearer {refreshed}")
-    );
-    assert_eq!(
-        header(&reqs[2], "authorization"),
-        format!("Bearer {refreshed}")
-    );
+    assert_no_rejections(&auth);
+    assert_bearer(&llm.requests()[2], &refreshed);
     assert_private(&auth_path);
     assert!(!home.agent.join("auth.json.lock").exists());
 
@@ -398,7 +426,7 @@ async fn openai_codex_logins_and_codex_responses_requests() {
     );
     let req = &llm.requests()[0];
     assert_eq!(req.path, "/codex/responses");
-    assert_eq!(header(req, "authorization"), format!("Bearer {access}"));
+    assert_bearer(req, &access);
     assert_eq!(header(req, "chatgpt-account-id"), CHATGPT_ACCOUNT_ID);
     assert_eq!(header(req, "originator"), "pi");
     assert_eq!(header(req, "openai-beta"), "responses=experimental");
@@ -407,20 +435,13 @@ async fn openai_codex_logins_and_codex_responses_requests() {
     assert_eq!(req.body["parallel_tool_calls"], true);
 
     // Refresh once.
-    home.set_expired("openai-codex");
-    assert_eq!(
-        ok_output(&auth, &home.prompt("openai-codex/gpt-5.6-luna")),
-        "codex two\n"
-    );
-    assert_eq!(auth.stats().refreshes.get("openai"), Some(&1));
-    let refreshed = home.auth_json()["openai-codex"]["access"]
-        .as_str()
-        .unwrap()
-        .to_string();
-    assert_ne!(refreshed, access);
-    assert_eq!(
-        header(&llm.requests()[1], "authorization"),
-        format!("Bearer {refreshed}")
+    prompt_refreshes_once(
+        &auth,
+        &home,
+        &llm,
+        ("openai-codex", "openai-codex/gpt-5.6-luna", "openai"),
+        "codex two\n",
+        &access,
     );
 
     // Browser login on the Codex CLI's port 1455 replaces the credential.
@@ -434,14 +455,9 @@ async fn openai_codex_logins_and_codex_responses_requests() {
     let (ok, _, stderr) = finish(child, rx, seen);
     assert!(ok, "{stderr}");
     assert_eq!(auth.stats().logins["openai"], 2);
-    assert!(
-        auth.stats().rejected.is_empty(),
-        "{:?}",
-        auth.stats().rejected
-    );
+    assert_no_rejections(&auth);
 
-    assert!(home.logout("openai-codex").status.success());
-    assert!(home.auth_json().get("openai-codex").is_none());
+    home.assert_logged_out("openai-codex");
 }
 
 #[tokio::test(flavor = "multi_thread")]
@@ -489,31 +505,23 @@ async fn github_copilot_device_login_token_exchange_and_refresh() {
     );
     let req = &llm.requests()[0];
     assert_eq!(req.path, "/responses");
-    assert_eq!(header(req, "authorization"), format!("Bearer {access}"));
+    assert_bearer(req, &access);
     assert_eq!(header(req, "x-initiator"), "user");
     assert_eq!(header(req, "openai-intent"), "conversation-edits");
     assert_eq!(header(req, "editor-version"), "vscode/1.107.0");
     assert_eq!(header(req, "copilot-integration-id"), "vscode-chat");
 
     // An expired Copilot token is exchanged again with the stored GitHub token, once.
-    home.set_expired("github-copilot");
-    assert_eq!(
-        ok_output(&auth, &home.prompt("github-copilot/gpt-5.4-nano")),
-        "copilot two\n"
-    );
-    assert_eq!(auth.stats().refreshes.get("github"), Some(&1));
-    let refreshed = home.auth_json()["github-copilot"]["access"]
-        .as_str()
-        .unwrap()
-        .to_string();
-    assert_ne!(refreshed, access);
-    assert_eq!(
-        header(&llm.requests()[1], "authorization"),
-        format!("Bearer {refreshed}")
+    prompt_refreshes_once(
+        &auth,
+        &home,
+        &llm,
+        ("github-copilot", "github-copilot/gpt-5.4-nano", "github"),
+        "copilot two\n",
+        &access,
     );
 
-    assert!(home.logout("github-copilot").status.success());
-    assert!(home.auth_json().get("github-copilot").is_none());
+    home.assert_logged_out("github-copilot");
 }
 
 #[tokio::test(flavor = "multi_thread")]
@@ -564,11 +572,7 @@ async fn concurrent_processes_refresh_once() {
         ok_output(&auth, &out);
     }
     assert_eq!(auth.stats().refreshes.get("anthropic"), Some(&1));
-    assert!(
-        auth.stats().rejected.is_empty(),
-        "{:?}",
-        auth.stats().rejected
-    );
+    assert_no_rejections(&auth);
 }
 
 #[tokio::test(flavor = "multi_thread")]
@@ -673,11 +677,10 @@ async fn openrouter_browser_login_stores_a_permanent_key() {
     );
     let req = &llm.requests()[0];
     assert_eq!(req.path, "/chat/completions");
-    assert_eq!(header(req, "authorization"), format!("Bearer {key}"));
+    assert_bearer(req, &key);
     assert!(auth.stats().refreshes.is_empty());
 
-    assert!(home.logout("openrouter").status.success());
-    assert!(home.auth_json().get("openrouter").is_none());
+    home.assert_logged_out("openrouter");
 }
 
 #[tokio::test(flavor = "multi_thread")]
@@ -747,21 +750,18 @@ async fn device_login_then_refresh(
     assert_eq!(ok_output(&auth, &home.prompt(model)), "first\n");
     let req = &llm.requests()[0];
     assert_eq!(req.path, path);
-    assert_eq!(header(req, "authorization"), format!("Bearer {access}"));
+    assert_bearer(req, &access);
 
-    home.set_expired(provider);
-    assert_eq!(ok_output(&auth, &home.prompt(model)), "second\n");
-    assert_eq!(auth.stats().refreshes.get(stats_key), Some(&1));
-    let cred = &home.auth_json()[provider];
-    let refreshed = cred["access"].as_str().unwrap();
-    assert_ne!(refreshed, access);
-    assert!(cred["expires"].as_f64().unwrap() > 0.0);
-    assert_eq!(
-        header(&llm.requests()[1], "authorization"),
-        format!("Bearer {refreshed}")
+    prompt_refreshes_once(
+        &auth,
+        &home,
+        &llm,
+        (provider, model, stats_key),
+        "second\n",
+        &access,
     );
-    assert!(home.logout(provider).status.success());
-    assert!(home.auth_json().get(provider).is_none());
+    assert!(home.auth_json()[provider]["expires"].as_f64().unwrap() > 0.0);
+    home.assert_logged_out(provider);
 }
 
 #[tokio::test(flavor = "multi_thread")]
@@ -799,10 +799,7 @@ async fn credential_commands_print_check_and_refresh_a_login() {
     home.extra_env
         .push(("OPENAI_API_KEY".into(), "sk-from-env".into()));
     device_login(&auth, &home, "xai");
-    let access = home.auth_json()["xai"]["access"]
-        .as_str()
-        .unwrap()
-        .to_string();
+    let access = home.access("xai");
 
     // check: the status only, or JSON; the token only with --credentials.
     let (code, out, err) = home.auth(&["check", "--provider", "xai"]);
@@ -865,18 +862,12 @@ async fn credential_commands_print_check_and_refresh_a_login() {
     ]);
     assert_eq!(code, 0, "{err}");
     assert_eq!(auth.stats().refreshes.get("xai"), Some(&1));
-    let refreshed = home.auth_json()["xai"]["access"]
-        .as_str()
-        .unwrap()
-        .to_string();
+    let refreshed = home.access("xai");
     assert_ne!(refreshed, access);
     assert_eq!(out.trim(), refreshed);
     assert_private(&home.agent.join("auth.json"));
     assert_eq!(ok_output(&auth, &home.prompt("xai/grok-4.3")), "printed\n");
-    assert_eq!(
-        header(&llm.requests()[0], "authorization"),
-        format!("Bearer {refreshed}")
-    );
+    assert_bearer(&llm.requests()[0], &refreshed);
 
     // An expired login: --no-refresh reports it ready as stored; the default refreshes it.
     home.set_expired("xai");
@@ -887,11 +878,7 @@ async fn credential_commands_print_check_and_refresh_a_login() {
     assert_eq!((code, out.as_str()), (0, "ready\n"));
     assert_eq!(auth.stats().refreshes.get("xai"), Some(&2));
     assert!(home.auth_json()["xai"]["expires"].as_f64().unwrap() > 0.0);
-    assert!(
-        auth.stats().rejected.is_empty(),
-        "{:?}",
-        auth.stats().rejected
-    );
+    assert_no_rejections(&auth);
 
     // Usage errors exit as Pi's do.
     assert_eq!(home.auth(&["check"]).0, 2);
@@ -956,30 +943,18 @@ async fn chatgpt_sign_in_calls_the_openai_api_with_its_token() {
     );
     let req = &llm.requests()[0];
     assert_eq!(req.path, "/responses");
-    assert_eq!(header(req, "authorization"), format!("Bearer {access}"));
+    assert_bearer(req, &access);
 
-    home.set_expired("openai");
-    assert_eq!(
-        ok_output(&auth, &home.prompt("openai/gpt-4o")),
-        "chat two\n"
+    prompt_refreshes_once(
+        &auth,
+        &home,
+        &llm,
+        ("openai", "openai/gpt-4o", "chatgpt"),
+        "chat two\n",
+        &access,
     );
-    assert_eq!(auth.stats().refreshes.get("chatgpt"), Some(&1));
-    let refreshed = home.auth_json()["openai"]["access"]
-        .as_str()
-        .unwrap()
-        .to_string();
-    assert_ne!(refreshed, access);
-    assert_eq!(
-        header(&llm.requests()[1], "authorization"),
-        format!("Bearer {refreshed}")
-    );
-    assert!(
-        auth.stats().rejected.is_empty(),
-        "{:?}",
-        auth.stats().rejected
-    );
-    assert!(home.logout("openai").status.success());
-    assert!(home.auth_json().get("openai").is_none());
+    assert_no_rejections(&auth);
+    home.assert_logged_out("openai");
 }
 
 #[tokio::test(flavor = "multi_thread")]
@@ -1049,10 +1024,7 @@ async fn radius_logins_add_its_mcp_server_once_and_refresh() {
     let authz = &auth.stats().authorizations[0];
     assert_eq!(authz["handoff"], "url");
     assert_eq!(authz["code_challenge_method"], "S256");
-    let access = home.auth_json()["radius"]["access"]
-        .as_str()
-        .unwrap()
-        .to_string();
+    let access = home.access("radius");
 
     // The account's catalog was kept at login; the next start uses it without a request
     // to the gateway, and its models speak Pi's own protocol with the login's token.
@@ -1077,7 +1049,7 @@ async fn radius_logins_add_its_mcp_server_once_and_refresh() {
         (req.path.as_str(), req.api.as_str()),
         ("/messages", "pi-messages")
     );
-    assert_eq!(header(req, "authorization"), format!("Bearer {access}"));
+    assert_bearer(req, &access);
     assert_eq!(req.body["model"], "org-only");
     // Pi's context as it is: the system prompt is a system message with its sections.
     let messages = req.body["context"]["messages"].as_array().unwrap();
@@ -1098,25 +1070,14 @@ async fn radius_logins_add_its_mcp_server_once_and_refresh() {
     ]);
     assert_eq!(code, 0, "{err}");
     assert_eq!(auth.stats().refreshes.get("radius"), Some(&1));
-    let refreshed = home.auth_json()["radius"]["access"]
-        .as_str()
-        .unwrap()
-        .to_string();
+    let refreshed = home.access("radius");
     assert_ne!(refreshed, access);
     assert_eq!(out.trim(), refreshed);
     assert_eq!(
         ok_output(&auth, &home.prompt("radius/balanced")),
         "gateway two\n"
     );
-    assert_eq!(
-        header(&llm.requests()[1], "authorization"),
-        format!("Bearer {refreshed}")
-    );
-    assert!(
-        auth.stats().rejected.is_empty(),
-        "{:?}",
-        auth.stats().rejected
-    );
-    assert!(home.logout("radius").status.success());
-    assert!(home.auth_json().get("radius").is_none());
+    assert_bearer(&llm.requests()[1], &refreshed);
+    assert_no_rejections(&auth);
+    home.assert_logged_out("radius");
 }

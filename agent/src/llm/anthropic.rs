@@ -445,8 +445,7 @@ fn request_headers(
     if !betas.is_empty() && !configured {
         h.push(("anthropic-beta".into(), betas.join(",")));
     }
-    h.extend(model.headers.iter().map(|(k, v)| (k.clone(), v.clone())));
-    h.extend(options.headers.iter().map(|(k, v)| (k.clone(), v.clone())));
+    http::extend_custom_headers(&mut h, model, options);
     h
 }
 

@@ -369,8 +369,7 @@ pub(crate) async fn run(
     };
     let body = build_request(model, context, options);
     let mut headers = vec![("x-goog-api-key".to_string(), key.to_string())];
-    headers.extend(model.headers.iter().map(|(k, v)| (k.clone(), v.clone())));
-    headers.extend(options.headers.iter().map(|(k, v)| (k.clone(), v.clone())));
+    http::extend_custom_headers(&mut headers, model, options);
     let url = http::join_url(
         &model.base_url,
         &format!("models/{}:streamGenerateContent?alt=sse", model.id),

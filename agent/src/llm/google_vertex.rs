@@ -131,8 +131,7 @@ pub(crate) async fn run(
         }
     };
     let body = build_request(model, context, options);
-    headers.extend(model.headers.iter().map(|(k, v)| (k.clone(), v.clone())));
-    headers.extend(options.headers.iter().map(|(k, v)| (k.clone(), v.clone())));
+    http::extend_custom_headers(&mut headers, model, options);
     let resp = http::post_json(options, &url, &headers, &body, ErrorStyle::GenAiSdk).await?;
     google::consume_stream(model, resp, em, "Google Vertex").await
 }

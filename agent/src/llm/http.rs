@@ -8,7 +8,17 @@ use futures::StreamExt;
 use serde_json::Value;
 
 use super::sse::{SseDecoder, SseEvent};
-use super::StreamOptions;
+use super::{Model, StreamOptions};
+/// Appends the configured headers to a request's own: the model's (models.json, the
+/// catalog), then the caller's (extensions, options), so later ones win on the wire.
+pub(crate) fn extend_custom_headers(
+    headers: &mut Vec<(String, String)>,
+    model: &Model,
+    options: &StreamOptions,
+) {
+    let custom = model.headers.iter().chain(options.headers.iter());
+    headers.extend(custom.map(|(k, v)| (k.clone(), v.clone())));
+}
 
 /// One pooled client for all requests that do not bring their own.
 pub(crate) fn client(options: &StreamOptions) -> reqwest::Client {

@@ -421,8 +421,7 @@ pub(crate) async fn run(
         ("accept".to_string(), "text/event-stream".to_string()),
         ("authorization".to_string(), format!("Bearer {key}")),
     ];
-    headers.extend(model.headers.iter().map(|(k, v)| (k.clone(), v.clone())));
-    headers.extend(options.headers.iter().map(|(k, v)| (k.clone(), v.clone())));
+    http::extend_custom_headers(&mut headers, model, options);
     let explicit_affinity = headers
         .iter()
         .any(|(k, _)| k.eq_ignore_ascii_case("x-affinity"));

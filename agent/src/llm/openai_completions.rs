@@ -592,8 +592,7 @@ fn request_headers(model: &Model, options: &StreamOptions) -> Vec<(String, Strin
     if let Some(key) = options.api_key.as_deref().filter(|k| !k.is_empty()) {
         h.push(("authorization".into(), format!("Bearer {key}")));
     }
-    h.extend(model.headers.iter().map(|(k, v)| (k.clone(), v.clone())));
-    h.extend(options.headers.iter().map(|(k, v)| (k.clone(), v.clone())));
+    http::extend_custom_headers(&mut h, model, options);
     h
 }
 

@@ -464,8 +464,7 @@ pub(crate) async fn stream_response(
     mut headers: Vec<(String, String)>,
     body: &Value,
 ) -> Result<(), String> {
-    headers.extend(model.headers.iter().map(|(k, v)| (k.clone(), v.clone())));
-    headers.extend(options.headers.iter().map(|(k, v)| (k.clone(), v.clone())));
+    http::extend_custom_headers(&mut headers, model, options);
     let resp = http::post_json(options, url, &headers, body, ErrorStyle::OpenAi).await?;
     em.start().await;
 

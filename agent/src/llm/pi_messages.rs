@@ -7,7 +7,7 @@
 use pi_formats::message::ThinkingContent;
 use serde_json::{json, Value};
 
-use super::http::{join_url, post_json, ErrorStyle, SseReader};
+use super::http::{extend_custom_headers, join_url, post_json, ErrorStyle, SseReader};
 use super::{CacheRetention, Context, Emitter, Model, StreamOptions};
 
 /// The request body: Pi's context as it is, and the options the gateway applies.
@@ -61,8 +61,7 @@ pub(crate) async fn run(
         ("authorization".into(), format!("Bearer {key}")),
         ("accept".into(), "text/event-stream".into()),
     ];
-    headers.extend(model.headers.iter().map(|(k, v)| (k.clone(), v.clone())));
-    headers.extend(options.headers.iter().map(|(k, v)| (k.clone(), v.clone())));
+    extend_custom_headers(&mut headers, model, options);
     let url = join_url(&model.base_url, "messages");
     let body = build_request(model, context, options);
     let resp = post_json(options, &url, &headers, &body, ErrorStyle::OpenAi).await?;

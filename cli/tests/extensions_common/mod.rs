@@ -132,6 +132,26 @@ pub fn tool_messages(body: &Value) -> Vec<String> {
         .collect()
 }
 
+/// The texts of the messages with one of `roles` in an OpenAI chat-completions request, in
+/// order (a content array's text blocks joined by newlines).
+pub fn message_texts<const N: usize>(roles: [&str; N], body: &Value) -> Vec<String> {
+    body["messages"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter(|m| m["role"].as_str().is_some_and(|r| roles.contains(&r)))
+        .map(|m| match &m["content"] {
+            Value::String(s) => s.clone(),
+            Value::Array(blocks) => blocks
+                .iter()
+                .filter_map(|b| b["text"].as_str())
+                .collect::<Vec<_>>()
+                .join("\n"),
+            other => other.to_string(),
+        })
+        .collect()
+}
+
 pub fn tool_results(entries: &[Value]) -> Vec<&Value> {
     entries
         .iter()

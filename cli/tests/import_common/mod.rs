@@ -145,3 +145,43 @@ pub fn import_all_into_sqlite(env: &Env, agent: &str, count: usize) -> HashSet<S
         .map(|s| s["id"].as_str().unwrap().to_string())
         .collect()
 }
+
+/// A session file real Pi 1.6.0 wrote (fixtures/realpi/sessions).
+pub fn realpi_session(name: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join(format!("../fixtures/realpi/sessions/{name}.jsonl"))
+}
+
+/// What the model sees of a conversation: role, texts, tool calls with arguments, images,
+/// results and whether they failed. Pi's `system` messages (tool declarations, `toolsAdded`)
+/// are not conversation: the other agents have no record for them.
+pub fn conversation(llm_messages: &Value) -> Vec<String> {
+    let mut out = Vec::new();
+    for m in llm_messages.as_array().unwrap() {
+        let role = m["role"].as_str().unwrap();
+        if role == "system" {
+            continue;
+        }
+        match &m["content"] {
+            Value::String(s) => out.push(format!("{role}: {s}")),
+            content => {
+                let text = texts(content);
+                if !text.is_empty() {
+                    out.push(format!("{role}: {text}"));
+                }
+                for b in content.as_array().unwrap() {
+                    match b["type"].as_str() {
+                        Some("toolCall") => {
+                            out.push(format!("call {} {} {}", b["id"], b["name"], b["arguments"]))
+                        }
+                        Some("image") => out.push(format!("{role}: image {}", b["mimeType"])),
+                        _ => {}
+                    }
+                }
+            }
+        }
+        if role == "toolResult" {
+            out.push(format!("result {} error={}", m["toolCallId"], m["isError"]));
+        }
+    }
+    out
+}
