@@ -537,3 +537,63 @@ async fn codemode_settings_declare_tools_like_pi() {
         );
     }
 }
+
+/// Pi's worker limit (`PI_CODEMODE_MAX_WORKERS`): the model sends two scripts in one turn;
+/// with one worker the second waits for the first, and fails without running when its own
+/// `timeout_ms` passes first; with Pi's default of two both run. (Pi's result has two text
+/// items, the header and the error, which reach the model joined by a newline.)
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn scripts_beyond_the_worker_limit_wait_and_fail_at_their_deadline() {
+    let busy = "const t = Date.now(); while (Date.now() - t < 1500) {} return 'busy done';";
+    let quick = "// @options: {\"timeout_ms\": 300}\nreturn 'quick done';";
+    let turn = json!({"tool_calls": [
+        {"name": "codemode", "id": "c1", "arguments": {"code": busy}},
+        {"name": "codemode", "id": "c2", "arguments": {"code": quick}},
+    ]});
+    let script = json!({"turns": [turn.clone(), {"text": "ok"}]});
+    let s = Setup::new(script, json!({})).await;
+    let run = |workers: &str| {
+        let sessions = s.sessions.display().to_string();
+        Command::new(env!("CARGO_BIN_EXE_pi"))
+            .args(["--session-dir", &sessions, "--model", "fakeoai/fake-model"])
+            .args(["--no-mcp", "--tools", "+codemode", "-p", "go"])
+            .current_dir(&s.cwd)
+            .env("PI_CODING_AGENT_DIR", &s.agent)
+            .env("PI_CODEMODE_MAX_WORKERS", workers)
+            .env_remove("PI_CODING_AGENT_SESSION_DIR")
+            .env_remove("PI_SESSION_STORE")
+            .stdin(Stdio::null())
+            .output()
+            .unwrap()
+    };
+
+    let out = run("1");
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let results = tool_messages(&s.requests()[1]);
+    assert_eq!(results.len(), 2, "{results:?}");
+    assert!(results[0].starts_with("Script completed"), "{}", results[0]);
+    assert!(results[0].contains("busy done"), "{}", results[0]);
+    assert_eq!(
+        without_wall_time(&results[1]),
+        "Script failed\nWall time N seconds\nOutput:\n\nScript error:\nScript timed out: Execution \
+         timed out after 300 ms while waiting for a free codemode worker\n\nThe script did not start."
+    );
+
+    s.fake
+        .set_script(serde_json::from_value(json!({"turns": [turn, {"text": "ok"}]})).unwrap());
+    let out = run("not a number");
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let results = tool_messages(&s.requests()[3]);
+    assert!(results[0].contains("busy done"), "{}", results[0]);
+    assert!(results[1].contains("quick done"), "{}", results[1]);
+}

@@ -6,6 +6,7 @@
 //! - [`sandbox`]: the VM (rquickjs), its limits, and the bridge to the host.
 //! - [`globals`]: nested tool calls and `searchTools`/`describeTool`/`describeNamespace`.
 //! - [`search`]: the BM25 ranking; [`declarations`]: tools as TypeScript declarations.
+//! - [`workers`]: how many scripts may run at once in the process.
 //!
 //! This module turns a script's outcome into Pi's result: a `Script completed` or
 //! `Script failed` header block with the wall time, then the output items (several text items
@@ -21,6 +22,7 @@ pub mod sandbox;
 pub mod search;
 pub mod source;
 pub mod store;
+pub mod workers;
 
 use std::sync::Arc;
 use std::sync::Mutex;
@@ -363,7 +365,7 @@ impl Tool for CodemodeTool {
         let callable = self.callable();
         let calls = Arc::new(Mutex::new(Vec::new()));
         let (changed, mut changes) = tokio::sync::mpsc::unbounded_channel();
-        let request = sandbox::SandboxRequest {
+        let mut request = sandbox::SandboxRequest {
             code,
             tools: callable
                 .iter()
@@ -410,6 +412,20 @@ impl Tool for CodemodeTool {
             });
         };
         publish();
+        // The wait for a slot counts toward the script's deadline; the slot is held until
+        // the VM has stopped (`run_script` returns only then).
+        let waiting = Instant::now();
+        let _slot = match workers::WorkerPool::global()
+            .reserve(request.timeout, &cancel)
+            .await
+        {
+            Ok(slot) => slot,
+            Err(refusal) => return Ok(not_started(&refusal, started)),
+        };
+        request.timeout = request.timeout.map(|t| {
+            t.saturating_sub(waiting.elapsed())
+                .max(Duration::from_millis(1))
+        });
         let run = sandbox::run_script(request, host, cancel);
         tokio::pin!(run);
         let outcome = loop {
@@ -468,15 +484,7 @@ impl Tool for CodemodeTool {
             .unwrap_or(DEFAULT_MAX_OUTPUT_TOKENS) as usize;
         let (blocks, full_output_path) = truncate_output(join_adjacent_text(blocks), budget, ctx);
         let blocks = join_adjacent_text(save_images(blocks, ctx));
-        let header = format!(
-            "{}\nWall time {:.1} seconds\nOutput:\n",
-            if ok {
-                "Script completed"
-            } else {
-                "Script failed"
-            },
-            started.elapsed().as_secs_f64()
-        );
+        let header = result_header(ok, started);
         let mut details =
             json!({"calls": calls.iter().map(CallRecord::to_json).collect::<Vec<_>>()});
         if let Some(path) = full_output_path {
@@ -490,6 +498,34 @@ impl Tool for CodemodeTool {
             is_error: !ok,
             structured: None,
         })
+    }
+}
+
+fn result_header(ok: bool, started: Instant) -> String {
+    format!(
+        "{}\nWall time {:.1} seconds\nOutput:\n",
+        if ok {
+            "Script completed"
+        } else {
+            "Script failed"
+        },
+        started.elapsed().as_secs_f64()
+    )
+}
+
+/// The result of a script that got no worker slot: it never ran, so no calls were made.
+fn not_started(refusal: &workers::Refusal, started: Instant) -> ToolOutput {
+    ToolOutput {
+        content: vec![
+            ContentBlock::Text(result_header(false, started)),
+            ContentBlock::Text(format!(
+                "Script error:\n{}\n\nThe script did not start.",
+                refusal.message()
+            )),
+        ],
+        details: Some(json!({"calls": []})),
+        is_error: true,
+        structured: None,
     }
 }
 
