@@ -1248,3 +1248,53 @@ async fn regular_mode_uses_the_terminal_scrollback() {
     let screen = tmux.wait_for("EXITED-0");
     assert!(screen.contains("Answer number 12."), "{screen}");
 }
+
+/// `/reload` reads the tool options again, as Pi's does: a tool added to `defaultTools`
+/// while running is declared on the next request (`grep` as a built-in, `codemode` through
+/// the MCP loadout), and a tool removed from it stays.
+#[tokio::test(flavor = "multi_thread")]
+async fn reload_enables_tools_added_to_default_tools() {
+    if !enabled() {
+        eprintln!("skipped: set PI_TUI_E2E=1");
+        return;
+    }
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let (agent, cwd, _sessions, command) = pi_dirs(tmp.path(), "");
+    let fake = fake_llm_with(
+        &agent,
+        json!([{"text": "Before reload."}, {"text": "After reload."}]),
+    )
+    .await;
+    let declared = |body: &serde_json::Value| -> Vec<String> {
+        body["tools"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter_map(|t| t["function"]["name"].as_str().map(str::to_string))
+            .collect()
+    };
+    let name = format!("pi-tui-e2e-reload-tools-{}", std::process::id());
+    let tmux = Tmux::start(&name, &cwd, &command);
+    tmux.wait_for("to interrupt");
+    tmux.keys(&["one", "Enter"]);
+    tmux.wait_for("Before reload.");
+    assert_eq!(
+        declared(&fake.requests()[0].body),
+        ["read", "bash", "edit", "write"]
+    );
+
+    std::fs::write(
+        agent.join("settings.json"),
+        json!({"defaultTools": ["+grep", "+codemode", "-bash"]}).to_string(),
+    )
+    .expect("settings.json");
+    tmux.keys(&["/reload"]);
+    tmux.wait_for("Reload keybindings");
+    tmux.keys(&["Enter"]);
+    tmux.wait_for("Reloaded keybindings");
+    tmux.keys(&["two", "Enter"]);
+    tmux.wait_for("After reload.");
+    let mut after = declared(&fake.requests()[1].body);
+    after.sort();
+    assert_eq!(after, ["bash", "codemode", "edit", "grep", "read", "write"]);
+}

@@ -37,4 +37,8 @@ pub trait ToolLoadout: Send + Sync {
     /// A tool the branch declares (`name` was in the last `declared` list) that the session's
     /// own tools do not include, such as an MCP tool loaded by `tool_search` in an earlier run.
     async fn resolve(&self, name: &str) -> Option<Arc<dyn Tool>>;
+
+    /// `/reload` read the tool options again (`defaultTools`, `codemode.*`): the tool sets
+    /// of later requests follow `selection`.
+    fn reselect(&self, _selection: &crate::tools::ToolSelection) {}
 }

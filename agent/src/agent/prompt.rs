@@ -121,6 +121,32 @@ impl super::AgentSession {
         st.opts.tools.iter().map(|t| t.name().to_string()).collect()
     }
 
+    /// `/reload` read the tool options again (`before` → `after`): as in Pi, built-in tools
+    /// newly selected (added to `defaultTools`) become active, tools removed from it or
+    /// turned off stay as they are, and the loadout (MCP tools, `codemode`, `tool_search`)
+    /// follows the new options from the next request on.
+    pub fn reselect_tools(
+        &self,
+        before: &crate::tools::ToolSelection,
+        after: &crate::tools::ToolSelection,
+    ) {
+        use crate::tools::select_builtin_tools;
+        let had: Vec<String> = select_builtin_tools(before)
+            .unwrap_or_default()
+            .iter()
+            .map(|t| t.name().to_string())
+            .collect();
+        for tool in select_builtin_tools(after).unwrap_or_default() {
+            let active = self.tools().iter().any(|t| t.name() == tool.name());
+            if !had.iter().any(|n| n == tool.name()) && !active {
+                self.register_tool(tool);
+            }
+        }
+        if let Some(loadout) = self.tool_loadout() {
+            loadout.reselect(after);
+        }
+    }
+
     /// Replaces the prebuilt system message, for Pi's `/reload` after context files, skills
     /// or prompt templates changed on disk. The session writes it before the next user
     /// message of a branch, as it does for the first one.

@@ -94,7 +94,8 @@ struct Loadable {
 /// declares now, and what `tool_search` loaded since the last request.
 pub struct McpLoadout {
     mcp: Arc<McpManager>,
-    selection: ToolSelection,
+    /// The tool options; `/reload` replaces them.
+    selection: Mutex<ToolSelection>,
     /// The session's tools that are not the servers' (built-in and extension tools), as they
     /// were before codemode added its note: what a changed tool set is built over.
     own: Vec<Arc<dyn Tool>>,
@@ -136,7 +137,7 @@ impl McpLoadout {
             .collect();
         let loadout = Arc::new(McpLoadout {
             mcp,
-            selection,
+            selection: Mutex::new(selection),
             fixed: Mutex::new(own.iter().map(|t| t.name().to_string()).collect()),
             own,
             tool_search: std::sync::OnceLock::new(),
@@ -155,13 +156,21 @@ impl McpLoadout {
     }
 
     fn tools_over(&self, own: Vec<Arc<dyn Tool>>) -> Vec<Arc<dyn Tool>> {
-        let mut tools = super::tool_set::with_mcp_tools(own, &self.mcp, &self.selection);
-        if super::tool_set::wants_tool_search(&self.selection, &self.mcp) {
+        let selection = self.selection();
+        let mut tools = super::tool_set::with_mcp_tools(own, &self.mcp, &selection);
+        if super::tool_set::wants_tool_search(&selection, &self.mcp) {
             tools.extend(self.tool_search.get().cloned());
         }
         *self.fixed.lock().unwrap_or_else(|e| e.into_inner()) =
             tools.iter().map(|t| t.name().to_string()).collect();
         tools
+    }
+
+    fn selection(&self) -> ToolSelection {
+        self.selection
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone()
     }
 
     /// Whether `name` is a tool the session declares now.
@@ -203,7 +212,7 @@ impl McpLoadout {
         }
         let kept = super::select_mcp_tools(
             out.iter().map(|l| l.tool.clone()).collect(),
-            &self.selection,
+            &self.selection(),
         );
         out.retain(|l| kept.iter().any(|k| k.name() == l.tool.name()));
         out
@@ -283,6 +292,10 @@ impl ToolLoadout for McpLoadout {
             .collect();
         let next = self.tools_over(own);
         (!super::tool_set::same_declarations(tools, &next)).then_some(next)
+    }
+
+    fn reselect(&self, selection: &ToolSelection) {
+        *self.selection.lock().unwrap_or_else(|e| e.into_inner()) = selection.clone();
     }
 
     fn keeps(&self, name: &str) -> bool {

@@ -340,10 +340,10 @@ fn split_list(s: &Option<String>) -> Option<Vec<String>> {
     })
 }
 
-/// Builds the host for a mode: the agent with its session (new, `-c`, `--session`,
-/// `--fork`), model, thinking level, tools and settings, and the session lifecycle around it.
-pub fn build_host(args: &RunArgs, env: &Env, sink: EventSink) -> anyhow::Result<Arc<Host>> {
-    let selection = ToolSelection {
+/// The tool options of a run: the command line's tool flags over the settings'
+/// `defaultTools` and `codemode.*` (read again by `/reload`).
+pub fn tool_selection(args: &RunArgs, settings: &Settings) -> ToolSelection {
+    ToolSelection {
         tools: split_list(&args.tools),
         exclude_tools: split_list(&args.exclude_tools),
         no_tools: if args.no_tools {
@@ -353,11 +353,17 @@ pub fn build_host(args: &RunArgs, env: &Env, sink: EventSink) -> anyhow::Result<
         } else {
             NoTools::None
         },
-        default_tools: env.settings.config.default_tools(),
+        default_tools: settings.config.default_tools(),
         codemode: pi_agent::codemode::CodemodeOptions::from_settings(
-            env.settings.config.get("codemode"),
+            settings.config.get("codemode"),
         ),
-    };
+    }
+}
+
+/// Builds the host for a mode: the agent with its session (new, `-c`, `--session`,
+/// `--fork`), model, thinking level, tools and settings, and the session lifecycle around it.
+pub fn build_host(args: &RunArgs, env: &Env, sink: EventSink) -> anyhow::Result<Arc<Host>> {
+    let selection = tool_selection(args, &env.settings);
     let mut tools = select_builtin_tools(&selection).map_err(|e| anyhow!(e))?;
     let mcp = start_mcp(args, env);
     if let Some(mcp) = &mcp {

@@ -462,6 +462,12 @@ impl AgentDriver for AgentSessionDriver {
         }
         let settings = crate::modes::Settings::load_quiet(&env.home.agent_dir, &cwd, &args)?;
         env.resources = settings.resources(&env.home.agent_dir, &cwd, &args);
+        // Tools newly added to `defaultTools` become active; `codemode.*` applies from the
+        // next request.
+        self.host.agent().reselect_tools(
+            &crate::modes::tool_selection(&args, &env.settings),
+            &crate::modes::tool_selection(&args, &settings),
+        );
         env.settings = settings;
         self.host.set_resources(
             env.resources.clone(),
