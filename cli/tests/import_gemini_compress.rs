@@ -171,7 +171,9 @@ fn gemini_compression_becomes_a_compaction_keeping_what_gemini_kept() {
         "This answer comes after the compression."
     );
     assert!(
-        !context.iter().any(|t| t.contains("[[s1]]") || t.contains("[[s2]]")),
+        !context
+            .iter()
+            .any(|t| t.contains("[[s1]]") || t.contains("[[s2]]")),
         "compressed away: {context:?}"
     );
 

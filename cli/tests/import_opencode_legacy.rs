@@ -66,11 +66,16 @@ fn sessions() -> HashMap<String, SrcSession> {
     for (rel, v) in json_files(&dir.join("message")) {
         let s = out.get_mut(v["sessionID"].as_str().unwrap()).unwrap();
         s.keys.insert(format!("message/{rel}"));
-        session_of.insert(v["id"].as_str().unwrap().to_string(), v["sessionID"].clone());
+        session_of.insert(
+            v["id"].as_str().unwrap().to_string(),
+            v["sessionID"].clone(),
+        );
         s.messages.push(v);
     }
     for (rel, v) in json_files(&dir.join("part")) {
-        let session = session_of[v["messageID"].as_str().unwrap()].as_str().unwrap();
+        let session = session_of[v["messageID"].as_str().unwrap()]
+            .as_str()
+            .unwrap();
         let s = out.get_mut(session).unwrap();
         s.keys.insert(format!("part/{rel}"));
         s.parts.push(v);

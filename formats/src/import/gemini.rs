@@ -583,7 +583,11 @@ impl Out<'_> {
     }
 
     fn note_prompt_tokens(&mut self, r: &Rec) {
-        if let Some(n) = r.v.get("tokens").and_then(|t| t.get("input")).and_then(Value::as_u64) {
+        if let Some(n) =
+            r.v.get("tokens")
+                .and_then(|t| t.get("input"))
+                .and_then(Value::as_u64)
+        {
             self.prompt_tokens = n;
         }
     }

@@ -66,8 +66,7 @@ fn read_messages(dir: &Path, session: &str) -> Result<Vec<Message>, String> {
 /// file's name (a file that is not a JSON object still needs a name).
 fn read_record(dir: &Path, rel: &str) -> Result<Record, String> {
     let path = dir.join(rel);
-    let bytes =
-        std::fs::read(&path).map_err(|e| format!("cannot read {}: {e}", path.display()))?;
+    let bytes = std::fs::read(&path).map_err(|e| format!("cannot read {}: {e}", path.display()))?;
     let value = serde_json::from_slice(&bytes)
         .unwrap_or_else(|_| Value::from(String::from_utf8_lossy(&bytes).into_owned()));
     let id = value
@@ -88,9 +87,7 @@ fn read_record(dir: &Path, rel: &str) -> Result<Record, String> {
 /// OpenCode's order: creation time (`time.created`), then id.
 fn by_creation(a: &Record, b: &Record) -> Ordering {
     let created = |r: &Record| r.value.pointer("/time/created").and_then(Value::as_i64);
-    created(a)
-        .cmp(&created(b))
-        .then_with(|| a.id.cmp(&b.id))
+    created(a).cmp(&created(b)).then_with(|| a.id.cmp(&b.id))
 }
 
 /// The `.json` file names in `dir`, sorted; none when `dir` does not exist (a session without
