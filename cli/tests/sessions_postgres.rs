@@ -249,3 +249,71 @@ fn migrate_through_postgres_is_byte_identical() {
         "the same hits as over the files"
     );
 }
+
+/// The binary with a `postgres://` store over TLS: `sslmode=verify-full` with the root given
+/// as `sslrootcert=` in the URL, then through `PGSSLROOTCERT`; a root that did not sign the
+/// server's certificate is refused with the reason.
+#[test]
+fn migrate_and_list_over_verified_tls() {
+    let Some(server) = pg_server::pg_tls_server() else {
+        return;
+    };
+    let tmp = tempfile::tempdir().unwrap();
+    let (agent, cwd, start) = (
+        tmp.path().join("agent"),
+        tmp.path().join("cwd"),
+        tmp.path().join("start"),
+    );
+    for d in [&agent, &cwd, &start] {
+        fs::create_dir_all(d).unwrap();
+    }
+    let fixtures = v3_fixtures();
+    for f in &fixtures {
+        fs::copy(f, start.join(f.file_name().unwrap())).unwrap();
+    }
+    let base = format!(
+        "postgres://postgres@localhost:{}/postgres?hostaddr=127.0.0.1&sslmode=verify-full",
+        server.server.port()
+    );
+    let with_root = format!("{base}&sslrootcert={}", server.root.display());
+    let out = pi(&agent, &cwd)
+        .args(["sessions", "migrate", "--from"])
+        .arg(format!("jsonl:{}", start.display()))
+        .args(["--to", &with_root])
+        .output()
+        .unwrap();
+    let n = fixtures.len();
+    let out = ok(out, "migrate to PostgreSQL over TLS");
+    assert!(
+        out.contains(&format!("{n} session(s); copied {n}")),
+        "{out}"
+    );
+
+    let list = pi(&agent, &cwd)
+        .args(["sessions", "--store", &base, "list", "--all", "--json"])
+        .env("PGSSLROOTCERT", &server.root)
+        .output()
+        .unwrap();
+    let list: Value = serde_json::from_str(&ok(list, "list over TLS")).unwrap();
+    let ids: Vec<String> = list
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| s["id"].as_str().unwrap().to_string())
+        .collect();
+    for f in &fixtures {
+        assert!(ids.contains(&header_id(f)), "{ids:?}");
+    }
+
+    let refused = pi(&agent, &cwd)
+        .args(["sessions", "--store", &base, "list", "--all"])
+        .env("PGSSLROOTCERT", &server.other_root)
+        .output()
+        .unwrap();
+    assert!(!refused.status.success());
+    let err = String::from_utf8_lossy(&refused.stderr);
+    assert!(
+        err.contains("UnknownIssuer") || err.contains("unknown issuer"),
+        "{err}"
+    );
+}

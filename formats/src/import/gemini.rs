@@ -23,6 +23,9 @@
 //! * a history snapshot (`$set.messages`) that drops the newest messages (a failed turn), or a
 //!   `$rewindTo`, moves the branch point back: what follows hangs off the entry before the
 //!   first dropped message, as in Pi's own tree;
+//! * a history snapshot that brings a new `<state_snapshot>` user message (Gemini CLI compressed
+//!   the chat: `/compress`, or automatically near the context limit) → a Pi `compaction` whose
+//!   summary is that message and whose first kept entry is the message Gemini CLI kept first;
 //! * `$set`s of `lastUpdated` alone are folded into the entry before them (`importedFrom`);
 //!   everything else (metadata, other `$set`s, `$rewindTo`, `info` / `warning` messages,
 //!   unknown records) → a `custom` entry `gemini/<kind>` holding the record whole.
@@ -163,6 +166,8 @@ pub fn convert(
         model: None,
         answered,
         calls: HashSet::new(),
+        compressions: HashSet::new(),
+        prompt_tokens: 0,
         last_ts: started,
     };
     for r in &recs {
@@ -251,6 +256,56 @@ fn function_responses(v: &Map<String, Value>) -> Vec<(usize, &Value)> {
 }
 
 /// Text of a message content: a string, or its text parts joined.
+/// A compression found in a history snapshot.
+struct Compression {
+    /// The `<state_snapshot>` message's id.
+    id: String,
+    /// Its text: the summary.
+    summary: String,
+    /// The text of the first message kept after it (after Gemini's acknowledgement), when that
+    /// is a user message.
+    first_kept_text: Option<String>,
+}
+
+/// The `<state_snapshot>` user message Gemini CLI puts into the history when it compresses
+/// (followed by its own "Got it." answer, then the messages it kept), unless already `seen`.
+fn compression_in(history: &[Value], seen: &HashSet<String>) -> Option<Compression> {
+    let at = history.iter().position(|m| {
+        m.get("type").and_then(Value::as_str) == Some("user")
+            && text_of(m.get("content"))
+                .trim_start()
+                .starts_with("<state_snapshot>")
+    })?;
+    let id = history[at].get("id").and_then(Value::as_str)?.to_string();
+    if seen.contains(&id) {
+        return None;
+    }
+    let first_kept_text = history
+        .get(at + 2)
+        .filter(|m| m.get("type").and_then(Value::as_str) == Some("user"))
+        .map(|m| text_of(m.get("content")))
+        .filter(|t| !t.is_empty());
+    Some(Compression {
+        id,
+        summary: text_of(history[at].get("content")),
+        first_kept_text,
+    })
+}
+
+/// The text blocks of a Pi message's content, joined as `text_of` joins Gemini's parts.
+fn texts_of_blocks(content: &Value) -> String {
+    match content {
+        Value::String(s) => s.clone(),
+        Value::Array(blocks) => blocks
+            .iter()
+            .filter(|b| b["type"] == "text")
+            .filter_map(|b| b["text"].as_str())
+            .collect::<Vec<_>>()
+            .join(""),
+        _ => String::new(),
+    }
+}
+
 fn text_of(content: Option<&Value>) -> String {
     match content {
         Some(Value::String(s)) => s.clone(),
@@ -325,6 +380,11 @@ struct Out<'a> {
     answered: HashSet<String>,
     /// Every tool call id seen.
     calls: HashSet<String>,
+    /// Ids of the `<state_snapshot>` messages already made compactions (every later snapshot,
+    /// e.g. on resume, carries them again).
+    compressions: HashSet<String>,
+    /// The prompt tokens of the latest response: what Gemini CLI compares with its limit.
+    prompt_tokens: u64,
     last_ts: String,
 }
 
@@ -401,6 +461,7 @@ impl Out<'_> {
             NewEntry::Message { .. } => self.counts.messages += 1,
             NewEntry::Custom { .. } => self.counts.custom += 1,
             NewEntry::ModelChange { .. } => self.counts.model_changes += 1,
+            NewEntry::Compaction { .. } => self.counts.compactions += 1,
             _ => {}
         }
         self.path.push((id.clone(), message.map(str::to_string)));
@@ -438,6 +499,10 @@ impl Out<'_> {
                 return Ok(());
             }
             if let Some(Value::Array(history)) = set.get("messages") {
+                if let Some(found) = compression_in(history, &self.compressions) {
+                    self.compaction(r, found);
+                    return Ok(());
+                }
                 let ids: HashSet<&str> = history
                     .iter()
                     .filter_map(|m| m.get("id").and_then(Value::as_str))
@@ -492,6 +557,51 @@ impl Out<'_> {
         }
     }
 
+    /// A compression: a `compaction` after the current entry. Gemini CLI keeps the newest
+    /// messages (copied under new ids), so the first kept one is found on the branch by its
+    /// text; when it is not there, nothing is kept (the compaction itself is the first kept
+    /// entry, as Pi writes a compaction that keeps nothing).
+    fn compaction(&mut self, r: &Rec, found: Compression) {
+        self.compressions.insert(found.id);
+        let ts = self.timestamp(r);
+        let id = self.id_for(r, 0);
+        let kept = found
+            .first_kept_text
+            .and_then(|text| self.user_entry_with_text(&text))
+            .unwrap_or_else(|| id.clone());
+        let entry = NewEntry::Compaction {
+            summary: found.summary,
+            first_kept_entry_id: Some(kept),
+            tokens_before: self.prompt_tokens,
+            details: None,
+            usage: None,
+            from_hook: None,
+            system_message: None,
+        };
+        let from = self.origin(r, true);
+        self.emit(id, &ts, entry, from, None);
+    }
+
+    fn note_prompt_tokens(&mut self, r: &Rec) {
+        if let Some(n) =
+            r.v.get("tokens")
+                .and_then(|t| t.get("input"))
+                .and_then(Value::as_u64)
+        {
+            self.prompt_tokens = n;
+        }
+    }
+
+    /// The newest user message entry on the branch whose text is `text`.
+    fn user_entry_with_text(&self, text: &str) -> Option<String> {
+        self.path.iter().rev().find_map(|(entry_id, message)| {
+            let at = *self.by_message.get(message.as_deref()?)?;
+            let m = &self.entries[at]["message"];
+            let same = m["role"] == "user" && texts_of_blocks(&m["content"]) == text;
+            (same && self.entries[at]["id"] == entry_id.as_str()).then(|| entry_id.clone())
+        })
+    }
+
     /// A `$set` of `lastUpdated` alone: accounted for by the entry before it.
     fn fold(&mut self, r: &Rec) {
         let Some(e) = self.entries.last_mut() else {
@@ -526,6 +636,7 @@ impl Out<'_> {
     /// A message written again (it grew): the entry takes the new version.
     fn rewritten(&mut self, r: &Rec, at: usize) -> Result<(), ImportError> {
         if r.kind() == "gemini" {
+            self.note_prompt_tokens(r);
             let message = self.assistant_message(r)?;
             self.entries[at]["message"] = message;
         }
@@ -695,6 +806,7 @@ impl Out<'_> {
 
     fn gemini(&mut self, r: &Rec) -> Result<(), ImportError> {
         self.counts.message_records += 1;
+        self.note_prompt_tokens(r);
         let ts = self.timestamp(r);
         let id = r.message_id().unwrap_or("").to_string();
         if let Some(model) = r.str("model").filter(|m| self.model.as_deref() != Some(*m)) {

@@ -11,8 +11,9 @@ use std::sync::mpsc;
 use std::thread::JoinHandle;
 use std::time::Duration;
 
-use postgres::{Client, Config, GenericClient, NoTls, Statement};
+use postgres::{Client, Config, GenericClient, Statement};
 
+use super::tls::MakeRustlsConnect;
 use super::url::flatten;
 use crate::error::BoxError;
 
@@ -68,17 +69,23 @@ impl PgConn {
     /// Connects, then runs `setup` (session settings) before any work. With `reconnect`, a
     /// connection found closed (server restart, network cut) is opened again after the unit of
     /// work that met it; writers pass false, since their session lock died with the connection.
-    pub fn connect(config: &Config, setup: &str, reconnect: bool) -> Work<PgConn> {
+    pub fn connect(
+        config: &Config,
+        tls: &MakeRustlsConnect,
+        setup: &str,
+        reconnect: bool,
+    ) -> Work<PgConn> {
         let (ready_tx, ready_rx) = mpsc::channel::<Work<()>>();
         let (jobs_tx, jobs_rx) = mpsc::channel::<Job>();
         let config = config.clone();
+        let tls = tls.clone();
         let setup = setup.to_string();
         let thread = std::thread::Builder::new()
             .name("pi-postgres".into())
             .spawn(move || {
                 let open = || {
                     config
-                        .connect(NoTls)
+                        .connect(tls.clone())
                         .and_then(|mut c| c.batch_execute(&setup).map(|()| c))
                         .map(|client| Session {
                             client,

@@ -18,11 +18,12 @@
 //! `sync` commits one transaction with `synchronous_commit` on, which flushes the WAL up to
 //! it and so everything before) and for `Never`. The server's own `fsync` setting applies.
 //!
-//! Connections use no TLS (`sslmode=require` fails): reach a remote server over a private
-//! network or an SSH tunnel.
+//! **TLS** follows libpq's `sslmode` (`tls.rs`, rustls): `require`, `verify-ca` and
+//! `verify-full`, the roots from `sslrootcert=`.
 
 mod conn;
 mod schema;
+mod tls;
 mod url;
 
 use std::fmt;
@@ -34,6 +35,7 @@ use postgres::{Config, IsolationLevel, Row};
 pub use url::{PgUrl, ENV_PASSWORD};
 
 use self::conn::{prepare, PgConn, Work};
+use self::tls::MakeRustlsConnect;
 use crate::error::{BoxError, StoreError, StoreResult};
 use crate::ids::{EntryId, SessionId};
 use crate::paths::resolve_cwd;
@@ -53,6 +55,7 @@ struct Inner {
     /// Reads, listing and deletes; writers have connections of their own.
     conn: PgConn,
     config: Config,
+    tls: MakeRustlsConnect,
     url: PgUrl,
     fsync: FsyncPolicy,
 }
@@ -95,7 +98,8 @@ impl Inner {
 
     /// Opens a writer's connection with this store's durability setting.
     fn connect(&self, action: &'static str) -> StoreResult<PgConn> {
-        connect(&self.config, self.fsync, false).map_err(|e| StoreError::db(action, self.loc(), e))
+        connect(&self.config, &self.tls, self.fsync, false)
+            .map_err(|e| StoreError::db(action, self.loc(), e))
     }
 
     /// Runs a unit of work on the shared connection.
@@ -113,12 +117,17 @@ impl Inner {
 
 /// A connection with the durability setting of `fsync`; see [`PgConn::connect`] for
 /// `reconnect`.
-fn connect(config: &Config, fsync: FsyncPolicy, reconnect: bool) -> Work<PgConn> {
+fn connect(
+    config: &Config,
+    tls: &MakeRustlsConnect,
+    fsync: FsyncPolicy,
+    reconnect: bool,
+) -> Work<PgConn> {
     let setup = match fsync {
         FsyncPolicy::EveryEntry => "SET synchronous_commit = on",
         FsyncPolicy::TurnEnd | FsyncPolicy::Never => "SET synchronous_commit = off",
     };
-    PgConn::connect(config, setup, reconnect)
+    PgConn::connect(config, tls, setup, reconnect)
 }
 
 /// The advisory lock key of a session: FNV-1a over a prefix and the id. Two ids that collide
@@ -245,12 +254,12 @@ impl PostgresStore {
     /// Connects to the database and applies missing schema migrations.
     pub fn open(url: &PgUrl, fsync: FsyncPolicy) -> StoreResult<PostgresStore> {
         let loc = url.to_string();
-        let config = url.config().map_err(|e| StoreError::InvalidSpec {
+        let (config, tls) = url.config().map_err(|e| StoreError::InvalidSpec {
             spec: loc.clone(),
             reason: e,
         })?;
-        let conn =
-            connect(&config, fsync, true).map_err(|e| StoreError::db("connect to", &loc, e))?;
+        let conn = connect(&config, &tls, fsync, true)
+            .map_err(|e| StoreError::db("connect to", &loc, e))?;
         let version = conn
             .run(|s| schema::migrate(&mut s.client))
             .map_err(|e| StoreError::db("migrate schema", &loc, e))?;
@@ -267,6 +276,7 @@ impl PostgresStore {
             inner: Arc::new(Inner {
                 conn,
                 config,
+                tls,
                 url: url.clone(),
                 fsync,
             }),

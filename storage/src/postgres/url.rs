@@ -5,6 +5,8 @@ use std::str::FromStr;
 
 use postgres::Config;
 
+use super::tls::{split_tls_params, MakeRustlsConnect};
+
 /// Env var read for the password when the URL has none (as `psql` does).
 pub const ENV_PASSWORD: &str = "PGPASSWORD";
 
@@ -25,7 +27,8 @@ impl PgUrl {
 
     /// Parses and checks a URL; the error says what the client library refused.
     pub fn parse(url: &str) -> Result<PgUrl, String> {
-        Config::from_str(url).map_err(|e| flatten(&e))?;
+        let (rest, _) = split_tls_params(url)?;
+        Config::from_str(&rest).map_err(|e| flatten(&e))?;
         Ok(PgUrl {
             url: url.to_string(),
         })
@@ -33,9 +36,13 @@ impl PgUrl {
 
     /// The client configuration: the URL's settings, the password from `PGPASSWORD` when the
     /// URL has none, and TCP keepalives every 30 s, so a writer whose machine vanished loses
-    /// its session lock within minutes rather than the kernel's default two hours.
-    pub fn config(&self) -> Result<Config, String> {
-        let mut config = Config::from_str(&self.url).map_err(|e| flatten(&e))?;
+    /// its session lock within minutes rather than the kernel's default two hours. The TLS
+    /// parameters (`sslmode`, `sslrootcert`, read by [`super::tls`]) give the connector.
+    pub fn config(&self) -> Result<(Config, MakeRustlsConnect), String> {
+        let (rest, tls) = split_tls_params(&self.url)?;
+        let mut config = Config::from_str(&rest).map_err(|e| flatten(&e))?;
+        config.ssl_mode(tls.mode.library_mode());
+        let connector = MakeRustlsConnect::new(&tls)?;
         if config.get_password().is_none() {
             if let Ok(password) = std::env::var(ENV_PASSWORD) {
                 config.password(password);
@@ -45,7 +52,7 @@ impl PgUrl {
             config.application_name("pi");
         }
         config.keepalives_idle(std::time::Duration::from_secs(30));
-        Ok(config)
+        Ok((config, connector))
     }
 
     /// The URL with any password removed (from the user info and from a `password=` parameter).

@@ -4,5 +4,6 @@ mod conformance;
 mod jsonl_files;
 mod pg_server;
 mod postgres;
+mod postgres_tls;
 mod processes;
 mod transfer;

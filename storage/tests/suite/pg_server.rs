@@ -23,10 +23,15 @@ pub struct PgServer {
 }
 
 static SERVER: OnceLock<Result<PgServer, String>> = OnceLock::new();
+static TLS_SERVER: OnceLock<Result<PgTlsServer, String>> = OnceLock::new();
 
 /// The server, or `None` after printing why there is none (a failure under CI).
 pub fn pg_server() -> Option<&'static PgServer> {
-    match SERVER.get_or_init(start) {
+    available(SERVER.get_or_init(|| start(&|_, _| Ok(String::new()))))
+}
+
+fn available<T>(server: &Result<T, String>) -> Option<&T> {
+    match server {
         Ok(server) => Some(server),
         Err(why) => {
             if std::env::var("CI_REQUIRE_POSTGRES").is_ok_and(|v| v == "1") {
@@ -36,6 +41,106 @@ pub fn pg_server() -> Option<&'static PgServer> {
             None
         }
     }
+}
+
+/// A second test server with `ssl=on`: a certificate for `localhost` (DNS name only, no IP
+/// address) signed by a root made for it with `openssl`, plus another root that signed nothing
+/// the server has.
+pub struct PgTlsServer {
+    pub server: PgServer,
+    /// The root that signed the server's certificate (PEM).
+    pub root: PathBuf,
+    /// A root unrelated to the server (PEM).
+    pub other_root: PathBuf,
+}
+
+/// The TLS server, or `None` after printing why there is none (a failure under CI).
+pub fn pg_tls_server() -> Option<&'static PgTlsServer> {
+    available(TLS_SERVER.get_or_init(start_tls))
+}
+
+fn start_tls() -> Result<PgTlsServer, String> {
+    let certs = tempfile::Builder::new()
+        .prefix("pi-test-pg-certs-")
+        .tempdir()
+        .map_err(|e| e.to_string())?
+        .keep();
+    let openssl = |args: &[&str]| {
+        let mut c = Command::new("openssl");
+        c.current_dir(&certs).args(args);
+        run(c, &format!("openssl {}", args[0]))
+    };
+    let ec = [
+        "-newkey",
+        "ec",
+        "-pkeyopt",
+        "ec_paramgen_curve:prime256v1",
+        "-nodes",
+    ];
+    for name in ["root", "other-root"] {
+        let (key, crt, cn) = (
+            format!("{name}.key"),
+            format!("{name}.crt"),
+            format!("/CN=pi test {name}"),
+        );
+        let mut args = vec!["req", "-x509"];
+        args.extend(ec);
+        args.extend(["-keyout", &key, "-out", &crt, "-days", "2", "-subj", &cn]);
+        openssl(&args)?;
+    }
+    let mut args = vec!["req"];
+    args.extend(ec);
+    args.extend([
+        "-keyout",
+        "server.key",
+        "-out",
+        "server.csr",
+        "-subj",
+        "/CN=localhost",
+    ]);
+    openssl(&args)?;
+    std::fs::write(
+        certs.join("server.ext"),
+        "subjectAltName=DNS:localhost\nbasicConstraints=CA:FALSE\nextendedKeyUsage=serverAuth\n",
+    )
+    .map_err(|e| e.to_string())?;
+    openssl(&[
+        "x509",
+        "-req",
+        "-in",
+        "server.csr",
+        "-CA",
+        "root.crt",
+        "-CAkey",
+        "root.key",
+        "-CAcreateserial",
+        "-out",
+        "server.crt",
+        "-days",
+        "2",
+        "-extfile",
+        "server.ext",
+    ])?;
+    let server = start(&|data, root| {
+        // The server reads its key only if its owner alone can.
+        for f in ["server.crt", "server.key"] {
+            let to = data.join(f);
+            std::fs::copy(certs.join(f), &to).map_err(|e| format!("{f}: {e}"))?;
+            use std::os::unix::fs::PermissionsExt;
+            std::fs::set_permissions(&to, std::fs::Permissions::from_mode(0o600))
+                .map_err(|e| e.to_string())?;
+            if root {
+                let (uid, gid) = postgres_user()?;
+                std::os::unix::fs::chown(&to, Some(uid), Some(gid)).map_err(|e| e.to_string())?;
+            }
+        }
+        Ok(" -c ssl=on -c ssl_cert_file=server.crt -c ssl_key_file=server.key".to_string())
+    })?;
+    Ok(PgTlsServer {
+        server,
+        root: certs.join("root.crt"),
+        other_root: certs.join("other-root.crt"),
+    })
 }
 
 impl PgServer {
@@ -66,6 +171,11 @@ impl PgServer {
     /// The URL of a database on this server.
     pub fn url(&self, db: &str) -> String {
         format!("postgres://postgres@127.0.0.1:{}/{db}", self.port)
+    }
+
+    /// The server's port on 127.0.0.1.
+    pub fn port(&self) -> u16 {
+        self.port
     }
 }
 
@@ -145,7 +255,9 @@ fn free_port() -> Result<u16, String> {
         .map_err(|e| e.to_string())
 }
 
-fn start() -> Result<PgServer, String> {
+/// Starts a cluster; `configure(data dir, as root)` runs after `initdb` and returns extra
+/// server options.
+fn start(configure: &dyn Fn(&Path, bool) -> Result<String, String>) -> Result<PgServer, String> {
     let bin = bin_dir()?;
     let root = is_root();
     // As root, under /tmp: the `postgres` user must be able to reach it, which a TMPDIR
@@ -175,6 +287,7 @@ fn start() -> Result<PgServer, String> {
     run(initdb, "initdb").inspect_err(|_| {
         let _ = std::fs::remove_dir_all(&dir);
     })?;
+    let extra = configure(&data, root)?;
     // Stop the server and remove its files once this process is gone.
     let stop = format!(
         "while kill -0 {pid} 2>/dev/null; do sleep 1; done; {runuser}{pg_ctl} -D '{data}' -m immediate stop >/dev/null 2>&1; rm -rf '{dir}'",
@@ -202,7 +315,7 @@ fn start() -> Result<PgServer, String> {
             .arg(dir.join("server.log"))
             .arg("-o")
             .arg(format!(
-                "-p {port} -k {} -c listen_addresses=127.0.0.1 -c fsync=off -c max_connections=200",
+                "-p {port} -k {} -c listen_addresses=127.0.0.1 -c fsync=off -c max_connections=200{extra}",
                 dir.display()
             ))
             .args(["-w", "-t", "60", "start"]);

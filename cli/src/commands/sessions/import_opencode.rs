@@ -1,12 +1,16 @@
 //! `pi sessions import --from opencode [PATH…|--all]`: OpenCode sessions into the current store.
 //!
-//! A path is OpenCode's database (`opencode.db`, read through `pi_storage::opencode_db`), an
-//! `opencode export` JSON file, or a folder holding either (the database if there is one, else
-//! every `.json` file in it). `--all` reads the database OpenCode itself uses. Each top-level
-//! session is one source, named `<file>#<session id>` for a database; subagent sessions go
-//! with the session that launched them. `import_agent` writes the results through the store,
-//! and the mapping itself is `pi_formats::import::opencode`. The session id is OpenCode's and
-//! the lines are the same for the same source, so a second import is `skipped`.
+//! A path is OpenCode's database (`opencode.db`, read through `pi_storage::opencode_db`), the
+//! JSON storage folder of OpenCode before 1.2 (`storage/`, read by `import_opencode_storage`),
+//! an `opencode export` JSON file, or a folder holding these (the database and the storage
+//! folder if there are any, else every `.json` file in it). `--all` reads OpenCode's own data
+//! folder, database and storage folder. Each top-level session is one source, named
+//! `<file>#<session id>` for a database or a storage folder; subagent sessions go with the
+//! session that launched them. A session in both the database and the storage folder (OpenCode
+//! copies the older files into its database) is read from the database only. `import_agent`
+//! writes the results through the store, and the mapping itself is
+//! `pi_formats::import::opencode`. The session id is OpenCode's and the lines are the same for
+//! the same source, so a second import is `skipped`.
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
@@ -17,6 +21,7 @@ use pi_formats::import::SourceFile;
 use pi_storage::opencode_db::read_opencode_db;
 
 use super::import_agent::{home_dir, import_all};
+use super::import_opencode_storage::{is_storage_dir, read_storage, STORAGE_DIR};
 use super::store::StoreArgs;
 
 /// The database's file name in OpenCode's data folder.
@@ -25,11 +30,16 @@ const DB_NAME: &str = "opencode.db";
 pub fn run(paths: &[PathBuf], all: bool, store_args: &StoreArgs) -> anyhow::Result<i32> {
     let store = store_args.open()?;
     let files = if all {
-        let db = data_dir()?.join(DB_NAME);
-        if !db.is_file() {
-            anyhow::bail!("no OpenCode sessions at {}", db.display());
+        let data = data_dir()?;
+        let found = data_sources(&data);
+        if found.is_empty() {
+            anyhow::bail!(
+                "no OpenCode sessions at {} (nor in {})",
+                data.join(DB_NAME).display(),
+                data.join(STORAGE_DIR).display()
+            );
         }
-        vec![db]
+        found
     } else {
         source_files(paths)?
     };
@@ -55,16 +65,28 @@ fn load(files: &[PathBuf]) -> (Vec<PathBuf>, HashMap<PathBuf, Prepared>) {
     let mut units = Vec::new();
     let mut prepared = HashMap::new();
     let mut sessions: Vec<(PathBuf, Session)> = Vec::new();
-    for file in files {
-        match read_file(file) {
+    let mut from_db = std::collections::HashSet::new();
+    // Databases first, so a session OpenCode copied from its older files is taken from them.
+    let mut ordered: Vec<&PathBuf> = files.iter().collect();
+    ordered.sort_by_key(|f| SourceKind::of(f) != SourceKind::Database);
+    for file in ordered {
+        let kind = SourceKind::of(file);
+        match read_file(file, kind) {
             Ok(list) => {
-                let is_db = !is_export(file);
                 for s in list {
-                    let unit = if is_db {
-                        PathBuf::from(format!("{}#{}", file.display(), s.id()))
-                    } else {
-                        file.clone()
+                    let unit = match kind {
+                        SourceKind::Export => file.clone(),
+                        SourceKind::Database | SourceKind::Storage => {
+                            PathBuf::from(format!("{}#{}", file.display(), s.id()))
+                        }
                     };
+                    match kind {
+                        SourceKind::Database => {
+                            from_db.insert(s.id().to_string());
+                        }
+                        SourceKind::Storage if from_db.contains(s.id()) => continue,
+                        _ => {}
+                    }
                     sessions.push((unit, s));
                 }
             }
@@ -113,10 +135,32 @@ fn is_export(file: &Path) -> bool {
     file.extension().is_some_and(|e| e == "json")
 }
 
-/// The sessions in one file: a database's all, an export's one.
-fn read_file(file: &Path) -> Result<Vec<Session>, String> {
-    if !is_export(file) {
-        return read_opencode_db(file);
+/// What a source path holds.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum SourceKind {
+    Database,
+    Storage,
+    Export,
+}
+
+impl SourceKind {
+    fn of(path: &Path) -> SourceKind {
+        if path.is_dir() {
+            SourceKind::Storage
+        } else if is_export(path) {
+            SourceKind::Export
+        } else {
+            SourceKind::Database
+        }
+    }
+}
+
+/// The sessions in one source: a database's or a storage folder's all, an export's one.
+fn read_file(file: &Path, kind: SourceKind) -> Result<Vec<Session>, String> {
+    match kind {
+        SourceKind::Database => return read_opencode_db(file),
+        SourceKind::Storage => return read_storage(file),
+        SourceKind::Export => {}
     }
     let bytes = std::fs::read(file).map_err(|e| format!("cannot read {}: {e}", file.display()))?;
     let label = file.display().to_string();
@@ -128,7 +172,21 @@ fn read_file(file: &Path) -> Result<Vec<Session>, String> {
     .map_err(|e| e.to_string())
 }
 
-/// Files as given; for a folder, the database in it, else its `.json` files (sorted).
+/// The database and the storage folder in an OpenCode data folder, those that exist (the
+/// database first: its sessions win over the same sessions' older files).
+fn data_sources(data: &Path) -> Vec<PathBuf> {
+    let mut found = Vec::new();
+    if data.join(DB_NAME).is_file() {
+        found.push(data.join(DB_NAME));
+    }
+    if is_storage_dir(&data.join(STORAGE_DIR)) {
+        found.push(data.join(STORAGE_DIR));
+    }
+    found
+}
+
+/// Files as given; for a folder, the storage folder itself, else the database and storage
+/// folder in it, else its `.json` files (sorted).
 fn source_files(paths: &[PathBuf]) -> anyhow::Result<Vec<PathBuf>> {
     let mut files = Vec::new();
     for path in paths {
@@ -138,8 +196,13 @@ fn source_files(paths: &[PathBuf]) -> anyhow::Result<Vec<PathBuf>> {
             files.push(path.clone());
             continue;
         }
-        if path.join(DB_NAME).is_file() {
-            files.push(path.join(DB_NAME));
+        if is_storage_dir(path) {
+            files.push(path.clone());
+            continue;
+        }
+        let found = data_sources(path);
+        if !found.is_empty() {
+            files.extend(found);
             continue;
         }
         let mut found: Vec<PathBuf> = std::fs::read_dir(path)

@@ -10,6 +10,7 @@ pub mod import_claude;
 pub mod import_codex;
 pub mod import_gemini;
 pub mod import_opencode;
+pub mod import_opencode_storage;
 pub mod inspect;
 pub mod list;
 pub mod migrate;
