@@ -407,6 +407,7 @@ impl Tool for CodemodeTool {
                 details: Some(json!({ "calls": rows })),
                 is_error: false,
                 structured: None,
+                usage: None,
             });
         };
         publish();
@@ -489,6 +490,7 @@ impl Tool for CodemodeTool {
             details: Some(details),
             is_error: !ok,
             structured: None,
+            usage: None,
         })
     }
 }
