@@ -13,8 +13,8 @@ use super::run::tool_output_json;
 use super::AgentSession;
 use crate::protocol::Event;
 use crate::tools::{
-    validate_tool_arguments, NestedCallRequest, NestedOutcome, ToolContext, ToolError,
-    ToolOutput, ToolUpdateFn,
+    validate_tool_arguments, NestedCallRequest, NestedOutcome, ToolContext, ToolError, ToolOutput,
+    ToolUpdateFn,
 };
 
 impl AgentSession {

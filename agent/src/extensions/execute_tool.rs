@@ -162,13 +162,7 @@ impl<'a> NestedCalls<'a> {
                 args: args.clone(),
             };
             let outcome = session.run_nested_call(call, ctx, token, &on_update).await;
-            let answer = outcome_json(
-                &call_id,
-                &name,
-                &args,
-                &outcome.output,
-                outcome.duration_ms,
-            );
+            let answer = outcome_json(&call_id, &name, &args, &outcome.output, outcome.duration_ms);
             (request, key, answer)
         }
     }
@@ -206,9 +200,8 @@ impl<'a> NestedCalls<'a> {
 }
 
 /// The running calls of one tool.
-pub(super) type Running<'a> = FuturesUnordered<
-    std::pin::Pin<Box<dyn std::future::Future<Output = Finished> + Send + 'a>>,
->;
+pub(super) type Running<'a> =
+    FuturesUnordered<std::pin::Pin<Box<dyn std::future::Future<Output = Finished> + Send + 'a>>>;
 
 /// Waits for the next finished call; pending forever while none runs, so it can sit in a
 /// `select!` next to the tool's own call.

@@ -31,9 +31,9 @@ use std::time::Duration;
 use serde_json::{json, Value};
 
 pub use discover::{extension_paths, DiscoverOptions};
+use execute_tool::ToolMessage;
 pub use providers::with_providers;
 pub use sidecar::Sidecar;
-use execute_tool::ToolMessage;
 pub use tool::ExtensionTool;
 pub use virtual_models::{virtual_model_of, with_virtual_models};
 
