@@ -89,11 +89,13 @@ pub(super) struct NestedCalls<'a> {
     made: usize,
     /// The cancellation of each running call, by the sidecar's key.
     running: HashMap<String, CancellationToken>,
-    updates: (
-        UnboundedSender<(Value, ToolOutput)>,
-        UnboundedReceiver<(Value, ToolOutput)>,
-    ),
+    /// Partial results of the running calls, by key, for the caller's `onUpdate`.
+    updates_tx: UnboundedSender<PartialUpdate>,
+    updates_rx: UnboundedReceiver<PartialUpdate>,
 }
+
+/// A partial result of the running call with the sidecar's key.
+type PartialUpdate = (Value, ToolOutput);
 
 /// A finished nested call: the sidecar's request id, its key and Pi's outcome.
 type Finished = (Value, Value, Value);
@@ -105,6 +107,7 @@ impl<'a> NestedCalls<'a> {
         cancel: CancellationToken,
         sidecar: Arc<Sidecar>,
     ) -> NestedCalls<'a> {
+        let (updates_tx, updates_rx) = tokio::sync::mpsc::unbounded_channel();
         NestedCalls {
             caller_id,
             ctx,
@@ -112,7 +115,8 @@ impl<'a> NestedCalls<'a> {
             sidecar,
             made: 0,
             running: HashMap::new(),
-            updates: tokio::sync::mpsc::unbounded_channel(),
+            updates_tx,
+            updates_rx,
         }
     }
 
@@ -131,7 +135,7 @@ impl<'a> NestedCalls<'a> {
             token.cancel();
         }
         self.running.insert(key.to_string(), token.clone());
-        let (ctx, caller_id, updates) = (self.ctx, self.caller_id, self.updates.0.clone());
+        let (ctx, caller_id, updates) = (self.ctx, self.caller_id, self.updates_tx.clone());
         async move {
             let name = params
                 .get("name")
@@ -175,12 +179,12 @@ impl<'a> NestedCalls<'a> {
     }
 
     /// The next partial result of a running call, for [`NestedCalls::forward_update`].
-    pub(super) async fn next_update(&mut self) -> Option<(Value, ToolOutput)> {
-        self.updates.1.recv().await
+    pub(super) async fn next_update(&mut self) -> Option<PartialUpdate> {
+        self.updates_rx.recv().await
     }
 
     /// Passes a nested tool's partial result to the caller's `onUpdate`.
-    pub(super) async fn forward_update(&self, (key, partial): (Value, ToolOutput)) {
+    pub(super) async fn forward_update(&self, (key, partial): PartialUpdate) {
         self.sidecar
             .tell(
                 "execute_tool_update",
@@ -191,7 +195,7 @@ impl<'a> NestedCalls<'a> {
 
     /// Answers a finished call, after the partial results it reported before ending.
     pub(super) async fn answer(&mut self, (request, key, outcome): Finished) {
-        while let Ok(update) = self.updates.1.try_recv() {
+        while let Ok(update) = self.updates_rx.try_recv() {
             self.forward_update(update).await;
         }
         self.running.remove(&key.to_string());
