@@ -2,7 +2,7 @@
 // loads them) and runs their factories, hooks, tools and commands for the Rust host.
 //
 // Protocol: one JSON object per line on stdin/stdout (see docs/extensions.md).
-//   host → sidecar: {id, method, params}            requests (load, emit, tool, abort_tool, command)
+//   host → sidecar: {id, method, params}            requests (load, emit, tool, abort_tool, execute_tool_update, command)
 //                   {id, result} | {id, error}       answers to the sidecar's requests (ui dialogs)
 //   sidecar → host: {id, result} | {id, error}       answers to the host's requests
 //                   {method, params}                 notifications (ui, extension_error, append_entry, …)
@@ -741,6 +741,39 @@ async function emit(event, payload) {
   return {};
 }
 
+// A tool's context adds `tools` and `executeTool()` (Pi's ExtensionToolContext): other
+// tools run through the host's nested-call path as `<toolCallId>/<n>`; the answer is Pi's
+// outcome `{toolCall, result, isError, durationMs?}` and never a rejection.
+const nestedUpdates = new Map();
+let nextNestedKey = 1;
+
+function makeToolContext(toolCallId, signal, tools) {
+  const ctx = makeContext(signal);
+  const callable = Array.isArray(tools) ? tools : [];
+  Object.defineProperty(ctx, "tools", { enumerable: true, get: () => callable.map((t) => ({ ...t })) });
+  ctx.executeTool = async (name, args, options) => {
+    const o = options || {};
+    const callSignal = o.signal || signal;
+    const key = nextNestedKey++;
+    if (typeof o.onUpdate === "function") nestedUpdates.set(key, o.onUpdate);
+    const onAbort = () => notify("abort_execute_tool", { toolCallId, key });
+    if (callSignal && !callSignal.aborted) callSignal.addEventListener("abort", onAbort, { once: true });
+    try {
+      return await requestHost("execute_tool", {
+        toolCallId,
+        key,
+        name,
+        args: args === undefined ? {} : args,
+        aborted: !!(callSignal && callSignal.aborted),
+      });
+    } finally {
+      nestedUpdates.delete(key);
+      if (callSignal) callSignal.removeEventListener("abort", onAbort);
+    }
+  };
+  return ctx;
+}
+
 async function runTool(params) {
   const entry = state.tools.get(params.name);
   if (!entry) throw new Error(`Tool ${params.name} not found`);
@@ -748,11 +781,13 @@ async function runTool(params) {
   state.running.set(params.toolCallId, controller);
   try {
     const onUpdate = (partial) => notify("tool_update", { toolCallId: params.toolCallId, partial });
-    const result = await entry.definition.execute(params.toolCallId, params.params, controller.signal, onUpdate, makeContext(controller.signal));
+    const ctx = makeToolContext(params.toolCallId, controller.signal, params.tools);
+    const result = await entry.definition.execute(params.toolCallId, params.params, controller.signal, onUpdate, ctx);
     return {
       content: Array.isArray(result && result.content) ? result.content : [],
       details: result ? result.details : undefined,
       isError: !!(result && result.isError),
+      usage: result && result.usage && typeof result.usage === "object" ? result.usage : undefined,
     };
   } finally {
     state.running.delete(params.toolCallId);
@@ -847,6 +882,18 @@ const methods = {
       state: stateChanged ? result.state : undefined,
       stateChanged,
     };
+  },
+  // A partial result of a tool another tool runs through ctx.executeTool(): its onUpdate.
+  async execute_tool_update(params) {
+    const onUpdate = nestedUpdates.get(params.key);
+    if (onUpdate) {
+      try {
+        onUpdate(params.partial);
+      } catch (err) {
+        reportError("<extension>", "executeTool onUpdate", err);
+      }
+    }
+    return {};
   },
   async abort_tool(params) {
     const c = state.running.get(params.toolCallId);

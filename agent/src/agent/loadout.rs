@@ -34,6 +34,12 @@ pub trait ToolLoadout: Send + Sync {
         false
     }
 
+    /// Tools other tools may call although the session does not declare them (Pi's
+    /// `codemode` and `deferred` exposures), for `ctx.executeTool()`.
+    fn callable_tools(&self) -> Vec<Arc<dyn Tool>> {
+        Vec::new()
+    }
+
     /// A tool the branch declares (`name` was in the last `declared` list) that the session's
     /// own tools do not include, such as an MCP tool loaded by `tool_search` in an earlier run.
     async fn resolve(&self, name: &str) -> Option<Arc<dyn Tool>>;

@@ -57,6 +57,7 @@ pub use navigate::{NavigateOptions, NavigateOutcome};
 pub use prompt::{PromptBuilder, PromptOptions};
 pub use retry::is_retryable_error;
 pub use route::{RouteReason, VIRTUAL_MODEL_STATE_ENTRY};
+pub(crate) use run::tool_output_json;
 
 /// Why an agent operation failed. Messages are shown to users (RPC `error`, stderr).
 #[derive(Debug, thiserror::Error)]

@@ -1,42 +1,38 @@
-//! Calls a tool makes while it runs (a codemode script's `tools.x()`), run as Pi's session
-//! runs them: through argument validation and the extensions' `tool_call` and `tool_result`
-//! hooks like a model-issued call, announced by `tool_execution_start`/`_update`/`_end`
-//! events that carry `parentToolCallId`. They add nothing to the transcript: the result
-//! goes back to the calling tool only.
+//! Calls a tool makes while it runs (a codemode script's `tools.x()`, an extension tool's
+//! `ctx.executeTool()`), run as Pi's session runs them: through argument validation and the
+//! extensions' `tool_call` and `tool_result` hooks like a model-issued call, announced by
+//! `tool_execution_start`/`_update`/`_end` events that carry `parentToolCallId`, and recorded
+//! with their usage for the model-issued call's result message (`ctx.nested_calls`). They add
+//! nothing to the transcript: the result goes back to the calling tool only.
 
-use std::sync::Arc;
 use std::time::Instant;
 
-use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
 use super::run::tool_output_json;
 use super::AgentSession;
 use crate::protocol::Event;
 use crate::tools::{
-    validate_tool_arguments, Tool, ToolContext, ToolError, ToolOutput, ToolUpdateFn,
+    validate_tool_arguments, NestedCallRequest, NestedOutcome, ToolContext, ToolError, ToolOutput,
+    ToolUpdateFn,
 };
 
-/// One nested call: `call_id` is `<parent id>/<n>`.
-pub(crate) struct NestedCall<'a> {
-    pub parent_call_id: &'a str,
-    pub call_id: &'a str,
-    pub tool: Arc<dyn Tool>,
-    pub args: Value,
-}
-
 impl AgentSession {
-    /// Runs `call` and returns what the calling tool receives. Never fails: a validation
-    /// error, a blocked call or a thrown error comes back as an error result.
+    /// Runs `call` and returns what the calling tool receives. Never fails: an unknown tool, a
+    /// validation error, a blocked call or a thrown error comes back as an error result.
     pub(crate) async fn run_nested_call(
         &self,
-        call: NestedCall<'_>,
+        call: NestedCallRequest<'_>,
         ctx: &ToolContext,
         cancel: CancellationToken,
         on_update: ToolUpdateFn<'_>,
-    ) -> ToolOutput {
-        let name = call.tool.name().to_string();
+    ) -> NestedOutcome {
+        let name = call.name.to_string();
         let parent = Some(call.parent_call_id.to_string());
+        let recorder = ctx.nested_calls.clone();
+        let slot = recorder
+            .as_ref()
+            .map(|r| r.start(call.call_id, &name, &call.args));
         self.emit(Event::ToolExecutionStart {
             tool_call_id: call.call_id.to_string(),
             tool_name: name.clone(),
@@ -56,6 +52,13 @@ impl AgentSession {
         let (output, duration_ms) = self
             .validated_nested_call(&call, ctx, cancel, &announce_update)
             .await;
+        if let (Some(recorder), Some(slot)) = (&recorder, slot) {
+            recorder.finish(slot, output.is_error, &output.texts());
+        }
+        // Nested results are not stored, so their usage counts only through the recorder.
+        if let (Some(recorder), Some(usage)) = (&recorder, &output.usage) {
+            recorder.add_usage(usage);
+        }
         self.emit(Event::ToolExecutionEnd {
             tool_call_id: call.call_id.to_string(),
             tool_name: name,
@@ -64,28 +67,37 @@ impl AgentSession {
             duration_ms,
             parent_tool_call_id: parent,
         });
-        output
+        NestedOutcome {
+            output,
+            duration_ms,
+        }
     }
 
-    /// Validation, `tool_call`, execution and `tool_result`; the duration only when the tool
-    /// ran.
+    /// Lookup, validation, `tool_call`, execution and `tool_result`; the duration only when
+    /// the tool ran.
     async fn validated_nested_call(
         &self,
-        call: &NestedCall<'_>,
+        call: &NestedCallRequest<'_>,
         ctx: &ToolContext,
         cancel: CancellationToken,
         on_update: ToolUpdateFn<'_>,
     ) -> (ToolOutput, Option<u64>) {
-        let NestedCall {
+        let NestedCallRequest {
             parent_call_id,
             call_id,
+            name,
             tool,
             args,
         } = call;
+        let Some(tool) = tool else {
+            return (
+                ToolError::new(format!("Tool {name} not found")).into_output(),
+                None,
+            );
+        };
         if cancel.is_cancelled() {
             return (ToolError::aborted().into_output(), None);
         }
-        let name = tool.name();
         let prepared = tool.prepare_arguments(args.clone());
         let args = match validate_tool_arguments(name, tool.parameters(), &prepared) {
             Ok(args) => args,

@@ -139,11 +139,14 @@ fn assistant_value(m: &AssistantMessage) -> Value {
     serde_json::to_value(AgentMessage::Assistant(m.clone())).unwrap_or(Value::Null)
 }
 
-pub(super) fn tool_output_json(out: &ToolOutput) -> Value {
+pub(crate) fn tool_output_json(out: &ToolOutput) -> Value {
     let mut m = Map::new();
     m.insert("content".into(), out.content_json());
     if let Some(d) = &out.details {
         m.insert("details".into(), d.clone());
+    }
+    if let Some(usage) = &out.usage {
+        m.insert("usage".into(), usage.clone());
     }
     if let Some(s) = &out.structured {
         m.insert("structuredContent".into(), s.clone());
@@ -1002,6 +1005,8 @@ impl AgentSession {
             duration: Option<u64>,
             /// The calls the tool made through other tools (Pi's `nestedCalls`).
             nested: Option<Value>,
+            /// The summed usage of those calls' results.
+            nested_usage: Option<Value>,
         }
         let mut futures = Vec::new();
         let mut immediate: Vec<Option<Done>> = Vec::new();
@@ -1056,6 +1061,7 @@ impl AgentSession {
                         output,
                         duration: None,
                         nested: None,
+                        nested_usage: None,
                     }));
                 }
                 Ok((tool, args)) => {
@@ -1098,6 +1104,7 @@ impl AgentSession {
                             output,
                             duration: Some(duration),
                             nested: nested_calls.snapshot(),
+                            nested_usage: nested_calls.total_usage(),
                         }
                     });
                 }
@@ -1115,6 +1122,14 @@ impl AgentSession {
                 m.insert("content".into(), d.output.content_json());
                 if let Some(details) = &d.output.details {
                     m.insert("details".into(), details.clone());
+                }
+                // The tool's own usage plus that of its nested calls, at every depth.
+                let usage = match (&d.output.usage, &d.nested_usage) {
+                    (Some(own), Some(nested)) => Some(crate::tools::combine_usage(own, nested)),
+                    (own, nested) => own.clone().or_else(|| nested.clone()),
+                };
+                if let Some(usage) = usage {
+                    m.insert("usage".into(), usage);
                 }
                 m.insert("isError".into(), d.output.is_error.into());
                 if let Some(ms) = d.duration {

@@ -13,8 +13,9 @@ use std::sync::Arc;
 
 use tokio_util::sync::CancellationToken;
 
-use super::nested_call::NestedCall;
-use crate::tools::{Tool, ToolContext, ToolOutput, ToolSession};
+use crate::tools::{
+    NestedCallRequest, NestedOutcome, Tool, ToolContext, ToolSession, ToolUpdateFn,
+};
 
 impl AgentSession {
     /// Appends `{type: "custom", customType, data}` at the leaf and announces it.
@@ -74,19 +75,40 @@ impl ToolSession for AgentSession {
 
     async fn run_nested_call(
         &self,
-        parent_call_id: &str,
-        call_id: &str,
-        tool: Arc<dyn Tool>,
-        args: Value,
+        call: NestedCallRequest<'_>,
         ctx: &ToolContext,
         cancel: CancellationToken,
-    ) -> ToolOutput {
-        let call = NestedCall {
-            parent_call_id,
-            call_id,
-            tool,
-            args,
-        };
-        AgentSession::run_nested_call(self, call, ctx, cancel, &crate::tools::ignore_updates).await
+        on_update: ToolUpdateFn<'_>,
+    ) -> NestedOutcome {
+        AgentSession::run_nested_call(self, call, ctx, cancel, on_update).await
     }
+
+    fn callable_tools(&self) -> Vec<Arc<dyn Tool>> {
+        let active = self.tools();
+        let mut callable: Vec<Arc<dyn Tool>> = Vec::new();
+        let mut add = |tool: Arc<dyn Tool>| {
+            if !is_model_only(tool.name()) && !callable.iter().any(|t| t.name() == tool.name()) {
+                callable.push(tool);
+            }
+        };
+        for tool in &active {
+            // Codemode `only` keeps the tools it presents active in Pi (hidden declarations).
+            for presented in tool.presented_tools() {
+                add(presented);
+            }
+            add(tool.clone());
+        }
+        if let Some(loadout) = self.tool_loadout() {
+            for tool in loadout.callable_tools() {
+                add(tool);
+            }
+        }
+        callable
+    }
+}
+
+/// Tools Pi registers with `exposure: "model-only"`: declared to the model, never callable.
+fn is_model_only(name: &str) -> bool {
+    name == crate::codemode::CODEMODE_TOOL_NAME
+        || name == crate::mcp::tool_search::TOOL_SEARCH_TOOL_NAME
 }

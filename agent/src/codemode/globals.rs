@@ -21,6 +21,7 @@ use super::sandbox::SandboxHost;
 use super::search;
 use crate::tools::run_tool_call;
 use crate::tools::ContentBlock;
+use crate::tools::NestedCallRequest;
 use crate::tools::Tool;
 use crate::tools::ToolContext;
 use crate::tools::ToolOutput;
@@ -194,21 +195,25 @@ impl SandboxHost for ScriptHost {
             .fetch_add(1, std::sync::atomic::Ordering::SeqCst)
             + 1;
         let nested_id = format!("{}/{n}", self.call_id);
-        let recorder = self.ctx.nested_calls.clone();
-        let slot = recorder.as_ref().map(|r| r.start(&nested_id, name, &args));
         let started = std::time::Instant::now();
         let output = match &self.ctx.session {
             Some(session) => {
+                let call = NestedCallRequest {
+                    parent_call_id: &self.call_id,
+                    call_id: &nested_id,
+                    name,
+                    tool: Some(callable.tool.clone()),
+                    args,
+                };
                 session
                     .run_nested_call(
-                        &self.call_id,
-                        &nested_id,
-                        callable.tool.clone(),
-                        args,
+                        call,
                         &self.ctx,
                         cancel.clone(),
+                        &crate::tools::ignore_updates,
                     )
                     .await
+                    .output
             }
             // Outside a session (tests of the sandbox alone) nobody hooks or watches calls.
             None => {
@@ -226,9 +231,6 @@ impl SandboxHost for ScriptHost {
             }
         };
         let error_text = text_of(&output);
-        if let (Some(recorder), Some(slot)) = (&recorder, slot) {
-            recorder.finish(slot, output.is_error, &error_text);
-        }
         {
             let mut calls = self.calls.lock().unwrap_or_else(|e| e.into_inner());
             if let Some(record) = calls.get_mut(index) {

@@ -409,6 +409,7 @@ impl Tool for CodemodeTool {
                 details: Some(json!({ "calls": rows })),
                 is_error: false,
                 structured: None,
+                usage: None,
             });
         };
         publish();
@@ -497,6 +498,7 @@ impl Tool for CodemodeTool {
             details: Some(details),
             is_error: !ok,
             structured: None,
+            usage: None,
         })
     }
 }
@@ -526,6 +528,7 @@ fn not_started(refusal: &workers::Refusal, started: Instant) -> ToolOutput {
         details: Some(json!({"calls": []})),
         is_error: true,
         structured: None,
+        usage: None,
     }
 }
 

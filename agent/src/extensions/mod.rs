@@ -14,6 +14,7 @@
 
 mod bundle;
 mod discover;
+mod execute_tool;
 mod forward;
 mod providers;
 mod sidecar;
@@ -30,6 +31,7 @@ use std::time::Duration;
 use serde_json::{json, Value};
 
 pub use discover::{extension_paths, DiscoverOptions};
+use execute_tool::ToolMessage;
 pub use providers::with_providers;
 pub use sidecar::Sidecar;
 pub use tool::ExtensionTool;
@@ -149,8 +151,9 @@ pub struct Extensions {
 struct Shared {
     agent: Mutex<Option<AgentSession>>,
     records: Option<RecordSink>,
-    /// Running extension tools' update channels, by tool call id.
-    updates: Mutex<HashMap<String, tokio::sync::mpsc::UnboundedSender<Value>>>,
+    /// Running extension tools' channels (partial results, `ctx.executeTool()` calls), by
+    /// tool call id.
+    updates: Mutex<HashMap<String, tokio::sync::mpsc::UnboundedSender<ToolMessage>>>,
     /// Open RPC dialogs: UI request id → sidecar request id.
     dialogs: Mutex<HashMap<String, Value>>,
     sidecar: Mutex<Option<Arc<Sidecar>>>,
@@ -224,10 +227,26 @@ impl Shared {
                 self.report_error(&text("extensionPath"), &text("event"), &text("error"))
             }
             "tool_update" => {
-                let call = text("toolCallId");
-                if let Some(tx) = lock(&self.updates).get(&call) {
-                    let _ = tx.send(params.get("partial").cloned().unwrap_or(Value::Null));
+                let partial = params.get("partial").cloned().unwrap_or(Value::Null);
+                self.to_running_tool(&text("toolCallId"), ToolMessage::Update(partial));
+            }
+            "execute_tool" => {
+                if let Some(id) = id {
+                    let caller = text("toolCallId");
+                    let tx = lock(&self.updates).get(&caller).cloned();
+                    let message = ToolMessage::Execute {
+                        request: id.clone(),
+                        params: params.clone(),
+                    };
+                    if tx.is_none_or(|tx| tx.send(message).is_err()) {
+                        let outcome = execute_tool::unavailable_outcome(&caller, &params);
+                        self.answer_sidecar(id, outcome);
+                    }
                 }
+            }
+            "abort_execute_tool" => {
+                let key = params.get("key").cloned().unwrap_or(Value::Null);
+                self.to_running_tool(&text("toolCallId"), ToolMessage::Abort { key });
             }
             "ui" => self.ui(params, id),
             "run_builtin" => {
@@ -381,6 +400,13 @@ impl Shared {
                 }
             }
             _ => {}
+        }
+    }
+
+    /// Hands `message` to the running extension tool call `call_id`, if it still runs.
+    fn to_running_tool(&self, call_id: &str, message: ToolMessage) {
+        if let Some(tx) = lock(&self.updates).get(call_id) {
+            let _ = tx.send(message);
         }
     }
 
@@ -1103,7 +1129,7 @@ impl Extensions {
 
     pub(crate) fn updates(
         &self,
-    ) -> &Mutex<HashMap<String, tokio::sync::mpsc::UnboundedSender<Value>>> {
+    ) -> &Mutex<HashMap<String, tokio::sync::mpsc::UnboundedSender<ToolMessage>>> {
         &self.shared.updates
     }
 }

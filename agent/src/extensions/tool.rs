@@ -1,13 +1,15 @@
 //! A tool an extension registered, as an ordinary tool of the agent loop: declared to the
 //! model with the extension's schema, validated like every tool, run in the sidecar. Its
 //! `onUpdate` partial results become `tool_execution_update` events, and a thrown error an
-//! error result with the message, as Pi's agent loop records it.
+//! error result with the message, as Pi's agent loop records it. While it runs, the tool's
+//! `ctx.executeTool()` calls are served here (see [`super::execute_tool`]).
 
 use std::sync::Arc;
 
 use serde_json::{json, Value};
 use tokio_util::sync::CancellationToken;
 
+use super::execute_tool::{callable_infos, next_finished, NestedCalls, Running, ToolMessage};
 use super::Extensions;
 use crate::tools::{ContentBlock, Tool, ToolContext, ToolError, ToolOutput, ToolUpdateFn};
 
@@ -45,7 +47,7 @@ impl ExtensionTool {
     }
 }
 
-/// A tool result from the extension's JSON (`content`, `details`, `isError`).
+/// A tool result from the extension's JSON (`content`, `details`, `isError`, `usage`).
 pub(super) fn output_of(result: &Value) -> ToolOutput {
     let content = result
         .get("content")
@@ -57,6 +59,7 @@ pub(super) fn output_of(result: &Value) -> ToolOutput {
         details: result.get("details").cloned().filter(|d| !d.is_null()),
         is_error: result.get("isError").and_then(Value::as_bool) == Some(true),
         structured: None,
+        usage: result.get("usage").cloned().filter(|u| u.is_object()),
     }
 }
 
@@ -86,29 +89,49 @@ impl Tool for ExtensionTool {
         &self,
         call_id: &str,
         args: Value,
-        _ctx: &ToolContext,
+        ctx: &ToolContext,
         cancel: CancellationToken,
         on_update: ToolUpdateFn<'_>,
     ) -> Result<ToolOutput, ToolError> {
         // `ctx.sessionManager` inside the tool sees the assistant message that called it.
         self.extensions.sync_state().await;
         let sidecar = self.extensions.sidecar().clone();
-        let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel::<Value>();
+        let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel::<ToolMessage>();
         self.extensions
             .updates()
             .lock()
             .unwrap_or_else(|e| e.into_inner())
             .insert(call_id.to_string(), tx);
+        let callable = ctx
+            .session
+            .as_ref()
+            .map(|s| s.callable_tools())
+            .unwrap_or_default();
         let call = sidecar.request(
             "tool",
-            json!({"name": self.name, "toolCallId": call_id, "params": args}),
+            json!({
+                "name": self.name,
+                "toolCallId": call_id,
+                "params": args,
+                "tools": callable_infos(&callable),
+            }),
         );
         tokio::pin!(call);
+        let mut nested = NestedCalls::new(call_id, ctx, cancel.clone(), sidecar.clone());
+        let mut running = Running::new();
         let mut aborted = false;
         let outcome = loop {
             tokio::select! {
                 outcome = &mut call => break outcome,
-                Some(partial) = rx.recv() => on_update(output_of(&partial)),
+                Some(message) = rx.recv() => match message {
+                    ToolMessage::Update(partial) => on_update(output_of(&partial)),
+                    ToolMessage::Execute { request, params } => {
+                        running.push(Box::pin(nested.start(request, params)));
+                    }
+                    ToolMessage::Abort { key } => nested.abort(&key),
+                },
+                Some(update) = nested.next_update() => nested.forward_update(update).await,
+                finished = next_finished(&mut running) => nested.answer(finished).await,
                 _ = cancel.cancelled(), if !aborted => {
                     aborted = true;
                     sidecar.tell("abort_tool", json!({"toolCallId": call_id})).await;

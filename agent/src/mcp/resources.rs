@@ -495,6 +495,7 @@ impl ResourceTool {
             details: Some(details),
             is_error: false,
             structured: Some(json!({"server": server.name(), "uri": uri, "contents": contents})),
+            usage: None,
         })
     }
 }
@@ -522,6 +523,7 @@ fn json_result(tool: &str, server: Option<&str>, payload: Value, ctx: &ToolConte
         details: Some(details),
         is_error: false,
         structured: Some(payload),
+        usage: None,
     }
 }
 

@@ -197,6 +197,7 @@ impl Tool for McpTool {
                     details: Some(details.clone()),
                     is_error: false,
                     structured: None,
+                    usage: None,
                 }),
             }
         };
@@ -458,6 +459,7 @@ pub fn convert_result_with(
         details: Some(details),
         is_error,
         structured: Some(structured),
+        usage: None,
     }
 }
 

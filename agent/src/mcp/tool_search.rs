@@ -310,6 +310,10 @@ impl ToolLoadout for McpLoadout {
         })
     }
 
+    fn callable_tools(&self) -> Vec<Arc<dyn Tool>> {
+        self.loadable().into_iter().map(|l| l.tool).collect()
+    }
+
     async fn resolve(&self, name: &str) -> Option<Arc<dyn Tool>> {
         if !self.lock().declared.iter().any(|n| n == name) {
             return None;
@@ -407,6 +411,7 @@ impl Tool for ToolSearchTool {
             details: Some(json!({"loaded": found.iter().map(|t| t.name()).collect::<Vec<_>>()})),
             is_error: false,
             structured: None,
+            usage: None,
         })
     }
 }

@@ -187,6 +187,7 @@ impl UpdateThrottle {
             details: Some(Value::Object(details)),
             is_error: false,
             structured: None,
+            usage: None,
         });
     }
 
@@ -486,6 +487,7 @@ impl Tool for BashTool {
             details: None,
             is_error: false,
             structured: None,
+            usage: None,
         });
         let started = Instant::now();
         let result = exec(&command, ctx, timeout, &cancel, &mut output, on_update).await;
@@ -528,6 +530,7 @@ impl Tool for BashTool {
                         details,
                         is_error: true,
                         structured,
+                        usage: None,
                     });
                 }
                 Ok(ToolOutput {
@@ -535,6 +538,7 @@ impl Tool for BashTool {
                     details,
                     is_error: false,
                     structured,
+                    usage: None,
                 })
             }
         }

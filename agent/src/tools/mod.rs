@@ -49,7 +49,7 @@ pub use grep::GrepTool;
 pub use image::prompt_image;
 pub use image::PromptImage;
 pub use ls::LsTool;
-pub use nested_calls::NestedCallRecorder;
+pub use nested_calls::{combine_usage, NestedCallRecorder};
 pub use output::remove_output_files;
 pub use read::ReadTool;
 pub use registry::all_builtin_tools;
@@ -139,6 +139,9 @@ pub struct ToolOutput {
     /// bash's output, exit code and wall time); shown in `tool_execution_end` events, never
     /// stored in the session.
     pub structured: Option<Value>,
+    /// Model usage the tool reports (Pi's `usage` on a tool result: a tool that asked a model
+    /// itself); recorded on the result message together with its nested calls' usage.
+    pub usage: Option<Value>,
 }
 
 impl ToolOutput {
@@ -149,6 +152,7 @@ impl ToolOutput {
             details: None,
             is_error: false,
             structured: None,
+            usage: None,
         }
     }
 
@@ -158,6 +162,15 @@ impl ToolOutput {
             .iter()
             .find_map(ContentBlock::as_text)
             .unwrap_or("")
+    }
+
+    /// The text blocks joined by newlines (Pi's `textOf` of a result).
+    pub fn texts(&self) -> String {
+        self.content
+            .iter()
+            .filter_map(ContentBlock::as_text)
+            .collect::<Vec<_>>()
+            .join("\n")
     }
 
     /// The content as Pi's JSON array.
@@ -195,6 +208,7 @@ impl ToolError {
             details: Some(Value::Object(serde_json::Map::new())),
             is_error: true,
             structured: None,
+            usage: None,
         }
     }
 }
@@ -249,17 +263,41 @@ pub trait ToolSession: Send + Sync + fmt::Debug {
     fn provider_has_credentials(&self, provider: &str) -> bool;
     /// Runs `tool` for the call `parent_call_id` as `call_id` (`<parent>/<n>`) the way the
     /// session runs nested calls: validated, through the extensions' `tool_call` and
-    /// `tool_result` hooks, announced by `tool_execution_*` events with `parentToolCallId`.
-    /// Never fails: every failure is an error result.
+    /// `tool_result` hooks, announced by `tool_execution_*` events with `parentToolCallId`,
+    /// recorded in `ctx.nested_calls`. `on_update` gets the tool's partial results. Never
+    /// fails: every failure is an error result.
     async fn run_nested_call(
         &self,
-        parent_call_id: &str,
-        call_id: &str,
-        tool: Arc<dyn Tool>,
-        args: Value,
+        call: NestedCallRequest<'_>,
         ctx: &ToolContext,
         cancel: CancellationToken,
-    ) -> ToolOutput;
+        on_update: ToolUpdateFn<'_>,
+    ) -> NestedOutcome;
+    /// The tools other tools may call (Pi's callable tools, `ctx.tools`): the active tools
+    /// except those only the model reaches (`codemode`, `tool_search`), the tools codemode
+    /// presents in their place, and every `codemode` or `deferred` MCP tool.
+    fn callable_tools(&self) -> Vec<Arc<dyn Tool>>;
+}
+
+/// A call a tool makes through another tool.
+pub struct NestedCallRequest<'a> {
+    /// The calling tool call's id.
+    pub parent_call_id: &'a str,
+    /// `<parent id>/<n>`.
+    pub call_id: &'a str,
+    /// The name the caller asked for.
+    pub name: &'a str,
+    /// The callable tool of that name; `None` when there is none ("Tool x not found").
+    pub tool: Option<Arc<dyn Tool>>,
+    pub args: Value,
+}
+
+/// How a nested call ended, as the caller receives it.
+#[derive(Clone, Debug)]
+pub struct NestedOutcome {
+    pub output: ToolOutput,
+    /// Milliseconds the tool ran; `None` when it never ran (not found, invalid, blocked).
+    pub duration_ms: Option<u64>,
 }
 
 impl ToolContext {

@@ -322,6 +322,7 @@ fn read_image(bytes: &[u8], mime_type: &str, ctx: &ToolContext) -> ToolOutput {
         details,
         is_error: false,
         structured: None,
+        usage: None,
     }
 }
 
@@ -391,6 +392,7 @@ fn text_output(
         details,
         is_error: false,
         structured: None,
+        usage: None,
     })
 }
 
