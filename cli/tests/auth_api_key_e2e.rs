@@ -260,7 +260,7 @@ fn the_key_is_not_echoed_in_a_terminal_and_ctrl_c_cancels() {
     };
     let name = format!("pi-api-key-e2e-{}", std::process::id());
     let tmux = Tmux::start(&name, &home.home, &run("xai"));
-    tmux.wait_for("Enter xAI API key: ");
+    tmux.wait_for("Enter xAI API key:");
     tmux.keys(&["-l", "xai-hidden-4242"]);
     // Backspace edits the hidden value, as in Pi.
     tmux.keys(&["BSpace", "-l", "3"]);
@@ -283,7 +283,7 @@ fn the_key_is_not_echoed_in_a_terminal_and_ctrl_c_cancels() {
 
     let name = format!("pi-api-key-e2e-cancel-{}", std::process::id());
     let tmux = Tmux::start(&name, &home.home, &run("groq"));
-    tmux.wait_for("Enter Groq API key: ");
+    tmux.wait_for("Enter Groq API key:");
     tmux.keys(&["-l", "gsk-never"]);
     tmux.keys(&["C-c"]);
     let screen = tmux.wait_for("EXITED-1");

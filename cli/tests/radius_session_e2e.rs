@@ -155,7 +155,7 @@ async fn slash_login_radius_keeps_the_catalog_and_offers_the_mcp_server() {
         .status()
         .unwrap();
     assert!(resized.success());
-    tmux.wait_for("/login");
+    tmux.wait_for("to interrupt");
 
     tmux.keys(&["-l", "/login radius"]);
     tmux.keys(&["Enter"]);

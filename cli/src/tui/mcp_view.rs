@@ -8,6 +8,7 @@
 //! While a sign-in waits for its browser, a redirect URL submitted in the editor completes
 //! it (for a browser that cannot reach this machine's loopback callback).
 
+use std::path::PathBuf;
 use std::sync::Arc;
 
 use pi_agent::mcp::client::McpServer;
@@ -48,7 +49,7 @@ pub fn ordered(mcp: &McpManager) -> Vec<Arc<McpServer>> {
 
 /// One list row: `name  state · exposure · source`.
 pub fn row(server: &McpServer) -> String {
-    let source = match &server.entry.override_source {
+    let source = match override_file(server) {
         Some(_) => format!("{} + project override", server.entry.scope.as_str()),
         None => server.entry.scope.as_str().to_string(),
     };
@@ -111,7 +112,7 @@ pub fn server_details(mcp: &McpManager, server: &McpServer) -> String {
         "Connection: {}",
         server.entry.config.describe_transport()
     ));
-    lines.push(format!("Config: {}", target_file(&server.entry).display()));
+    lines.push(format!("Config: {}", save_file(server).display()));
     if let (Some(error), true) = (&status.error, status.state != ConnState::Connected) {
         lines.push(format!("Error: {error}"));
     }
@@ -153,7 +154,7 @@ pub fn open_server(app: &mut App, mcp: Option<&McpManager>, name: &str) {
     ));
     // Pi offers it for global servers without an override, when the project is trusted.
     let in_project = server.entry.scope == pi_agent::mcp::config::Scope::Global
-        && server.entry.override_source.is_none()
+        && override_file(&server).is_none()
         && mcp.config().project_config.is_some();
     if in_project {
         options.push((
@@ -202,7 +203,8 @@ pub fn save_change(server: &McpServer, action: McpAction) -> Result<String, Stri
         },
         McpAction::Reconnect | McpAction::SignIn | McpAction::SignOut => return Ok(String::new()),
     };
-    save_server_change(&server.entry, patch, None)?;
+    // A project override made in this session takes the change, as one read at start-up.
+    save_server_change(&server.entry, patch, override_file(server).as_deref())?;
     if let McpAction::SetExposure(exposure) = action {
         server.set_exposure(exposure);
     }
@@ -220,7 +222,7 @@ pub fn save_change(server: &McpServer, action: McpAction) -> Result<String, Stri
             Ok(format!(
                 "MCP server \"{}\": {what}, saved to {}.",
                 server.name(),
-                target_file(&server.entry).display()
+                save_file(server).display()
             ))
         }
     }
@@ -236,12 +238,37 @@ fn save_in_project(server: &McpServer, enabled: bool) -> Result<String, String> 
         exposure: None,
     };
     save_server_change(&server.entry, patch, Some(&project))?;
+    SESSION_OVERRIDES
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .insert(server.name().to_string(), project.clone());
     Ok(format!(
         "MCP server \"{}\": {} in this project, saved to {}.",
         server.name(),
         if enabled { "enabled" } else { "disabled" },
         project.display()
     ))
+}
+
+/// Project overrides written by "Enable/Disable in this project" since start-up (server
+/// name → project mcp.json): the running servers' entries were read before they existed.
+static SESSION_OVERRIDES: std::sync::Mutex<std::collections::BTreeMap<String, PathBuf>> =
+    std::sync::Mutex::new(std::collections::BTreeMap::new());
+
+/// The project file overriding `server`, read at start-up or written since.
+fn override_file(server: &McpServer) -> Option<PathBuf> {
+    server.entry.override_source.clone().or_else(|| {
+        SESSION_OVERRIDES
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .get(server.name())
+            .cloned()
+    })
+}
+
+/// Where a change to `server` is saved: its project override, else its own file.
+fn save_file(server: &McpServer) -> PathBuf {
+    override_file(server).unwrap_or_else(|| target_file(&server.entry).to_path_buf())
 }
 
 /// The sign-in waiting for a pasted redirect URL, if any (one at a time: the newest wins).
@@ -381,5 +408,31 @@ mod tests {
             saved,
             serde_json::json!({"mcpServers": {"a": {"command": "x"}, "b": {"command": "y", "args": ["1"], "exposure": "deferred", "toolExposure": {"t": "hidden"}}}, "keep": 1})
         );
+    }
+
+    #[test]
+    fn a_submitted_url_goes_to_the_waiting_sign_in_only() {
+        use pi_agent::mcp::oauth::SignInPrompt;
+        let (tx, _rx) = std::sync::mpsc::channel();
+        let prompt = NoticePrompt {
+            name: "s".into(),
+            notices: tx,
+        };
+        // Nothing waits: text stays a prompt.
+        assert!(!take_pasted_redirect("http://127.0.0.1:1/cb?code=1"));
+        let mut pending = prompt.pasted_redirect_url().unwrap();
+        assert!(!take_pasted_redirect("what is http://x?"));
+        assert!(take_pasted_redirect(
+            " http://127.0.0.1:1/cb?code=1&state=2 \n"
+        ));
+        assert_eq!(
+            pending.try_recv().unwrap(),
+            "http://127.0.0.1:1/cb?code=1&state=2"
+        );
+        // Taken once; an ended sign-in takes nothing.
+        assert!(!take_pasted_redirect("http://127.0.0.1:1/cb?code=3"));
+        let _again = prompt.pasted_redirect_url().unwrap();
+        end_pasted_redirect();
+        assert!(!take_pasted_redirect("http://127.0.0.1:1/cb?code=4"));
     }
 }
