@@ -86,7 +86,7 @@ async fn a_global_server_is_disabled_and_enabled_in_this_project_only() {
     tmux.wait_for("alpha  disabled · direct · global + project override");
     tmux.keys(&["Enter"]);
     let screen = tmux.wait_for("Enable");
-    assert!(!screen.contains("in this project"), "{screen}");
+    assert!(!screen.contains("Enable in this project"), "{screen}");
     tmux.keys(&["Enter"]);
     tmux.wait_for("MCP server \"alpha\": connected · 1 tool");
     assert_eq!(

@@ -135,13 +135,22 @@ async fn slash_login_radius_keeps_the_catalog_and_offers_the_mcp_server() {
     }
     let (llm, auth) = gateway(vec![Turn::text("gateway says hi")]).await;
     let home = Home::new(&auth);
+    // The session starts on another provider's model; Radius has no login yet.
+    std::fs::write(
+        home.agent.join("models.json"),
+        json!({"providers": {"fakeoai": {
+            "baseUrl": format!("{}/v1", llm.base_url()), "api": "openai-completions",
+            "apiKey": "fake-key", "models": [{"id": "fake-model"}]}}})
+        .to_string(),
+    )
+    .unwrap();
     let env: Vec<String> = home
         .env()
         .into_iter()
         .map(|(k, v)| format!("{k}={}", shell_quote(Path::new(&v))))
         .collect();
     let command = format!(
-        "env -i {} {} --session-dir {}; echo EXITED-$?; sleep 30",
+        "env -i {} {} --session-dir {} --model fakeoai/fake-model; echo EXITED-$?; sleep 30",
         env.join(" "),
         shell_quote(Path::new(env!("CARGO_BIN_EXE_pi"))),
         shell_quote(&home.sessions)
