@@ -68,6 +68,40 @@ async function requiredEnvOf(provider, keyVars) {
   return withExtras.resolved ? extras : [];
 }
 
+/**
+ * What `provider`'s API-key login (`pi auth login <p> --api-key`) asks, in order: each prompt's
+ * text, whether it is a secret (read without echo), and where the answer goes in the stored
+ * credential (`key`, or `env.NAME`). Found by running Pi's own `login` with an interaction
+ * that answers prompt i with a marker. Logins that ask for a choice (Vertex, Bedrock) are
+ * recorded as `interactive: true` with no prompts; providers without one get nothing.
+ */
+async function apiKeyLoginOf(provider) {
+  const login = provider.auth?.apiKey?.login;
+  if (!login) return undefined;
+  const asked = [];
+  const interaction = {
+    signal: new AbortController().signal,
+    notify: () => {},
+    prompt: async (p) => {
+      if (p.type !== "secret" && p.type !== "text") throw new Error("choice");
+      asked.push({ message: p.message, secret: p.type === "secret" });
+      return `\u0001${asked.length - 1}`;
+    },
+  };
+  let credential;
+  try {
+    credential = await login(interaction);
+  } catch {
+    return { interactive: true, prompts: [] };
+  }
+  const prompts = asked.map((p, i) => {
+    const marker = `\u0001${i}`;
+    const env = Object.entries(credential.env ?? {}).find(([, v]) => v === marker);
+    return { ...p, into: credential.key === marker ? "key" : env ? `env.${env[0]}` : "none" };
+  });
+  return { interactive: false, prompts };
+}
+
 const providers = [];
 for (const provider of builtinProviders()) {
   const chatModels = provider.getModels();
@@ -98,6 +132,7 @@ for (const provider of builtinProviders()) {
     envVars: envVarsOf(provider.id),
     requiredEnv: await requiredEnvOf(provider, envVarsOf(provider.id)),
     oauth: Boolean(provider.auth?.oauth),
+    apiKeyLogin: await apiKeyLoginOf(provider),
     models,
   });
 }

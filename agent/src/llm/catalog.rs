@@ -41,6 +41,29 @@ pub struct BuiltinProvider {
     /// Whether the provider offers a subscription (OAuth) login.
     #[serde(default)]
     pub oauth: bool,
+    /// What its API-key login asks (`pi auth login <p> --api-key`), when it has one.
+    #[serde(default)]
+    pub api_key_login: Option<ApiKeyLogin>,
+}
+
+/// A provider's API-key login as Pi runs it: the prompts, in order.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+pub struct ApiKeyLogin {
+    /// The login starts with a choice of method (Vertex, Bedrock): not described by prompts.
+    pub interactive: bool,
+    /// The questions, in order.
+    pub prompts: Vec<ApiKeyPrompt>,
+}
+
+/// One question of an API-key login.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+pub struct ApiKeyPrompt {
+    /// The text shown (`Enter Groq API key`).
+    pub message: String,
+    /// Read without echo.
+    pub secret: bool,
+    /// Where the answer is stored: `key`, or `env.NAME` (the credential's `env`).
+    pub into: String,
 }
 
 /// The parsed catalog.

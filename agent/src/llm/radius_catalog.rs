@@ -86,6 +86,40 @@ pub fn save(agent_dir: &Path, models: &[Model]) -> Result<(), String> {
         .map_err(|e| e.to_string())
 }
 
+/// The key the gateway is asked with: the stored login's access token (refreshed first when
+/// it is about to expire), else a stored API key, else `RADIUS_API_KEY`.
+fn gateway_key(agent_dir: &Path) -> Option<String> {
+    if let (Some(token), _) = super::oauth::oauth_access_token(agent_dir, PROVIDER_ID) {
+        return Some(token);
+    }
+    crate::config::AuthStore::load(agent_dir)
+        .ok()
+        .and_then(|a| a.api_key(PROVIDER_ID, &|k| std::env::var(k).ok()))
+        .or_else(|| std::env::var("RADIUS_API_KEY").ok())
+        .filter(|k| !k.is_empty())
+}
+
+/// Fetches the account's catalog with Radius's stored credential and keeps it (what a
+/// login does, and a session's start in the background). Blocks; runs its own runtime, so
+/// it may be called from any thread. `Ok(None)`: no Radius credential to ask with.
+pub fn refresh_blocking(agent_dir: &Path) -> Result<Option<Vec<Model>>, String> {
+    let Some(key) = gateway_key(agent_dir) else {
+        return Ok(None);
+    };
+    let models = super::llama_cpp::block_on(move || Box::pin(async move { fetch(&key).await }))
+        .ok_or("the catalog refresh did not run")??;
+    save(agent_dir, &models)
+        .map_err(|e| format!("Could not keep the Radius model catalog: {e}"))?;
+    Ok(Some(models))
+}
+
+/// Replaces the Radius models of `registry` by `models` (a fresh catalog).
+pub fn replace_models(registry: &mut ModelRegistry, models: Vec<Model>) {
+    let all = std::sync::Arc::make_mut(&mut registry.models);
+    all.retain(|m| m.provider != PROVIDER_ID);
+    all.extend(models);
+}
+
 /// The catalog kept by [`save`], if any.
 pub fn cached(agent_dir: &Path) -> Vec<Model> {
     std::fs::read_to_string(agent_dir.join(STORE_FILE))
@@ -105,9 +139,7 @@ pub fn apply_cached(registry: &mut ModelRegistry, agent_dir: &Path) {
     if models.is_empty() {
         return;
     }
-    let all = std::sync::Arc::make_mut(&mut registry.models);
-    all.retain(|m| m.provider != PROVIDER_ID);
-    all.extend(models);
+    replace_models(registry, models);
 }
 
 #[cfg(test)]

@@ -4,15 +4,17 @@
 //! goes to stderr, answers (a GitHub Enterprise domain, a pasted redirect URL or code) are
 //! read from stdin, one per line.
 //!
-//! `print-api-key` / `print-bearer-token` / `check` are [`super::auth_credentials`]. Pi also
-//! offers API-key logins here; those are not built. Pi requires a terminal; this front end also works with piped stdin,
-//! which is what the tests drive.
+//! `--api-key` (and providers without account sign-in) ask for an API key instead:
+//! [`super::auth_api_key`]. `print-api-key` / `print-bearer-token` / `check` are
+//! [`super::auth_credentials`]. Pi requires a terminal; this front end also works with piped
+//! stdin, which is what the tests drive.
 
 use std::io::{BufRead, IsTerminal, Write};
 use std::path::PathBuf;
 use std::sync::Arc;
 
 use clap::Args;
+use pi_agent::llm::catalog::BuiltinProvider;
 use pi_agent::llm::llama_cpp;
 use pi_agent::llm::oauth::{self, Interaction, LoginEvent, LoginMethod, OAuthProvider};
 use tokio::sync::mpsc;
@@ -28,7 +30,7 @@ pub struct AuthArgs {
 }
 
 const HELP: &str = "Usage:
-  pi auth login <provider> [--no-browser]
+  pi auth login <provider> [--api-key] [--no-browser]
   pi auth logout <provider>
   pi auth print-api-key [--provider <provider>] [--model <model>]
   pi auth print-bearer-token [--provider <provider>] [--model <model>] [--min-expiry <duration>]
@@ -38,7 +40,7 @@ Log in to and out of model providers, print their credentials for external clien
 Credentials are stored in ~/.pi/agent/auth.json.
 
 Commands:
-  login <provider>        Sign in with an account in the browser, then exit
+  login <provider>        Sign in with an account in the browser, or save an API key, then exit
   logout <provider>       Remove the stored credentials; environment variables and models.json stay
   print-api-key           Print the resolved API key
   print-bearer-token      Print a resolved OAuth bearer token (refreshes if expired)
@@ -49,6 +51,7 @@ Options for print-api-key, print-bearer-token, and check (at least one is requir
   --model <model>         Resolve credentials from a model
 
 Options for login:
+  --api-key               Save an API key instead of signing in with an account
   --no-browser            Do not open a browser; use another sign-in method, e.g. device code
 
 Other options:
@@ -78,13 +81,13 @@ pub fn run(args: AuthArgs) -> anyhow::Result<i32> {
     if let Some(kind) = super::auth_credentials::Kind::from_word(command) {
         return Ok(super::auth_credentials::run(kind, &args[1..]));
     }
-    let no_browser = args[1..].iter().any(|a| a == "--no-browser");
-    let provider = args[1..].iter().find(|a| !a.starts_with("--"));
-    let outcome = match (command.as_str(), provider) {
-        ("login" | "logout", None) => Err(format!("Usage: pi auth {command} <provider>")),
-        ("login", Some(p)) => login(p, no_browser),
-        ("logout", Some(p)) => logout(p),
-        (other, _) => Err(format!(
+    let outcome = match command.as_str() {
+        "login" => parse_login(&args[1..]).and_then(|request| login(&request)),
+        "logout" => match args[1..].iter().find(|a| !a.starts_with("--")) {
+            Some(p) => logout(p),
+            None => Err("Usage: pi auth logout <provider>".to_string()),
+        },
+        other => Err(format!(
             "Error: Unknown auth command \"{other}\". Use \"pi auth login\", \"pi auth logout\", \
              \"pi auth print-api-key\", \"pi auth print-bearer-token\", or \"pi auth check\"."
         )),
@@ -98,6 +101,99 @@ pub fn run(args: AuthArgs) -> anyhow::Result<i32> {
     })
 }
 
+const LOGIN_USAGE: &str = "Usage: pi auth login <provider> [--api-key] [--no-browser]";
+
+/// `pi auth login`'s arguments.
+struct LoginRequest {
+    provider: String,
+    api_key: bool,
+    browser: bool,
+}
+
+/// Pi's rules: one provider, the two flags, nothing else; `--no-browser` only for accounts.
+fn parse_login(args: &[String]) -> Result<LoginRequest, String> {
+    let mut request = LoginRequest {
+        provider: String::new(),
+        api_key: false,
+        browser: true,
+    };
+    for arg in args {
+        match arg.as_str() {
+            "--api-key" => request.api_key = true,
+            "--no-browser" => request.browser = false,
+            a if a.starts_with('-') || !request.provider.is_empty() => {
+                return Err(LOGIN_USAGE.to_string())
+            }
+            a => request.provider = a.to_string(),
+        }
+    }
+    if request.provider.is_empty() {
+        return Err(LOGIN_USAGE.to_string());
+    }
+    if request.api_key && !request.browser {
+        return Err(
+            "--no-browser only applies to account sign-in; omit it with --api-key.".to_string(),
+        );
+    }
+    Ok(request)
+}
+
+/// How a provider is signed in to.
+enum AuthType {
+    Account(OAuthProvider),
+    ApiKey,
+}
+
+/// Pi's choice: the account unless `--api-key` asks for a key; a provider without account
+/// sign-in takes its API key.
+fn select_auth_type(provider: &BuiltinProvider, api_key: bool) -> Result<AuthType, String> {
+    let account = OAuthProvider::from_id(&provider.id).filter(|_| provider.oauth);
+    match account {
+        Some(account) if !api_key => return Ok(AuthType::Account(account)),
+        _ => {}
+    }
+    if provider.api_key_login.is_some() {
+        return Ok(AuthType::ApiKey);
+    }
+    if api_key && account.is_some() {
+        return Err(format!(
+            "{} has no API key login. Omit --api-key to sign in.",
+            provider.name
+        ));
+    }
+    Err(format!(
+        "{} is configured outside pi (ambient credentials).",
+        provider.name
+    ))
+}
+
+/// Providers `pi auth login` knows, matched by id or display name, ignoring case.
+fn find_provider(reference: &str) -> Option<&'static BuiltinProvider> {
+    let wanted = reference.trim().to_lowercase();
+    pi_agent::llm::catalog::builtin_catalog()
+        .providers
+        .iter()
+        .find(|p| p.id.to_lowercase() == wanted || p.name.to_lowercase() == wanted)
+}
+
+fn unknown_provider(reference: &str) -> String {
+    let mut ids: Vec<&str> = pi_agent::llm::catalog::builtin_catalog()
+        .providers
+        .iter()
+        .filter(|p| p.oauth || p.api_key_login.is_some())
+        .map(|p| p.id.as_str())
+        .collect();
+    ids.sort_unstable();
+    let shown: String = reference
+        .chars()
+        .map(|c| if c.is_control() { '?' } else { c })
+        .collect();
+    format!(
+        "Unknown provider \"{shown}\".\nProviders: {}",
+        ids.join(", ")
+    )
+}
+
 fn logout(provider: &str) -> Result<(), String> {
     let dir = agent_dir();
     if oauth::remove_credential(&dir, provider)? {
@@ -108,17 +204,38 @@ fn logout(provider: &str) -> Result<(), String> {
     Ok(())
 }
 
-fn login(provider_id: &str, no_browser: bool) -> Result<(), String> {
-    if provider_id == llama_cpp::PROVIDER_ID {
+fn login(request: &LoginRequest) -> Result<(), String> {
+    if request.provider == llama_cpp::PROVIDER_ID {
         return login_llama();
     }
-    let provider = OAuthProvider::from_id(provider_id).ok_or_else(|| {
-        let known: Vec<&str> = OAuthProvider::ALL.iter().map(|p| p.id()).collect();
-        format!(
-            "Unknown provider \"{provider_id}\" for account sign-in. Available: {}",
-            known.join(", ")
-        )
-    })?;
+    let provider =
+        find_provider(&request.provider).ok_or_else(|| unknown_provider(&request.provider))?;
+    let dir = agent_dir();
+    match select_auth_type(provider, request.api_key)? {
+        AuthType::Account(account) => login_account(account, !request.browser)?,
+        AuthType::ApiKey => {
+            super::auth_api_key::login(provider, &dir)?;
+            println!(
+                "Saved API key for {}. Credentials saved to {}",
+                provider.name,
+                dir.join("auth.json").display()
+            );
+        }
+    }
+    if provider.id == pi_agent::llm::radius_catalog::PROVIDER_ID {
+        refresh_radius_catalog(&dir);
+        super::radius_mcp::configure(
+            &provider.id,
+            &provider.name,
+            pi_agent::llm::oauth::radius::MCP_URL,
+            &dir,
+        );
+    }
+    Ok(())
+}
+
+/// Signs in to `provider`'s account and stores the tokens.
+fn login_account(provider: OAuthProvider, no_browser: bool) -> Result<(), String> {
     let methods = provider.methods();
     let method = if no_browser {
         *methods.last().unwrap_or(&LoginMethod::DeviceCode)
@@ -179,38 +296,14 @@ fn login(provider_id: &str, no_browser: bool) -> Result<(), String> {
         provider.name(),
         dir.join("auth.json").display()
     );
-    if provider == OAuthProvider::Radius {
-        refresh_radius_catalog(&dir);
-        super::radius_mcp::configure(
-            provider.id(),
-            provider.name(),
-            pi_agent::llm::oauth::radius::MCP_URL,
-            &dir,
-        );
-    }
     Ok(())
 }
 
 /// After a Radius login: the account's catalog from the gateway, kept for offline
 /// start-ups; a failure is reported and the login stands.
 fn refresh_radius_catalog(agent_dir: &std::path::Path) {
-    use pi_agent::llm::radius_catalog;
-    let Some(token) = pi_agent::config::AuthStore::load(agent_dir)
-        .ok()
-        .and_then(|a| a.api_key(radius_catalog::PROVIDER_ID, &|_| None))
-    else {
-        return;
-    };
-    let fetched =
-        llama_cpp::block_on(move || Box::pin(async move { radius_catalog::fetch(&token).await }));
-    match fetched {
-        Some(Ok(models)) => {
-            if let Err(e) = radius_catalog::save(agent_dir, &models) {
-                eprintln!("Could not keep the Radius model catalog: {e}");
-            }
-        }
-        Some(Err(e)) => eprintln!("Could not refresh the Radius model catalog: {e}"),
-        None => {}
+    if let Err(e) = pi_agent::llm::radius_catalog::refresh_blocking(agent_dir) {
+        eprintln!("Could not refresh the Radius model catalog: {e}");
     }
 }
 

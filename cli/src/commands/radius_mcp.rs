@@ -67,17 +67,29 @@ pub fn plan(
     Some((global_config_path(agent_dir), name, entry))
 }
 
-/// Writes the plan and says what changed (stdout), or why it could not (stderr).
-pub fn configure(provider: &str, provider_name: &str, mcp_url: &str, agent_dir: &Path) {
-    let Some((path, name, entry)) = plan(provider, mcp_url, agent_dir) else {
-        return;
-    };
+/// Writes the plan: the line saying what changed, or why it could not.
+pub fn write(
+    (path, name, entry): (PathBuf, String, Map<String, Value>),
+    provider_name: &str,
+) -> Result<String, String> {
     match add_server_config(&path, &name, entry) {
-        Ok(replaced) => println!(
+        Ok(replaced) => Ok(format!(
             "{} MCP server \"{name}\" in {} to use the {provider_name} login.",
             if replaced { "Updated" } else { "Added" },
             path.display()
-        ),
-        Err(e) => eprintln!("Could not update {}: {e}", path.display()),
+        )),
+        Err(e) => Err(format!("Could not update {}: {e}", path.display())),
+    }
+}
+
+/// `pi auth login`: writes the plan without asking and says what changed (stdout), or why
+/// it could not (stderr). `/login` asks first (the TUI's `login` module).
+pub fn configure(provider: &str, provider_name: &str, mcp_url: &str, agent_dir: &Path) {
+    let Some(plan) = plan(provider, mcp_url, agent_dir) else {
+        return;
+    };
+    match write(plan, provider_name) {
+        Ok(line) => println!("{line}"),
+        Err(line) => eprintln!("{line}"),
     }
 }

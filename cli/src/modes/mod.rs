@@ -6,6 +6,7 @@ pub mod json;
 pub(crate) mod llama_cpp;
 mod mcp_command;
 pub mod print;
+pub mod radius_refresh;
 pub mod rpc;
 mod settings;
 

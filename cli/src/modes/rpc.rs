@@ -28,6 +28,11 @@ pub async fn run(args: RunArgs) -> anyhow::Result<i32> {
     let env = Env::new(&args)?;
     let host = build_host(&args, &env, stdout_sink())?;
     host.run_extension_prompts();
+    // Pi refreshes the catalogs in the background of an RPC session.
+    super::radius_refresh::spawn(
+        env.home.agent_dir.clone(),
+        super::radius_refresh::into_agent(host.agent().clone()),
+    );
     super::mcp_command::report_after_startup(output);
     let mut reader = BufReader::new(tokio::io::stdin());
     let mut buf = Vec::new();

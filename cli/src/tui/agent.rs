@@ -307,6 +307,13 @@ impl AgentDriver for AgentSessionDriver {
         self.agent().set_registry(registry, None);
     }
 
+    fn set_radius_models(&mut self, models: Vec<pi_agent::llm::Model>) {
+        let mut registry = self.agent().registry();
+        pi_agent::llm::radius_catalog::replace_models(&mut registry, models);
+        self.env.registry = registry.clone();
+        self.agent().set_registry(registry, None);
+    }
+
     fn models(&self) -> Vec<ModelInfo> {
         // Pi lists only models whose provider has credentials (auth.json, the environment,
         // models.json: the same check as the model choice at start-up).
@@ -477,6 +484,8 @@ impl AgentDriver for AgentSessionDriver {
         // file keeps the models we have, as Pi keeps running with its error shown.
         match pi_agent::llm::load_models(&env.home.agent_dir.join("models.json")) {
             Ok(mut registry) => {
+                // The kept Radius catalog, as at start-up.
+                pi_agent::llm::radius_catalog::apply_cached(&mut registry, &env.home.agent_dir);
                 crate::modes::llama_cpp::add_router_models(
                     &mut registry,
                     &args,

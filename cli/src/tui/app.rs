@@ -42,6 +42,8 @@ pub enum Msg {
     FileTotals(Usage),
     /// `/llama`'s background work reports (a router listing, a finished load or login).
     Llama(super::llama_view::LlamaUpdate),
+    /// A Radius sign-in finished, or the start-up catalog refresh came back.
+    Radius(super::login::RadiusUpdate),
 }
 
 /// The output line of a `!cmd` until it finishes.
@@ -146,6 +148,10 @@ pub enum Effect {
     OpenMcp,
     /// `/llama`: read the router, load or unload a model, update `/model`'s list.
     Llama(super::llama_view::LlamaAction),
+    /// The Radius gateway's fresh catalog replaces the `radius` models.
+    SetRadiusModels(Vec<pi_agent::llm::Model>),
+    /// "Yes" to configuring the Radius MCP server after `/login radius`.
+    ConfigureRadiusMcp,
     /// A server's view in /mcp.
     OpenMcpServer(String),
     /// An action of a server's view in /mcp.
@@ -1173,6 +1179,12 @@ impl App {
             out.push(Effect::RunBash { command, excluded });
             return;
         }
+        // A redirect URL for the `/mcp` sign-in waiting on its browser, not a prompt.
+        if super::mcp_view::take_pasted_redirect(trimmed) {
+            self.editor.take();
+            self.notice("Redirect URL received, finishing the sign-in…");
+            return;
+        }
         let text = self.editor.take();
         if self.summarizing_branch {
             // Sent now it would land on the branch being left: Pi queues it (its compaction
@@ -1627,6 +1639,7 @@ pub fn update(app: &mut App, msg: Msg) -> Vec<Effect> {
         Msg::Notice(t) => app.notice(t),
         Msg::Extension(record) => super::ext_ui::apply(app, &record),
         Msg::Llama(u) => return super::llama_view::on_update(app, u),
+        Msg::Radius(u) => return super::login::on_radius(app, u),
         Msg::FileTotals(file) => {
             // A switch since start-up computed its own totals; these are stale then.
             if app.footer.file_totals_pending {

@@ -422,6 +422,9 @@ pub trait AgentDriver {
     /// The llama.cpp router's chat models now (`/llama` read them): they replace the
     /// `llama.cpp` models `/model` offers.
     fn set_llama_models(&mut self, _models: Vec<pi_agent::llm::Model>) {}
+    /// The Radius gateway's catalog now (a login or the start-up refresh read it): it
+    /// replaces the `radius` models.
+    fn set_radius_models(&mut self, _models: Vec<pi_agent::llm::Model>) {}
     /// A snapshot of the session being written, for /tree (a copy, so the agent can keep
     /// appending while the navigator is open).
     fn session(&self) -> Option<pi_engine::session::Session>;

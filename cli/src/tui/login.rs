@@ -3,6 +3,11 @@
 //! credential saved to auth.json. Requests read auth.json when they are made, so a login
 //! takes effect with the next prompt.
 //!
+//! After `/login radius` the account's catalog is fetched and replaces the `radius` models,
+//! and, unless a global MCP server already uses the login, a dialog asks whether to
+//! configure the Radius MCP server in `mcp.json` (Pi's question; "Yes" writes it, as
+//! `pi auth login radius` does without asking, and reloads).
+//!
 //! Differences from Pi: the sign-in method is the provider's default (browser; device code
 //! for Copilot, which has no other); `/login github-copilot <domain>` gives a GitHub
 //! Enterprise domain instead of a prompt; a redirect URL cannot be pasted into the editor
@@ -88,7 +93,7 @@ pub fn start(app: &mut App, agent_dir: &Path, arg: &str, tx: mpsc::Sender<Msg>) 
                 }))
             })
             .and_then(|credential| oauth::save_credential(&agent_dir, provider.id(), credential));
-        let text = match result {
+        let text = match &result {
             Ok(()) => format!(
                 "Logged in to {}. Credentials saved to {}",
                 provider.name(),
@@ -97,7 +102,100 @@ pub fn start(app: &mut App, agent_dir: &Path, arg: &str, tx: mpsc::Sender<Msg>) 
             Err(e) => format!("Login failed: {e}"),
         };
         let _ = tx.send(Msg::Notice(text));
+        if result.is_ok() && provider == OAuthProvider::Radius {
+            let _ = tx.send(Msg::Radius(after_radius_login(&agent_dir)));
+        }
     });
+}
+
+/// What the UI thread does after a Radius sign-in or catalog refresh.
+#[derive(Debug, Clone, PartialEq)]
+pub struct RadiusUpdate {
+    /// The gateway's catalog, when it was read.
+    models: Option<Vec<pi_agent::llm::Model>>,
+    /// A catalog refresh that failed: said as a notice.
+    error: Option<String>,
+    /// The mcp.json to offer the Radius MCP server in.
+    offer_mcp: Option<std::path::PathBuf>,
+}
+
+impl RadiusUpdate {
+    /// A fresh catalog, nothing to ask.
+    pub fn catalog(models: Vec<pi_agent::llm::Model>) -> RadiusUpdate {
+        RadiusUpdate {
+            models: Some(models),
+            error: None,
+            offer_mcp: None,
+        }
+    }
+}
+
+/// Off the UI thread, after `/login radius`: the catalog (the same refresh as
+/// `pi auth login radius`) and whether mcp.json lacks a server using the login.
+fn after_radius_login(agent_dir: &Path) -> RadiusUpdate {
+    let (models, error) = match pi_agent::llm::radius_catalog::refresh_blocking(agent_dir) {
+        Ok(models) => (models, None),
+        Err(e) => (
+            None,
+            Some(format!("Could not refresh the Radius model catalog: {e}")),
+        ),
+    };
+    let offer_mcp = crate::commands::radius_mcp::plan(
+        OAuthProvider::Radius.id(),
+        oauth::radius::MCP_URL,
+        agent_dir,
+    )
+    .map(|(path, _, _)| path);
+    RadiusUpdate {
+        models,
+        error,
+        offer_mcp,
+    }
+}
+
+/// On the UI thread: the catalog goes to the driver, the MCP question opens.
+pub fn on_radius(app: &mut App, update: RadiusUpdate) -> Vec<Effect> {
+    if let Some(error) = update.error {
+        app.notice(error);
+    }
+    if let Some(path) = update.offer_mcp {
+        app.dialog = Some(Dialog::Confirm(Confirm {
+            title: format!("Configure Radius MCP in {}?", path.display()),
+            message: String::new(),
+            options: vec![
+                ("Yes".into(), Some(Effect::ConfigureRadiusMcp)),
+                ("No".into(), None),
+            ],
+            cancelled: String::new(),
+            selected: 0,
+        }));
+    }
+    update
+        .models
+        .map(Effect::SetRadiusModels)
+        .into_iter()
+        .collect()
+}
+
+/// "Yes": the Radius MCP server in the global mcp.json, planned again now (the file may
+/// have changed while the question was open). `true` when mcp.json was written.
+pub fn configure_radius_mcp(app: &mut App, agent_dir: &Path) -> bool {
+    let provider = OAuthProvider::Radius;
+    let Some(plan) =
+        crate::commands::radius_mcp::plan(provider.id(), oauth::radius::MCP_URL, agent_dir)
+    else {
+        return false;
+    };
+    match crate::commands::radius_mcp::write(plan, provider.name()) {
+        Ok(line) => {
+            app.notice(line);
+            true
+        }
+        Err(line) => {
+            app.transcript.push(Item::Error(line));
+            false
+        }
+    }
 }
 
 /// `/logout` without a provider: pick one of the stored credentials.

@@ -1,10 +1,14 @@
 //! `/mcp` in the TUI (Pi 1.6.0's MCP manager, in this UI's selector dialog): the servers with
 //! their state, tool count, exposure and configuration source, those that need attention
 //! first; a server's view lists its tools with their effective exposure and its connection
-//! details, with the actions reconnect, enable or disable, and change exposure. Changes are
+//! details, with the actions reconnect, enable or disable (for a global server in a trusted
+//! project also "in this project", a project override), and change exposure. Changes are
 //! saved to the file that defines the server ([`pi_agent::mcp::edit`]) and apply from the
 //! next start; reconnecting runs on the session's runtime and reports back as a notice.
+//! While a sign-in waits for its browser, a redirect URL submitted in the editor completes
+//! it (for a browser that cannot reach this machine's loopback callback).
 
+use std::path::PathBuf;
 use std::sync::Arc;
 
 use pi_agent::mcp::client::McpServer;
@@ -24,6 +28,8 @@ pub enum McpAction {
     /// Deletes the stored OAuth credentials and disconnects.
     SignOut,
     SetEnabled(bool),
+    /// Enable or disable a global server for this project only (a project override).
+    SetEnabledInProject(bool),
     SetExposure(Exposure),
 }
 
@@ -43,7 +49,7 @@ pub fn ordered(mcp: &McpManager) -> Vec<Arc<McpServer>> {
 
 /// One list row: `name  state · exposure · source`.
 pub fn row(server: &McpServer) -> String {
-    let source = match &server.entry.override_source {
+    let source = match override_file(server) {
         Some(_) => format!("{} + project override", server.entry.scope.as_str()),
         None => server.entry.scope.as_str().to_string(),
     };
@@ -106,7 +112,7 @@ pub fn server_details(mcp: &McpManager, server: &McpServer) -> String {
         "Connection: {}",
         server.entry.config.describe_transport()
     ));
-    lines.push(format!("Config: {}", target_file(&server.entry).display()));
+    lines.push(format!("Config: {}", save_file(server).display()));
     if let (Some(error), true) = (&status.error, status.state != ConnState::Connected) {
         lines.push(format!("Error: {error}"));
     }
@@ -146,6 +152,21 @@ pub fn open_server(app: &mut App, mcp: Option<&McpManager>, name: &str) {
         if enabled { "Disable" } else { "Enable" }.to_string(),
         action(McpAction::SetEnabled(!enabled)),
     ));
+    // Pi offers it for global servers without an override, when the project is trusted.
+    let in_project = server.entry.scope == pi_agent::mcp::config::Scope::Global
+        && override_file(&server).is_none()
+        && mcp.config().project_config.is_some();
+    if in_project {
+        options.push((
+            if enabled {
+                "Disable in this project"
+            } else {
+                "Enable in this project"
+            }
+            .to_string(),
+            action(McpAction::SetEnabledInProject(!enabled)),
+        ));
+    }
     let current = server.exposure();
     for exposure in EXPOSURES.into_iter().filter(|e| *e != current) {
         options.push((
@@ -168,8 +189,11 @@ pub fn open_server(app: &mut App, mcp: Option<&McpManager>, name: &str) {
 /// not. Enabling and disabling connect or disconnect, which is the caller's (it is async):
 /// [`McpServer::set_enabled`] after an `Ok`.
 pub fn save_change(server: &McpServer, action: McpAction) -> Result<String, String> {
+    if let McpAction::SetEnabledInProject(enabled) = action {
+        return save_in_project(server, enabled);
+    }
     let patch = match action {
-        McpAction::SetEnabled(enabled) => ServerPatch {
+        McpAction::SetEnabled(enabled) | McpAction::SetEnabledInProject(enabled) => ServerPatch {
             enabled: Some(enabled),
             exposure: None,
         },
@@ -179,7 +203,8 @@ pub fn save_change(server: &McpServer, action: McpAction) -> Result<String, Stri
         },
         McpAction::Reconnect | McpAction::SignIn | McpAction::SignOut => return Ok(String::new()),
     };
-    save_server_change(&server.entry, patch, None)?;
+    // A project override made in this session takes the change, as one read at start-up.
+    save_server_change(&server.entry, patch, override_file(server).as_deref())?;
     if let McpAction::SetExposure(exposure) = action {
         server.set_exposure(exposure);
     }
@@ -189,19 +214,91 @@ pub fn save_change(server: &McpServer, action: McpAction) -> Result<String, Stri
                 McpAction::SetEnabled(true) => "enabled".to_string(),
                 McpAction::SetEnabled(false) => "disabled".to_string(),
                 McpAction::SetExposure(e) => format!("exposure {}", e.as_str()),
-                McpAction::Reconnect | McpAction::SignIn | McpAction::SignOut => String::new(),
+                McpAction::SetEnabledInProject(_)
+                | McpAction::Reconnect
+                | McpAction::SignIn
+                | McpAction::SignOut => String::new(),
             };
             Ok(format!(
                 "MCP server \"{}\": {what}, saved to {}.",
                 server.name(),
-                target_file(&server.entry).display()
+                save_file(server).display()
             ))
         }
     }
 }
 
+/// "Enable/Disable in this project": the project's mcp.json gets (or updates) an override.
+fn save_in_project(server: &McpServer, enabled: bool) -> Result<String, String> {
+    let project = crate::modes::current_mcp()
+        .and_then(|m| m.config().project_config.clone())
+        .ok_or("This project is not trusted, so it has no mcp.json of its own.")?;
+    let patch = ServerPatch {
+        enabled: Some(enabled),
+        exposure: None,
+    };
+    save_server_change(&server.entry, patch, Some(&project))?;
+    SESSION_OVERRIDES
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .insert(server.name().to_string(), project.clone());
+    Ok(format!(
+        "MCP server \"{}\": {} in this project, saved to {}.",
+        server.name(),
+        if enabled { "enabled" } else { "disabled" },
+        project.display()
+    ))
+}
+
+/// Project overrides written by "Enable/Disable in this project" since start-up (server
+/// name → project mcp.json): the running servers' entries were read before they existed.
+static SESSION_OVERRIDES: std::sync::Mutex<std::collections::BTreeMap<String, PathBuf>> =
+    std::sync::Mutex::new(std::collections::BTreeMap::new());
+
+/// The project file overriding `server`, read at start-up or written since.
+fn override_file(server: &McpServer) -> Option<PathBuf> {
+    server.entry.override_source.clone().or_else(|| {
+        SESSION_OVERRIDES
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .get(server.name())
+            .cloned()
+    })
+}
+
+/// Where a change to `server` is saved: its project override, else its own file.
+fn save_file(server: &McpServer) -> PathBuf {
+    override_file(server).unwrap_or_else(|| target_file(&server.entry).to_path_buf())
+}
+
+/// The sign-in waiting for a pasted redirect URL, if any (one at a time: the newest wins).
+static PENDING_REDIRECT: std::sync::Mutex<Option<tokio::sync::oneshot::Sender<String>>> =
+    std::sync::Mutex::new(None);
+
+/// Editor text submitted while a sign-in waits: a URL goes to that sign-in instead of the
+/// model. `true` when it was taken.
+pub fn take_pasted_redirect(text: &str) -> bool {
+    let text = text.trim();
+    if !(text.starts_with("http://") || text.starts_with("https://"))
+        || text.contains(char::is_whitespace)
+    {
+        return false;
+    }
+    let mut pending = PENDING_REDIRECT.lock().unwrap_or_else(|e| e.into_inner());
+    match pending.take() {
+        Some(sender) => sender.send(text.to_string()).is_ok(),
+        None => false,
+    }
+}
+
+/// The sign-in ended (by the callback, the pasted URL or an error): a URL no longer goes to it.
+pub fn end_pasted_redirect() {
+    *PENDING_REDIRECT.lock().unwrap_or_else(|e| e.into_inner()) = None;
+}
+
 /// How a sign-in from `/mcp` talks to the user: the authorization URL as a notice (and the
-/// browser opened on it); the loopback callback completes it.
+/// browser opened on it); the loopback callback completes it, or the redirect URL submitted
+/// in the editor ([`take_pasted_redirect`]).
 pub struct NoticePrompt {
     /// The server being signed in to.
     pub name: String,
@@ -212,10 +309,17 @@ pub struct NoticePrompt {
 impl pi_agent::mcp::oauth::SignInPrompt for NoticePrompt {
     fn show_authorization_url(&self, url: &str) {
         let _ = self.notices.send(super::app::Msg::Notice(format!(
-            "Sign in to MCP server \"{}\" in your browser:\n{url}",
+            "Sign in to MCP server \"{}\" in your browser:\n{url}\nIf the browser cannot reach \
+             this machine, paste the URL it was redirected to and press Enter.",
             self.name
         )));
         pi_agent::mcp::oauth::open_browser(url);
+    }
+
+    fn pasted_redirect_url(&self) -> Option<tokio::sync::oneshot::Receiver<String>> {
+        let (tx, rx) = tokio::sync::oneshot::channel();
+        *PENDING_REDIRECT.lock().unwrap_or_else(|e| e.into_inner()) = Some(tx);
+        Some(rx)
     }
 }
 
@@ -304,5 +408,31 @@ mod tests {
             saved,
             serde_json::json!({"mcpServers": {"a": {"command": "x"}, "b": {"command": "y", "args": ["1"], "exposure": "deferred", "toolExposure": {"t": "hidden"}}}, "keep": 1})
         );
+    }
+
+    #[test]
+    fn a_submitted_url_goes_to_the_waiting_sign_in_only() {
+        use pi_agent::mcp::oauth::SignInPrompt;
+        let (tx, _rx) = std::sync::mpsc::channel();
+        let prompt = NoticePrompt {
+            name: "s".into(),
+            notices: tx,
+        };
+        // Nothing waits: text stays a prompt.
+        assert!(!take_pasted_redirect("http://127.0.0.1:1/cb?code=1"));
+        let mut pending = prompt.pasted_redirect_url().unwrap();
+        assert!(!take_pasted_redirect("what is http://x?"));
+        assert!(take_pasted_redirect(
+            " http://127.0.0.1:1/cb?code=1&state=2 \n"
+        ));
+        assert_eq!(
+            pending.try_recv().unwrap(),
+            "http://127.0.0.1:1/cb?code=1&state=2"
+        );
+        // Taken once; an ended sign-in takes nothing.
+        assert!(!take_pasted_redirect("http://127.0.0.1:1/cb?code=3"));
+        let _again = prompt.pasted_redirect_url().unwrap();
+        end_pasted_redirect();
+        assert!(!take_pasted_redirect("http://127.0.0.1:1/cb?code=4"));
     }
 }

@@ -421,6 +421,13 @@ pub fn run(mut opts: TuiOptions) -> anyhow::Result<i32> {
     }
     let mut indexed = opts.cwd.clone();
     spawn_file_index(indexed.clone(), tx.clone());
+    {
+        // Started from the kept catalog; the gateway's current one follows when it answers.
+        let tx = tx.clone();
+        crate::modes::radius_refresh::spawn(opts.agent_dir.clone(), move |models| {
+            let _ = tx.send(Msg::Radius(login::RadiusUpdate::catalog(models)));
+        });
+    }
     if opts.open_resume {
         apply_effect(
             &mut app,
@@ -654,6 +661,16 @@ fn apply_effect(
         Effect::OpenLogout => login::open_logout(app, &opts.agent_dir),
         Effect::Logout(provider) => login::logout(app, &opts.agent_dir, &provider),
         Effect::Llama(action) => llama_view::apply(app, driver, &opts.agent_dir, tx, action),
+        Effect::SetRadiusModels(models) => {
+            driver.set_radius_models(models);
+            app.models = driver.models();
+        }
+        Effect::ConfigureRadiusMcp => {
+            // Pi reloads so the MCP extension reads mcp.json again.
+            if login::configure_radius_mcp(app, &opts.agent_dir) {
+                session_ops::reload(app, driver, &opts.agent_dir);
+            }
+        }
         Effect::OpenMcp => {
             let mcp = crate::modes::current_mcp();
             mcp_view::open_list(app, mcp.as_deref(), &opts.agent_dir)
@@ -696,6 +713,7 @@ fn apply_effect(
                         );
                         let notice =
                             pi_agent::mcp::oauth::session::sign_in(&server, &prompt, limit).await;
+                        mcp_view::end_pasted_redirect();
                         let _ = tx.send(Msg::Notice(notice.text().to_string()));
                     });
                 }
@@ -711,7 +729,8 @@ fn apply_effect(
                     Ok(text) => match action {
                         // Connecting or disconnecting takes a moment: on the connections'
                         // runtime, with the outcome as a second notice.
-                        mcp_view::McpAction::SetEnabled(enabled) => {
+                        mcp_view::McpAction::SetEnabled(enabled)
+                        | mcp_view::McpAction::SetEnabledInProject(enabled) => {
                             app.notice(text);
                             let tx = tx.clone();
                             crate::modes::spawn_on_mcp_runtime(async move {

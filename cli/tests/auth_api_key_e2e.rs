@@ -1,0 +1,294 @@
+//! `pi auth login <provider> --api-key` (and providers without account sign-in) end to end,
+//! compared with real Pi 1.6.0 run by hand in tmux: the same prompts (`Enter Groq API key: `,
+//! Cloudflare's account id), messages, exit codes and auth.json entries (mode 0600). The key
+//! is then sent by a print-mode prompt through the fake LLM. In tmux (gated on
+//! `PI_TUI_E2E=1`), the key typed at the prompt never appears on the screen and Ctrl+C
+//! cancels with Pi's "Login cancelled.".
+
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+mod tmux_common;
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+
+use pi_fake_llm::{FakeLlm, Script, Turn};
+use serde_json::{json, Value};
+use tmux_common::{enabled, shell_quote, Tmux};
+
+struct Home {
+    _tmp: tempfile::TempDir,
+    home: PathBuf,
+    agent: PathBuf,
+}
+
+impl Home {
+    fn new() -> Home {
+        let tmp = tempfile::tempdir().unwrap();
+        let home = tmp.path().to_path_buf();
+        let agent = home.join("agent");
+        std::fs::create_dir_all(&agent).unwrap();
+        Home {
+            _tmp: tmp,
+            home,
+            agent,
+        }
+    }
+
+    fn command(&self) -> Command {
+        let mut cmd = Command::new(env!("CARGO_BIN_EXE_pi"));
+        cmd.env_clear()
+            .env("HOME", &self.home)
+            .env("PATH", std::env::var("PATH").unwrap_or_default())
+            .env("PI_CODING_AGENT_DIR", &self.agent)
+            .current_dir(&self.home);
+        cmd
+    }
+
+    /// `pi auth login <args>` with `input` on stdin: exit code, stdout, stderr.
+    fn login(&self, args: &[&str], input: &str) -> (i32, String, String) {
+        let mut child = self
+            .command()
+            .args(["auth", "login"])
+            .args(args)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        child
+            .stdin
+            .take()
+            .unwrap()
+            .write_all(input.as_bytes())
+            .unwrap();
+        let out = child.wait_with_output().unwrap();
+        (
+            out.status.code().unwrap_or(-1),
+            String::from_utf8_lossy(&out.stdout).into_owned(),
+            String::from_utf8_lossy(&out.stderr).into_owned(),
+        )
+    }
+
+    fn auth_json(&self) -> Value {
+        serde_json::from_str(&std::fs::read_to_string(self.agent.join("auth.json")).unwrap())
+            .unwrap()
+    }
+
+    fn auth_path(&self) -> String {
+        self.agent.join("auth.json").display().to_string()
+    }
+}
+
+fn mode(path: &Path) -> u32 {
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::metadata(path).unwrap().permissions().mode() & 0o777
+}
+
+#[test]
+fn wrong_arguments_and_providers_fail_as_in_pi() {
+    let home = Home::new();
+    let usage = "Usage: pi auth login <provider> [--api-key] [--no-browser]\n";
+    for args in [&[][..], &["groq", "extra"][..], &["groq", "--nope"][..]] {
+        assert_eq!(
+            home.login(args, ""),
+            (1, String::new(), usage.into()),
+            "{args:?}"
+        );
+    }
+    assert_eq!(
+        home.login(&["groq", "--api-key", "--no-browser"], ""),
+        (
+            1,
+            String::new(),
+            "--no-browser only applies to account sign-in; omit it with --api-key.\n".into()
+        )
+    );
+    assert_eq!(
+        home.login(&["openai-codex", "--api-key"], ""),
+        (
+            1,
+            String::new(),
+            "OpenAI Codex has no API key login. Omit --api-key to sign in.\n".into()
+        )
+    );
+    let (code, out, err) = home.login(&["nope"], "");
+    assert_eq!((code, out.as_str()), (1, ""));
+    let mut lines = err.lines();
+    assert_eq!(lines.next(), Some("Unknown provider \"nope\"."));
+    let providers = lines.next().unwrap().strip_prefix("Providers: ").unwrap();
+    // Pi's list: every provider with an account or API-key login, sorted.
+    let ids: Vec<&str> = providers.split(", ").collect();
+    for id in [
+        "amazon-bedrock",
+        "anthropic",
+        "groq",
+        "openai-codex",
+        "radius",
+        "zai",
+    ] {
+        assert!(ids.contains(&id), "{id} missing from {providers}");
+    }
+    let mut sorted = ids.clone();
+    sorted.sort_unstable();
+    assert_eq!(ids, sorted);
+    assert!(!home.agent.join("auth.json").exists());
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn an_api_key_login_is_saved_private_and_used_for_requests() {
+    let llm = FakeLlm::start(Script::turns(vec![Turn::text("groq says hi")]))
+        .await
+        .unwrap();
+    let home = Home::new();
+    // Groq's requests go to the fake LLM; the key comes from the login only.
+    std::fs::write(
+        home.agent.join("models.json"),
+        json!({"providers": {"groq": {"baseUrl": format!("{}/v1", llm.base_url())}}}).to_string(),
+    )
+    .unwrap();
+
+    // Groq has no account sign-in: Pi asks for its API key without --api-key too.
+    let (code, out, err) = home.login(&["groq"], "gsk-test-key-1\n");
+    assert_eq!(
+        (code, out.as_str(), err.as_str()),
+        (
+            0,
+            format!(
+                "Enter Groq API key: Saved API key for Groq. Credentials saved to {}\n",
+                home.auth_path()
+            )
+            .as_str(),
+            ""
+        )
+    );
+    assert_eq!(
+        home.auth_json(),
+        json!({"groq": {"type": "api_key", "key": "gsk-test-key-1"}})
+    );
+    assert_eq!(mode(&home.agent.join("auth.json")), 0o600);
+
+    let out = home
+        .command()
+        .args([
+            "--no-session",
+            "--model",
+            "groq/llama-3.3-70b-versatile",
+            "-p",
+            "hello",
+        ])
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(String::from_utf8_lossy(&out.stdout), "groq says hi\n");
+    // The fake redacts keys it did not issue; the request carried one, and it is the
+    // stored one (without the login there is no Groq key at all).
+    assert_eq!(llm.requests()[0].headers["authorization"], "<redacted>");
+    let out = home
+        .command()
+        .args(["auth", "print-api-key", "--provider", "groq"])
+        .output()
+        .unwrap();
+    assert_eq!(String::from_utf8_lossy(&out.stdout), "gsk-test-key-1\n");
+
+    // --api-key for a provider with an account sign-in (Anthropic): the key, not OAuth.
+    let (code, out, _) = home.login(&["Anthropic", "--api-key"], "sk-ant-api-key\n");
+    assert_eq!(code, 0);
+    assert!(
+        out.starts_with("Enter Anthropic API key: Saved API key for Anthropic."),
+        "{out}"
+    );
+    assert_eq!(
+        home.auth_json()["anthropic"],
+        json!({"type": "api_key", "key": "sk-ant-api-key"})
+    );
+    // The earlier login is kept.
+    assert_eq!(home.auth_json()["groq"]["key"], "gsk-test-key-1");
+
+    // Cloudflare Workers AI: the key, then the account id into the credential's env.
+    let (code, out, _) = home.login(&["cloudflare-workers-ai"], "cf-key\nacc-123\n");
+    assert_eq!(code, 0);
+    assert!(
+        out.starts_with(
+            "Enter Cloudflare API key: Enter Cloudflare account ID: Saved API key for Cloudflare \
+             Workers AI."
+        ),
+        "{out}"
+    );
+    assert_eq!(
+        home.auth_json()["cloudflare-workers-ai"],
+        json!({"type": "api_key", "key": "cf-key", "env": {"CLOUDFLARE_ACCOUNT_ID": "acc-123"}})
+    );
+
+    // The end of input before an answer cancels and stores nothing.
+    let (code, _, err) = home.login(&["mistral"], "");
+    assert_eq!((code, err.as_str()), (1, "Login cancelled.\n"));
+    assert!(home.auth_json().get("mistral").is_none());
+
+    // Logout removes it again.
+    let out = home
+        .command()
+        .args(["auth", "logout", "groq"])
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    assert!(home.auth_json().get("groq").is_none());
+}
+
+/// In a terminal the key is typed without echo; Ctrl+C cancels.
+#[test]
+fn the_key_is_not_echoed_in_a_terminal_and_ctrl_c_cancels() {
+    if !enabled() {
+        eprintln!("skipped: set PI_TUI_E2E=1 (needs tmux)");
+        return;
+    }
+    let home = Home::new();
+    let run = |provider: &str| {
+        format!(
+            "env -i HOME={home} PATH=/usr/bin:/bin PI_CODING_AGENT_DIR={agent} {pi} auth login \
+             {provider} --api-key; echo EXITED-$?; sleep 30",
+            home = shell_quote(&home.home),
+            agent = shell_quote(&home.agent),
+            pi = shell_quote(Path::new(env!("CARGO_BIN_EXE_pi"))),
+        )
+    };
+    let name = format!("pi-api-key-e2e-{}", std::process::id());
+    let tmux = Tmux::start(&name, &home.home, &run("xai"));
+    tmux.wait_for("Enter xAI API key:");
+    tmux.keys(&["-l", "xai-hidden-4242"]);
+    // Backspace edits the hidden value, as in Pi.
+    tmux.keys(&["BSpace"]);
+    tmux.keys(&["-l", "3"]);
+    tmux.keys(&["Enter"]);
+    let screen = tmux.wait_for("EXITED-0");
+    assert!(!screen.contains("hidden"), "{screen}");
+    assert!(
+        screen.contains(&format!(
+            "Saved API key for xAI. Credentials saved to {}",
+            home.auth_path()
+        )) || screen.contains("Saved API key for xAI."),
+        "{screen}"
+    );
+    assert_eq!(
+        home.auth_json()["xai"],
+        json!({"type": "api_key", "key": "xai-hidden-4243"})
+    );
+    assert_eq!(mode(&home.agent.join("auth.json")), 0o600);
+    drop(tmux);
+
+    let name = format!("pi-api-key-e2e-cancel-{}", std::process::id());
+    let tmux = Tmux::start(&name, &home.home, &run("groq"));
+    tmux.wait_for("Enter Groq API key:");
+    tmux.keys(&["-l", "gsk-never"]);
+    tmux.keys(&["C-c"]);
+    let screen = tmux.wait_for("EXITED-1");
+    assert!(screen.contains("Login cancelled."), "{screen}");
+    assert!(!screen.contains("gsk-never"), "{screen}");
+    assert!(home.auth_json().get("groq").is_none());
+}
