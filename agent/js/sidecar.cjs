@@ -81,6 +81,8 @@ const state = {
   virtualModels: new Map(), // "provider/id" → {definition, extension}
   contextUsage: undefined, // {tokens, contextWindow, percent} as the host last computed it
   providers: new Map(), // name → {name, config}: pi.registerProvider in the config form
+  streamApis: new Map(), // api → {provider, streamSimple, extension}: providers that stream here
+  providerStreams: new Map(), // streamId → AbortController of a running provider stream
   shortcuts: new Map(), // lower-cased key → {shortcut, options, extension}
 };
 const providerDeclarations = () => [...state.providers.values()];
@@ -511,25 +513,30 @@ function makeApi(extension) {
       if (ok) state.model = model;
       return !!ok;
     },
-    // The config form joins the host's catalog (models.json's fields). Streaming through
-    // the extension (`streamSimple`, a pi-ai Provider object) is not offered: refused with
-    // an error rather than listed with models that cannot answer.
+    // The config form joins the host's catalog (models.json's fields). A `streamSimple`
+    // (or `stream`) function stays here and answers the requests of the provider's `api`
+    // (the host's `stream` calls); pi-ai Provider objects are not offered.
     registerProvider(name, config) {
       if (typeof name !== "string" || !name) {
         reportError(extension.path, "registerProvider", "Provider objects (createProvider) are not supported yet; use pi.registerProvider(name, config)");
         return;
       }
       const c = config || {};
-      if (typeof c.streamSimple === "function" || typeof c.stream === "function") {
-        reportError(extension.path, "registerProvider", `Provider "${name}": streamSimple is not supported yet; only baseUrl/api providers are`);
+      const streamFn = typeof c.streamSimple === "function" ? c.streamSimple : typeof c.stream === "function" ? c.stream : undefined;
+      if (streamFn && (typeof c.api !== "string" || !c.api)) {
+        reportError(extension.path, "registerProvider", `Provider "${name}": "api" is required when registering streamSimple`);
         return;
       }
-      // Functions (oauth, refreshModels) cannot cross to the host; the data can.
-      const plain = JSON.parse(JSON.stringify({ ...c, oauth: undefined, refreshModels: undefined }));
+      for (const [api, entry] of state.streamApis) if (entry.provider === name) state.streamApis.delete(api);
+      if (streamFn) state.streamApis.set(c.api, { provider: name, streamSimple: streamFn, extension });
+      // Functions (oauth, refreshModels, the stream) cannot cross to the host; the data can.
+      const plain = JSON.parse(JSON.stringify({ ...c, oauth: undefined, refreshModels: undefined, streamSimple: undefined, stream: undefined }));
+      if (streamFn) plain.streamSimple = true;
       state.providers.set(name, { name, config: plain });
       if (extension.loaded) notify("providers_changed", { providers: providerDeclarations() });
     },
     unregisterProvider(name) {
+      for (const [api, entry] of state.streamApis) if (entry.provider === name) state.streamApis.delete(api);
       if (state.providers.delete(name) && extension.loaded) {
         notify("providers_changed", { providers: providerDeclarations() });
       }
@@ -589,6 +596,7 @@ async function loadOne(extensionPath) {
     const commandsBefore = new Map(state.commands);
     const virtualBefore = new Map(state.virtualModels);
     const providersBefore = new Map(state.providers);
+    const streamApisBefore = new Map(state.streamApis);
     try {
       await factory(makeApi(extension));
     } catch (err) {
@@ -597,6 +605,7 @@ async function loadOne(extensionPath) {
       state.commands = commandsBefore;
       state.virtualModels = virtualBefore;
       state.providers = providersBefore;
+      state.streamApis = streamApisBefore;
       throw err;
     }
     extension.loaded = true;
@@ -847,6 +856,32 @@ const methods = {
       state: stateChanged ? result.state : undefined,
       stateChanged,
     };
+  },
+  // A request for a model whose api an extension streams (`registerProvider` with
+  // `streamSimple`): Pi's AssistantMessageEvents go back as `stream_event` notifications,
+  // all of them before this answer.
+  async stream(params) {
+    const api = params.model && params.model.api;
+    const entry = state.streamApis.get(api);
+    if (!entry) throw new Error(`No API provider registered for api: ${api}`);
+    const controller = new AbortController();
+    state.providerStreams.set(params.streamId, controller);
+    try {
+      const options = { ...(params.options || {}), signal: controller.signal };
+      const events = await entry.streamSimple(params.model, params.context || { messages: [] }, options);
+      for await (const event of events) {
+        notify("stream_event", { streamId: params.streamId, event });
+        if (event && (event.type === "done" || event.type === "error")) break;
+      }
+    } finally {
+      state.providerStreams.delete(params.streamId);
+    }
+    return {};
+  },
+  async abort_stream(params) {
+    const c = state.providerStreams.get(params.streamId);
+    if (c) c.abort();
+    return {};
   },
   async abort_tool(params) {
     const c = state.running.get(params.toolCallId);

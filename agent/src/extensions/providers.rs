@@ -1,13 +1,20 @@
 //! Providers registered by extensions (`pi.registerProvider(name, config)`): the config
 //! form, with models.json's fields (`baseUrl`, `apiKey`, `api`, `headers`, `authHeader`,
 //! `models`), joins the catalog as a models.json provider does, except that a `models` list
-//! replaces every model the provider had (Pi's rule for registered providers). Providers
-//! that stream through the extension (`streamSimple`) are refused in the sidecar.
+//! replaces every model the provider had (Pi's rule for registered providers). A provider
+//! with a `streamSimple` function keeps it in the sidecar: its `api` is registered with
+//! [`crate::llm::external`], and each request made with one of its models becomes a
+//! sidecar `stream` call whose `stream_event` notifications carry Pi's events back.
 
-use std::sync::Arc;
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, Weak};
 
-use serde_json::Value;
+use serde_json::{json, Value};
+use tokio::sync::mpsc::UnboundedSender;
 
+use super::{lock, Shared};
+use crate::llm::external::{self, ExternalCall, StreamFunction};
 use crate::llm::{apply_provider, ModelRegistry};
 
 /// `registry` with the declared providers (`{name, config}`) applied in order, and the
@@ -34,6 +41,95 @@ pub fn with_providers(
         }
     }
     (registry, errors)
+}
+
+/// The provider streams running in the sidecar and the APIs registered for them.
+#[derive(Default)]
+pub(super) struct ProviderStreams {
+    next: AtomicU64,
+    /// Event channels of the running streams, by stream id.
+    open: Mutex<HashMap<String, UnboundedSender<Value>>>,
+    /// The APIs this process registered with [`external::register`].
+    apis: Mutex<Vec<String>>,
+}
+
+impl ProviderStreams {
+    /// A `stream_event` notification: the event goes to its request.
+    pub(super) fn event(&self, params: &Value) {
+        let id = params.get("streamId").and_then(Value::as_str).unwrap_or("");
+        if let Some(tx) = lock(&self.open).get(id) {
+            let _ = tx.send(params.get("event").cloned().unwrap_or(Value::Null));
+        }
+    }
+}
+
+/// Makes the APIs of the declared providers with `streamSimple` stream through the sidecar,
+/// and forgets those no longer declared.
+pub(super) fn register_stream_apis(shared: &Arc<Shared>, declared: &[Value]) {
+    let wanted: Vec<String> = declared
+        .iter()
+        .filter_map(|p| p.get("config"))
+        .filter(|c| c.get("streamSimple").and_then(Value::as_bool) == Some(true))
+        .filter_map(|c| c.get("api").and_then(Value::as_str).map(str::to_string))
+        .collect();
+    let mut apis = lock(&shared.provider_streams.apis);
+    for gone in apis.iter().filter(|a| !wanted.contains(a)) {
+        external::unregister(gone);
+    }
+    for api in &wanted {
+        external::register(
+            api,
+            Arc::new(SidecarStream {
+                shared: Arc::downgrade(shared),
+            }),
+        );
+    }
+    *apis = wanted;
+}
+
+/// A provider's `streamSimple`, run in the sidecar.
+struct SidecarStream {
+    shared: Weak<Shared>,
+}
+
+impl StreamFunction for SidecarStream {
+    fn start(&self, mut request: Value, events: UnboundedSender<Value>) -> ExternalCall {
+        let sidecar = self
+            .shared
+            .upgrade()
+            .and_then(|s| {
+                let sidecar = lock(&s.sidecar).clone();
+                sidecar.map(|sidecar| (s, sidecar))
+            });
+        let Some((shared, sidecar)) = sidecar else {
+            return ExternalCall {
+                done: Box::pin(async {
+                    Err("The extension that registered this provider is not running".to_string())
+                }),
+                abort: Box::new(|| {}),
+            };
+        };
+        let streams = &shared.provider_streams;
+        let id = format!("p{}", streams.next.fetch_add(1, Ordering::SeqCst));
+        lock(&streams.open).insert(id.clone(), events);
+        request["streamId"] = id.clone().into();
+        let (done_shared, done_sidecar, done_id) = (shared.clone(), sidecar.clone(), id.clone());
+        let done = Box::pin(async move {
+            let outcome = done_sidecar.request("stream", request).await;
+            lock(&done_shared.provider_streams.open).remove(&done_id);
+            outcome.map(|_| ())
+        });
+        let runtime = shared.runtime.clone();
+        let abort = Box::new(move || {
+            lock(&shared.provider_streams.open).remove(&id);
+            runtime.spawn(async move {
+                sidecar
+                    .tell("abort_stream", json!({ "streamId": id }))
+                    .await;
+            });
+        });
+        ExternalCall { done, abort }
+    }
 }
 
 #[cfg(test)]
