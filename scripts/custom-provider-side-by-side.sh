@@ -3,8 +3,8 @@
 # (fixtures/extensions/custom-provider-anthropic: `pi.registerProvider` with `streamSimple`,
 # the real @anthropic-ai/sdk 0.52.0 unpacked from the tarball next to it) against the same
 # fake-LLM script: a `read` tool call, then an answer. Compared: the print output, the
-# provider requests (path, model, max_tokens, thinking, system prompt, tool names, the
-# conversation with its cache markers) and the session's messages (api, provider, content,
+# provider requests (path, model, max_tokens, thinking, the system block's shape, tool
+# names and parameters, the conversation with its cache markers) and the session's messages (api, provider, content,
 # stop reason, usage and cost).
 #
 # usage: scripts/custom-provider-side-by-side.sh [REALPI_DIR] [PI_BINARY]
@@ -54,7 +54,8 @@ for r in (json.loads(l) for l in open(f"{d}/requests.jsonl")):
     b = r["body"]
     print("request", r["path"], b.get("model"), "max_tokens", b.get("max_tokens"), "thinking", b.get("thinking"))
     print("  beta", r["headers"].get("anthropic-beta"))
-    print("  system", json.dumps(b.get("system"))[:300])
+    # The prompt's wording is our own text, not Pi's; its shape is compared.
+    print("  system", [(s["type"], "<tools>" in s["text"], s.get("cache_control")) for s in b.get("system", [])])
     print("  tools", [(t["name"], sorted(t["input_schema"]["properties"])) for t in b.get("tools", [])])
     for m in b["messages"]:
         blocks = m["content"] if isinstance(m["content"], list) else [{"type": "text", "text": m["content"]}]
@@ -70,7 +71,6 @@ for f in glob.glob(f"{d}/sessions/*.jsonl"):
             continue
         m = dict(e["message"])
         if m["role"] == "system":
-            print("session system sections", sorted((m.get("sections") or {}).keys()))
             continue
         for k in ("timestamp", "durationMs"):
             m.pop(k, None)

@@ -575,6 +575,32 @@ function makeApi(extension) {
   return new Proxy(api, { get: (t, k) => (k in t ? t[k] : () => undefined) });
 }
 
+// Pi's built-in provider APIs as the pi-ai shim offers them (`anthropicMessagesApi()`,
+// `streamSimple`, …): the host runs its own provider for the model and streams the events
+// back (`builtin_stream_event`) into the stream the extension reads.
+const builtinStreams = new Map(); // id → AssistantMessageEventStream
+let nextBuiltinStream = 1;
+globalThis.__piHost.streamBuiltin = (events, model, context, options) => {
+  const id = `b${nextBuiltinStream++}`;
+  builtinStreams.set(id, events);
+  const { signal, ...rest } = options || {};
+  // Callbacks (onPayload, fetch, …) cannot cross to the host; the data can.
+  const plain = JSON.parse(JSON.stringify(rest));
+  const onAbort = () => notify("abort_builtin_stream", { id });
+  if (signal) signal.addEventListener("abort", onAbort, { once: true });
+  requestHost("builtin_stream", { id, model, context, options: plain }).then((answer) => {
+    builtinStreams.delete(id);
+    if (signal) signal.removeEventListener("abort", onAbort);
+    if (answer && answer.error) {
+      const usage = { input: 0, output: 0, cacheRead: 0, cacheWrite: 0, totalTokens: 0, cost: { input: 0, output: 0, cacheRead: 0, cacheWrite: 0, total: 0 } };
+      const error = { role: "assistant", content: [], api: model.api, provider: model.provider, model: model.id, usage, stopReason: "error", errorMessage: answer.error, timestamp: Date.now() };
+      events.push({ type: "error", reason: "error", error });
+    }
+    events.end();
+  });
+  if (signal && signal.aborted) onAbort();
+};
+
 let jiti;
 function loader() {
   if (!jiti) {
@@ -876,6 +902,11 @@ const methods = {
     } finally {
       state.providerStreams.delete(params.streamId);
     }
+    return {};
+  },
+  async builtin_stream_event(params) {
+    const events = builtinStreams.get(params.id);
+    if (events) events.push(params.event);
     return {};
   },
   async abort_stream(params) {

@@ -20,7 +20,11 @@ use extensions_common::*;
 /// would leave it.
 fn installed_example(setup: &Setup) -> PathBuf {
     let source = Path::new(&fixture("custom-provider-anthropic")).to_path_buf();
-    let dir = setup.agent.parent().unwrap().join("custom-provider-anthropic");
+    let dir = setup
+        .agent
+        .parent()
+        .unwrap()
+        .join("custom-provider-anthropic");
     std::fs::create_dir_all(&dir).unwrap();
     for name in ["index.ts", "package.json", "package-lock.json"] {
         std::fs::copy(source.join(name), dir.join(name)).unwrap();
@@ -187,8 +191,10 @@ async fn an_abort_reaches_the_extensions_stream_and_the_next_prompt_answers() {
             ("CUSTOM_ANTHROPIC_API_KEY", "sk-ant-test-key"),
         ],
     );
-    rpc.send(json!({"type": "set_model", "id": "m1", "provider": "custom-anthropic",
-                    "modelId": "claude-sonnet-4-5"}));
+    rpc.send(
+        json!({"type": "set_model", "id": "m1", "provider": "custom-anthropic",
+                    "modelId": "claude-sonnet-4-5"}),
+    );
     assert_eq!(rpc.response("m1")["success"], true);
     rpc.send(json!({"type": "prompt", "id": "p1", "message": "first"}));
     // Abort once the SDK's request is at the server (the example pushes `start` before
@@ -200,6 +206,8 @@ async fn an_abort_reaches_the_extensions_stream_and_the_next_prompt_answers() {
     let (end, _) = rpc.until(|r| r["type"] == "agent_end");
     let last = end["messages"].as_array().unwrap().last().unwrap().clone();
     assert_eq!(last["stopReason"], "aborted", "{last}");
+    // Idle again once settled: the next prompt starts a run of its own.
+    rpc.until(|r| r["type"] == "agent_settled");
 
     rpc.send(json!({"type": "prompt", "id": "p2", "message": "second"}));
     let (end, _) = rpc.until(|r| r["type"] == "agent_end");
@@ -207,4 +215,83 @@ async fn an_abort_reaches_the_extensions_stream_and_the_next_prompt_answers() {
     assert_eq!(last["content"][0]["text"], "Second answer.", "{last}");
     assert!(rpc.finish());
     assert_eq!(s.fake.requests().len(), 2);
+}
+
+/// A provider whose `streamSimple` delegates to Pi's built-in `anthropicMessagesApi()`, as
+/// Pi's gitlab-duo example does: the host's own Anthropic provider makes the request with
+/// the key and headers the extension chose, and the events reach the agent through the
+/// extension's stream.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_provider_can_delegate_to_a_builtin_api() {
+    let s = Setup::new(json!([
+        {"tool_calls": [tc("read", json!({"path": "notes.txt"}))]},
+        {"text": "Relayed answer."}
+    ]))
+    .await;
+    std::fs::write(s.cwd.join("notes.txt"), "relayed notes\n").unwrap();
+    let ext = fixture("relay-provider.ts");
+    let out = s
+        .command_without_model(&["-e", &ext, "--model", "relay/relay-model", "-p", "go"])
+        .env(
+            "RELAY_UPSTREAM_URL",
+            format!("http://127.0.0.1:{}", s.fake.port()),
+        )
+        .env("RELAY_KEY", "relay-secret")
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    assert_eq!(String::from_utf8_lossy(&out.stdout), "Relayed answer.\n");
+    let requests = s.fake.requests();
+    assert_eq!(requests.len(), 2);
+    for r in &requests {
+        assert_eq!(r.api, "anthropic");
+        assert_eq!(r.body["model"], "relay-model");
+        assert_eq!(r.headers["x-relay"], "relay-provider");
+        assert!(r.body["tools"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|t| t["name"] == "read"));
+    }
+    let results = anthropic_tool_results(&requests[1].body);
+    assert_eq!(results.len(), 1);
+    assert!(results[0].1.contains("relayed notes"), "{results:?}");
+    let entries = s.session_entries();
+    let last = entries
+        .iter()
+        .rev()
+        .find(|e| e["message"]["role"] == "assistant")
+        .unwrap();
+    assert_eq!(last["message"]["provider"], "relay");
+    assert_eq!(last["message"]["model"], "relay-model");
+}
+
+/// Pi's gitlab-duo example (a `streamSimple` provider over Pi's built-in APIs) loads and
+/// lists its models; answering needs gitlab.com's token exchange, so it is not run here.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn pis_gitlab_duo_example_loads_and_lists_its_models() {
+    let s = Setup::new(json!([])).await;
+    let ext = fixture("custom-provider-gitlab-duo");
+    let out = s
+        .command_without_model(&["-e", &ext, "--list-models", "gitlab-duo"])
+        .env("GITLAB_TOKEN", "glpat-test")
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    let (stdout, stderr) = (
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr),
+    );
+    assert!(out.status.success(), "{stderr}");
+    assert!(!stderr.contains("Extension error"), "{stderr}");
+    let ids: Vec<&str> = stdout
+        .lines()
+        .filter(|l| l.starts_with("gitlab-duo"))
+        .filter_map(|l| l.split_whitespace().nth(1))
+        .collect();
+    assert_eq!(ids.len(), 9, "{stdout}");
+    assert!(ids.contains(&"claude-sonnet-4-6"), "{stdout}");
+    assert!(ids.contains(&"gpt-5-codex"), "{stdout}");
 }

@@ -269,6 +269,33 @@ function calculateCost(model, usage) {
   return usage.cost;
 }
 
+// ---- Pi's built-in provider APIs, run by the host ----
+
+// A stream the host fills by running its own provider for `model` (its `api`, `baseUrl`,
+// `headers`), with the key and headers in `options`.
+function hostStream(model, context, options) {
+  const events = createAssistantMessageEventStream();
+  const host = globalThis.__piHost;
+  if (host && host.streamBuiltin) {
+    host.streamBuiltin(events, model, context, options || {});
+  } else {
+    const usage = { input: 0, output: 0, cacheRead: 0, cacheWrite: 0, totalTokens: 0, cost: { input: 0, output: 0, cacheRead: 0, cacheWrite: 0, total: 0 } };
+    const error = { role: "assistant", content: [], api: model.api, provider: model.provider, model: model.id, usage, stopReason: "error", errorMessage: "Provider APIs need the pi host", timestamp: Date.now() };
+    events.push({ type: "error", reason: "error", error });
+    events.end();
+  }
+  return events;
+}
+const streamSimple = (model, context, options) => hostStream(model, context, options);
+const complete = (model, context, options) => hostStream(model, context, options).result();
+// `anthropicMessagesApi()` and friends: an API object whose stream functions use that wire
+// API whatever the model says, as Pi's do.
+const builtinApi = (api) => () => ({
+  api,
+  stream: (model, context, options) => hostStream({ ...model, api }, context, options),
+  streamSimple: (model, context, options) => hostStream({ ...model, api }, context, options),
+});
+
 module.exports = {
   Type,
   StringEnum,
@@ -288,4 +315,17 @@ module.exports = {
   parseToolCallArguments,
   ToolCallArgumentsStream,
   calculateCost,
+  stream: streamSimple,
+  streamSimple,
+  complete,
+  completeSimple: complete,
+  anthropicMessagesApi: builtinApi("anthropic-messages"),
+  openAICompletionsApi: builtinApi("openai-completions"),
+  openAIResponsesApi: builtinApi("openai-responses"),
+  azureOpenAIResponsesApi: builtinApi("azure-openai-responses"),
+  openAICodexResponsesApi: builtinApi("openai-codex-responses"),
+  googleGenerativeAIApi: builtinApi("google-generative-ai"),
+  googleVertexApi: builtinApi("google-vertex"),
+  mistralConversationsApi: builtinApi("mistral-conversations"),
+  piMessagesApi: builtinApi("pi-messages"),
 };

@@ -273,6 +273,12 @@ impl Shared {
                 }
             }
             "stream_event" => self.provider_streams.event(&params),
+            "builtin_stream" => {
+                if let Some(id) = id {
+                    providers::builtin_stream(self, params, id);
+                }
+            }
+            "abort_builtin_stream" => providers::abort_builtin_stream(self, &params),
             "providers_changed" => {
                 if let Some(agent) = self.agent() {
                     let declared = params

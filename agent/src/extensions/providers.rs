@@ -14,8 +14,11 @@ use serde_json::{json, Value};
 use tokio::sync::mpsc::UnboundedSender;
 
 use super::{lock, Shared};
+use pi_formats::message::{AgentMessage, ThinkingLevel, Tool};
+use tokio_util::sync::CancellationToken;
+
 use crate::llm::external::{self, ExternalCall, StreamFunction};
-use crate::llm::{apply_provider, ModelRegistry};
+use crate::llm::{apply_provider, Context, Model, ModelRegistry, StreamOptions, ThinkingBudgets};
 
 /// `registry` with the declared providers (`{name, config}`) applied in order, and the
 /// errors of those that could not be (a model without an id, no `api`, …).
@@ -51,6 +54,116 @@ pub(super) struct ProviderStreams {
     open: Mutex<HashMap<String, UnboundedSender<Value>>>,
     /// The APIs this process registered with [`external::register`].
     apis: Mutex<Vec<String>>,
+    /// Requests the host runs for the sidecar (`anthropicMessagesApi().streamSimple`, …),
+    /// by the sidecar's id: what aborts them.
+    builtin: Mutex<HashMap<String, CancellationToken>>,
+}
+
+/// `builtin_stream`: an extension calls one of Pi's provider APIs (the pi-ai shim's
+/// `anthropicMessagesApi().streamSimple`, `streamSimple`, …). The host's own provider runs
+/// the request; every event goes back as `builtin_stream_event` before the answer.
+pub(super) fn builtin_stream(shared: &Arc<Shared>, params: Value, id: Value) {
+    let stream_id = params
+        .get("id")
+        .and_then(Value::as_str)
+        .unwrap_or("")
+        .to_string();
+    let model = params
+        .get("model")
+        .cloned()
+        .map(serde_json::from_value::<Model>);
+    let model = match model {
+        Some(Ok(m)) => m,
+        Some(Err(e)) => {
+            shared.answer_sidecar(id, json!({"error": format!("invalid model: {e}")}));
+            return;
+        }
+        None => {
+            shared.answer_sidecar(id, json!({"error": "no model"}));
+            return;
+        }
+    };
+    let context = context_of(params.get("context").unwrap_or(&Value::Null));
+    let cancel = CancellationToken::new();
+    let mut options = options_of(params.get("options").unwrap_or(&Value::Null));
+    options.cancel = cancel.clone();
+    lock(&shared.provider_streams.builtin).insert(stream_id.clone(), cancel);
+    let Some(sidecar) = lock(&shared.sidecar).clone() else {
+        return;
+    };
+    let shared = shared.clone();
+    shared.runtime.clone().spawn(async move {
+        let mut stream = crate::llm::stream(&model, context, options);
+        while let Some(event) = stream.next().await {
+            let event = serde_json::to_value(&event).unwrap_or(Value::Null);
+            sidecar
+                .tell(
+                    "builtin_stream_event",
+                    json!({"id": stream_id, "event": event}),
+                )
+                .await;
+        }
+        lock(&shared.provider_streams.builtin).remove(&stream_id);
+        sidecar.answer(id, Value::Null).await;
+    });
+}
+
+/// `abort_builtin_stream`: the extension's `signal` aborted a [`builtin_stream`].
+pub(super) fn abort_builtin_stream(shared: &Shared, params: &Value) {
+    let id = params.get("id").and_then(Value::as_str).unwrap_or("");
+    if let Some(cancel) = lock(&shared.provider_streams.builtin).get(id) {
+        cancel.cancel();
+    }
+}
+
+/// Pi's `Context` (`systemPrompt`, `tools`, `messages`) or transcript (`messages` with
+/// system messages) as the providers take it. Messages that cannot be read are left out.
+fn context_of(value: &Value) -> Context {
+    let list = |k: &str| value.get(k).and_then(Value::as_array).cloned();
+    Context {
+        system_prompt: value
+            .get("systemPrompt")
+            .and_then(Value::as_str)
+            .map(str::to_string),
+        messages: list("messages")
+            .unwrap_or_default()
+            .into_iter()
+            .filter_map(|m| serde_json::from_value::<AgentMessage>(m).ok())
+            .collect(),
+        tools: list("tools")
+            .unwrap_or_default()
+            .into_iter()
+            .filter_map(|t| serde_json::from_value::<Tool>(t).ok())
+            .collect(),
+    }
+}
+
+/// Pi's `SimpleStreamOptions` fields the host's providers read.
+fn options_of(value: &Value) -> StreamOptions {
+    let text = |k: &str| value.get(k).and_then(Value::as_str).map(str::to_string);
+    let budgets = value.get("thinkingBudgets");
+    let budget = |k: &str| budgets.and_then(|b| b.get(k)).and_then(Value::as_u64);
+    StreamOptions {
+        api_key: text("apiKey"),
+        headers: value
+            .get("headers")
+            .and_then(Value::as_object)
+            .into_iter()
+            .flatten()
+            .filter_map(|(k, v)| Some((k.clone(), v.as_str()?.to_string())))
+            .collect(),
+        max_tokens: value.get("maxTokens").and_then(Value::as_u64),
+        temperature: value.get("temperature").and_then(Value::as_f64),
+        reasoning: text("reasoning").and_then(|l| ThinkingLevel::parse(&l)),
+        thinking_budgets: ThinkingBudgets {
+            minimal: budget("minimal"),
+            low: budget("low"),
+            medium: budget("medium"),
+            high: budget("high"),
+        },
+        session_id: text("sessionId"),
+        ..Default::default()
+    }
 }
 
 impl ProviderStreams {
@@ -94,13 +207,10 @@ struct SidecarStream {
 
 impl StreamFunction for SidecarStream {
     fn start(&self, mut request: Value, events: UnboundedSender<Value>) -> ExternalCall {
-        let sidecar = self
-            .shared
-            .upgrade()
-            .and_then(|s| {
-                let sidecar = lock(&s.sidecar).clone();
-                sidecar.map(|sidecar| (s, sidecar))
-            });
+        let sidecar = self.shared.upgrade().and_then(|s| {
+            let sidecar = lock(&s.sidecar).clone();
+            sidecar.map(|sidecar| (s, sidecar))
+        });
         let Some((shared, sidecar)) = sidecar else {
             return ExternalCall {
                 done: Box::pin(async {

@@ -26,8 +26,8 @@
 pub mod anthropic;
 pub mod aws;
 pub mod bedrock;
-pub mod external;
 pub mod catalog;
+pub mod external;
 pub mod google;
 pub mod google_auth;
 pub mod google_vertex;
