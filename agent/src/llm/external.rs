@@ -208,10 +208,7 @@ async fn replay(em: &mut Emitter, event: Value) -> Option<Result<(), String>> {
         }
         _ => {}
     }
-    let Some(partial) = message_of("partial") else {
-        return None;
-    };
-    em.partial = partial;
+    em.partial = message_of("partial")?;
     if kind == "start" {
         em.start().await;
         return None;
@@ -268,13 +265,10 @@ async fn replay(em: &mut Emitter, event: Value) -> Option<Result<(), String>> {
             partial,
         },
         "toolcall_end" => {
-            let Some(tool_call) = event
+            let tool_call = event
                 .get("toolCall")
                 .cloned()
-                .and_then(|c| serde_json::from_value::<ToolCall>(c).ok())
-            else {
-                return None;
-            };
+                .and_then(|c| serde_json::from_value::<ToolCall>(c).ok())?;
             AssistantMessageEvent::ToolCallEnd {
                 content_index: index,
                 tool_call,
