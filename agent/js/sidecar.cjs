@@ -161,6 +161,12 @@ const modelRegistry = {
   find: (provider, id) => state.models.find((m) => m.provider === provider && m.id === id),
   getAll: () => state.models.slice(),
   getAvailable: () => state.models.slice(),
+  // Pi's `modelRegistry.complete`: one request with the model's own credentials (the
+  // host fills in the key and headers it has for the provider), the final message back.
+  complete: (model, context, options) => builtinEvents(model, context, { ...(options || {}), useProviderAuth: true }).result(),
+  completeSimple: (model, context, options) => builtinEvents(model, context, { ...(options || {}), useProviderAuth: true }).result(),
+  stream: (model, context, options) => builtinEvents(model, context, { ...(options || {}), useProviderAuth: true }),
+  streamSimple: (model, context, options) => builtinEvents(model, context, { ...(options || {}), useProviderAuth: true }),
 };
 const bus = new EventEmitter();
 
@@ -600,6 +606,14 @@ globalThis.__piHost.streamBuiltin = (events, model, context, options) => {
   });
   if (signal && signal.aborted) onAbort();
 };
+
+// The stream of a request the host makes (see `streamBuiltin`).
+function builtinEvents(model, context, options) {
+  const { createAssistantMessageEventStream } = require(shim("pi-ai.cjs"));
+  const events = createAssistantMessageEventStream();
+  globalThis.__piHost.streamBuiltin(events, model, context, options);
+  return events;
+}
 
 let jiti;
 function loader() {

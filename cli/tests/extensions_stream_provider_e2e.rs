@@ -295,3 +295,58 @@ async fn pis_gitlab_duo_example_loads_and_lists_its_models() {
     assert!(ids.contains(&"claude-sonnet-4-6"), "{stdout}");
     assert!(ids.contains(&"gpt-5-codex"), "{stdout}");
 }
+
+/// Pi's custom-compaction.ts example, unchanged: its `session_before_compact` handler
+/// serializes the conversation with `convertToLlm` / `serializeConversation` and asks
+/// `google/gemini-2.5-flash` through `ctx.modelRegistry.complete` (the key from
+/// models.json, the fake LLM's Google endpoint); the answer becomes the compaction summary.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn pis_custom_compaction_example_summarizes_through_the_model_registry() {
+    let s = Setup::new(json!([
+        {"text": "First answer."},
+        {"text": "Custom summary text."}
+    ]))
+    .await;
+    let models = std::fs::read_to_string(s.agent.join("models.json")).unwrap();
+    let mut models: Value = serde_json::from_str(&models).unwrap();
+    models["providers"]["google"] = json!({
+        "baseUrl": format!("http://127.0.0.1:{}/v1beta", s.fake.port()),
+        "apiKey": "google-test-key"
+    });
+    std::fs::write(s.agent.join("models.json"), models.to_string()).unwrap();
+    std::fs::write(
+        s.agent.join("settings.json"),
+        r#"{"compaction":{"keepRecentTokens":1}}"#,
+    )
+    .unwrap();
+    let ext = fixture("custom-compaction.ts");
+    let (code, out, err) = s.pi(&["-e", &ext, "-p", "hello there"]);
+    assert_eq!(code, 0, "{err}");
+    assert_eq!(out, "First answer.\n");
+    let (code, _, err) = s.pi(&["-e", &ext, "-c", "-p", "/compact"]);
+    assert_eq!(code, 0, "{err}");
+
+    let requests = s.fake.requests();
+    assert_eq!(requests.len(), 2, "{err}");
+    let summary_request = &requests[1];
+    assert_eq!(summary_request.api, "google");
+    assert!(
+        summary_request.path.contains("gemini-2.5-flash"),
+        "{}",
+        summary_request.path
+    );
+    let prompt = summary_request.body["contents"][0]["parts"][0]["text"]
+        .as_str()
+        .unwrap();
+    assert!(
+        prompt.contains("<conversation>\n[User]: hello there\n\n[Assistant]: First answer.\n</conversation>"),
+        "{prompt}"
+    );
+    let compaction = s
+        .session_entries()
+        .into_iter()
+        .find(|e| e["type"] == "compaction")
+        .expect("a compaction entry");
+    assert_eq!(compaction["summary"], "Custom summary text.");
+    assert_eq!(compaction["fromHook"], true);
+}

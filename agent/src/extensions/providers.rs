@@ -85,8 +85,26 @@ pub(super) fn builtin_stream(shared: &Arc<Shared>, params: Value, id: Value) {
     };
     let context = context_of(params.get("context").unwrap_or(&Value::Null));
     let cancel = CancellationToken::new();
-    let mut options = options_of(params.get("options").unwrap_or(&Value::Null));
+    let raw_options = params.get("options").unwrap_or(&Value::Null);
+    let mut options = options_of(raw_options);
     options.cancel = cancel.clone();
+    // `ctx.modelRegistry.complete`: the catalog's model and the provider's credentials,
+    // unless the extension gave its own.
+    let mut model = model;
+    if raw_options.get("useProviderAuth").and_then(Value::as_bool) == Some(true) {
+        if let Some(agent) = shared.agent() {
+            if let Some(known) = agent.registry().find(&model.provider, &model.id) {
+                model = known.clone();
+            }
+            let (key, headers) = agent.provider_auth(&model.provider);
+            if options.api_key.is_none() {
+                options.api_key = key;
+            }
+            for (k, v) in headers {
+                options.headers.entry(k).or_insert(v);
+            }
+        }
+    }
     lock(&shared.provider_streams.builtin).insert(stream_id.clone(), cancel);
     let Some(sidecar) = lock(&shared.sidecar).clone() else {
         return;
