@@ -589,7 +589,9 @@ let nextBuiltinStream = 1;
 globalThis.__piHost.streamBuiltin = (events, model, context, options) => {
   const id = `b${nextBuiltinStream++}`;
   builtinStreams.set(id, events);
-  const { signal, ...rest } = options || {};
+  const { signal: given, ...rest } = options || {};
+  // Only a real AbortSignal can be listened to (an event payload may carry a plain value).
+  const signal = given && typeof given.addEventListener === "function" ? given : undefined;
   // Callbacks (onPayload, fetch, …) cannot cross to the host; the data can.
   const plain = JSON.parse(JSON.stringify(rest));
   const onAbort = () => notify("abort_builtin_stream", { id });

@@ -339,7 +339,9 @@ async fn pis_custom_compaction_example_summarizes_through_the_model_registry() {
         .as_str()
         .unwrap();
     assert!(
-        prompt.contains("<conversation>\n[User]: hello there\n\n[Assistant]: First answer.\n</conversation>"),
+        prompt.contains(
+            "<conversation>\n[User]: hello there\n\n[Assistant]: First answer.\n</conversation>"
+        ),
         "{prompt}"
     );
     let compaction = s
