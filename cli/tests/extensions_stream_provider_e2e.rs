@@ -323,11 +323,14 @@ async fn pis_custom_compaction_example_summarizes_through_the_model_registry() {
     let (code, out, err) = s.pi(&["-e", &ext, "-p", "hello there"]);
     assert_eq!(code, 0, "{err}");
     assert_eq!(out, "First answer.\n");
-    let (code, _, err) = s.pi(&["-e", &ext, "-c", "-p", "/compact"]);
-    assert_eq!(code, 0, "{err}");
+    let mut rpc = Rpc::start(&s, &["-e", &ext, "-c"]);
+    rpc.send(json!({"type": "compact", "id": "c1"}));
+    let compacted = rpc.response("c1");
+    assert_eq!(compacted["success"], true, "{compacted}");
+    assert!(rpc.finish());
 
     let requests = s.fake.requests();
-    assert_eq!(requests.len(), 2, "{err}");
+    assert_eq!(requests.len(), 2);
     let summary_request = &requests[1];
     assert_eq!(summary_request.api, "google");
     assert!(
@@ -340,7 +343,8 @@ async fn pis_custom_compaction_example_summarizes_through_the_model_registry() {
         .unwrap();
     assert!(
         prompt.contains(
-            "<conversation>\n[User]: hello there\n\n[Assistant]: First answer.\n</conversation>"
+            // The kept tail (the answer) stays out: the user turn is what is summarized.
+            "<conversation>\n[User]: hello there\n</conversation>"
         ),
         "{prompt}"
     );
