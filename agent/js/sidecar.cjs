@@ -81,6 +81,8 @@ const state = {
   virtualModels: new Map(), // "provider/id" → {definition, extension}
   contextUsage: undefined, // {tokens, contextWindow, percent} as the host last computed it
   providers: new Map(), // name → {name, config}: pi.registerProvider in the config form
+  streamApis: new Map(), // api → {provider, streamSimple, extension}: providers that stream here
+  providerStreams: new Map(), // streamId → AbortController of a running provider stream
   shortcuts: new Map(), // lower-cased key → {shortcut, options, extension}
 };
 const providerDeclarations = () => [...state.providers.values()];
@@ -159,6 +161,12 @@ const modelRegistry = {
   find: (provider, id) => state.models.find((m) => m.provider === provider && m.id === id),
   getAll: () => state.models.slice(),
   getAvailable: () => state.models.slice(),
+  // Pi's `modelRegistry.complete`: one request with the model's own credentials (the
+  // host fills in the key and headers it has for the provider), the final message back.
+  complete: (model, context, options) => builtinEvents(model, context, { ...(options || {}), useProviderAuth: true }).result(),
+  completeSimple: (model, context, options) => builtinEvents(model, context, { ...(options || {}), useProviderAuth: true }).result(),
+  stream: (model, context, options) => builtinEvents(model, context, { ...(options || {}), useProviderAuth: true }),
+  streamSimple: (model, context, options) => builtinEvents(model, context, { ...(options || {}), useProviderAuth: true }),
 };
 const bus = new EventEmitter();
 
@@ -511,25 +519,30 @@ function makeApi(extension) {
       if (ok) state.model = model;
       return !!ok;
     },
-    // The config form joins the host's catalog (models.json's fields). Streaming through
-    // the extension (`streamSimple`, a pi-ai Provider object) is not offered: refused with
-    // an error rather than listed with models that cannot answer.
+    // The config form joins the host's catalog (models.json's fields). A `streamSimple`
+    // (or `stream`) function stays here and answers the requests of the provider's `api`
+    // (the host's `stream` calls); pi-ai Provider objects are not offered.
     registerProvider(name, config) {
       if (typeof name !== "string" || !name) {
         reportError(extension.path, "registerProvider", "Provider objects (createProvider) are not supported yet; use pi.registerProvider(name, config)");
         return;
       }
       const c = config || {};
-      if (typeof c.streamSimple === "function" || typeof c.stream === "function") {
-        reportError(extension.path, "registerProvider", `Provider "${name}": streamSimple is not supported yet; only baseUrl/api providers are`);
+      const streamFn = typeof c.streamSimple === "function" ? c.streamSimple : typeof c.stream === "function" ? c.stream : undefined;
+      if (streamFn && (typeof c.api !== "string" || !c.api)) {
+        reportError(extension.path, "registerProvider", `Provider "${name}": "api" is required when registering streamSimple`);
         return;
       }
-      // Functions (oauth, refreshModels) cannot cross to the host; the data can.
-      const plain = JSON.parse(JSON.stringify({ ...c, oauth: undefined, refreshModels: undefined }));
+      for (const [api, entry] of state.streamApis) if (entry.provider === name) state.streamApis.delete(api);
+      if (streamFn) state.streamApis.set(c.api, { provider: name, streamSimple: streamFn, extension });
+      // Functions (oauth, refreshModels, the stream) cannot cross to the host; the data can.
+      const plain = JSON.parse(JSON.stringify({ ...c, oauth: undefined, refreshModels: undefined, streamSimple: undefined, stream: undefined }));
+      if (streamFn) plain.streamSimple = true;
       state.providers.set(name, { name, config: plain });
       if (extension.loaded) notify("providers_changed", { providers: providerDeclarations() });
     },
     unregisterProvider(name) {
+      for (const [api, entry] of state.streamApis) if (entry.provider === name) state.streamApis.delete(api);
       if (state.providers.delete(name) && extension.loaded) {
         notify("providers_changed", { providers: providerDeclarations() });
       }
@@ -568,6 +581,42 @@ function makeApi(extension) {
   return new Proxy(api, { get: (t, k) => (k in t ? t[k] : () => undefined) });
 }
 
+// Pi's built-in provider APIs as the pi-ai shim offers them (`anthropicMessagesApi()`,
+// `streamSimple`, …): the host runs its own provider for the model and streams the events
+// back (`builtin_stream_event`) into the stream the extension reads.
+const builtinStreams = new Map(); // id → AssistantMessageEventStream
+let nextBuiltinStream = 1;
+globalThis.__piHost.streamBuiltin = (events, model, context, options) => {
+  const id = `b${nextBuiltinStream++}`;
+  builtinStreams.set(id, events);
+  const { signal: given, ...rest } = options || {};
+  // Only a real AbortSignal can be listened to (an event payload may carry a plain value).
+  const signal = given && typeof given.addEventListener === "function" ? given : undefined;
+  // Callbacks (onPayload, fetch, …) cannot cross to the host; the data can.
+  const plain = JSON.parse(JSON.stringify(rest));
+  const onAbort = () => notify("abort_builtin_stream", { id });
+  if (signal) signal.addEventListener("abort", onAbort, { once: true });
+  requestHost("builtin_stream", { id, model, context, options: plain }).then((answer) => {
+    builtinStreams.delete(id);
+    if (signal) signal.removeEventListener("abort", onAbort);
+    if (answer && answer.error) {
+      const usage = { input: 0, output: 0, cacheRead: 0, cacheWrite: 0, totalTokens: 0, cost: { input: 0, output: 0, cacheRead: 0, cacheWrite: 0, total: 0 } };
+      const error = { role: "assistant", content: [], api: model.api, provider: model.provider, model: model.id, usage, stopReason: "error", errorMessage: answer.error, timestamp: Date.now() };
+      events.push({ type: "error", reason: "error", error });
+    }
+    events.end();
+  });
+  if (signal && signal.aborted) onAbort();
+};
+
+// The stream of a request the host makes (see `streamBuiltin`).
+function builtinEvents(model, context, options) {
+  const { createAssistantMessageEventStream } = require(shim("pi-ai.cjs"));
+  const events = createAssistantMessageEventStream();
+  globalThis.__piHost.streamBuiltin(events, model, context, options);
+  return events;
+}
+
 let jiti;
 function loader() {
   if (!jiti) {
@@ -589,6 +638,7 @@ async function loadOne(extensionPath) {
     const commandsBefore = new Map(state.commands);
     const virtualBefore = new Map(state.virtualModels);
     const providersBefore = new Map(state.providers);
+    const streamApisBefore = new Map(state.streamApis);
     try {
       await factory(makeApi(extension));
     } catch (err) {
@@ -597,6 +647,7 @@ async function loadOne(extensionPath) {
       state.commands = commandsBefore;
       state.virtualModels = virtualBefore;
       state.providers = providersBefore;
+      state.streamApis = streamApisBefore;
       throw err;
     }
     extension.loaded = true;
@@ -893,6 +944,37 @@ const methods = {
         reportError("<extension>", "executeTool onUpdate", err);
       }
     }
+    return {};
+  },
+  // A request for a model whose api an extension streams (`registerProvider` with
+  // `streamSimple`): Pi's AssistantMessageEvents go back as `stream_event` notifications,
+  // all of them before this answer.
+  async stream(params) {
+    const api = params.model && params.model.api;
+    const entry = state.streamApis.get(api);
+    if (!entry) throw new Error(`No API provider registered for api: ${api}`);
+    const controller = new AbortController();
+    state.providerStreams.set(params.streamId, controller);
+    try {
+      const options = { ...(params.options || {}), signal: controller.signal };
+      const events = await entry.streamSimple(params.model, params.context || { messages: [] }, options);
+      for await (const event of events) {
+        notify("stream_event", { streamId: params.streamId, event });
+        if (event && (event.type === "done" || event.type === "error")) break;
+      }
+    } finally {
+      state.providerStreams.delete(params.streamId);
+    }
+    return {};
+  },
+  async builtin_stream_event(params) {
+    const events = builtinStreams.get(params.id);
+    if (events) events.push(params.event);
+    return {};
+  },
+  async abort_stream(params) {
+    const c = state.providerStreams.get(params.streamId);
+    if (c) c.abort();
     return {};
   },
   async abort_tool(params) {

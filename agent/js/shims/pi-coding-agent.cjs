@@ -87,6 +87,8 @@ for (const name of ["read", "write", "edit", "bash", "grep", "find", "ls"]) {
 builtinFactories.createCodingTools = (cwd) => ["read", "bash", "edit", "write"].map((n) => builtinTool(n)(cwd));
 builtinFactories.createReadOnlyTools = (cwd) => ["read", "grep", "find", "ls"].map((n) => builtinTool(n)(cwd));
 
+const { convertToLlm, serializeConversation } = require("./conversation.cjs");
+
 module.exports = {
   ...builtinFactories,
   VERSION: "1.6.0",
@@ -101,6 +103,6 @@ module.exports = {
   getAgentDir, withFileMutationQueue, parseFrontmatter,
   DynamicBorder, BorderedLoader, CustomEditor,
   getMarkdownTheme: () => ({}), getSettingsListTheme: () => ({}),
-  convertToLlm: (messages) => messages,
-  serializeConversation: (messages) => messages.map((m) => `${m.role}: ${typeof m.content === "string" ? m.content : JSON.stringify(m.content)}`).join("\n\n"),
+  convertToLlm,
+  serializeConversation,
 };

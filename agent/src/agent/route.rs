@@ -221,6 +221,18 @@ impl AgentSession {
         self.append_custom_entry_data(VIRTUAL_MODEL_STATE_ENTRY, data)
     }
 
+    /// The key and headers a request to `provider` is sent with (Pi's
+    /// `modelRegistry.complete` resolves them for the extension).
+    pub(crate) fn provider_auth(
+        &self,
+        provider: &str,
+    ) -> (Option<String>, std::collections::BTreeMap<String, String>) {
+        let st = lock(&self.shared.state);
+        let key = st.opts.api_key_for(provider);
+        let headers = st.opts.registry.resolve_headers(provider, key.as_deref());
+        (key, headers)
+    }
+
     /// Whether a request to `provider` can be sent: a key, or headers that authenticate.
     pub(super) fn has_credentials(&self, provider: &str) -> bool {
         let st = lock(&self.shared.state);

@@ -24,6 +24,10 @@ const FILES: &[(&str, &[u8])] = &[
         include_bytes!("../../js/shims/pi-coding-agent.cjs"),
     ),
     (
+        "shims/conversation.cjs",
+        include_bytes!("../../js/shims/conversation.cjs"),
+    ),
+    (
         "vendor/jiti/package.json",
         include_bytes!("../../js/vendor/jiti/package.json"),
     ),

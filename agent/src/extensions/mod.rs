@@ -181,6 +181,8 @@ struct Shared {
     forward: forward::Forwarder,
     /// The runtime the sidecar's tasks run on.
     runtime: tokio::runtime::Handle,
+    /// Requests of providers registered with `streamSimple`, running in the sidecar.
+    provider_streams: providers::ProviderStreams,
 }
 
 fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
@@ -289,6 +291,13 @@ impl Shared {
                     agent.set_registry(with_virtual_models(agent.registry(), &declared), None);
                 }
             }
+            "stream_event" => self.provider_streams.event(&params),
+            "builtin_stream" => {
+                if let Some(id) = id {
+                    providers::builtin_stream(self, params, id);
+                }
+            }
+            "abort_builtin_stream" => providers::abort_builtin_stream(self, &params),
             "providers_changed" => {
                 if let Some(agent) = self.agent() {
                     let declared = params
@@ -296,6 +305,7 @@ impl Shared {
                         .and_then(Value::as_array)
                         .cloned()
                         .unwrap_or_default();
+                    providers::register_stream_apis(self, &declared);
                     let (registry, errors) = with_providers(agent.registry(), &declared);
                     for e in errors {
                         self.report_error("<extension>", "registerProvider", &e);
@@ -763,6 +773,7 @@ impl Extensions {
             session_control: Mutex::new(None),
             forward: forward::Forwarder::default(),
             runtime: tokio::runtime::Handle::current(),
+            provider_streams: providers::ProviderStreams::default(),
         });
         let inbound_shared = shared.clone();
         let exit_shared = shared.clone();
@@ -881,6 +892,7 @@ impl Extensions {
     /// `base` with what the extensions add to the catalog: their providers, then their
     /// virtual models. A provider that cannot be added is reported and left out.
     pub fn catalog(&self, base: crate::llm::ModelRegistry) -> crate::llm::ModelRegistry {
+        providers::register_stream_apis(&self.shared, &self.providers);
         let (registry, errors) = with_providers(base, &self.providers);
         for e in errors {
             self.shared

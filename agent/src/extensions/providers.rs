@@ -1,14 +1,24 @@
 //! Providers registered by extensions (`pi.registerProvider(name, config)`): the config
 //! form, with models.json's fields (`baseUrl`, `apiKey`, `api`, `headers`, `authHeader`,
 //! `models`), joins the catalog as a models.json provider does, except that a `models` list
-//! replaces every model the provider had (Pi's rule for registered providers). Providers
-//! that stream through the extension (`streamSimple`) are refused in the sidecar.
+//! replaces every model the provider had (Pi's rule for registered providers). A provider
+//! with a `streamSimple` function keeps it in the sidecar: its `api` is registered with
+//! [`crate::llm::external`], and each request made with one of its models becomes a
+//! sidecar `stream` call whose `stream_event` notifications carry Pi's events back.
 
-use std::sync::Arc;
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, Weak};
 
-use serde_json::Value;
+use serde_json::{json, Value};
+use tokio::sync::mpsc::UnboundedSender;
 
-use crate::llm::{apply_provider, ModelRegistry};
+use super::{lock, Shared};
+use pi_formats::message::{AgentMessage, ThinkingLevel, Tool};
+use tokio_util::sync::CancellationToken;
+
+use crate::llm::external::{self, ExternalCall, StreamFunction};
+use crate::llm::{apply_provider, Context, Model, ModelRegistry, StreamOptions, ThinkingBudgets};
 
 /// `registry` with the declared providers (`{name, config}`) applied in order, and the
 /// errors of those that could not be (a model without an id, no `api`, …).
@@ -34,6 +44,220 @@ pub fn with_providers(
         }
     }
     (registry, errors)
+}
+
+/// The provider streams running in the sidecar and the APIs registered for them.
+#[derive(Default)]
+pub(super) struct ProviderStreams {
+    next: AtomicU64,
+    /// Event channels of the running streams, by stream id.
+    open: Mutex<HashMap<String, UnboundedSender<Value>>>,
+    /// The APIs this process registered with [`external::register`].
+    apis: Mutex<Vec<String>>,
+    /// Requests the host runs for the sidecar (`anthropicMessagesApi().streamSimple`, …),
+    /// by the sidecar's id: what aborts them.
+    builtin: Mutex<HashMap<String, CancellationToken>>,
+}
+
+/// `builtin_stream`: an extension calls one of Pi's provider APIs (the pi-ai shim's
+/// `anthropicMessagesApi().streamSimple`, `streamSimple`, …). The host's own provider runs
+/// the request; every event goes back as `builtin_stream_event` before the answer.
+pub(super) fn builtin_stream(shared: &Arc<Shared>, params: Value, id: Value) {
+    let stream_id = params
+        .get("id")
+        .and_then(Value::as_str)
+        .unwrap_or("")
+        .to_string();
+    let model = params
+        .get("model")
+        .cloned()
+        .map(serde_json::from_value::<Model>);
+    let model = match model {
+        Some(Ok(m)) => m,
+        Some(Err(e)) => {
+            shared.answer_sidecar(id, json!({"error": format!("invalid model: {e}")}));
+            return;
+        }
+        None => {
+            shared.answer_sidecar(id, json!({"error": "no model"}));
+            return;
+        }
+    };
+    let context = context_of(params.get("context").unwrap_or(&Value::Null));
+    let cancel = CancellationToken::new();
+    let raw_options = params.get("options").unwrap_or(&Value::Null);
+    let mut options = options_of(raw_options);
+    options.cancel = cancel.clone();
+    // `ctx.modelRegistry.complete`: the catalog's model and the provider's credentials,
+    // unless the extension gave its own.
+    let mut model = model;
+    if raw_options.get("useProviderAuth").and_then(Value::as_bool) == Some(true) {
+        if let Some(agent) = shared.agent() {
+            if let Some(known) = agent.registry().find(&model.provider, &model.id) {
+                model = known.clone();
+            }
+            let (key, headers) = agent.provider_auth(&model.provider);
+            if options.api_key.is_none() {
+                options.api_key = key;
+            }
+            for (k, v) in headers {
+                options.headers.entry(k).or_insert(v);
+            }
+        }
+    }
+    lock(&shared.provider_streams.builtin).insert(stream_id.clone(), cancel);
+    let Some(sidecar) = lock(&shared.sidecar).clone() else {
+        return;
+    };
+    let shared = shared.clone();
+    shared.runtime.clone().spawn(async move {
+        let mut stream = crate::llm::stream(&model, context, options);
+        while let Some(event) = stream.next().await {
+            let event = serde_json::to_value(&event).unwrap_or(Value::Null);
+            sidecar
+                .tell(
+                    "builtin_stream_event",
+                    json!({"id": stream_id, "event": event}),
+                )
+                .await;
+        }
+        lock(&shared.provider_streams.builtin).remove(&stream_id);
+        sidecar.answer(id, Value::Null).await;
+    });
+}
+
+/// `abort_builtin_stream`: the extension's `signal` aborted a [`builtin_stream`].
+pub(super) fn abort_builtin_stream(shared: &Shared, params: &Value) {
+    let id = params.get("id").and_then(Value::as_str).unwrap_or("");
+    if let Some(cancel) = lock(&shared.provider_streams.builtin).get(id) {
+        cancel.cancel();
+    }
+}
+
+/// Pi's `Context` (`systemPrompt`, `tools`, `messages`) or transcript (`messages` with
+/// system messages) as the providers take it. Messages that cannot be read are left out.
+fn context_of(value: &Value) -> Context {
+    let list = |k: &str| value.get(k).and_then(Value::as_array).cloned();
+    Context {
+        system_prompt: value
+            .get("systemPrompt")
+            .and_then(Value::as_str)
+            .map(str::to_string),
+        messages: list("messages")
+            .unwrap_or_default()
+            .into_iter()
+            .filter_map(|m| serde_json::from_value::<AgentMessage>(m).ok())
+            .collect(),
+        tools: list("tools")
+            .unwrap_or_default()
+            .into_iter()
+            .filter_map(|t| serde_json::from_value::<Tool>(t).ok())
+            .collect(),
+    }
+}
+
+/// Pi's `SimpleStreamOptions` fields the host's providers read.
+fn options_of(value: &Value) -> StreamOptions {
+    let text = |k: &str| value.get(k).and_then(Value::as_str).map(str::to_string);
+    let budgets = value.get("thinkingBudgets");
+    let budget = |k: &str| budgets.and_then(|b| b.get(k)).and_then(Value::as_u64);
+    StreamOptions {
+        api_key: text("apiKey"),
+        headers: value
+            .get("headers")
+            .and_then(Value::as_object)
+            .into_iter()
+            .flatten()
+            .filter_map(|(k, v)| Some((k.clone(), v.as_str()?.to_string())))
+            .collect(),
+        max_tokens: value.get("maxTokens").and_then(Value::as_u64),
+        temperature: value.get("temperature").and_then(Value::as_f64),
+        reasoning: text("reasoning").and_then(|l| ThinkingLevel::parse(&l)),
+        thinking_budgets: ThinkingBudgets {
+            minimal: budget("minimal"),
+            low: budget("low"),
+            medium: budget("medium"),
+            high: budget("high"),
+        },
+        session_id: text("sessionId"),
+        ..Default::default()
+    }
+}
+
+impl ProviderStreams {
+    /// A `stream_event` notification: the event goes to its request.
+    pub(super) fn event(&self, params: &Value) {
+        let id = params.get("streamId").and_then(Value::as_str).unwrap_or("");
+        if let Some(tx) = lock(&self.open).get(id) {
+            let _ = tx.send(params.get("event").cloned().unwrap_or(Value::Null));
+        }
+    }
+}
+
+/// Makes the APIs of the declared providers with `streamSimple` stream through the sidecar,
+/// and forgets those no longer declared.
+pub(super) fn register_stream_apis(shared: &Arc<Shared>, declared: &[Value]) {
+    let wanted: Vec<String> = declared
+        .iter()
+        .filter_map(|p| p.get("config"))
+        .filter(|c| c.get("streamSimple").and_then(Value::as_bool) == Some(true))
+        .filter_map(|c| c.get("api").and_then(Value::as_str).map(str::to_string))
+        .collect();
+    let mut apis = lock(&shared.provider_streams.apis);
+    for gone in apis.iter().filter(|a| !wanted.contains(a)) {
+        external::unregister(gone);
+    }
+    for api in &wanted {
+        external::register(
+            api,
+            Arc::new(SidecarStream {
+                shared: Arc::downgrade(shared),
+            }),
+        );
+    }
+    *apis = wanted;
+}
+
+/// A provider's `streamSimple`, run in the sidecar.
+struct SidecarStream {
+    shared: Weak<Shared>,
+}
+
+impl StreamFunction for SidecarStream {
+    fn start(&self, mut request: Value, events: UnboundedSender<Value>) -> ExternalCall {
+        let sidecar = self.shared.upgrade().and_then(|s| {
+            let sidecar = lock(&s.sidecar).clone();
+            sidecar.map(|sidecar| (s, sidecar))
+        });
+        let Some((shared, sidecar)) = sidecar else {
+            return ExternalCall {
+                done: Box::pin(async {
+                    Err("The extension that registered this provider is not running".to_string())
+                }),
+                abort: Box::new(|| {}),
+            };
+        };
+        let streams = &shared.provider_streams;
+        let id = format!("p{}", streams.next.fetch_add(1, Ordering::SeqCst));
+        lock(&streams.open).insert(id.clone(), events);
+        request["streamId"] = id.clone().into();
+        let (done_shared, done_sidecar, done_id) = (shared.clone(), sidecar.clone(), id.clone());
+        let done = Box::pin(async move {
+            let outcome = done_sidecar.request("stream", request).await;
+            lock(&done_shared.provider_streams.open).remove(&done_id);
+            outcome.map(|_| ())
+        });
+        let runtime = shared.runtime.clone();
+        let abort = Box::new(move || {
+            lock(&shared.provider_streams.open).remove(&id);
+            runtime.spawn(async move {
+                sidecar
+                    .tell("abort_stream", json!({ "streamId": id }))
+                    .await;
+            });
+        });
+        ExternalCall { done, abort }
+    }
 }
 
 #[cfg(test)]

@@ -27,6 +27,7 @@ pub mod anthropic;
 pub mod aws;
 pub mod bedrock;
 pub mod catalog;
+pub mod external;
 pub mod google;
 pub mod google_auth;
 pub mod google_vertex;
@@ -440,7 +441,10 @@ async fn run_api(
             "Virtual model {}/{} must be routed before streaming",
             model.provider, model.id
         )),
-        other => Err(format!("No API provider registered for api: {other}")),
+        other => match external::lookup(other) {
+            Some(function) => external::run(function, model, context, options, em).await,
+            None => Err(format!("No API provider registered for api: {other}")),
+        },
     }
 }
 
