@@ -65,6 +65,8 @@ fn start_tls() -> Result<PgTlsServer, String> {
         .tempdir()
         .map_err(|e| e.to_string())?
         .keep();
+    // The tests read the roots from here until the end of the process.
+    after_exit(&format!("rm -rf '{}'", certs.display()))?;
     let openssl = |args: &[&str]| {
         let mut c = Command::new("openssl");
         c.current_dir(&certs).args(args);
@@ -255,6 +257,22 @@ fn free_port() -> Result<u16, String> {
         .map_err(|e| e.to_string())
 }
 
+/// Runs `script` in the background once this process is gone.
+fn after_exit(script: &str) -> Result<(), String> {
+    let watch = format!(
+        "while kill -0 {pid} 2>/dev/null; do sleep 1; done; {script}",
+        pid = std::process::id()
+    );
+    Command::new("sh")
+        .args(["-c", &watch])
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .map(drop)
+        .map_err(|e| format!("watchdog: {e}"))
+}
+
 /// Starts a cluster; `configure(data dir, as root)` runs after `initdb` and returns extra
 /// server options.
 fn start(configure: &dyn Fn(&Path, bool) -> Result<String, String>) -> Result<PgServer, String> {
@@ -290,20 +308,13 @@ fn start(configure: &dyn Fn(&Path, bool) -> Result<String, String>) -> Result<Pg
     let extra = configure(&data, root)?;
     // Stop the server and remove its files once this process is gone.
     let stop = format!(
-        "while kill -0 {pid} 2>/dev/null; do sleep 1; done; {runuser}{pg_ctl} -D '{data}' -m immediate stop >/dev/null 2>&1; rm -rf '{dir}'",
-        pid = std::process::id(),
+        "{runuser}{pg_ctl} -D '{data}' -m immediate stop >/dev/null 2>&1; rm -rf '{dir}'",
         runuser = if root { "runuser -u postgres -- " } else { "" },
         pg_ctl = bin.join("pg_ctl").display(),
         data = data.display(),
         dir = dir.display(),
     );
-    Command::new("sh")
-        .args(["-c", &stop])
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .map_err(|e| format!("watchdog: {e}"))?;
+    after_exit(&stop)?;
     let mut last = String::new();
     for _ in 0..3 {
         let port = free_port()?;
