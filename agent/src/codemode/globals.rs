@@ -96,8 +96,22 @@ pub struct ScriptHost {
     pub calls: Arc<Mutex<Vec<CallRecord>>>,
     /// Tool calls made so far (the `n` of `<callId>/<n>`).
     pub tool_calls: std::sync::atomic::AtomicUsize,
-    /// Told whenever `calls` changed, so the tool can publish its progress.
-    pub changed: tokio::sync::mpsc::UnboundedSender<()>,
+    /// A snapshot of `calls` whenever they changed, so the tool publishes every state (a
+    /// call that starts and ends between two polls is still seen running).
+    pub changed: tokio::sync::mpsc::UnboundedSender<Vec<Value>>,
+}
+
+impl ScriptHost {
+    fn calls_changed(&self) {
+        let rows = self
+            .calls
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .iter()
+            .map(CallRecord::to_json)
+            .collect();
+        let _ = self.changed.send(rows);
+    }
 }
 
 /// The discovery globals every script has.
@@ -189,7 +203,7 @@ impl SandboxHost for ScriptHost {
             });
             calls.len() - 1
         };
-        let _ = self.changed.send(());
+        self.calls_changed();
         let n = self
             .tool_calls
             .fetch_add(1, std::sync::atomic::Ordering::SeqCst)
@@ -253,7 +267,7 @@ impl SandboxHost for ScriptHost {
                 }
             }
         }
-        let _ = self.changed.send(());
+        self.calls_changed();
         script_value(callable.tool.as_ref(), output)
     }
 

@@ -397,13 +397,7 @@ impl Tool for CodemodeTool {
         });
         // Progress: `details.calls` as the calls start and end (Pi's `onUpdate`), starting
         // with none, so a UI shows the script running before its first call.
-        let publish = || {
-            let rows: Vec<Value> = calls
-                .lock()
-                .unwrap_or_else(|e| e.into_inner())
-                .iter()
-                .map(CallRecord::to_json)
-                .collect();
+        let publish = |rows: Vec<Value>| {
             on_update(ToolOutput {
                 content: Vec::new(),
                 details: Some(json!({ "calls": rows })),
@@ -412,7 +406,7 @@ impl Tool for CodemodeTool {
                 usage: None,
             });
         };
-        publish();
+        publish(Vec::new());
         // The wait for a slot counts toward the script's deadline; the slot is held until
         // the VM has stopped (`run_script` returns only then).
         let waiting = Instant::now();
@@ -423,21 +417,24 @@ impl Tool for CodemodeTool {
             Ok(slot) => slot,
             Err(refusal) => return Ok(not_started(&refusal, started)),
         };
+        // Whole milliseconds, as Pi rounds them: a script that did not wait keeps its
+        // `timeout_ms` (and its timeout message says so).
+        let waited_ms = waiting.elapsed().as_secs_f64() * 1000.0;
         request.timeout = request.timeout.map(|t| {
-            t.saturating_sub(waiting.elapsed())
-                .max(Duration::from_millis(1))
+            let remaining = (t.as_secs_f64() * 1000.0 - waited_ms).round().max(1.0);
+            Duration::from_millis(remaining as u64)
         });
         let run = sandbox::run_script(request, host, cancel);
         tokio::pin!(run);
         let outcome = loop {
             tokio::select! {
                 outcome = &mut run => break outcome,
-                Some(()) = changes.recv() => {
-                    while changes.try_recv().is_ok() {}
-                    publish();
-                }
+                Some(rows) = changes.recv() => publish(rows),
             }
         };
+        while let Ok(rows) = changes.try_recv() {
+            publish(rows);
+        }
         let calls: Vec<CallRecord> = calls
             .lock()
             .unwrap_or_else(|e| e.into_inner())
