@@ -137,6 +137,20 @@ fn header_id(file: &Path) -> String {
     v["id"].as_str().unwrap().to_string()
 }
 
+/// `agent/`, `cwd/` and `start/` under `root`, with Pi's v3 fixture sessions copied into
+/// `start/`; also returns the fixtures' paths.
+fn migration_dirs(root: &Path) -> (PathBuf, PathBuf, PathBuf, Vec<PathBuf>) {
+    let (agent, cwd, start) = (root.join("agent"), root.join("cwd"), root.join("start"));
+    for d in [&agent, &cwd, &start] {
+        fs::create_dir_all(d).unwrap();
+    }
+    let fixtures = v3_fixtures();
+    for f in &fixtures {
+        fs::copy(f, start.join(f.file_name().unwrap())).unwrap();
+    }
+    (agent, cwd, start, fixtures)
+}
+
 /// `pi sessions migrate` JSONL → PostgreSQL → SQLite → JSONL: every file comes back byte for
 /// byte; the server store lists and searches like any other.
 #[test]
@@ -145,18 +159,7 @@ fn migrate_through_postgres_is_byte_identical() {
         return;
     };
     let tmp = tempfile::tempdir().unwrap();
-    let (agent, cwd, start) = (
-        tmp.path().join("agent"),
-        tmp.path().join("cwd"),
-        tmp.path().join("start"),
-    );
-    for d in [&agent, &cwd, &start] {
-        fs::create_dir_all(d).unwrap();
-    }
-    let fixtures = v3_fixtures();
-    for f in &fixtures {
-        fs::copy(f, start.join(f.file_name().unwrap())).unwrap();
-    }
+    let (agent, cwd, start, fixtures) = migration_dirs(tmp.path());
     let pg = server.database_url(tmp.path());
     let stores = [
         format!("jsonl:{}", start.display()),
@@ -259,18 +262,7 @@ fn migrate_and_list_over_verified_tls() {
         return;
     };
     let tmp = tempfile::tempdir().unwrap();
-    let (agent, cwd, start) = (
-        tmp.path().join("agent"),
-        tmp.path().join("cwd"),
-        tmp.path().join("start"),
-    );
-    for d in [&agent, &cwd, &start] {
-        fs::create_dir_all(d).unwrap();
-    }
-    let fixtures = v3_fixtures();
-    for f in &fixtures {
-        fs::copy(f, start.join(f.file_name().unwrap())).unwrap();
-    }
+    let (agent, cwd, start, fixtures) = migration_dirs(tmp.path());
     let base = format!(
         "postgres://postgres@localhost:{}/postgres?hostaddr=127.0.0.1&sslmode=verify-full",
         server.server.port()
