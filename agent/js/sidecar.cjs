@@ -666,7 +666,10 @@ function handlersOf(event) {
   return out;
 }
 
-async function emit(event, payload) {
+// The AbortControllers of emits the host may abort (`session_before_*`), by emit id.
+const abortableEmits = new Map();
+
+async function emit(event, payload, emitId) {
   const ctx = makeContext(undefined);
   if (event === "tool_call") {
     let result;
@@ -751,6 +754,7 @@ async function emit(event, payload) {
     }
     return { messages, systemPrompt };
   }
+  if (event === "turn_end" || event === "agent_before_settle") return emitBoundary(event, payload, ctx);
   if (event === "user_bash") {
     // The first handler with a `result` decides: the command is recorded with it and not
     // run. (`operations` backends are functions; they cannot cross to the host yet.)
@@ -767,18 +771,25 @@ async function emit(event, payload) {
   if (event.startsWith("session_before_")) {
     // Gates: the first handler that cancels decides; otherwise the last result counts
     // (a custom compaction or tree summary). A throwing handler is reported and skipped.
+    // `event.signal` aborts when the host aborts the operation (`abort_emit` with this
+    // emit's id); it goes last so nothing in the payload can replace it.
     let result = {};
-    const signal = new AbortController().signal;
-    for (const { extension, handler } of handlersOf(event)) {
-      try {
-        const r = await handler({ type: event, signal, ...payload }, ctx);
-        if (r && typeof r === "object") {
-          if (r.cancel) return { ...r, cancel: true };
-          result = r;
+    const controller = new AbortController();
+    if (emitId !== undefined) abortableEmits.set(emitId, controller);
+    try {
+      for (const { extension, handler } of handlersOf(event)) {
+        try {
+          const r = await handler({ type: event, ...payload, signal: controller.signal }, ctx);
+          if (r && typeof r === "object") {
+            if (r.cancel) return { ...r, cancel: true };
+            result = r;
+          }
+        } catch (err) {
+          reportError(extension.path, event, err);
         }
-      } catch (err) {
-        reportError(extension.path, event, err);
       }
+    } finally {
+      if (emitId !== undefined) abortableEmits.delete(emitId);
     }
     return result;
   }
@@ -790,6 +801,71 @@ async function emit(event, payload) {
     }
   }
   return {};
+}
+
+// Pi's actionable boundaries: each handler sees the entries and the continuation proposed
+// so far (`event.entries`, `event.continue`) and `event.context` with the proposed custom
+// messages added; returning `entries` or `continue` replaces just that field. The host checks
+// and writes the final proposal.
+async function emitBoundary(event, payload, ctx) {
+  const base = payload.context || { contextMessages: [], pendingMessages: [], canContinue: false };
+  const contextWith = (entries) => {
+    const drafted = (Array.isArray(entries) ? entries : [])
+      .filter((e) => e && e.type === "custom_message")
+      .map((e) => ({ role: "custom", customType: e.customType, content: e.content, display: e.display, details: e.details, timestamp: Date.now() }));
+    const contextMessages = [...(base.contextMessages || []), ...drafted];
+    const last = contextMessages[contextMessages.length - 1];
+    return {
+      contextMessages,
+      pendingMessages: base.pendingMessages || [],
+      canContinue: base.canContinue || drafted.length > 0 || (!!last && last.role !== "assistant"),
+    };
+  };
+  let entries = [];
+  let shouldContinue = false;
+  let context = contextWith(entries);
+  let valid = true;
+  for (const { extension, handler } of handlersOf(event)) {
+    try {
+      const r = await handler({ type: event, ...payload, entries, continue: shouldContinue, context }, ctx);
+      if (r && r.entries !== undefined) entries = r.entries;
+      if (r && r.continue !== undefined) shouldContinue = r.continue;
+    } catch (err) {
+      reportError(extension.path, event, err);
+    }
+    // As Pi rebuilds the context after each handler: a proposal that cannot be applied is
+    // reported (by the handler's extension) and, if still so at the end, dropped whole.
+    try {
+      checkDrafts(entries);
+      context = contextWith(entries);
+      valid = true;
+    } catch (err) {
+      valid = false;
+      reportError(extension.path, event, `Invalid boundary entries: ${errorText(err)}`);
+    }
+  }
+  if (!valid) return { entries: [], continue: false };
+  return { entries: Array.isArray(entries) ? entries : [], continue: shouldContinue === true };
+}
+
+// What Pi's session manager refuses when a boundary's drafts are applied: context edits of
+// entries that are missing, off the branch or carry no model content, or with a malformed
+// replacement. (Other draft fields are written as given.)
+function checkDrafts(entries) {
+  if (!Array.isArray(entries)) throw new Error("entries must be an array");
+  const branch = new Set(branchOf().map((e) => e.id));
+  for (const draft of entries) {
+    if (!draft || draft.type !== "context_edit") continue;
+    const { targetId, replacement } = draft;
+    const shaped = replacement === null || (typeof replacement === "object" && replacement !== undefined && (typeof replacement.content === "string" || Array.isArray(replacement.content)));
+    if (!shaped) throw new Error("Context edit replacement must be null or contain string/array content");
+    const target = state.byId.get(targetId);
+    if (!target) throw new Error(`Entry ${targetId} not found`);
+    if (!branch.has(targetId)) throw new Error(`Entry ${targetId} is not on the active branch`);
+    const role = target.type === "message" && target.message ? target.message.role : undefined;
+    const editable = target.type === "custom_message" || role === "user" || role === "assistant" || role === "toolResult";
+    if (!editable) throw new Error(`Entry ${targetId} does not contribute editable model content`);
+  }
 }
 
 // A tool's context adds `tools` and `executeTool()` (Pi's ExtensionToolContext): other
@@ -890,7 +966,13 @@ const methods = {
     if (state.model === null) state.model = undefined;
     return {};
   },
-  emit: (params) => emit(params.event, params.payload || {}),
+  emit: (params) => emit(params.event, params.payload || {}, params.emitId),
+  // The host aborted the operation an emit gates (a compaction): its handlers' signal fires.
+  async abort_emit(params) {
+    const controller = abortableEmits.get(params.emitId);
+    if (controller) controller.abort();
+    return {};
+  },
   tool: (params) => runTool(params),
   // A request made with a virtual model: its router picks the physical model. Returning
   // no state, or `request.state` itself, keeps the stored state (compared by reference,

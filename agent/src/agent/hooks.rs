@@ -74,8 +74,13 @@ pub trait AgentHooks: Send + Sync {
     /// Before a compaction is summarized (Pi's `session_before_compact`), with
     /// `{preparation, branchEntries, customInstructions, reason, willRetry}`: `{cancel: true}`
     /// stops it; `{compaction: {summary, firstKeptEntryId, tokensBefore, usage?, details?}}`
-    /// is recorded instead of asking the model.
-    async fn before_compact(&self, _payload: Value) -> Option<Value> {
+    /// is recorded instead of asking the model. `abort` fires when the compaction is
+    /// aborted (the handlers' `event.signal`).
+    async fn before_compact(
+        &self,
+        _payload: Value,
+        _abort: &tokio_util::sync::CancellationToken,
+    ) -> Option<Value> {
         None
     }
 
@@ -114,6 +119,23 @@ pub trait AgentHooks: Send + Sync {
             model.get("id").and_then(Value::as_str).unwrap_or("")
         ))
     }
+
+    /// Whether an extension handles the actionable boundary `event` (`turn_end`,
+    /// `agent_before_settle`); only then is [`AgentHooks::boundary`] called.
+    fn wants_boundary(&self, _event: &str) -> bool {
+        false
+    }
+
+    /// Runs an actionable boundary's handlers, each seeing the proposal so far (Pi's
+    /// `emitBoundary`): `{entries, continue}` as they left it. `payload` holds the event's
+    /// fields and `context` (`{contextMessages, pendingMessages, canContinue}`).
+    async fn boundary(&self, _event: &str, _payload: Value) -> Option<Value> {
+        None
+    }
+
+    /// A boundary's proposal was refused (invalid entries, a continuation with nothing to
+    /// answer): reported as Pi reports it, from `<boundary>`.
+    fn boundary_error(&self, _event: &str, _message: &str) {}
 
     /// Every event the agent emits, in order. Must not block.
     fn observe(&self, _event: &Event) {}

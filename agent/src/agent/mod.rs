@@ -15,6 +15,7 @@
 //!
 //! Events are Pi's JSON objects, handed to an [`EventSink`]; the CLI modes print them.
 
+mod boundary;
 mod context_usage;
 pub mod events;
 mod hooks;

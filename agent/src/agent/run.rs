@@ -10,6 +10,7 @@ use pi_formats::time::now_millis;
 use serde_json::{json, Map, Value};
 use tokio_util::sync::CancellationToken;
 
+use super::boundary::{self, Boundary};
 use super::events::message_update;
 use super::retry::{delay_ms, is_retryable_error};
 use super::route::{limits_model, RouteReason};
@@ -330,9 +331,50 @@ impl AgentSession {
                 return Err(e);
             }
         };
-        let outcome = self.finish_prompt(end, token).await;
+        let mut outcome = self.finish_prompt(end, token).await;
+        // Pi's `agent_before_settle`: handlers may write entries and ask for another run;
+        // an aborted prompt settles at once.
+        while let Ok(last) = &outcome {
+            if token.is_cancelled() {
+                break;
+            }
+            let stop = last.as_ref().map_or("stop", |m| m.stop_reason.as_str());
+            let payload = json!({ "outcome": boundary::outcome_of(stop) });
+            match self.run_boundary(Boundary::BeforeSettle, payload).await {
+                Ok(true) if !token.is_cancelled() => {}
+                Ok(_) => break,
+                Err(e) => {
+                    outcome = Err(e);
+                    break;
+                }
+            }
+            let (initial, custom) = self.take_all_queued();
+            outcome = match self
+                .run_loop_with(initial, custom, token, None, None)
+                .await
+            {
+                Ok(end) => self.finish_prompt(end, token).await,
+                Err(e) => Err(e),
+            };
+        }
         *lock(&self.shared.system_override) = None;
         outcome
+    }
+
+    /// The queued steering and follow-up messages as a run's starting messages (a
+    /// continuation after `agent_before_settle` answers them first).
+    fn take_all_queued(&self) -> (Vec<Value>, Vec<Value>) {
+        let mut initial = Vec::new();
+        let mut custom = Vec::new();
+        let mut queued = self.take_queued(true);
+        queued.extend(self.take_queued(false));
+        for message in queued {
+            match message {
+                InputMessage::User { text, images } => initial.push(user_message(&text, &images)),
+                InputMessage::Custom(m) => custom.push(m),
+            }
+        }
+        (initial, custom)
     }
 
     /// The prompt text the model gets on this branch (with `pending`, the system message
@@ -689,6 +731,8 @@ impl AgentSession {
         let mut first = true;
         let mut last_entry = None;
         let mut last = None;
+        let mut result_entries: Vec<String> = Vec::new();
+        let mut explicit_continue = false;
         'outer: loop {
             let mut has_more = true;
             while has_more || !pending.is_empty() {
@@ -742,7 +786,12 @@ impl AgentSession {
                     });
                 }
                 last = Some(message.clone());
+                let message_entry = last_entry.clone().unwrap_or_default();
                 if matches!(message.stop_reason, StopReason::Error | StopReason::Aborted) {
+                    // Handlers still see the turn and their entries are written; an error or
+                    // an abort ends the run whatever they ask for.
+                    let payload = turn_end_payload(&value, &[], &message_entry, &[]);
+                    self.run_boundary(Boundary::TurnEnd, payload).await?;
                     self.emit(Event::TurnEnd {
                         message: value,
                         tool_results: Vec::new(),
@@ -756,10 +805,14 @@ impl AgentSession {
                         .execute_tools(&calls, message.stop_reason == StopReason::Length, token)
                         .await;
                     for r in &results {
-                        self.emit_and_persist(r)?;
+                        result_entries.push(self.emit_and_persist(r)?);
                         new_messages.push(r.clone());
                     }
                 }
+                // Pi's actionable `turn_end`: before the turn_end event, after the writes.
+                let payload = turn_end_payload(&value, &results, &message_entry, &result_entries);
+                let extension_continue = self.run_boundary(Boundary::TurnEnd, payload).await?;
+                result_entries.clear();
                 self.emit(Event::TurnEnd {
                     message: value,
                     tool_results: results,
@@ -768,10 +821,18 @@ impl AgentSession {
                 self.flush_after_turn()?;
                 has_more = !calls.is_empty();
                 pending = self.take_queued(true);
+                // Natural work (tool results, steering) satisfies a continuation request.
+                explicit_continue = extension_continue && !has_more && pending.is_empty();
             }
             let follow = self.take_queued(false);
             if !follow.is_empty() {
                 pending = follow;
+                explicit_continue = false;
+                continue;
+            }
+            // Nothing else asked for a request: a `turn_end` continuation gets one that
+            // answers the context as it is.
+            if std::mem::take(&mut explicit_continue) {
                 continue;
             }
             break;
@@ -1420,7 +1481,7 @@ impl AgentSession {
             return fail(self, no_prep_reason.to_string(), false);
         };
         let decision = match (hooks, hook_payload) {
-            (Some(hooks), Some(payload)) => hooks.before_compact(payload).await,
+            (Some(hooks), Some(payload)) => hooks.before_compact(payload, token).await,
             _ => None,
         };
         if decision
@@ -1510,6 +1571,24 @@ impl AgentSession {
         });
         Ok((out, entry))
     }
+}
+
+/// The fields of Pi's `turn_end` boundary event the loop knows (`turnIndex` is added by
+/// the extension host, which counts turns).
+fn turn_end_payload(
+    message: &Value,
+    tool_results: &[Value],
+    message_entry: &str,
+    result_entries: &[String],
+) -> Value {
+    let stop = message.get("stopReason").and_then(Value::as_str).unwrap_or("stop");
+    json!({
+        "message": message,
+        "toolResults": tool_results,
+        "messageEntryId": message_entry,
+        "toolResultEntryIds": result_entries,
+        "outcome": boundary::outcome_of(stop),
+    })
 }
 
 /// Why a compaction did not happen.

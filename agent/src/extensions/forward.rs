@@ -5,6 +5,9 @@
 //! so [`Forwarder::observe`] only queues the event; one task sends the queue to the sidecar
 //! in order. Only events some extension handles are queued, so a run without such handlers
 //! pays nothing. [`Forwarder::drain`] delivers what is queued before the session ends.
+//!
+//! `turn_end` is not forwarded: it is an actionable boundary the loop awaits (see
+//! `Extensions::boundary`), which first lets the queue catch up ([`Forwarder::flush`]).
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
@@ -12,6 +15,7 @@ use std::time::Duration;
 
 use serde_json::Value;
 use tokio::sync::mpsc::{unbounded_channel, UnboundedSender};
+use tokio::sync::oneshot;
 use tokio::task::JoinHandle;
 
 use super::{lock, Extensions};
@@ -23,7 +27,6 @@ const FORWARDED: &[&str] = &[
     "agent_end",
     "agent_settled",
     "turn_start",
-    "turn_end",
     "message_start",
     "message_update",
     "message_end",
@@ -36,9 +39,15 @@ const FORWARDED: &[&str] = &[
 /// How long the end of a session waits for queued events to reach the handlers.
 const DRAIN_LIMIT: Duration = Duration::from_secs(5);
 
+/// What the delivering task is handed: an event, or a flush waiting for those before it.
+enum Queued {
+    Event(String, Value),
+    Flush(oneshot::Sender<()>),
+}
+
 #[derive(Default)]
 pub(super) struct Forwarder {
-    queue: Mutex<Option<UnboundedSender<(String, Value)>>>,
+    queue: Mutex<Option<UnboundedSender<Queued>>>,
     task: Mutex<Option<JoinHandle<()>>>,
     /// The turn index within the current run (`turnIndex` of `turn_start`/`turn_end`).
     turn: AtomicU64,
@@ -47,10 +56,17 @@ pub(super) struct Forwarder {
 impl Forwarder {
     /// Starts the task that delivers queued events to `extensions`.
     pub(super) fn start(&self, extensions: &Arc<Extensions>) {
-        let (tx, mut rx) = unbounded_channel::<(String, Value)>();
+        let (tx, mut rx) = unbounded_channel::<Queued>();
         let target = Arc::downgrade(extensions);
         let task = tokio::spawn(async move {
-            while let Some((name, payload)) = rx.recv().await {
+            while let Some(queued) = rx.recv().await {
+                let (name, payload) = match queued {
+                    Queued::Event(name, payload) => (name, payload),
+                    Queued::Flush(done) => {
+                        let _ = done.send(());
+                        continue;
+                    }
+                };
                 let Some(extensions) = target.upgrade() else {
                     break;
                 };
@@ -84,8 +100,24 @@ impl Forwarder {
             payload.insert("timestamp".into(), pi_formats::time::now_millis().into());
         }
         if let Some(queue) = lock(&self.queue).as_ref() {
-            let _ = queue.send((name.to_string(), Value::Object(payload)));
+            let _ = queue.send(Queued::Event(name.to_string(), Value::Object(payload)));
         }
+    }
+
+    /// Waits until the events queued so far reached the handlers.
+    pub(super) async fn flush(&self) {
+        let (done, delivered) = oneshot::channel();
+        let sent = lock(&self.queue)
+            .as_ref()
+            .is_some_and(|q| q.send(Queued::Flush(done)).is_ok());
+        if sent {
+            let _ = delivered.await;
+        }
+    }
+
+    /// The index of the turn under way (`turnIndex` of its `turn_start`).
+    pub(super) fn turn_index(&self) -> u64 {
+        self.turn.load(Ordering::SeqCst).saturating_sub(1)
     }
 
     /// Delivers what is queued (bounded), then stops forwarding.
