@@ -24,11 +24,12 @@ mod virtual_models;
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, Weak};
 use std::time::Duration;
 
 use serde_json::{json, Value};
+use tokio_util::sync::CancellationToken;
 
 pub use discover::{extension_paths, DiscoverOptions};
 use execute_tool::ToolMessage;
@@ -88,6 +89,11 @@ pub type SessionControl = Arc<
         + Send
         + Sync,
 >;
+
+/// Reloads what `/reload` reloads (settings, context files, skills, prompt templates,
+/// models.json, MCP servers) for a command's `ctx.reload()`; set by the front end.
+pub type ReloadControl =
+    Arc<dyn Fn() -> futures::future::BoxFuture<'static, Result<(), String>> + Send + Sync>;
 
 /// What starting the extensions needs.
 pub struct StartOptions {
@@ -177,6 +183,8 @@ struct Shared {
     runner: Mutex<Option<PromptRunner>>,
     /// How commands replace the session (set by the host).
     session_control: Mutex<Option<SessionControl>>,
+    /// How commands' `ctx.reload()` reloads resources (set by the front end).
+    reload_control: Mutex<Option<ReloadControl>>,
     /// Agent events for the extensions' notification handlers, in order.
     forward: forward::Forwarder,
     /// The runtime the sidecar's tasks run on.
@@ -398,10 +406,7 @@ impl Shared {
             }
             "reload" => {
                 if let Some(id) = id {
-                    self.answer_sidecar(
-                        id,
-                        json!({"error": "ctx.reload() is not supported yet; use /reload"}),
-                    );
+                    self.reload(id);
                 }
             }
             "abort" => {
@@ -619,6 +624,44 @@ impl Shared {
         });
     }
 
+    /// A command's `ctx.reload()`: Pi's `/reload` flow. The extensions hear
+    /// `session_shutdown` (`reason: "reload"`), the front end reloads settings and resources,
+    /// then `session_start` (`reason: "reload"`) follows. The extension process itself
+    /// carries on (as for session replacement), so module state survives.
+    fn reload(self: &Arc<Self>, id: Value) {
+        let this = self.clone();
+        self.runtime.spawn(async move {
+            let control = lock(&this.reload_control).clone();
+            let extensions = lock(&this.this).upgrade();
+            let (Some(control), Some(extensions)) = (control, extensions) else {
+                return this.answer_sidecar(
+                    id,
+                    json!({"error": "ctx.reload() is not available in this mode"}),
+                );
+            };
+            if this.agent().is_some_and(|a| a.is_streaming()) {
+                return this.answer_sidecar(
+                    id,
+                    json!({"error": "Cannot reload while the agent is running"}),
+                );
+            }
+            extensions
+                .notify("session_shutdown", json!({ "reason": "reload" }))
+                .await;
+            let outcome = control().await;
+            extensions
+                .notify("session_start", json!({ "reason": "reload" }))
+                .await;
+            drop(extensions);
+            this.sync_state().await;
+            let answer = match outcome {
+                Ok(()) => Value::Null,
+                Err(e) => json!({ "error": format!("Reload failed: {e}") }),
+            };
+            this.answer_sidecar(id, answer);
+        });
+    }
+
     /// A command's `ctx.navigateTree(targetId, options)`: Pi's tree navigation (with its
     /// `session_before_tree` and `session_tree` events), answered `{cancelled}` or `{error}`.
     fn navigate_tree(self: &Arc<Self>, params: Value, id: Value) {
@@ -771,6 +814,7 @@ impl Extensions {
             in_command: AtomicUsize::new(0),
             runner: Mutex::new(None),
             session_control: Mutex::new(None),
+            reload_control: Mutex::new(None),
             forward: forward::Forwarder::default(),
             runtime: tokio::runtime::Handle::current(),
             provider_streams: providers::ProviderStreams::default(),
@@ -936,6 +980,33 @@ impl Extensions {
         self.emit(event, payload).await
     }
 
+    /// [`Self::before`] for an operation that can be aborted while its handlers run: when
+    /// `abort` fires, the handlers' `event.signal` aborts (Pi passes the operation's own
+    /// AbortSignal, which handlers hand on to their model calls).
+    pub async fn before_abortable(
+        &self,
+        event: &str,
+        payload: Value,
+        abort: &CancellationToken,
+    ) -> Option<Value> {
+        static NEXT_EMIT: AtomicU64 = AtomicU64::new(1);
+        if !self.handles(event) {
+            return None;
+        }
+        let emit_id = NEXT_EMIT.fetch_add(1, Ordering::SeqCst);
+        let sidecar = self.sidecar.clone();
+        let aborted = abort.clone();
+        let watcher = tokio::spawn(async move {
+            aborted.cancelled().await;
+            sidecar
+                .tell("abort_emit", json!({ "emitId": emit_id }))
+                .await;
+        });
+        let result = self.emit_with_id(event, payload, Some(emit_id)).await;
+        watcher.abort();
+        result.ok().flatten()
+    }
+
     /// How the front end runs a prompt of its own (RPC, the TUI); without one, messages an
     /// extension asks for while idle wait for [`Extensions::take_pending_run`].
     pub fn set_prompt_runner(&self, runner: PromptRunner) {
@@ -945,6 +1016,11 @@ impl Extensions {
     /// How commands' `ctx.newSession`, `ctx.fork` and `ctx.switchSession` are carried out.
     pub fn set_session_control(&self, control: SessionControl) {
         *lock(&self.shared.session_control) = Some(control);
+    }
+
+    /// How commands' `ctx.reload()` reloads settings and resources.
+    pub fn set_reload_control(&self, control: ReloadControl) {
+        *lock(&self.shared.reload_control) = Some(control);
     }
 
     /// The next run an extension asked for while idle (a command's `sendUserMessage` or
@@ -970,6 +1046,16 @@ impl Extensions {
     /// Emits `event` to the extensions, bounded by the hook time limit: `Ok(None)` when no
     /// extension handles it; a failure (timeout, dead sidecar) is reported and returned.
     async fn emit_checked(&self, event: &str, payload: Value) -> Result<Option<Value>, String> {
+        self.emit_with_id(event, payload, None).await
+    }
+
+    /// [`Self::emit_checked`] where `emit_id` names the emit for `abort_emit`.
+    async fn emit_with_id(
+        &self,
+        event: &str,
+        payload: Value,
+        emit_id: Option<u64>,
+    ) -> Result<Option<Value>, String> {
         if !self.handles(event) {
             return Ok(None);
         }
@@ -981,7 +1067,7 @@ impl Extensions {
             .sidecar
             .request_bounded(
                 "emit",
-                json!({"event": event, "payload": payload}),
+                json!({"event": event, "payload": payload, "emitId": emit_id}),
                 self.timeout,
             )
             .await
@@ -1242,8 +1328,9 @@ impl crate::agent::AgentHooks for Extensions {
         self.handles("session_before_compact")
     }
 
-    async fn before_compact(&self, payload: Value) -> Option<Value> {
-        self.before("session_before_compact", payload).await
+    async fn before_compact(&self, payload: Value, abort: &CancellationToken) -> Option<Value> {
+        self.before_abortable("session_before_compact", payload, abort)
+            .await
     }
 
     async fn compaction_done(&self, event: &'static str, payload: Value) {
@@ -1282,6 +1369,23 @@ impl crate::agent::AgentHooks for Extensions {
         self.sidecar
             .request_bounded("route", request, self.timeout)
             .await
+    }
+
+    fn wants_boundary(&self, event: &str) -> bool {
+        self.handles(event)
+    }
+
+    async fn boundary(&self, event: &str, mut payload: Value) -> Option<Value> {
+        // The handlers of events before this one (message_end, …) run first, as in Pi.
+        self.shared.forward.flush().await;
+        if event == "turn_end" {
+            payload["turnIndex"] = self.shared.forward.turn_index().into();
+        }
+        self.emit(event, payload).await
+    }
+
+    fn boundary_error(&self, event: &str, message: &str) {
+        self.shared.report_error("<boundary>", event, message);
     }
 
     fn observe(&self, event: &crate::protocol::Event) {

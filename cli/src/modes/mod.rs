@@ -7,6 +7,7 @@ pub(crate) mod llama_cpp;
 mod mcp_command;
 pub mod print;
 pub mod radius_refresh;
+mod reload;
 pub mod rpc;
 mod settings;
 
@@ -587,6 +588,7 @@ pub fn build_host(args: &RunArgs, env: &Env, sink: EventSink) -> anyhow::Result<
         },
     );
     if let Some(ext) = extensions {
+        reload::install(&ext, &host, args, &env.settings);
         host.set_extensions(ext);
     }
     Ok(host)

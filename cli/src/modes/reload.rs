@@ -1,0 +1,73 @@
+//! `ctx.reload()` of an extension command: what `/reload` reads again (settings, context
+//! files, skills, prompt templates, models.json, mcp.json), applied to the running host. The
+//! extensions' side (`session_shutdown` / `session_start` with `reason: "reload"`) is the
+//! extension host's; this is the front end's part it calls in between.
+//!
+//! The interactive mode's own `/reload` also refreshes its screen (keybindings, themes, the
+//! model picker); a command's reload there updates the session only.
+
+use std::sync::{Arc, Mutex, Weak};
+
+use pi_agent::extensions::{Extensions, ReloadControl};
+use pi_agent::host::Host;
+
+use super::settings::Settings;
+use super::{
+    api_key_resolver_quiet, catalog_with_extensions, reload_mcp, system_message_with_mcp,
+    tool_selection, Env,
+};
+use crate::RunArgs;
+
+/// Lets `extensions`' commands reload `host` (held weakly: the host owns the extensions).
+pub fn install(extensions: &Extensions, host: &Arc<Host>, args: &RunArgs, settings: &Settings) {
+    let host = Arc::downgrade(host);
+    let args = args.clone();
+    // The settings the last reload (or the start) applied: tools newly selected by the
+    // reloaded settings become active, as `/reload` does.
+    let applied = Arc::new(Mutex::new(settings.clone()));
+    let control: ReloadControl = Arc::new(move || {
+        let host = host.clone();
+        let args = args.clone();
+        let applied = applied.clone();
+        Box::pin(async move {
+            tokio::task::spawn_blocking(move || reload(&host, &args, &applied))
+                .await
+                .map_err(|e| e.to_string())?
+        })
+    });
+    extensions.set_reload_control(control);
+}
+
+/// Reads everything again for the directory the host works in now and applies it.
+fn reload(host: &Weak<Host>, args: &RunArgs, applied: &Mutex<Settings>) -> Result<(), String> {
+    let host = host.upgrade().ok_or("the session has ended")?;
+    let env = Env::at(args, host.cwd()).map_err(|e| format!("{e:#}"))?;
+    let agent = host.agent();
+    let mut previous = applied.lock().unwrap_or_else(|e| e.into_inner());
+    agent.reselect_tools(
+        &tool_selection(args, &previous),
+        &tool_selection(args, &env.settings),
+    );
+    *previous = env.settings.clone();
+    drop(previous);
+    host.set_resources(
+        env.resources.clone(),
+        env.settings.config.enable_skill_commands(),
+    );
+    let mut warnings = Vec::new();
+    let registry = catalog_with_extensions(&env, host.extensions().as_deref());
+    let mut with_registry = Env { registry, ..env };
+    let resolver = api_key_resolver_quiet(&with_registry, &mut warnings);
+    agent.set_registry(
+        std::mem::take(&mut with_registry.registry),
+        Some(resolver),
+    );
+    warnings.extend(reload_mcp(with_registry.settings.trusted));
+    // The next prompt patches the sections that changed into the session.
+    let tools = agent.tools();
+    agent.set_system_message(system_message_with_mcp(&with_registry, &tools));
+    for warning in warnings {
+        eprintln!("Warning: {warning}");
+    }
+    Ok(())
+}
