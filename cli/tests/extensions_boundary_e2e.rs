@@ -54,7 +54,10 @@ async fn session_before_compact_signal_aborts_with_the_compaction() {
             json!({"event": "session_compact_failed", "aborted": true, "reason": "manual"}),
         ]
     );
-    assert!(!s.session_entries().iter().any(|e| e["type"] == "compaction"));
+    assert!(!s
+        .session_entries()
+        .iter()
+        .any(|e| e["type"] == "compaction"));
 }
 
 /// `turn_end` proposes a custom entry and a hidden nudge and asks to continue (a second
@@ -63,7 +66,8 @@ async fn session_before_compact_signal_aborts_with_the_compaction() {
 /// the handlers saw, the session file and the requests are real Pi 1.6.0's.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn turn_end_and_agent_before_settle_write_entries_and_continue() {
-    let turns = json!([{"text": "First."}, {"text": "Second."}, {"text": "Third."}, {"text": "Fourth."}]);
+    let turns =
+        json!([{"text": "First."}, {"text": "Second."}, {"text": "Third."}, {"text": "Fourth."}]);
     let s = Setup::new(turns).await;
     let fixture_path = fixture("boundaries.ts");
     let mut rpc = Rpc::start(&s, &["-e", &fixture_path]);
@@ -95,12 +99,18 @@ async fn turn_end_and_agent_before_settle_write_entries_and_continue() {
     );
 
     // The refused proposal is reported after each handler, by the extension, as Pi does.
-    let errors: Vec<&Value> = seen.iter().filter(|r| r["type"] == "extension_error").collect();
+    let errors: Vec<&Value> = seen
+        .iter()
+        .filter(|r| r["type"] == "extension_error")
+        .collect();
     assert_eq!(errors.len(), 2, "{errors:#?}");
     for e in errors {
         assert_eq!(e["event"], "turn_end");
         assert_eq!(e["extensionPath"], json!(fixture_path));
-        assert_eq!(e["error"], "Invalid boundary entries: Entry no-such-entry not found");
+        assert_eq!(
+            e["error"],
+            "Invalid boundary entries: Entry no-such-entry not found"
+        );
     }
     let appended: Vec<&Value> = seen
         .iter()
@@ -117,9 +127,14 @@ async fn turn_end_and_agent_before_settle_write_entries_and_continue() {
     let shape: Vec<String> = entries
         .iter()
         .skip(1)
-        .filter(|e| !matches!(e["type"].as_str(), Some("model_change" | "thinking_level_change")))
+        .filter(|e| {
+            !matches!(
+                e["type"].as_str(),
+                Some("model_change" | "thinking_level_change")
+            )
+        })
         .map(|e| match e["type"].as_str().unwrap() {
-            "message" => format!("{}", e["message"]["role"].as_str().unwrap()),
+            "message" => e["message"]["role"].as_str().unwrap().to_string(),
             kind => format!("{kind}:{}", e["customType"].as_str().unwrap_or("")),
         })
         .collect();
@@ -139,7 +154,10 @@ async fn turn_end_and_agent_before_settle_write_entries_and_continue() {
     let nudge = entries.iter().find(|e| e["customType"] == "nudge").unwrap();
     assert_eq!(nudge["content"], "Say more.");
     assert_eq!(nudge["display"], false);
-    let note = entries.iter().find(|e| e["customType"] == "turn-note").unwrap();
+    let note = entries
+        .iter()
+        .find(|e| e["customType"] == "turn-note")
+        .unwrap();
     assert_eq!(note["data"], json!({"turnIndex": 0}));
 
     // One request per answer: the nudge and the reminder reach the model as user messages.
@@ -152,7 +170,13 @@ async fn turn_end_and_agent_before_settle_write_entries_and_continue() {
     );
     assert_eq!(
         message_texts(["user", "assistant"], &requests[2]),
-        ["hi", "First.", "Say more.", "Second.", "Review the final diff."]
+        [
+            "hi",
+            "First.",
+            "Say more.",
+            "Second.",
+            "Review the final diff."
+        ]
     );
 }
 

@@ -164,7 +164,10 @@ impl AgentSession {
                 "custom_message" => NewEntry::CustomMessage {
                     custom_type: text(draft, "customType").unwrap_or_default(),
                     content: draft.get("content").cloned().unwrap_or_else(|| "".into()),
-                    display: draft.get("display").and_then(Value::as_bool).unwrap_or(false),
+                    display: draft
+                        .get("display")
+                        .and_then(Value::as_bool)
+                        .unwrap_or(false),
                     details: draft.get("details").cloned().filter(|d| !d.is_null()),
                 },
                 "context_edit" => {
@@ -239,7 +242,14 @@ impl AgentSession {
                         &path,
                     )
                     .tokens;
-                    s.compaction_entry(summary, first_kept_entry_id, before, details, Some(true), usage)
+                    s.compaction_entry(
+                        summary,
+                        first_kept_entry_id,
+                        before,
+                        details,
+                        Some(true),
+                        usage,
+                    )
                 }
                 other => other,
             };

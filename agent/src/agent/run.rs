@@ -349,10 +349,7 @@ impl AgentSession {
                 }
             }
             let (initial, custom) = self.take_all_queued();
-            outcome = match self
-                .run_loop_with(initial, custom, token, None, None)
-                .await
-            {
+            outcome = match self.run_loop_with(initial, custom, token, None, None).await {
                 Ok(end) => self.finish_prompt(end, token).await,
                 Err(e) => Err(e),
             };
@@ -1581,7 +1578,10 @@ fn turn_end_payload(
     message_entry: &str,
     result_entries: &[String],
 ) -> Value {
-    let stop = message.get("stopReason").and_then(Value::as_str).unwrap_or("stop");
+    let stop = message
+        .get("stopReason")
+        .and_then(Value::as_str)
+        .unwrap_or("stop");
     json!({
         "message": message,
         "toolResults": tool_results,

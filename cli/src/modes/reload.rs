@@ -58,10 +58,7 @@ fn reload(host: &Weak<Host>, args: &RunArgs, applied: &Mutex<Settings>) -> Resul
     let registry = catalog_with_extensions(&env, host.extensions().as_deref());
     let mut with_registry = Env { registry, ..env };
     let resolver = api_key_resolver_quiet(&with_registry, &mut warnings);
-    agent.set_registry(
-        std::mem::take(&mut with_registry.registry),
-        Some(resolver),
-    );
+    agent.set_registry(std::mem::take(&mut with_registry.registry), Some(resolver));
     warnings.extend(reload_mcp(with_registry.settings.trusted));
     // The next prompt patches the sections that changed into the session.
     let tools = agent.tools();
