@@ -225,3 +225,83 @@ async fn command_reload_rereads_resources_between_shutdown_and_start() {
         .unwrap()
         .contains("Always answer in haiku."));
 }
+
+/// Boundary drafts that change the model's context, as real Pi 1.6.0 writes and projects
+/// them: a `turn_end` `context_edit` hides the answer and a hidden instruction asks again; an
+/// `agent_before_settle` `compaction` keeps only the last answer, and the model goes on from
+/// the summary.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn boundary_context_edit_and_compaction_reshape_the_next_request() {
+    let turns =
+        json!([{"text": "First."}, {"text": "Second."}, {"text": "Third."}, {"text": "Fourth."}]);
+    let s = Setup::new(turns).await;
+    let mut rpc = Rpc::start(&s, &["-e", &fixture("boundary-edits.ts")]);
+    rpc.send(json!({"id": "p0", "type": "prompt", "message": "hi"}));
+    let (_, seen) = rpc.until(|r| r["type"] == "agent_settled");
+    assert!(rpc.finish());
+    assert!(
+        !seen.iter().any(|r| r["type"] == "extension_error"),
+        "{seen:#?}"
+    );
+
+    let entries = s.session_entries();
+    let id_of_answer = |text: &str| {
+        entries
+            .iter()
+            .find(|e| e["message"]["content"][0]["text"] == text)
+            .map(|e| e["id"].clone())
+            .unwrap()
+    };
+    let edit = entries
+        .iter()
+        .find(|e| e["type"] == "context_edit")
+        .unwrap();
+    assert_eq!(edit["targetId"], id_of_answer("First."));
+    assert_eq!(edit["replacement"], Value::Null);
+    let compaction = entries.iter().find(|e| e["type"] == "compaction").unwrap();
+    assert_eq!(compaction["summary"], "Earlier talk, summarized.");
+    assert_eq!(compaction["firstKeptEntryId"], id_of_answer("Second."));
+    assert_eq!(compaction["fromHook"], true);
+    assert_eq!(compaction["details"], json!({"by": "boundary-edits"}));
+    assert!(compaction["tokensBefore"].as_u64().unwrap() > 0);
+    let order: Vec<&str> = entries
+        .iter()
+        .filter(|e| e["type"] != "message" || e["message"]["role"] == "assistant")
+        .filter(|e| {
+            !matches!(
+                e["type"].as_str(),
+                Some("session" | "model_change" | "thinking_level_change")
+            )
+        })
+        .map(|e| {
+            e["customType"]
+                .as_str()
+                .or(e["message"]["content"][0]["text"].as_str())
+                .unwrap_or(e["type"].as_str().unwrap())
+        })
+        .collect();
+    assert_eq!(
+        order,
+        [
+            "First.",
+            "context_edit",
+            "replacement-instruction",
+            "Second.",
+            "compaction",
+            "go-on",
+            "Third."
+        ]
+    );
+
+    let requests = s.requests();
+    assert_eq!(requests.len(), 3);
+    assert_eq!(
+        message_texts(["user", "assistant"], &requests[1]),
+        ["hi", "Answer again using the persisted user request."]
+    );
+    let last = message_texts(["user", "assistant"], &requests[2]);
+    assert_eq!(last.len(), 3, "{last:?}");
+    assert!(last[0].starts_with("The conversation history before this point was compacted"));
+    assert!(last[0].contains("Earlier talk, summarized."));
+    assert_eq!(last[1..], ["Second.", "Go on from the summary."]);
+}
