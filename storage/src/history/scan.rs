@@ -477,7 +477,11 @@ pub(super) fn refresh_jsonl(
     let indexed = (|| {
         for ((path, key, dir, size, mtime_ns), fold) in todo.into_iter().zip(folded) {
             let applied = match fold {
-                Some(fold) => apply_summary(index, &key, fold, &mut report)?,
+                Some(fold) => {
+                    // A folded summary is written in a transaction of its own.
+                    batch.commit(index)?;
+                    apply_summary(index, &key, fold, &mut report)?
+                }
                 None => false,
             };
             if !applied {
