@@ -473,21 +473,36 @@ pub(super) fn refresh_jsonl(
         Vec::new()
     };
     folded.resize_with(todo.len(), || None);
-    for ((path, key, dir, size, mtime_ns), fold) in todo.into_iter().zip(folded) {
-        let applied = match fold {
-            Some(fold) => apply_summary(index, &key, fold, &mut report)?,
-            None => false,
-        };
-        if !applied {
-            index_file(index, path, &key, dir, size, mtime_ns, parts, &mut report)?;
+    let mut batch = WriteBatch::default();
+    let indexed = (|| {
+        for ((path, key, dir, size, mtime_ns), fold) in todo.into_iter().zip(folded) {
+            let applied = match fold {
+                Some(fold) => {
+                    // A folded summary is written in a transaction of its own.
+                    batch.commit(index)?;
+                    apply_summary(index, &key, fold, &mut report)?
+                }
+                None => false,
+            };
+            if !applied {
+                batch.begin(index)?;
+                let before = report.bytes_read;
+                index_file(index, path, &key, dir, size, mtime_ns, parts, &mut report)?;
+                batch.wrote(index, report.bytes_read - before)?;
+            }
+            match read_marks(&index.conn, Some(&key))
+                .map_err(&err)?
+                .remove(&key)
+            {
+                Some(mark) => known.insert(key, mark),
+                None => known.remove(&key),
+            };
         }
-        match read_marks(&index.conn, Some(&key))
-            .map_err(&err)?
-            .remove(&key)
-        {
-            Some(mark) => known.insert(key, mark),
-            None => known.remove(&key),
-        };
+        batch.commit(index)
+    })();
+    if let Err(e) = indexed {
+        batch.roll_back(index);
+        return Err(e);
     }
     // Our own commits leave `data_version` as it was; kept for the next refresh.
     index.marks = Some(Marks {
@@ -495,6 +510,59 @@ pub(super) fn refresh_jsonl(
         known,
     });
     Ok(report)
+}
+
+/// Bytes of session files indexed in one transaction. Every commit flushes FTS5's pending
+/// terms into a new segment that later merges rewrite, and writes a WAL commit: a file a
+/// transaction left most of a build's segments small and most of its time in merges.
+const BATCH_BYTES: u64 = 64 << 20;
+
+/// The transaction that files are indexed in, spanning files until [`BATCH_BYTES`] were
+/// read. It is `IMMEDIATE`, as a file's own was: two processes refreshing at once take
+/// turns per batch, and the second one sees the first one's watermarks.
+#[derive(Default)]
+struct WriteBatch {
+    open: bool,
+    bytes: u64,
+}
+
+impl WriteBatch {
+    fn begin(&mut self, index: &HistoryIndex) -> StoreResult<()> {
+        if !self.open {
+            index
+                .conn
+                .execute_batch("BEGIN IMMEDIATE")
+                .map_err(db_err(index, "update history index"))?;
+            self.open = true;
+        }
+        Ok(())
+    }
+
+    fn wrote(&mut self, index: &HistoryIndex, bytes: u64) -> StoreResult<()> {
+        self.bytes += bytes;
+        if self.bytes >= BATCH_BYTES {
+            self.commit(index)?;
+        }
+        Ok(())
+    }
+
+    fn commit(&mut self, index: &HistoryIndex) -> StoreResult<()> {
+        if std::mem::take(&mut self.open) {
+            self.bytes = 0;
+            index
+                .conn
+                .execute_batch("COMMIT")
+                .map_err(db_err(index, "update history index"))?;
+        }
+        Ok(())
+    }
+
+    /// After a failure: nothing of the batch stays (the files are indexed again next time).
+    fn roll_back(&mut self, index: &HistoryIndex) {
+        if std::mem::take(&mut self.open) {
+            let _ = index.conn.execute_batch("ROLLBACK");
+        }
+    }
 }
 
 /// A file's summary folded off the database thread: what its row said when the fold
@@ -760,18 +828,17 @@ fn index_file(
     let Ok(mut file) = File::open(path) else {
         return Ok(());
     };
-    // Immediate: two processes refreshing at once take turns per file, and the second one
-    // sees the first one's watermark below instead of indexing the same tail twice.
-    let tx = index
-        .conn
-        .transaction_with_behavior(TransactionBehavior::Immediate)
-        .map_err(err)?;
-    let known = read_known(&tx, key).map_err(err)?;
+    // Inside the caller's IMMEDIATE [`WriteBatch`]: a second process refreshing at once
+    // waits for it and sees the watermark below instead of indexing the same tail twice.
+    // No savepoint of its own: FTS5 flushes its pending terms at every savepoint, which
+    // would cut the batch into a segment per file again; a failure rolls the batch back.
+    let tx = &index.conn;
+    let known = read_known(tx, key).map_err(err)?;
     let text = parts == Parts::All;
     if known.as_ref().is_some_and(|k| {
         k.size == size && k.mtime_ns == mtime_ns && (!text || k.text_offset >= k.offset)
     }) {
-        return tx.commit().map_err(err);
+        return Ok(());
     }
     let path_display = path.display().to_string();
     let (sid, offset, text_offset, state, header, cursor, head) = match known {
@@ -788,7 +855,7 @@ fn index_file(
             )
         }
         Some(k) => {
-            delete_rows(&tx, k.sid).map_err(err)?;
+            delete_rows(tx, k.sid).map_err(err)?;
             report.sessions_reindexed += 1;
             (k.sid, 0, 0, RunState::default(), None, None, Vec::new())
         }
@@ -844,7 +911,7 @@ fn index_file(
     };
     let (feeder, consumed, boundary) =
         if text && (size as u64).saturating_sub(from) >= PIPELINE_BYTES {
-            feed_pipelined(&tx, &mut file, feeder, job)
+            feed_pipelined(tx, &mut file, feeder, job)
         } else {
             feed_job(&mut file, feeder, job, &mut &*tx)
         }
@@ -853,7 +920,7 @@ fn index_file(
     report.lines_read += feeder.lines;
     report.bytes_read += consumed - offset as u64;
     let mtime_ms = mtime_ns / 1_000_000;
-    feeder.finish(&tx, &path_display, mtime_ms).map_err(err)?;
+    feeder.finish(tx, &path_display, mtime_ms).map_err(err)?;
     let want_head = (consumed as usize).min(HEAD_BYTES);
     let head = if head.len() < want_head {
         let mut h = vec![0; want_head];
@@ -878,7 +945,7 @@ fn index_file(
         ],
     )
     .map_err(err)?;
-    tx.commit().map_err(err)
+    Ok(())
 }
 
 /// What [`index_file`] reads of a file: the lines a listing folded into the summary only
