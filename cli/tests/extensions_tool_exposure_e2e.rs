@@ -74,8 +74,9 @@ fn without_pi_only_tools(all: &Value) -> Vec<String> {
         .iter()
         .map(|t| t.as_str().unwrap().to_string())
         .filter(|t| {
-            !t.starts_with("powershell:")
-                && !(t.starts_with("codemode:") || t.starts_with("tool_search:"))
+            !["powershell:", "codemode:", "tool_search:"]
+                .iter()
+                .any(|prefix| t.starts_with(prefix))
         })
         .collect()
 }
