@@ -428,6 +428,8 @@ function toolInfo(definition) {
     parameters: definition.parameters,
     promptSnippet: definition.promptSnippet,
     promptGuidelines: Array.isArray(definition.promptGuidelines) ? definition.promptGuidelines : undefined,
+    exposure: typeof definition.exposure === "string" ? definition.exposure : undefined,
+    defaultActive: definition.defaultActive === false ? false : undefined,
   };
 }
 

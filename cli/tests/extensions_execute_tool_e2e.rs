@@ -35,8 +35,9 @@ async fn extension_tools_run_other_tools_through_the_nested_call_path() {
         &fixture("execute-tool.ts"),
         "-e",
         &fixture("nested-calls.ts"),
+        // Real Pi's `--tools` filters extension tools too, so they are named.
         "--tools",
-        "read,bash,codemode",
+        "read,bash,codemode,orchestrate,shout",
         "--mode",
         "json",
         "-p",
@@ -191,7 +192,7 @@ async fn codemode_results_carry_the_usage_of_nested_extension_tools() {
         "-e",
         &fixture("execute-tool.ts"),
         "--tools",
-        "read,codemode",
+        "read,codemode,shout",
         "-p",
         "go",
     ]);

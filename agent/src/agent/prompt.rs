@@ -99,6 +99,52 @@ impl super::AgentSession {
         rebuild_prompt(&mut st);
     }
 
+    /// Registers `tool` (or replaces the one with its name) without activating it: a tool
+    /// whose exposure is not declared or that asks to start inactive. An active tool of that
+    /// name is replaced, or deactivated when the new one is `hidden` (Pi's way to withdraw a
+    /// tool).
+    pub fn register_tool_inactive(&self, tool: Arc<dyn Tool>) {
+        let mut st = super::lock(&self.shared.state);
+        let name = tool.name().to_string();
+        match st.registered.iter_mut().find(|t| t.name() == name) {
+            Some(slot) => *slot = tool.clone(),
+            None => st.registered.push(tool.clone()),
+        }
+        if let Some(index) = st.opts.tools.iter().position(|t| t.name() == name) {
+            if tool.exposure() == crate::tools::ToolExposure::Hidden {
+                st.opts.tools.remove(index);
+            } else {
+                st.opts.tools[index] = tool;
+            }
+            rebuild_prompt(&mut st);
+        }
+    }
+
+    /// Registers the tools of `registry` that are not registered yet without activating
+    /// them (tools the options or their exposure keep inactive at start-up), in its order:
+    /// `pi.getAllTools()` lists them as Pi's registry does, `pi.setActiveTools()` and
+    /// `tool_search` may activate them. Registered tools it lacks (`codemode`, MCP tools)
+    /// follow.
+    pub fn register_tools_in_order(&self, registry: &[Arc<dyn Tool>]) {
+        let mut st = super::lock(&self.shared.state);
+        let mut ordered: Vec<Arc<dyn Tool>> = registry
+            .iter()
+            .map(|tool| {
+                st.registered
+                    .iter()
+                    .find(|t| t.name() == tool.name())
+                    .cloned()
+                    .unwrap_or_else(|| tool.clone())
+            })
+            .collect();
+        for tool in &st.registered {
+            if !ordered.iter().any(|t| t.name() == tool.name()) {
+                ordered.push(tool.clone());
+            }
+        }
+        st.registered = ordered;
+    }
+
     /// Makes exactly the named tools active (unknown names are ignored, as Pi ignores
     /// them), in the order they were configured. Returns the active names.
     pub fn set_active_tools(&self, names: &[String]) -> Vec<String> {
@@ -107,6 +153,7 @@ impl super::AgentSession {
             .registered
             .iter()
             .filter(|t| names.iter().any(|n| n == t.name()))
+            .filter(|t| t.exposure() != crate::tools::ToolExposure::Hidden)
             .cloned()
             .collect();
         let changed = active.len() != st.opts.tools.len()

@@ -87,7 +87,9 @@ impl ToolSession for AgentSession {
         let active = self.tools();
         let mut callable: Vec<Arc<dyn Tool>> = Vec::new();
         let mut add = |tool: Arc<dyn Tool>| {
-            if !is_model_only(tool.name()) && !callable.iter().any(|t| t.name() == tool.name()) {
+            if crate::codemode::is_script_callable(tool.as_ref())
+                && !callable.iter().any(|t| t.name() == tool.name())
+            {
                 callable.push(tool);
             }
         };
@@ -98,6 +100,12 @@ impl ToolSession for AgentSession {
             }
             add(tool.clone());
         }
+        // Registered `codemode` and `deferred` tools are callable whether active or not.
+        for tool in self.all_tools() {
+            if tool.exposure().is_nested_only() {
+                add(tool);
+            }
+        }
         if let Some(loadout) = self.tool_loadout() {
             for tool in loadout.callable_tools() {
                 add(tool);
@@ -105,10 +113,4 @@ impl ToolSession for AgentSession {
         }
         callable
     }
-}
-
-/// Tools Pi registers with `exposure: "model-only"`: declared to the model, never callable.
-fn is_model_only(name: &str) -> bool {
-    name == crate::codemode::CODEMODE_TOOL_NAME
-        || name == crate::mcp::tool_search::TOOL_SEARCH_TOOL_NAME
 }

@@ -21,6 +21,7 @@ use super::declarations;
 use super::declarations::ToolDeclaration;
 use super::globals::Namespace;
 use crate::tools::Tool;
+use crate::tools::ToolExposure;
 
 /// `codemode.mode`.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -232,19 +233,31 @@ fn select_catalog(groups: &[Group], budget: u64) -> Vec<String> {
     shown
 }
 
-/// The tools a session declares with codemode active over `tools` (the declared, callable
-/// tools) and the `codemode` tool built for them.
+/// The tools a session declares with codemode active over `tools` (the declared tools) and
+/// the `codemode` tool built for them: with mode `on` the callable ones carry the script-call
+/// note; with `only` the callable `direct` ones are left to the codemode description.
 pub fn present_tools(
     tools: Vec<Arc<dyn Tool>>,
     codemode: Arc<dyn Tool>,
     mode: CodemodeMode,
 ) -> Vec<Arc<dyn Tool>> {
+    let callable = |tool: &Arc<dyn Tool>| super::is_script_callable(tool.as_ref());
     match mode {
         CodemodeMode::On => tools
             .into_iter()
-            .map(super::with_script_call_note)
+            .map(|tool| {
+                if callable(&tool) {
+                    super::with_script_call_note(tool)
+                } else {
+                    tool
+                }
+            })
             .chain(std::iter::once(codemode))
             .collect(),
-        CodemodeMode::Only => vec![codemode],
+        CodemodeMode::Only => tools
+            .into_iter()
+            .filter(|tool| !(callable(tool) && tool.exposure() == ToolExposure::Direct))
+            .chain(std::iter::once(codemode))
+            .collect(),
     }
 }

@@ -41,6 +41,7 @@ use crate::tools::ContentBlock;
 use crate::tools::Tool;
 use crate::tools::ToolContext;
 use crate::tools::ToolError;
+use crate::tools::ToolExposure;
 use crate::tools::ToolOutput;
 use crate::tools::ToolUpdateFn;
 pub use catalog::CodemodeMode;
@@ -74,15 +75,28 @@ fn codemode_parameters() -> &'static Value {
 }
 
 /// The declared tools with codemode active, as `options.mode` presents them (see
-/// [`catalog`]): `codemode` comes last. Scripts may call all of `tools` and every
-/// non-hidden tool of the MCP servers.
+/// [`catalog`]): `codemode` comes last. Scripts may call the declared tools that are callable
+/// (not `model-only`), the `nested` tools (registered with `codemode` or `deferred` exposure
+/// and not declared) and every non-hidden tool of the MCP servers.
 pub fn with_codemode(
     tools: Vec<Arc<dyn Tool>>,
+    nested: Vec<Arc<dyn Tool>>,
     mcp: Option<Arc<McpManager>>,
     options: &CodemodeOptions,
 ) -> Vec<Arc<dyn Tool>> {
-    let codemode: Arc<dyn Tool> = Arc::new(CodemodeTool::new(tools.clone(), mcp, options));
+    let codemode: Arc<dyn Tool> = Arc::new(CodemodeTool::new(tools.clone(), nested, mcp, options));
     catalog::present_tools(tools, codemode, options.mode)
+}
+
+/// Whether scripts may call a declared tool: not `model-only` (Pi's `codemode` and
+/// `tool_search` are, by name or exposure).
+pub fn is_script_callable(tool: &dyn Tool) -> bool {
+    tool.name() != CODEMODE_TOOL_NAME
+        && tool.name() != crate::mcp::tool_search::TOOL_SEARCH_TOOL_NAME
+        && !matches!(
+            tool.exposure(),
+            ToolExposure::ModelOnly | ToolExposure::Hidden
+        )
 }
 
 /// A declared tool whose description also says how scripts call it and what the call
@@ -115,6 +129,9 @@ pub fn with_script_call_note(tool: Arc<dyn Tool>) -> Arc<dyn Tool> {
 impl Tool for ScriptCallNote {
     fn name(&self) -> &str {
         self.inner.name()
+    }
+    fn exposure(&self) -> ToolExposure {
+        self.inner.exposure()
     }
     fn label(&self) -> &str {
         self.inner.label()
@@ -161,40 +178,62 @@ impl Tool for ScriptCallNote {
 #[derive(Debug)]
 pub struct CodemodeTool {
     description: String,
-    /// Built-in (and other declared) tools scripts may call.
+    /// Built-in, extension (and other declared) tools scripts may call, then the `nested`
+    /// ones that are not declared.
     builtins: Vec<Arc<dyn Tool>>,
+    /// The declared `direct` tools mode `only` keeps off the declarations.
+    presented: Vec<Arc<dyn Tool>>,
     mcp: Option<Arc<McpManager>>,
-    mode: CodemodeMode,
 }
 
 impl CodemodeTool {
-    /// Scripts may call `builtins` and every non-hidden tool of `mcp`'s servers; with mode
-    /// `only` the description lists `builtins` (the otherwise declared tools).
+    /// Scripts may call the callable tools of `declared`, the `nested` tools and every
+    /// non-hidden tool of `mcp`'s servers. The description lists the tools with `codemode`
+    /// exposure among them, and with mode `only` the declared `direct` ones too (Pi's
+    /// `prepareCodemodeLoadout`: listing by exposure, never the `deferred` tools).
     pub fn new(
-        builtins: Vec<Arc<dyn Tool>>,
+        declared: Vec<Arc<dyn Tool>>,
+        nested: Vec<Arc<dyn Tool>>,
         mcp: Option<Arc<McpManager>>,
         options: &CodemodeOptions,
     ) -> CodemodeTool {
-        let builtins: Vec<Arc<dyn Tool>> = builtins
+        let mut builtins: Vec<Arc<dyn Tool>> = declared
             .into_iter()
-            .filter(|t| t.name() != CODEMODE_TOOL_NAME)
+            .filter(|t| is_script_callable(t.as_ref()))
             .collect();
-        let listed: Vec<catalog::ListedTool<'_>> = match options.mode {
+        for tool in nested {
+            if is_script_callable(tool.as_ref())
+                && !builtins.iter().any(|t| t.name() == tool.name())
+            {
+                builtins.push(tool);
+            }
+        }
+        let presented: Vec<Arc<dyn Tool>> = match options.mode {
             CodemodeMode::On => Vec::new(),
             CodemodeMode::Only => builtins
                 .iter()
-                .map(|tool| catalog::ListedTool {
-                    tool: tool.as_ref(),
-                    namespace: mcp.as_ref().and_then(|m| namespace_of(m, tool.name())),
-                })
+                .filter(|t| t.exposure() == ToolExposure::Direct)
+                .cloned()
                 .collect(),
         };
+        let listed: Vec<catalog::ListedTool<'_>> = builtins
+            .iter()
+            .filter(|tool| match tool.exposure() {
+                ToolExposure::Codemode => true,
+                ToolExposure::Direct => options.mode == CodemodeMode::Only,
+                _ => false,
+            })
+            .map(|tool| catalog::ListedTool {
+                tool: tool.as_ref(),
+                namespace: mcp.as_ref().and_then(|m| namespace_of(m, tool.name())),
+            })
+            .collect();
         let description = catalog::codemode_description(&listed, options.inline_budget);
         CodemodeTool {
             description,
             builtins,
+            presented,
             mcp,
-            mode: options.mode,
         }
     }
 
@@ -335,10 +374,11 @@ impl Tool for CodemodeTool {
     }
 
     fn presented_tools(&self) -> Vec<Arc<dyn Tool>> {
-        match self.mode {
-            CodemodeMode::On => Vec::new(),
-            CodemodeMode::Only => self.builtins.clone(),
-        }
+        self.presented.clone()
+    }
+
+    fn exposure(&self) -> ToolExposure {
+        ToolExposure::ModelOnly
     }
 
     fn constrained_sampling(&self) -> Option<Value> {

@@ -8,6 +8,7 @@ use crate::tools::ReadTool;
 fn tool() -> CodemodeTool {
     CodemodeTool::new(
         vec![Arc::new(ReadTool), Arc::new(BashTool)],
+        Vec::new(),
         None,
         &CodemodeOptions::default(),
     )

@@ -431,7 +431,13 @@ impl Shared {
             return;
         };
         if let Some(info) = params.get("tool") {
-            agent.register_tool(Arc::new(ExtensionTool::new(info, ext)));
+            let tool = ExtensionTool::new(info, ext);
+            // Only `direct` and `model-only` tools are activated on registration.
+            if crate::tools::Tool::exposure(&tool).is_declarable() && tool.default_active() {
+                agent.register_tool(Arc::new(tool));
+            } else {
+                agent.register_tool_inactive(Arc::new(tool));
+            }
         }
     }
 
@@ -1030,11 +1036,17 @@ impl Extensions {
         (!pending.is_empty()).then(|| pending.remove(0))
     }
 
-    /// The registered tools as agent tools.
-    pub fn agent_tools(self: &Arc<Self>) -> Vec<Arc<dyn crate::tools::Tool>> {
+    /// The registered tools as agent tools, with whether registering activates them.
+    pub fn registered_tools(self: &Arc<Self>) -> Vec<crate::tools::RegisteredTool> {
         self.tools
             .iter()
-            .map(|t| Arc::new(ExtensionTool::new(t, self.clone())) as Arc<dyn crate::tools::Tool>)
+            .map(|t| {
+                let tool = ExtensionTool::new(t, self.clone());
+                crate::tools::RegisteredTool {
+                    default_active: tool.default_active(),
+                    tool: Arc::new(tool),
+                }
+            })
             .collect()
     }
 

@@ -69,7 +69,20 @@ pub(super) fn state_update(agent: &AgentSession, mark: &mut SyncMark) -> String 
         json!(agent.thinking_level().as_str()),
         !agent.is_streaming()
     );
-    let active: Vec<String> = agent.tools().iter().map(|t| t.name().to_string()).collect();
+    // Tools codemode presents instead of declaring them (mode `only`) stay active in Pi.
+    let mut active: Vec<String> = Vec::new();
+    for tool in agent.tools() {
+        for name in tool
+            .presented_tools()
+            .iter()
+            .map(|t| t.name().to_string())
+            .chain(std::iter::once(tool.name().to_string()))
+        {
+            if !active.contains(&name) {
+                active.push(name);
+            }
+        }
+    }
     let _ = write!(out, ",\"activeTools\":{}", json!(active));
     let all = agent.all_tools();
     let names: Vec<String> = all.iter().map(|t| t.name().to_string()).collect();
@@ -81,6 +94,7 @@ pub(super) fn state_update(agent: &AgentSession, mark: &mut SyncMark) -> String 
                     "name": t.name(),
                     "description": t.description(),
                     "parameters": t.parameters(),
+                    "exposure": t.exposure().as_str(),
                 })
             })
             .collect();

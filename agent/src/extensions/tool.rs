@@ -11,7 +11,9 @@ use tokio_util::sync::CancellationToken;
 
 use super::execute_tool::{callable_infos, next_finished, NestedCalls, Running, ToolMessage};
 use super::Extensions;
-use crate::tools::{ContentBlock, Tool, ToolContext, ToolError, ToolOutput, ToolUpdateFn};
+use crate::tools::{
+    ContentBlock, Tool, ToolContext, ToolError, ToolExposure, ToolOutput, ToolUpdateFn,
+};
 
 /// One registered extension tool.
 pub struct ExtensionTool {
@@ -20,6 +22,10 @@ pub struct ExtensionTool {
     description: String,
     parameters: Value,
     snippet: Option<String>,
+    /// `exposure` (`direct` when absent or unknown).
+    exposure: ToolExposure,
+    /// `defaultActive: false` registers it inactive.
+    default_active: bool,
     extensions: Arc<Extensions>,
 }
 
@@ -41,9 +47,19 @@ impl ExtensionTool {
             description: text("description").unwrap_or_default(),
             parameters: info.get("parameters").cloned().unwrap_or(json!({})),
             snippet: text("promptSnippet"),
+            exposure: text("exposure")
+                .as_deref()
+                .and_then(ToolExposure::parse)
+                .unwrap_or_default(),
+            default_active: info.get("defaultActive").and_then(Value::as_bool) != Some(false),
             name,
             extensions,
         }
+    }
+
+    /// Whether registering it activates it (unless its exposure keeps it undeclared).
+    pub fn default_active(&self) -> bool {
+        self.default_active
     }
 }
 
@@ -83,6 +99,10 @@ impl Tool for ExtensionTool {
 
     fn prompt_snippet(&self) -> Option<&str> {
         self.snippet.as_deref()
+    }
+
+    fn exposure(&self) -> ToolExposure {
+        self.exposure
     }
 
     async fn execute(

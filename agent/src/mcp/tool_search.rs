@@ -99,6 +99,9 @@ pub struct McpLoadout {
     /// The session's tools that are not the servers' (built-in and extension tools), as they
     /// were before codemode added its note: what a changed tool set is built over.
     own: Vec<Arc<dyn Tool>>,
+    /// Registered tools of the session with `codemode` or `deferred` exposure that are not
+    /// declared (extension tools): scripts call them, `tool_search` loads them.
+    nested: Vec<Arc<dyn Tool>>,
     /// Names of the tools the session declares now (besides what `tool_search` loaded).
     fixed: Mutex<Vec<String>>,
     /// This loadout's `tool_search` tool, made once (it points back at the loadout).
@@ -130,6 +133,18 @@ impl McpLoadout {
         selection: ToolSelection,
         own: &[Arc<dyn Tool>],
     ) -> Arc<McpLoadout> {
+        McpLoadout::with_nested(mcp, selection, own, Vec::new())
+    }
+
+    /// [`McpLoadout::new`] for a session that also registered `nested` tools: tools with
+    /// `codemode` or `deferred` exposure that are not declared, which codemode scripts call
+    /// and `tool_search` loads like the servers' tools of those exposures.
+    pub fn with_nested(
+        mcp: Arc<McpManager>,
+        selection: ToolSelection,
+        own: &[Arc<dyn Tool>],
+        nested: Vec<Arc<dyn Tool>>,
+    ) -> Arc<McpLoadout> {
         let own: Vec<Arc<dyn Tool>> = own
             .iter()
             .filter(|t| !super::tool_set::is_mcp_tool(t.name()))
@@ -140,6 +155,7 @@ impl McpLoadout {
             selection: Mutex::new(selection),
             fixed: Mutex::new(own.iter().map(|t| t.name().to_string()).collect()),
             own,
+            nested,
             tool_search: std::sync::OnceLock::new(),
             state: Mutex::new(LoadState::default()),
         });
@@ -157,10 +173,11 @@ impl McpLoadout {
 
     fn tools_over(&self, own: Vec<Arc<dyn Tool>>) -> Vec<Arc<dyn Tool>> {
         let selection = self.selection();
-        let mut tools = super::tool_set::with_mcp_tools(own, &self.mcp, &selection);
+        let mut tools = super::tool_set::with_mcp_tools(own, &self.nested, &self.mcp, &selection);
         if super::tool_set::wants_tool_search(&selection, &self.mcp) {
             tools.extend(self.tool_search.get().cloned());
         }
+        let tools = super::tool_set::in_selection_order(tools, &selection);
         *self.fixed.lock().unwrap_or_else(|e| e.into_inner()) =
             tools.iter().map(|t| t.name().to_string()).collect();
         tools
@@ -215,6 +232,11 @@ impl McpLoadout {
             &self.selection(),
         );
         out.retain(|l| kept.iter().any(|k| k.name() == l.tool.name()));
+        // The session's own, already filtered by the tool options.
+        out.extend(self.nested.iter().map(|tool| Loadable {
+            tool: tool.clone(),
+            namespace: None,
+        }));
         out
     }
 
@@ -350,6 +372,10 @@ impl ToolSearchTool {
 impl Tool for ToolSearchTool {
     fn name(&self) -> &str {
         TOOL_SEARCH_TOOL_NAME
+    }
+
+    fn exposure(&self) -> crate::tools::ToolExposure {
+        crate::tools::ToolExposure::ModelOnly
     }
 
     fn description(&self) -> &str {

@@ -85,18 +85,46 @@ fn wants_discovery_tool(selection: &ToolSelection, name: &str, activated: bool) 
 }
 
 /// The session's tools over `own` (built-in and extension tools, without codemode's note):
-/// `own`, the declared MCP tools, then `codemode` (with the note on every declared tool) when
-/// wanted; `tool_search` is the caller's, after these.
+/// `own`, the declared MCP tools, then `codemode` (with the note on every callable declared
+/// tool; scripts also reach the `nested` tools) when wanted; `tool_search` is the caller's,
+/// after these.
 pub fn with_mcp_tools(
     own: Vec<Arc<dyn Tool>>,
+    nested: &[Arc<dyn Tool>],
     mcp: &Arc<McpManager>,
     selection: &ToolSelection,
 ) -> Vec<Arc<dyn Tool>> {
     let mut tools = own;
     tools.extend(declared_mcp_tools(mcp, selection));
     if wants_codemode(selection, Some(mcp)) {
-        tools = crate::codemode::with_codemode(tools, Some(mcp.clone()), &selection.codemode);
+        tools = crate::codemode::with_codemode(
+            tools,
+            nested.to_vec(),
+            Some(mcp.clone()),
+            &selection.codemode,
+        );
     }
+    tools
+}
+
+/// `tools` in Pi's activation order: the tools the options name (`--tools`, or `defaultTools`
+/// and the defaults changed by `+name`/`-name` entries) in that order, then the others as they
+/// are. Pi activates the named ones first, `codemode` and `tool_search` included, and the
+/// tools it activates on its own (extension tools, MCP tools) after them.
+pub fn in_selection_order(
+    tools: Vec<Arc<dyn Tool>>,
+    selection: &ToolSelection,
+) -> Vec<Arc<dyn Tool>> {
+    let named = crate::tools::selected_tool_names(selection);
+    let position = |tool: &Arc<dyn Tool>| {
+        named
+            .iter()
+            .position(|n| n == tool.name())
+            .unwrap_or(named.len())
+    };
+    let mut tools = tools;
+    // Stable: the tools the options do not name keep their order, after the named ones.
+    tools.sort_by_key(position);
     tools
 }
 

@@ -28,6 +28,7 @@ pub(crate) mod output;
 mod paths;
 mod read;
 mod registry;
+mod session_tools;
 mod truncate;
 mod utf8;
 mod validate;
@@ -61,6 +62,9 @@ pub use registry::NoTools;
 pub use registry::ToolSelection;
 pub use registry::ALL_BUILTIN_TOOL_NAMES;
 pub use registry::DEFAULT_TOOL_NAMES;
+pub use session_tools::select_session_tools;
+pub use session_tools::RegisteredTool;
+pub use session_tools::SessionTools;
 pub use truncate::format_size;
 pub use truncate::truncate_head;
 pub use truncate::truncate_tail;
@@ -349,6 +353,59 @@ pub type ToolUpdateFn<'a> = &'a (dyn Fn(ToolOutput) + Send + Sync);
 /// A callback that drops every update.
 pub fn ignore_updates(_: ToolOutput) {}
 
+/// How the model and other tools reach a tool (Pi's `exposure` option of `registerTool`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum ToolExposure {
+    /// Declared to the model while active, callable from other tools while active.
+    #[default]
+    Direct,
+    /// Declared to the model while active, never callable from other tools (`codemode`,
+    /// `tool_search`).
+    ModelOnly,
+    /// Callable from codemode scripts (and `ctx.executeTool()`) without being declared;
+    /// listed in the `codemode` description, loadable by `tool_search`.
+    Codemode,
+    /// Like `Codemode`, but never listed: scripts and `tool_search` find it by searching.
+    Deferred,
+    /// Registered but unreachable.
+    Hidden,
+}
+
+impl ToolExposure {
+    /// Pi's word for it (`direct`, `model-only`, `codemode`, `deferred`, `hidden`).
+    pub fn parse(word: &str) -> Option<ToolExposure> {
+        match word {
+            "direct" => Some(ToolExposure::Direct),
+            "model-only" => Some(ToolExposure::ModelOnly),
+            "codemode" => Some(ToolExposure::Codemode),
+            "deferred" => Some(ToolExposure::Deferred),
+            "hidden" => Some(ToolExposure::Hidden),
+            _ => None,
+        }
+    }
+
+    /// The word, as `pi.getAllTools()` reports it.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ToolExposure::Direct => "direct",
+            ToolExposure::ModelOnly => "model-only",
+            ToolExposure::Codemode => "codemode",
+            ToolExposure::Deferred => "deferred",
+            ToolExposure::Hidden => "hidden",
+        }
+    }
+
+    /// Whether activating the tool declares it to the model (Pi's `_isDeclarable`).
+    pub fn is_declarable(self) -> bool {
+        matches!(self, ToolExposure::Direct | ToolExposure::ModelOnly)
+    }
+
+    /// Whether other tools may call it while it is not active (`codemode`, `deferred`).
+    pub fn is_nested_only(self) -> bool {
+        matches!(self, ToolExposure::Codemode | ToolExposure::Deferred)
+    }
+}
+
 /// A tool the model can call.
 ///
 /// Contract: `execute` gets arguments that already passed [`Tool::prepare_arguments`] and schema
@@ -410,6 +467,12 @@ pub trait Tool: Send + Sync + fmt::Debug {
     /// Rewrites raw model arguments before validation (the edit tool folds legacy fields here).
     fn prepare_arguments(&self, args: Value) -> Value {
         args
+    }
+
+    /// How the model and other tools reach the tool (Pi's `exposure`); `direct` unless the
+    /// tool says otherwise.
+    fn exposure(&self) -> ToolExposure {
+        ToolExposure::Direct
     }
 
     /// Runs the tool.

@@ -70,7 +70,7 @@ pub fn all_builtin_tools() -> Vec<Arc<dyn Tool>> {
         .collect()
 }
 
-fn is_modifier(entry: &str) -> bool {
+pub(super) fn is_modifier(entry: &str) -> bool {
     entry.starts_with('+') || entry.starts_with('-')
 }
 
@@ -92,7 +92,7 @@ pub fn tool_list_error(entries: &[String]) -> Option<String> {
         })
 }
 
-fn apply_modifiers(base: &[String], entries: &[String]) -> Vec<String> {
+pub(super) fn apply_modifiers(base: &[String], entries: &[String]) -> Vec<String> {
     let mut tools = base.to_vec();
     for entry in entries {
         let name = &entry[1..];
@@ -107,7 +107,7 @@ fn apply_modifiers(base: &[String], entries: &[String]) -> Vec<String> {
 }
 
 /// Whether `name` is one of `entries`, each an exact name or a pattern where `*` matches anything.
-fn matches_any(entries: &[String], name: &str) -> bool {
+pub(super) fn matches_any(entries: &[String], name: &str) -> bool {
     entries.iter().any(|entry| wildcard_match(entry, name))
 }
 

@@ -372,12 +372,31 @@ pub fn build_host(args: &RunArgs, env: &Env, sink: EventSink) -> anyhow::Result<
         tools.extend(pi_agent::mcp::tool_set::declared_mcp_tools(mcp, &selection));
     }
     let extensions = extensions::start(args, env, &tools)?;
-    if let Some(ext) = &extensions {
-        // An extension tool with a built-in's name replaces it (Pi's tool overrides).
-        let added = ext.agent_tools();
-        tools.retain(|t| !added.iter().any(|a| a.name() == t.name()));
-        tools.extend(added);
+    // The tool options filter extension tools as they filter built-ins, and their exposure
+    // decides what is declared (an extension tool with a built-in's name replaces it, Pi's
+    // tool overrides). The MCP servers' declared tools follow the session's own.
+    let extension_tools = extensions
+        .as_ref()
+        .map(|ext| ext.registered_tools())
+        .unwrap_or_default();
+    let session_tools = pi_agent::tools::select_session_tools(&selection, &extension_tools)
+        .map_err(|e| anyhow!(e))?;
+    tools = session_tools.active.clone();
+    if let Some(mcp) = &mcp {
+        tools.extend(pi_agent::mcp::tool_set::declared_mcp_tools(mcp, &selection));
     }
+    let inactive: Vec<Arc<dyn pi_agent::tools::Tool>> = session_tools
+        .registered
+        .iter()
+        .filter(|t| !tools.iter().any(|a| a.name() == t.name()))
+        .cloned()
+        .collect();
+    // Registered, not declared: callable from codemode scripts, loadable by `tool_search`.
+    let nested: Vec<Arc<dyn pi_agent::tools::Tool>> = inactive
+        .iter()
+        .filter(|t| t.exposure().is_nested_only())
+        .cloned()
+        .collect();
     // Virtual models join the catalog before `--model` and the session's model resolve.
     let registry = catalog_with_extensions(env, extensions.as_deref());
     // With MCP on, the loadout owns the servers' part of the tool set (recomputed before
@@ -386,14 +405,19 @@ pub fn build_host(args: &RunArgs, env: &Env, sink: EventSink) -> anyhow::Result<
     // included), then `tool_search` (it changes what the model sees; scripts do not call it).
     let loadout = match &mcp {
         Some(m) => {
-            let loadout =
-                pi_agent::mcp::tool_search::McpLoadout::new(m.clone(), selection.clone(), &tools);
+            let loadout = pi_agent::mcp::tool_search::McpLoadout::with_nested(
+                m.clone(),
+                selection.clone(),
+                &tools,
+                nested,
+            );
             tools = loadout.session_tools();
             Some(loadout)
         }
         None => {
             if pi_agent::mcp::tool_set::wants_codemode(&selection, None) {
-                tools = pi_agent::codemode::with_codemode(tools, None, &selection.codemode);
+                tools = pi_agent::codemode::with_codemode(tools, nested, None, &selection.codemode);
+                tools = pi_agent::mcp::tool_set::in_selection_order(tools, &selection);
             }
             None
         }
@@ -524,6 +548,7 @@ pub fn build_host(args: &RunArgs, env: &Env, sink: EventSink) -> anyhow::Result<
         };
     }
     let agent = AgentSession::new(session, persist, opts, sink);
+    agent.register_tools_in_order(&session_tools.registered);
     if let Some(mode) = env
         .settings
         .steering_mode
