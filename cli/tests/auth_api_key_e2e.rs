@@ -241,7 +241,11 @@ fn without_a_terminal_login_fails_as_in_pi() {
     let home = Home::new();
     let needs_terminal = "\"pi auth login <provider> [--api-key] [--no-browser]\" requires an \
                           interactive terminal\n";
-    for args in [&["groq"][..], &["anthropic"][..], &["anthropic", "--api-key"][..]] {
+    for args in [
+        &["groq"][..],
+        &["anthropic"][..],
+        &["anthropic", "--api-key"][..],
+    ] {
         assert_cmd::Command::from_std(home.command())
             .args(["auth", "login"])
             .args(args)
@@ -257,7 +261,10 @@ fn without_a_terminal_login_fails_as_in_pi() {
         .assert()
         .code(1);
     let stderr = String::from_utf8_lossy(&unknown.get_output().stderr).into_owned();
-    assert!(stderr.starts_with("Unknown provider \"nope\".\nProviders: "), "{stderr}");
+    assert!(
+        stderr.starts_with("Unknown provider \"nope\".\nProviders: "),
+        "{stderr}"
+    );
     assert!(!home.agent.join("auth.json").exists());
 }
 
@@ -338,11 +345,17 @@ fn vertex_and_bedrock_logins_start_with_a_choice_of_method() {
         &["amazon-bedrock"],
         &[
             ("Select 1-3: ", "3"),
-            ("Configure AWS credentials, then press Enter to continue: ", ""),
+            (
+                "Configure AWS credentials, then press Enter to continue: ",
+                "",
+            ),
         ],
     );
     assert_eq!(code, 0);
-    assert_eq!(home.auth_json()["amazon-bedrock"], json!({"type": "api_key"}));
+    assert_eq!(
+        home.auth_json()["amazon-bedrock"],
+        json!({"type": "api_key"})
+    );
     assert_eq!(mode(&home.agent.join("auth.json")), 0o600);
 }
 

@@ -72,7 +72,11 @@ impl Home {
     /// `pi auth login radius --no-browser`, the device code approved as a user would.
     fn device_login(&self, auth: &FakeAuthServer) {
         // In a terminal, as Pi requires.
-        let mut child = pty_common::spawn(self.command().args(["auth", "login", "radius", "--no-browser"]));
+        let mut child =
+            pty_common::spawn(
+                self.command()
+                    .args(["auth", "login", "radius", "--no-browser"]),
+            );
         let stderr = BufReader::new(child.stderr.take().unwrap());
         for line in stderr.lines() {
             let line = line.unwrap();

@@ -114,8 +114,16 @@ const ADC_LINK: (&str, &str) = (
 fn vertex() -> Vec<Step> {
     let project_and_location = || {
         vec![
-            ask("Enter Google Cloud project ID", false, env("GOOGLE_CLOUD_PROJECT")),
-            ask("Enter Google Cloud location", false, env("GOOGLE_CLOUD_LOCATION")),
+            ask(
+                "Enter Google Cloud project ID",
+                false,
+                env("GOOGLE_CLOUD_PROJECT"),
+            ),
+            ask(
+                "Enter Google Cloud location",
+                false,
+                env("GOOGLE_CLOUD_LOCATION"),
+            ),
         ]
     };
     let mut service_account = vec![info(

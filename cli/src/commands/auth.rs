@@ -126,9 +126,7 @@ fn parse_login(args: &[String]) -> Result<LoginRequest, String> {
         match arg.as_str() {
             "--api-key" => request.api_key = true,
             "--no-browser" => request.browser = false,
-            a if a.starts_with('-') || !request.provider.is_empty() => {
-                return Err(login_usage())
-            }
+            a if a.starts_with('-') || !request.provider.is_empty() => return Err(login_usage()),
             a => request.provider = a.to_string(),
         }
     }
@@ -218,7 +216,9 @@ fn login(request: &LoginRequest) -> Result<(), String> {
     // Pi checks this after finding the provider and before anything else: every login may
     // ask a question, and a secret is read in raw mode.
     if !(std::io::stdin().is_terminal() && std::io::stdout().is_terminal()) {
-        return Err(format!("\"{LOGIN_SYNOPSIS}\" requires an interactive terminal"));
+        return Err(format!(
+            "\"{LOGIN_SYNOPSIS}\" requires an interactive terminal"
+        ));
     }
     let dir = agent_dir();
     match select_auth_type(provider, request.api_key)? {
@@ -315,9 +315,9 @@ fn refresh_radius_catalog(agent_dir: &std::path::Path) {
     match pi_agent::llm::radius_catalog::refresh_blocking(agent_dir) {
         Ok(_) => {}
         // Pi's words when its 15 s limit passes.
-        Err(e) if e == pi_agent::llm::radius_catalog::TIMED_OUT => println!(
-            "The Radius model catalog refresh timed out; pi refreshes it on next start."
-        ),
+        Err(e) if e == pi_agent::llm::radius_catalog::TIMED_OUT => {
+            println!("The Radius model catalog refresh timed out; pi refreshes it on next start.")
+        }
         Err(e) => eprintln!("Could not refresh the Radius model catalog: {e}"),
     }
 }

@@ -1,7 +1,7 @@
 //! One module per command group.
 
-pub mod auth;
 pub mod api_key_flow;
+pub mod auth;
 pub mod auth_api_key;
 pub mod auth_credentials;
 pub mod mcp;

@@ -122,8 +122,14 @@ impl ProviderPicker {
 /// The question on screen.
 #[derive(Debug, Clone, PartialEq)]
 enum Current {
-    Ask { message: String, into: Target },
-    Choose { message: String, options: Vec<Choice> },
+    Ask {
+        message: String,
+        into: Target,
+    },
+    Choose {
+        message: String,
+        options: Vec<Choice>,
+    },
 }
 
 /// "Login to <provider>": the questions of its API-key login, one at a time.
@@ -156,8 +162,9 @@ impl ApiKeyForm {
         };
         // Pi's Bedrock dialog opens with where else its credentials can come from.
         if provider == "amazon-bedrock" {
-            form.shown
-                .push("You can also use an AWS profile, IAM keys, or role-based credentials.".into());
+            form.shown.push(
+                "You can also use an AWS profile, IAM keys, or role-based credentials.".into(),
+            );
         }
         form.advance();
         form
@@ -172,8 +179,11 @@ impl ApiKeyForm {
             match step {
                 Step::Info { message, links } => {
                     self.shown.push(message);
-                    self.shown
-                        .extend(links.into_iter().map(|(label, url)| format!("{label}: {url}")));
+                    self.shown.extend(
+                        links
+                            .into_iter()
+                            .map(|(label, url)| format!("{label}: {url}")),
+                    );
                 }
                 Step::Ask { message, into, .. } => {
                     self.current = Some(Current::Ask { message, into });
@@ -270,7 +280,7 @@ impl ApiKeyForm {
 #[derive(Debug, Clone, PartialEq)]
 pub enum LoginDialog {
     Providers(ProviderPicker),
-    Form(ApiKeyForm),
+    Form(Box<ApiKeyForm>),
 }
 
 impl LoginDialog {
@@ -304,7 +314,11 @@ impl LoginDialog {
 fn edit_text(text: &mut String, k: &KeyEvent) -> bool {
     match k.code {
         KeyCode::Backspace => text.pop().is_some(),
-        KeyCode::Char(c) if !k.modifiers.intersects(KeyModifiers::CONTROL | KeyModifiers::ALT) => {
+        KeyCode::Char(c)
+            if !k
+                .modifiers
+                .intersects(KeyModifiers::CONTROL | KeyModifiers::ALT) =>
+        {
             text.push(c);
             true
         }
@@ -343,7 +357,11 @@ mod tests {
         assert_eq!(press(&mut form, &keys, KeyCode::Enter), LoginKey::Open);
         let view = form.view();
         assert_eq!(view.title, "Login to Amazon Bedrock");
-        assert!(view.message.contains("Enter AWS profile name\n> █"), "{}", view.message);
+        assert!(
+            view.message.contains("Enter AWS profile name\n> █"),
+            "{}",
+            view.message
+        );
         type_in(&mut form, &keys, "dev");
         assert_eq!(
             press(&mut form, &keys, KeyCode::Enter),

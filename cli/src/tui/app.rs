@@ -59,7 +59,9 @@ pub enum Effect {
     /// method.
     AccountLogin(String),
     /// `/login`'s provider list: account sign-ins, or API keys (`api_key`).
-    LoginProviders { api_key: bool },
+    LoginProviders {
+        api_key: bool,
+    },
     /// `/login`'s API-key questions for a provider (its catalog id).
     ApiKeyLogin(String),
     /// Every question of an API-key login is answered: store the credential.

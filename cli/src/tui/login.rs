@@ -31,9 +31,9 @@ use tokio_util::sync::CancellationToken;
 
 use super::api_key_login::{ApiKeyForm, LoginDialog, ProviderPicker, ProviderRow};
 use super::app::{App, Effect, Msg};
-use crate::commands::api_key_flow;
 use super::dialogs::{Confirm, Dialog};
 use super::transcript::Item;
+use crate::commands::api_key_flow;
 
 /// `/login` without a provider: Pi's "Select authentication method:" (an account, an API
 /// key, or Radius directly).
@@ -122,24 +122,27 @@ pub fn open_api_key_form(app: &mut App, id: &str) {
         )));
         return;
     };
-    app.dialog = Some(Dialog::Login(Box::new(LoginDialog::Form(ApiKeyForm::new(
-        &provider.id,
-        &provider.name,
-        steps,
-    )))));
+    let form = ApiKeyForm::new(&provider.id, &provider.name, steps);
+    app.dialog = Some(Dialog::Login(Box::new(LoginDialog::Form(Box::new(form)))));
 }
 
 /// Stores an answered API-key login (auth.json, 0600, under the lock) and says so as Pi
 /// does; the next request reads it.
-pub fn save_api_key(app: &mut App, agent_dir: &Path, provider: &str, name: &str, credential: Value) {
+pub fn save_api_key(
+    app: &mut App,
+    agent_dir: &Path,
+    provider: &str,
+    name: &str,
+    credential: Value,
+) {
     match oauth::save_credential(agent_dir, provider, credential) {
         Ok(()) => app.notice(format!(
             "Saved API key for {name}. Credentials saved to {}",
             agent_dir.join("auth.json").display()
         )),
-        Err(e) => app
-            .transcript
-            .push(Item::Error(format!("Failed to save API key for {name}: {e}"))),
+        Err(e) => app.transcript.push(Item::Error(format!(
+            "Failed to save API key for {name}: {e}"
+        ))),
     }
 }
 

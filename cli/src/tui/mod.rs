@@ -25,6 +25,7 @@
 //! default hook prints).
 
 pub mod agent;
+pub mod api_key_login;
 pub mod app;
 pub mod changelog;
 pub mod clipboard;
@@ -36,7 +37,6 @@ pub mod ext_ui;
 pub mod input;
 pub mod keys;
 pub mod llama_view;
-pub mod api_key_login;
 pub mod login;
 pub mod markdown;
 pub mod mcp_view;
