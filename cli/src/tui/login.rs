@@ -401,22 +401,17 @@ mod tests {
     fn login_picker_lists_providers_and_logout_removes() {
         let mut app = App::new(std::path::PathBuf::from("/work/project"));
         assert!(run(&mut app, "/login").is_empty());
+        // Pi's first question: the kind of login.
         match &app.dialog {
             Some(Dialog::Confirm(c)) => {
                 let names: Vec<&str> = c.options.iter().map(|(n, _)| n.as_str()).collect();
+                assert_eq!(c.title, "Select authentication method:");
                 assert_eq!(
                     names,
                     [
-                        "Anthropic (Claude Pro/Max)",
-                        "OpenAI (ChatGPT Plus/Pro)",
-                        "GitHub Copilot",
-                        "OpenRouter OAuth",
-                        "Kimi Code (subscription)",
-                        "xAI (Grok/X subscription)",
-                        "Meta (Muse subscription)",
-                        "OpenAI (ChatGPT subscription)",
-                        "Radius",
-                        "llama.cpp"
+                        "Sign in with an account",
+                        "Sign in with an API key",
+                        "Sign in with Radius"
                     ]
                 );
             }
@@ -425,7 +420,23 @@ mod tests {
         update(&mut app, key(KeyCode::Down));
         assert_eq!(
             update(&mut app, key(KeyCode::Enter)),
-            vec![Effect::Login("openai-codex".into())]
+            vec![Effect::LoginProviders { api_key: true }]
+        );
+        // The account providers, sorted by name; the search narrows them.
+        open_providers(&mut app, false);
+        let Some(Dialog::Login(d)) = &app.dialog else {
+            panic!("no provider list")
+        };
+        let view = d.view();
+        assert_eq!(view.title, "Select provider to configure:");
+        assert_eq!(view.options[0].0, "Anthropic (Claude Pro/Max)");
+        assert_eq!(view.options.last().unwrap().0, "(1/9)");
+        for c in "copilot".chars() {
+            update(&mut app, key(KeyCode::Char(c)));
+        }
+        assert_eq!(
+            update(&mut app, key(KeyCode::Enter)),
+            vec![Effect::AccountLogin("github-copilot".into())]
         );
         assert_eq!(
             run(&mut app, "/login github-copilot ghe.example.com"),
