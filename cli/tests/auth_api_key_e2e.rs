@@ -7,9 +7,9 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+mod pty_common;
 mod tmux_common;
 
-use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
@@ -46,29 +46,13 @@ impl Home {
         cmd
     }
 
-    /// `pi auth login <args>` with `input` on stdin: exit code, stdout, stderr.
-    fn login(&self, args: &[&str], input: &str) -> (i32, String, String) {
-        let mut child = self
-            .command()
-            .args(["auth", "login"])
-            .args(args)
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .unwrap();
-        child
-            .stdin
-            .take()
-            .unwrap()
-            .write_all(input.as_bytes())
-            .unwrap();
-        let out = child.wait_with_output().unwrap();
-        (
-            out.status.code().unwrap_or(-1),
-            String::from_utf8_lossy(&out.stdout).into_owned(),
-            String::from_utf8_lossy(&out.stderr).into_owned(),
-        )
+    /// `pi auth login <args>` in a terminal, each question answered when it appears:
+    /// exit code, stdout, stderr.
+    fn login(&self, args: &[&str], dialogue: &[(&str, &str)]) -> (i32, String, String) {
+        let mut child = pty_common::spawn(self.command().args(["auth", "login"]).args(args));
+        child.answer(dialogue);
+        let out = child.finish();
+        (out.code, out.stdout, out.stderr)
     }
 
     fn auth_json(&self) -> Value {
@@ -92,13 +76,13 @@ fn wrong_arguments_and_providers_fail_as_in_pi() {
     let usage = "Usage: pi auth login <provider> [--api-key] [--no-browser]\n";
     for args in [&[][..], &["groq", "extra"][..], &["groq", "--nope"][..]] {
         assert_eq!(
-            home.login(args, ""),
+            home.login(args, &[]),
             (1, String::new(), usage.into()),
             "{args:?}"
         );
     }
     assert_eq!(
-        home.login(&["groq", "--api-key", "--no-browser"], ""),
+        home.login(&["groq", "--api-key", "--no-browser"], &[]),
         (
             1,
             String::new(),
@@ -106,14 +90,14 @@ fn wrong_arguments_and_providers_fail_as_in_pi() {
         )
     );
     assert_eq!(
-        home.login(&["openai-codex", "--api-key"], ""),
+        home.login(&["openai-codex", "--api-key"], &[]),
         (
             1,
             String::new(),
             "OpenAI Codex has no API key login. Omit --api-key to sign in.\n".into()
         )
     );
-    let (code, out, err) = home.login(&["nope"], "");
+    let (code, out, err) = home.login(&["nope"], &[]);
     assert_eq!((code, out.as_str()), (1, ""));
     let mut lines = err.lines();
     assert_eq!(lines.next(), Some("Unknown provider \"nope\"."));
@@ -150,13 +134,13 @@ async fn an_api_key_login_is_saved_private_and_used_for_requests() {
     .unwrap();
 
     // Groq has no account sign-in: Pi asks for its API key without --api-key too.
-    let (code, out, err) = home.login(&["groq"], "gsk-test-key-1\n");
+    let (code, out, err) = home.login(&["groq"], &[("Enter Groq API key: ", "gsk-test-key-1")]);
     assert_eq!(
         (code, out.as_str(), err.as_str()),
         (
             0,
             format!(
-                "Enter Groq API key: Saved API key for Groq. Credentials saved to {}\n",
+                "Enter Groq API key: \nSaved API key for Groq. Credentials saved to {}\n",
                 home.auth_path()
             )
             .as_str(),
@@ -198,10 +182,13 @@ async fn an_api_key_login_is_saved_private_and_used_for_requests() {
     assert_eq!(String::from_utf8_lossy(&out.stdout), "gsk-test-key-1\n");
 
     // --api-key for a provider with an account sign-in (Anthropic): the key, not OAuth.
-    let (code, out, _) = home.login(&["Anthropic", "--api-key"], "sk-ant-api-key\n");
+    let (code, out, _) = home.login(
+        &["Anthropic", "--api-key"],
+        &[("Enter Anthropic API key: ", "sk-ant-api-key")],
+    );
     assert_eq!(code, 0);
     assert!(
-        out.starts_with("Enter Anthropic API key: Saved API key for Anthropic."),
+        out.starts_with("Enter Anthropic API key: \nSaved API key for Anthropic."),
         "{out}"
     );
     assert_eq!(
@@ -212,12 +199,18 @@ async fn an_api_key_login_is_saved_private_and_used_for_requests() {
     assert_eq!(home.auth_json()["groq"]["key"], "gsk-test-key-1");
 
     // Cloudflare Workers AI: the key, then the account id into the credential's env.
-    let (code, out, _) = home.login(&["cloudflare-workers-ai"], "cf-key\nacc-123\n");
+    let (code, out, _) = home.login(
+        &["cloudflare-workers-ai"],
+        &[
+            ("Enter Cloudflare API key: ", "cf-key"),
+            ("Enter Cloudflare account ID: ", "acc-123"),
+        ],
+    );
     assert_eq!(code, 0);
     assert!(
         out.starts_with(
-            "Enter Cloudflare API key: Enter Cloudflare account ID: Saved API key for Cloudflare \
-             Workers AI."
+            "Enter Cloudflare API key: \nEnter Cloudflare account ID: Saved API key for \
+             Cloudflare Workers AI."
         ),
         "{out}"
     );
@@ -226,8 +219,8 @@ async fn an_api_key_login_is_saved_private_and_used_for_requests() {
         json!({"type": "api_key", "key": "cf-key", "env": {"CLOUDFLARE_ACCOUNT_ID": "acc-123"}})
     );
 
-    // The end of input before an answer cancels and stores nothing.
-    let (code, _, err) = home.login(&["mistral"], "");
+    // Ctrl+C at the key's prompt cancels and stores nothing.
+    let (code, _, err) = home.login(&["mistral"], &[("Enter Mistral API key: ", "\x03")]);
     assert_eq!((code, err.as_str()), (1, "Login cancelled.\n"));
     assert!(home.auth_json().get("mistral").is_none());
 
@@ -239,6 +232,131 @@ async fn an_api_key_login_is_saved_private_and_used_for_requests() {
         .unwrap();
     assert!(out.status.success());
     assert!(home.auth_json().get("groq").is_none());
+}
+
+/// As in Pi, `pi auth login` needs a terminal on stdin and stdout; it says so after finding
+/// the provider (an unknown one is still reported) and stores nothing.
+#[test]
+fn without_a_terminal_login_fails_as_in_pi() {
+    let home = Home::new();
+    let needs_terminal = "\"pi auth login <provider> [--api-key] [--no-browser]\" requires an \
+                          interactive terminal\n";
+    for args in [
+        &["groq"][..],
+        &["anthropic"][..],
+        &["anthropic", "--api-key"][..],
+    ] {
+        assert_cmd::Command::from_std(home.command())
+            .args(["auth", "login"])
+            .args(args)
+            .write_stdin("gsk-piped-key\n")
+            .assert()
+            .code(1)
+            .stdout("")
+            .stderr(needs_terminal);
+    }
+    let unknown = assert_cmd::Command::from_std(home.command())
+        .args(["auth", "login", "nope"])
+        .write_stdin("x\n")
+        .assert()
+        .code(1);
+    let stderr = String::from_utf8_lossy(&unknown.get_output().stderr).into_owned();
+    assert!(
+        stderr.starts_with("Unknown provider \"nope\".\nProviders: "),
+        "{stderr}"
+    );
+    assert!(!home.agent.join("auth.json").exists());
+}
+
+/// Google Vertex AI and Amazon Bedrock start with Pi's choice of method; each method asks
+/// its questions and stores Pi's credential.
+#[test]
+fn vertex_and_bedrock_logins_start_with_a_choice_of_method() {
+    let home = Home::new();
+    let saved = |name: &str| {
+        format!(
+            "Saved API key for {name}. Credentials saved to {}\n",
+            home.auth_path()
+        )
+    };
+    let (code, out, err) = home.login(
+        &["google-vertex"],
+        &[
+            ("Select 1-3: ", "4"),
+            ("Enter a number from 1 to 3.\nSelect 1-3: ", "2"),
+            ("Enter Google Cloud project ID: ", "my-proj"),
+            ("Enter Google Cloud location: ", "us-central1"),
+        ],
+    );
+    assert_eq!((code, err.as_str()), (0, ""));
+    assert_eq!(
+        out,
+        format!(
+            "Select Google Vertex AI authentication method:\n  1. Google Cloud API key\n  2. \
+             Application Default Credentials\n  3. Service account credentials file\nSelect 1-3: \
+             Enter a number from 1 to 3.\nSelect 1-3: Run `gcloud auth application-default \
+             login`, then provide the project and location.\n  Application Default Credentials: \
+             https://cloud.google.com/docs/authentication/provide-credentials-adc\nEnter Google \
+             Cloud project ID: Enter Google Cloud location: {}",
+            saved("Google Vertex AI")
+        )
+    );
+    assert_eq!(
+        home.auth_json()["google-vertex"],
+        json!({"type": "api_key", "env": {
+            "GOOGLE_CLOUD_PROJECT": "my-proj", "GOOGLE_CLOUD_LOCATION": "us-central1"}})
+    );
+
+    // The key method: the key is read as a secret.
+    let (code, out, _) = home.login(
+        &["google-vertex"],
+        &[
+            ("Select 1-3: ", "1"),
+            ("Enter Google Cloud API key: ", "gcp-secret-key"),
+        ],
+    );
+    assert_eq!(code, 0);
+    assert!(!out.contains("gcp-secret-key"), "{out}");
+    assert_eq!(
+        home.auth_json()["google-vertex"],
+        json!({"type": "api_key", "key": "gcp-secret-key"})
+    );
+
+    let (code, out, _) = home.login(
+        &["amazon-bedrock"],
+        &[("Select 1-3: ", "2"), ("Enter AWS profile name: ", "dev")],
+    );
+    assert_eq!(code, 0);
+    assert!(
+        out.contains(
+            "Select 1-3: Amazon Bedrock supports AWS profiles, IAM credentials, and role-based \
+             credentials.\n  AWS credential provider chain: \
+             https://docs.aws.amazon.com/sdkref/latest/guide/standardized-credentials.html\n\
+             Enter AWS profile name: Saved API key for Amazon Bedrock."
+        ),
+        "{out}"
+    );
+    assert_eq!(
+        home.auth_json()["amazon-bedrock"],
+        json!({"type": "api_key", "env": {"AWS_PROFILE": "dev"}})
+    );
+    // The credential chain as it is: only Enter, and an empty credential.
+    let (code, _, _) = home.login(
+        &["amazon-bedrock"],
+        &[
+            ("Select 1-3: ", "3"),
+            (
+                "Configure AWS credentials, then press Enter to continue: ",
+                "",
+            ),
+        ],
+    );
+    assert_eq!(code, 0);
+    assert_eq!(
+        home.auth_json()["amazon-bedrock"],
+        json!({"type": "api_key"})
+    );
+    assert_eq!(mode(&home.agent.join("auth.json")), 0o600);
 }
 
 /// In a terminal the key is typed without echo; Ctrl+C cancels.
@@ -291,4 +409,87 @@ fn the_key_is_not_echoed_in_a_terminal_and_ctrl_c_cancels() {
     assert!(screen.contains("Login cancelled."), "{screen}");
     assert!(!screen.contains("gsk-never"), "{screen}");
     assert!(home.auth_json().get("groq").is_none());
+}
+
+/// `/login` in the TUI: "Sign in with an API key", Groq picked by searching, the key typed
+/// into Pi's "Login to Groq" dialog, stored as `pi auth login` stores it (0600), and the next
+/// prompt answered through the fake LLM with it. Then Vertex's choice of method in the
+/// same session.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn slash_login_saves_an_api_key_that_the_next_prompt_uses() {
+    if !enabled() {
+        eprintln!("skipped: set PI_TUI_E2E=1 (needs tmux)");
+        return;
+    }
+    let llm = FakeLlm::start(Script::turns(vec![Turn::text("groq answers via tui")]))
+        .await
+        .unwrap();
+    let home = Home::new();
+    std::fs::write(
+        home.agent.join("models.json"),
+        json!({"providers": {"groq": {"baseUrl": format!("{}/v1", llm.base_url())}}}).to_string(),
+    )
+    .unwrap();
+    let command = format!(
+        "env -i HOME={home} PATH=/usr/bin:/bin PI_CODING_AGENT_DIR={agent} {pi} --no-session \
+         --model groq/llama-3.3-70b-versatile; echo EXITED-$?; sleep 30",
+        home = shell_quote(&home.home),
+        agent = shell_quote(&home.agent),
+        pi = shell_quote(Path::new(env!("CARGO_BIN_EXE_pi"))),
+    );
+    let name = format!("pi-api-key-tui-e2e-{}", std::process::id());
+    let tmux = Tmux::start(&name, &home.home, &command);
+    tmux.wait_for("to interrupt");
+
+    tmux.keys(&["-l", "/login"]);
+    tmux.keys(&["Enter"]);
+    tmux.wait_for("Select authentication method:");
+    tmux.keys(&["Down"]);
+    tmux.keys(&["Enter"]);
+    tmux.wait_for("Select provider to configure:");
+    tmux.keys(&["-l", "groq"]);
+    tmux.wait_for("> groq");
+    tmux.keys(&["Enter"]);
+    tmux.wait_for("Login to Groq");
+    tmux.wait_for("Enter Groq API key");
+    tmux.keys(&["-l", "gsk-tui-key-5"]);
+    tmux.keys(&["Enter"]);
+    tmux.wait_for(&format!(
+        "Saved API key for Groq. Credentials saved to {}",
+        home.auth_path()
+    ));
+    assert_eq!(
+        home.auth_json(),
+        json!({"groq": {"type": "api_key", "key": "gsk-tui-key-5"}})
+    );
+    assert_eq!(mode(&home.agent.join("auth.json")), 0o600);
+
+    tmux.keys(&["-l", "hello"]);
+    tmux.keys(&["Enter"]);
+    tmux.wait_for("groq answers via tui");
+    let requests = llm.requests();
+    assert_eq!(requests.len(), 1);
+    // The fake redacts keys it did not issue: the request carried the stored one.
+    assert_eq!(requests[0].headers["authorization"], "<redacted>");
+
+    // Vertex starts with Pi's choice of method; Application Default Credentials asks for
+    // the project and location and stores them as the credential's env.
+    tmux.keys(&["-l", "/login google-vertex"]);
+    tmux.keys(&["Enter"]);
+    tmux.wait_for("Select Google Vertex AI authentication method:");
+    tmux.keys(&["Down"]);
+    tmux.keys(&["Enter"]);
+    tmux.wait_for("Enter Google Cloud project ID");
+    tmux.keys(&["-l", "my-proj"]);
+    tmux.keys(&["Enter"]);
+    tmux.wait_for("Enter Google Cloud location");
+    tmux.keys(&["-l", "us-central1"]);
+    tmux.keys(&["Enter"]);
+    tmux.wait_for("Saved API key for Google Vertex AI.");
+    assert_eq!(
+        home.auth_json()["google-vertex"],
+        json!({"type": "api_key", "env": {
+            "GOOGLE_CLOUD_PROJECT": "my-proj", "GOOGLE_CLOUD_LOCATION": "us-central1"}})
+    );
+    assert_eq!(home.auth_json()["groq"]["key"], "gsk-tui-key-5");
 }

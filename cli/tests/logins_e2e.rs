@@ -6,14 +6,17 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+mod pty_common;
+
 use std::io::{BufRead, BufReader, Write};
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command as StdCommand, Stdio};
+use std::process::{Command as StdCommand, Stdio};
 use std::sync::mpsc;
 use std::time::Duration;
 
 use pi_fake_llm::oauth::{FakeAuthServer, CHATGPT_ACCOUNT_ID};
 use pi_fake_llm::{FakeLlm, Script, Turn};
+use pty_common::PtyChild;
 use serde_json::Value;
 
 /// OpenAI's sign-ins share the loopback port 1455 (Codex and ChatGPT); their browser logins
@@ -57,18 +60,10 @@ impl Home {
         cmd
     }
 
-    /// Starts `pi auth login <args>`; stderr lines arrive on the returned channel.
-    fn start_login(&self, args: &[&str]) -> (Child, mpsc::Receiver<String>) {
-        let mut child = self
-            .command()
-            .arg("auth")
-            .arg("login")
-            .args(args)
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .unwrap();
+    /// Starts `pi auth login <args>` in a terminal (Pi requires one); stderr lines arrive
+    /// on the returned channel.
+    fn start_login(&self, args: &[&str]) -> (PtyChild, mpsc::Receiver<String>) {
+        let mut child = pty_common::spawn(self.command().arg("auth").arg("login").args(args));
         let stderr = child.stderr.take().unwrap();
         let (tx, rx) = mpsc::channel();
         std::thread::spawn(move || {
@@ -162,16 +157,13 @@ fn wait_line(
 
 /// Finishes a login: the exit status, its stdout and all stderr.
 fn finish(
-    mut child: Child,
+    child: PtyChild,
     rx: mpsc::Receiver<String>,
     mut seen: Vec<String>,
 ) -> (bool, String, String) {
-    drop(child.stdin.take());
-    let status = child.wait().unwrap();
-    let mut out = String::new();
-    std::io::Read::read_to_string(&mut child.stdout.take().unwrap(), &mut out).unwrap();
+    let out = child.finish();
     seen.extend(rx.iter());
-    (status.success(), out, seen.join("\n"))
+    (out.code == 0, out.stdout, seen.join("\n"))
 }
 
 /// The browser: follows the authorize URL through the fake's redirect to Pi's callback.

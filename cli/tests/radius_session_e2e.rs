@@ -12,6 +12,7 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+mod pty_common;
 mod tmux_common;
 
 use std::io::{BufRead, BufReader, Write};
@@ -70,14 +71,12 @@ impl Home {
 
     /// `pi auth login radius --no-browser`, the device code approved as a user would.
     fn device_login(&self, auth: &FakeAuthServer) {
-        let mut child = self
-            .command()
-            .args(["auth", "login", "radius", "--no-browser"])
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .unwrap();
+        // In a terminal, as Pi requires.
+        let mut child =
+            pty_common::spawn(
+                self.command()
+                    .args(["auth", "login", "radius", "--no-browser"]),
+            );
         let stderr = BufReader::new(child.stderr.take().unwrap());
         for line in stderr.lines() {
             let line = line.unwrap();
@@ -86,8 +85,8 @@ impl Home {
                 break;
             }
         }
-        drop(child.stdin.take());
-        assert!(child.wait().unwrap().success());
+        let out = child.finish();
+        assert_eq!(out.code, 0, "{}", out.stdout);
     }
 
     fn read_json(&self, file: &str) -> Value {
@@ -167,6 +166,9 @@ async fn slash_login_radius_keeps_the_catalog_and_offers_the_mcp_server() {
     tmux.wait_for("to interrupt");
 
     tmux.keys(&["-l", "/login radius"]);
+    tmux.keys(&["Enter"]);
+    // Radius takes an account or an API key: Pi asks which first.
+    tmux.wait_for("Select authentication method for Radius:");
     tmux.keys(&["Enter"]);
     let screen = tmux.wait_for("/radius/authorize?");
     let url = authorize_url(&screen, &auth.origin());
@@ -318,6 +320,61 @@ async fn an_rpc_session_starts_from_the_kept_catalog_and_refreshes_it_in_the_bac
             .unwrap()
             > 1.0
     );
+    drop(stdin);
+    assert!(child.wait().unwrap().success());
+}
+
+/// Pi gives the start-up refresh 15 s, then abandons it and keeps the cached catalog; here
+/// the limit is shortened (`PI_TEST_CATALOG_REFRESH_LIMIT_MS`) and the gateway answers
+/// only after it: the session starts and answers at once, and the late catalog is neither
+/// used nor kept.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_slow_gateway_is_abandoned_at_the_refresh_limit() {
+    let (_llm, auth) = gateway(vec![]).await;
+    let home = Home::new(&auth);
+    home.device_login(&auth);
+    write_stale_catalog(&home);
+    let before = auth.stats().config_requests;
+    auth.set_config_delay(Duration::from_secs(2));
+
+    let mut child = home
+        .command()
+        .env("PI_TEST_CATALOG_REFRESH_LIMIT_MS", "200")
+        .args(["--mode", "rpc", "--no-session"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
+    // The session does not wait for the gateway: it answers with the kept catalog.
+    let models = rpc_call(
+        &mut stdin,
+        &mut lines,
+        "m0",
+        json!({"type": "get_available_models"}),
+    );
+    assert_eq!(radius_model_ids(&models), ["retired-model"]);
+    // The refresh did ask the gateway...
+    for _ in 0..200 {
+        if auth.stats().config_requests > before {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(25));
+    }
+    assert_eq!(auth.stats().config_requests, before + 1);
+    // ...and once the gateway has answered (late), the answer was dropped: the session and
+    // the cache still have the kept catalog.
+    std::thread::sleep(Duration::from_secs(3));
+    let models = rpc_call(
+        &mut stdin,
+        &mut lines,
+        "m1",
+        json!({"type": "get_available_models"}),
+    );
+    assert_eq!(radius_model_ids(&models), ["retired-model"]);
+    assert_eq!(home.store_ids(), ["retired-model"]);
     drop(stdin);
     assert!(child.wait().unwrap().success());
 }

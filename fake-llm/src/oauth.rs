@@ -78,6 +78,8 @@ pub struct AuthStats {
     pub rejected: Vec<String>,
     /// Every token issued (access and refresh), so tests can look for leaks.
     pub issued: Vec<String>,
+    /// Requests for the Radius catalog (`GET /v1/config`) received.
+    pub config_requests: u32,
 }
 
 #[derive(Default)]
@@ -86,6 +88,8 @@ struct State {
     /// Lifetime of issued access tokens, seconds.
     expires_in: u64,
     copilot_proxy: String,
+    /// How long `GET /v1/config` waits before answering (a slow gateway).
+    config_delay: std::time::Duration,
     /// code → (challenge, redirect_uri, provider)
     codes: HashMap<String, (String, String, String)>,
     /// provider → the refresh token that is currently valid.
@@ -159,6 +163,11 @@ impl FakeAuthServer {
     /// Lifetime of access tokens issued from now on.
     pub fn set_expires_in(&self, seconds: u64) {
         lock(&self.state).expires_in = seconds;
+    }
+
+    /// Makes the Radius catalog (`GET /v1/config`) answer only after `delay`.
+    pub fn set_config_delay(&self, delay: std::time::Duration) {
+        lock(&self.state).config_delay = delay;
     }
 
     /// Approves a device code, as the user would on the verification page.
@@ -491,6 +500,14 @@ async fn handle(mut sock: TcpStream, state: Arc<Mutex<State>>) -> std::io::Resul
             reply(&mut sock, status, &body, "").await
         }
         (method, path) => {
+            if (method, path) == ("GET", "/v1/config") {
+                let delay = {
+                    let mut st = lock(&state);
+                    st.stats.config_requests += 1;
+                    st.config_delay
+                };
+                tokio::time::sleep(delay).await;
+            }
             let found = {
                 let mut st = lock(&state);
                 let bearer = header(&req, "authorization")

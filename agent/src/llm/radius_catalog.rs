@@ -99,15 +99,37 @@ fn gateway_key(agent_dir: &Path) -> Option<String> {
         .filter(|k| !k.is_empty())
 }
 
+/// Pi's limit on a catalog refresh at start-up and after a login (15 s, then the refresh is
+/// abandoned and the kept catalog stays).
+pub const REFRESH_LIMIT: std::time::Duration = std::time::Duration::from_secs(15);
+
+/// The error of a refresh abandoned at its limit.
+pub const TIMED_OUT: &str = "the Radius model catalog refresh timed out";
+
 /// Fetches the account's catalog with Radius's stored credential and keeps it (what a
 /// login does, and a session's start in the background). Blocks; runs its own runtime, so
 /// it may be called from any thread. `Ok(None)`: no Radius credential to ask with.
 pub fn refresh_blocking(agent_dir: &Path) -> Result<Option<Vec<Model>>, String> {
+    refresh_blocking_within(agent_dir, REFRESH_LIMIT)
+}
+
+/// [`refresh_blocking`], abandoned after `limit` ([`TIMED_OUT`]): an answer that comes
+/// later is neither kept nor returned.
+pub fn refresh_blocking_within(
+    agent_dir: &Path,
+    limit: std::time::Duration,
+) -> Result<Option<Vec<Model>>, String> {
     let Some(key) = gateway_key(agent_dir) else {
         return Ok(None);
     };
-    let models = super::llama_cpp::block_on(move || Box::pin(async move { fetch(&key).await }))
-        .ok_or("the catalog refresh did not run")??;
+    let models = super::llama_cpp::block_on(move || {
+        Box::pin(async move {
+            tokio::time::timeout(limit, fetch(&key))
+                .await
+                .map_err(|_| TIMED_OUT.to_string())?
+        })
+    })
+    .ok_or("the catalog refresh did not run")??;
     save(agent_dir, &models)
         .map_err(|e| format!("Could not keep the Radius model catalog: {e}"))?;
     Ok(Some(models))

@@ -6,8 +6,9 @@
 //!
 //! `--api-key` (and providers without account sign-in) ask for an API key instead:
 //! [`super::auth_api_key`]. `print-api-key` / `print-bearer-token` / `check` are
-//! [`super::auth_credentials`]. Pi requires a terminal; this front end also works with piped
-//! stdin, which is what the tests drive.
+//! [`super::auth_credentials`]. As in Pi, stdin and stdout must be a terminal (the tests run
+//! the command in a pseudo-terminal); `pi auth login llama.cpp` reads its answers from any
+//! stdin.
 
 use std::io::{BufRead, IsTerminal, Write};
 use std::path::PathBuf;
@@ -101,7 +102,11 @@ pub fn run(args: AuthArgs) -> anyhow::Result<i32> {
     })
 }
 
-const LOGIN_USAGE: &str = "Usage: pi auth login <provider> [--api-key] [--no-browser]";
+const LOGIN_SYNOPSIS: &str = "pi auth login <provider> [--api-key] [--no-browser]";
+
+fn login_usage() -> String {
+    format!("Usage: {LOGIN_SYNOPSIS}")
+}
 
 /// `pi auth login`'s arguments.
 struct LoginRequest {
@@ -121,14 +126,12 @@ fn parse_login(args: &[String]) -> Result<LoginRequest, String> {
         match arg.as_str() {
             "--api-key" => request.api_key = true,
             "--no-browser" => request.browser = false,
-            a if a.starts_with('-') || !request.provider.is_empty() => {
-                return Err(LOGIN_USAGE.to_string())
-            }
+            a if a.starts_with('-') || !request.provider.is_empty() => return Err(login_usage()),
             a => request.provider = a.to_string(),
         }
     }
     if request.provider.is_empty() {
-        return Err(LOGIN_USAGE.to_string());
+        return Err(login_usage());
     }
     if request.api_key && !request.browser {
         return Err(
@@ -210,6 +213,13 @@ fn login(request: &LoginRequest) -> Result<(), String> {
     }
     let provider =
         find_provider(&request.provider).ok_or_else(|| unknown_provider(&request.provider))?;
+    // Pi checks this after finding the provider and before anything else: every login may
+    // ask a question, and a secret is read in raw mode.
+    if !(std::io::stdin().is_terminal() && std::io::stdout().is_terminal()) {
+        return Err(format!(
+            "\"{LOGIN_SYNOPSIS}\" requires an interactive terminal"
+        ));
+    }
     let dir = agent_dir();
     match select_auth_type(provider, request.api_key)? {
         AuthType::Account(account) => login_account(account, !request.browser)?,
@@ -302,8 +312,13 @@ fn login_account(provider: OAuthProvider, no_browser: bool) -> Result<(), String
 /// After a Radius login: the account's catalog from the gateway, kept for offline
 /// start-ups; a failure is reported and the login stands.
 fn refresh_radius_catalog(agent_dir: &std::path::Path) {
-    if let Err(e) = pi_agent::llm::radius_catalog::refresh_blocking(agent_dir) {
-        eprintln!("Could not refresh the Radius model catalog: {e}");
+    match pi_agent::llm::radius_catalog::refresh_blocking(agent_dir) {
+        Ok(_) => {}
+        // Pi's words when its 15 s limit passes.
+        Err(e) if e == pi_agent::llm::radius_catalog::TIMED_OUT => {
+            println!("The Radius model catalog refresh timed out; pi refreshes it on next start.")
+        }
+        Err(e) => eprintln!("Could not refresh the Radius model catalog: {e}"),
     }
 }
 

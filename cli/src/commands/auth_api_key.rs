@@ -1,69 +1,85 @@
 //! `pi auth login <provider> --api-key` (and `pi auth login <provider>` for providers without
 //! account sign-in): asks the questions of the provider's API-key login as Pi 1.6.0 asks them
-//! (the catalog's `apiKeyLogin`: `Enter Groq API key`, Cloudflare's account and gateway ids),
-//! reads secrets without echo when stdin is a terminal, and stores
+//! (the catalog's `apiKeyLogin`: `Enter Groq API key`, Cloudflare's account and gateway ids;
+//! Vertex's and Bedrock's choice of method, [`super::api_key_flow`]), reads secrets without echo when stdin is a terminal, and stores
 //! `{"type": "api_key", "key", "env"}` in auth.json (mode 0600, under the auth lock).
 
 use std::io::{BufRead, IsTerminal, Read, Write};
 use std::path::Path;
 
-use pi_agent::llm::catalog::{ApiKeyPrompt, BuiltinProvider};
-use serde_json::{json, Map, Value};
+use pi_agent::llm::catalog::BuiltinProvider;
+
+use super::api_key_flow::{flow, Answers, Choice, Step};
 
 /// Pi's answer to Ctrl+C (or the end of input) in a prompt.
 pub const CANCELLED: &str = "Login cancelled.";
 
 /// Asks `provider`'s questions and stores the credential; the error is the line to print.
 pub fn login(provider: &BuiltinProvider, agent_dir: &Path) -> Result<(), String> {
-    let Some(script) = provider.api_key_login.as_ref() else {
+    let Some(steps) = flow(provider) else {
         return Err(format!("{} has no API key login.", provider.name));
     };
-    if script.interactive {
-        // Vertex and Bedrock start with a choice of method (key, profile, ambient
-        // credentials); that dialog is not built.
-        return Err(format!(
-            "{}'s API key login asks for an authentication method, which this build does not \
-             offer yet; set {} in the environment instead.",
-            provider.name,
-            describe_env(provider)
-        ));
-    }
-    let mut key = None;
-    let mut env = Map::new();
-    for prompt in &script.prompts {
-        let answer = ask(prompt)?;
-        match prompt.into.strip_prefix("env.") {
-            Some(name) => {
-                env.insert(name.to_string(), Value::String(answer));
-            }
-            None if prompt.into == "key" => key = Some(answer),
-            None => {}
-        }
-    }
-    let mut credential = json!({"type": "api_key"});
-    if let Some(key) = key {
-        credential["key"] = Value::String(key);
-    }
-    if !env.is_empty() {
-        credential["env"] = Value::Object(env);
-    }
-    pi_agent::llm::oauth::save_credential(agent_dir, &provider.id, credential)
+    let mut answers = Answers::default();
+    run(&steps, &mut answers)?;
+    pi_agent::llm::oauth::save_credential(agent_dir, &provider.id, answers.credential())
 }
 
-fn describe_env(provider: &BuiltinProvider) -> String {
-    if provider.env_vars.is_empty() {
-        "its credentials".to_string()
-    } else {
-        provider.env_vars.join(" or ")
+/// Runs `steps` in the terminal as Pi's `pi auth login` does: questions as `message: `,
+/// information and links as lines, a choice as a numbered list answered by its number.
+fn run(steps: &[Step], answers: &mut Answers) -> Result<(), String> {
+    for step in steps {
+        match step {
+            Step::Ask {
+                message,
+                secret,
+                into,
+            } => {
+                let answer = ask(message, *secret)?;
+                answers.record(into, answer);
+            }
+            Step::Info { message, links } => {
+                println!("{message}");
+                for (label, url) in links {
+                    println!("  {label}: {url}");
+                }
+            }
+            Step::Choose { message, options } => {
+                let chosen = choose(message, options)?;
+                run(&chosen.steps, answers)?;
+            }
+        }
+    }
+    Ok(())
+}
+
+/// The list, then `Select 1-N: ` until a listed number is given.
+fn choose<'a>(message: &str, options: &'a [Choice]) -> Result<&'a Choice, String> {
+    println!("{message}");
+    for (i, option) in options.iter().enumerate() {
+        println!("  {}. {}", i + 1, option.label);
+    }
+    loop {
+        let answer = ask(&format!("Select 1-{}", options.len()), false)?;
+        let picked = answer
+            .trim()
+            .parse::<usize>()
+            .ok()
+            .filter(|_| answer.trim().bytes().all(|b| b.is_ascii_digit()))
+            .and_then(|n| n.checked_sub(1))
+            .and_then(|i| options.get(i));
+        match picked {
+            Some(option) => return Ok(option),
+            None => println!("Enter a number from 1 to {}.", options.len()),
+        }
     }
 }
 
 /// One question: `message: ` on stdout, the answer from stdin.
-fn ask(prompt: &ApiKeyPrompt) -> Result<String, String> {
+fn ask(message: &str, secret: bool) -> Result<String, String> {
     let mut out = std::io::stdout();
-    let _ = write!(out, "{}: ", prompt.message);
+    let _ = write!(out, "{message}: ");
     let _ = out.flush();
-    if prompt.secret && std::io::stdin().is_terminal() {
+    if secret && std::io::stdin().is_terminal() {
         return read_secret_from_terminal();
     }
     let mut line = String::new();

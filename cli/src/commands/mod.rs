@@ -1,5 +1,6 @@
 //! One module per command group.
 
+pub mod api_key_flow;
 pub mod auth;
 pub mod auth_api_key;
 pub mod auth_credentials;

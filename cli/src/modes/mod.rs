@@ -915,8 +915,12 @@ pub(crate) fn api_key_resolver_quiet(
                 return Some(conn.key());
             }
         }
+        // Stored keys are read now as well: `/login` may have saved one since start-up. The
+        // start-up copy stands in when the file cannot be read (its problem was said then).
+        let current = pi_agent::config::AuthStore::load(&agent_dir).ok();
+        let auth = current.as_ref().unwrap_or(&auth);
         let lookup = |k: &str| std::env::var(k).ok();
-        pi_agent::config::resolve_api_key(provider, None, Some(&auth), &registry, &lookup)
+        pi_agent::config::resolve_api_key(provider, None, Some(auth), &registry, &lookup)
     }))
 }
 

@@ -3,9 +3,12 @@
 //! mode): the session starts from the catalog kept in `models-store.json`, without waiting
 //! for the network; a thread then asks the gateway with the stored Radius credential, keeps
 //! the answer and hands the fresh models to `apply`. A failure is dropped (the kept catalog
-//! stays), as Pi drops it.
+//! stays), as Pi drops it; so is an answer later than Pi's 15 s limit
+//! ([`radius_catalog::REFRESH_LIMIT`]; `PI_TEST_CATALOG_REFRESH_LIMIT_MS` shortens it for
+//! the tests, Pi has no such setting).
 
 use std::path::PathBuf;
+use std::time::Duration;
 
 use pi_agent::llm::{radius_catalog, Model};
 
@@ -20,10 +23,21 @@ pub fn spawn(agent_dir: PathBuf, apply: impl FnOnce(Vec<Model>) + Send + 'static
         return;
     }
     std::thread::spawn(move || {
-        if let Ok(Some(models)) = radius_catalog::refresh_blocking(&agent_dir) {
+        if let Ok(Some(models)) =
+            radius_catalog::refresh_blocking_within(&agent_dir, refresh_limit())
+        {
             apply(models);
         }
     });
+}
+
+/// Pi's limit, or the tests' shorter one.
+fn refresh_limit() -> Duration {
+    std::env::var("PI_TEST_CATALOG_REFRESH_LIMIT_MS")
+        .ok()
+        .and_then(|ms| ms.trim().parse().ok())
+        .map(Duration::from_millis)
+        .unwrap_or(radius_catalog::REFRESH_LIMIT)
 }
 
 /// A stored login or key, or `RADIUS_API_KEY`: without one there is nothing to ask with.

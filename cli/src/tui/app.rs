@@ -55,6 +55,21 @@ pub enum Effect {
     Prompt(String),
     /// `/login <provider> [domain]`: sign in (the loop runs it off the UI thread).
     Login(String),
+    /// Sign in to an account (`<provider id> [enterprise domain]`), without asking for the
+    /// method.
+    AccountLogin(String),
+    /// `/login`'s provider list: account sign-ins, or API keys (`api_key`).
+    LoginProviders {
+        api_key: bool,
+    },
+    /// `/login`'s API-key questions for a provider (its catalog id).
+    ApiKeyLogin(String),
+    /// Every question of an API-key login is answered: store the credential.
+    SaveApiKey {
+        provider: String,
+        name: String,
+        credential: serde_json::Value,
+    },
     /// `/logout` without a provider: pick a stored credential.
     OpenLogout,
     /// Remove a provider's stored credential.
@@ -1591,6 +1606,7 @@ pub fn update(app: &mut App, msg: Msg) -> Vec<Effect> {
         Msg::Key(k) => on_key(app, k, &mut out),
         Msg::Paste(text) => match app.dialog.as_mut() {
             Some(Dialog::Extension(d)) => d.paste(&text),
+            Some(Dialog::Login(d)) => d.paste(&text),
             Some(d) => {
                 if let Some(q) = dialog_query(d) {
                     q.push_str(&text.replace(['\n', '\r'], " "));
@@ -2019,6 +2035,26 @@ fn on_dialog_key(app: &mut App, k: KeyEvent, out: &mut Vec<Effect>) {
                 None
             }
             None => Some(Dialog::Extension(d)),
+        },
+        Dialog::Login(mut d) => match d.key(&keys, &k) {
+            super::api_key_login::LoginKey::Open => Some(Dialog::Login(d)),
+            super::api_key_login::LoginKey::Closed => None,
+            super::api_key_login::LoginKey::Run(effect) => {
+                out.push(effect);
+                None
+            }
+            super::api_key_login::LoginKey::Save {
+                provider,
+                name,
+                credential,
+            } => {
+                out.push(Effect::SaveApiKey {
+                    provider,
+                    name,
+                    credential,
+                });
+                None
+            }
         },
         Dialog::Hotkeys(scroll) => {
             if m("tui.select.cancel") || m("tui.select.confirm") {

@@ -454,6 +454,8 @@ pub enum Dialog {
     Extension(Box<super::ext_ui::ExtDialog>),
     /// /hotkeys, scrolled down by this many rows.
     Hotkeys(usize),
+    /// `/login`'s provider list or API-key questions.
+    Login(Box<super::api_key_login::LoginDialog>),
 }
 
 /// The hotkeys list for /hotkeys: (action id, description).

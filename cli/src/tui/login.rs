@@ -8,53 +8,201 @@
 //! configure the Radius MCP server in `mcp.json` (Pi's question; "Yes" writes it, as
 //! `pi auth login radius` does without asking, and reloads).
 //!
+//! `/login` opens Pi's "Select authentication method:" (an account, an API key, Radius),
+//! then the providers of that kind; `/login <provider>` asks the method first when the
+//! provider takes both. API keys are asked in [`super::api_key_login`]'s dialog and stored
+//! as `pi auth login` stores them.
+//!
 //! Differences from Pi: the sign-in method is the provider's default (browser; device code
 //! for Copilot, which has no other); `/login github-copilot <domain>` gives a GitHub
 //! Enterprise domain instead of a prompt; a redirect URL cannot be pasted into the editor
-//! (use `pi auth login` for headless logins); the browser is not opened for you.
+//! (use `pi auth login` for headless logins); the browser is not opened for you; after a
+//! login no default model is selected for you, and escape in a login dialog closes it rather
+//! than going back to the list.
 
 use std::path::Path;
 use std::sync::mpsc;
 use std::sync::Arc;
 
+use pi_agent::llm::llama_cpp;
 use pi_agent::llm::oauth::{self, Interaction, LoginEvent, OAuthProvider};
+use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
+use super::api_key_login::{ApiKeyForm, LoginDialog, ProviderPicker, ProviderRow};
 use super::app::{App, Effect, Msg};
 use super::dialogs::{Confirm, Dialog};
 use super::transcript::Item;
+use crate::commands::api_key_flow;
 
-/// `/login` without a provider: pick one.
+/// `/login` without a provider: Pi's "Select authentication method:" (an account, an API
+/// key, or Radius directly).
 pub fn picker() -> Dialog {
-    let llama = pi_agent::llm::llama_cpp::PROVIDER_ID;
     Dialog::Confirm(Confirm {
-        title: "Select provider to login:".into(),
+        title: "Select authentication method:".into(),
         message: String::new(),
-        options: OAuthProvider::ALL
-            .iter()
-            .map(|p| {
-                (
-                    p.name().to_string(),
-                    Some(Effect::Login(p.id().to_string())),
-                )
-            })
-            // The llama.cpp router: its URL (and an optional key), not an account.
-            .chain([(llama.to_string(), Some(Effect::Login(llama.to_string())))])
-            .collect(),
+        options: vec![
+            (
+                ACCOUNT_LABEL.into(),
+                Some(Effect::LoginProviders { api_key: false }),
+            ),
+            (
+                API_KEY_LABEL.into(),
+                Some(Effect::LoginProviders { api_key: true }),
+            ),
+            (
+                format!("Sign in with {}", OAuthProvider::Radius.name()),
+                Some(Effect::AccountLogin(OAuthProvider::Radius.id().into())),
+            ),
+        ],
         cancelled: String::new(),
         selected: 0,
     })
 }
 
-/// Starts the sign-in for `arg` (`<provider> [enterprise domain]`).
+const ACCOUNT_LABEL: &str = "Sign in with an account";
+const API_KEY_LABEL: &str = "Sign in with an API key";
+
+/// The account option's label for a provider that also takes an API key (Pi's
+/// `loginLabel`, else "Sign in with an account").
+fn account_label(id: &str) -> &'static str {
+    match id {
+        "kimi-coding" => "Sign in with Kimi Code",
+        "openrouter" => "Sign in with OpenRouter",
+        "meta" => "Sign in with Meta",
+        "xai" => "Sign in with SuperGrok or X Premium",
+        "openai" => "Sign in with ChatGPT",
+        _ => ACCOUNT_LABEL,
+    }
+}
+
+/// "Select provider to configure:": the account sign-ins, or the providers that take an
+/// API key (with the llama.cpp router, whose login is its URL and optional key).
+pub fn open_providers(app: &mut App, api_key: bool) {
+    let rows = if api_key {
+        pi_agent::llm::catalog::builtin_catalog()
+            .providers
+            .iter()
+            .filter(|p| p.api_key_login.is_some())
+            .map(|p| ProviderRow {
+                name: p.name.clone(),
+                id: p.id.clone(),
+                effect: Effect::ApiKeyLogin(p.id.clone()),
+            })
+            .chain([ProviderRow {
+                name: llama_cpp::PROVIDER_ID.into(),
+                id: llama_cpp::PROVIDER_ID.into(),
+                effect: Effect::Login(llama_cpp::PROVIDER_ID.into()),
+            }])
+            .collect()
+    } else {
+        OAuthProvider::ALL
+            .iter()
+            .map(|p| ProviderRow {
+                name: p.name().into(),
+                id: p.id().into(),
+                effect: Effect::AccountLogin(p.id().into()),
+            })
+            .collect()
+    };
+    app.dialog = Some(Dialog::Login(Box::new(LoginDialog::Providers(
+        ProviderPicker::new(rows),
+    ))));
+}
+
+/// "Login to <provider>" with its API-key questions.
+pub fn open_api_key_form(app: &mut App, id: &str) {
+    let Some(provider) = pi_agent::llm::catalog::builtin_catalog().provider(id) else {
+        return;
+    };
+    let Some(steps) = api_key_flow::flow(provider) else {
+        app.transcript.push(Item::Error(format!(
+            "{} has no API key login.",
+            provider.name
+        )));
+        return;
+    };
+    let form = ApiKeyForm::new(&provider.id, &provider.name, steps);
+    app.dialog = Some(Dialog::Login(Box::new(LoginDialog::Form(Box::new(form)))));
+}
+
+/// Stores an answered API-key login (auth.json, 0600, under the lock) and says so as Pi
+/// does; the next request reads it.
+pub fn save_api_key(
+    app: &mut App,
+    agent_dir: &Path,
+    provider: &str,
+    name: &str,
+    credential: Value,
+) {
+    match oauth::save_credential(agent_dir, provider, credential) {
+        Ok(()) => app.notice(format!(
+            "Saved API key for {name}. Credentials saved to {}",
+            agent_dir.join("auth.json").display()
+        )),
+        Err(e) => app.transcript.push(Item::Error(format!(
+            "Failed to save API key for {name}: {e}"
+        ))),
+    }
+}
+
+/// `/login <provider> [domain]`: the provider by id or name (ignoring case); one that takes
+/// both an account and an API key asks which first, as Pi does.
 pub fn start(app: &mut App, agent_dir: &Path, arg: &str, tx: mpsc::Sender<Msg>) {
     let mut words = arg.split_whitespace();
-    let id = words.next().unwrap_or("");
-    if id == pi_agent::llm::llama_cpp::PROVIDER_ID {
+    let reference = words.next().unwrap_or("");
+    if reference == llama_cpp::PROVIDER_ID {
         let rest: Vec<&str> = words.collect();
         super::llama_view::login(app, agent_dir, &rest, tx);
         return;
     }
+    let wanted = reference.to_lowercase();
+    let provider = pi_agent::llm::catalog::builtin_catalog()
+        .providers
+        .iter()
+        .find(|p| p.id.to_lowercase() == wanted || p.name.to_lowercase() == wanted);
+    let Some(provider) = provider else {
+        return start_account(app, agent_dir, arg, tx);
+    };
+    let account = OAuthProvider::from_id(&provider.id).filter(|_| provider.oauth);
+    let api_key = provider.api_key_login.is_some();
+    let rest: Vec<&str> = words.collect();
+    let account_arg = std::iter::once(provider.id.as_str())
+        .chain(rest)
+        .collect::<Vec<_>>()
+        .join(" ");
+    match (account, api_key) {
+        (Some(_), true) => {
+            app.dialog = Some(Dialog::Confirm(Confirm {
+                title: format!("Select authentication method for {}:", provider.name),
+                message: String::new(),
+                options: vec![
+                    (
+                        account_label(&provider.id).into(),
+                        Some(Effect::AccountLogin(account_arg)),
+                    ),
+                    (
+                        API_KEY_LABEL.into(),
+                        Some(Effect::ApiKeyLogin(provider.id.clone())),
+                    ),
+                ],
+                cancelled: String::new(),
+                selected: 0,
+            }))
+        }
+        (Some(_), false) => start_account(app, agent_dir, &account_arg, tx),
+        (None, true) => open_api_key_form(app, &provider.id),
+        (None, false) => app.transcript.push(Item::Error(format!(
+            "{} is configured outside pi.",
+            provider.name
+        ))),
+    }
+}
+
+/// Signs in to an account (`<provider id> [enterprise domain]`), off the UI thread.
+pub fn start_account(app: &mut App, agent_dir: &Path, arg: &str, tx: mpsc::Sender<Msg>) {
+    let mut words = arg.split_whitespace();
+    let id = words.next().unwrap_or("");
     let Some(provider) = OAuthProvider::from_id(id) else {
         let known: Vec<&str> = OAuthProvider::ALL.iter().map(|p| p.id()).collect();
         app.transcript.push(Item::Error(format!(
@@ -253,22 +401,17 @@ mod tests {
     fn login_picker_lists_providers_and_logout_removes() {
         let mut app = App::new(std::path::PathBuf::from("/work/project"));
         assert!(run(&mut app, "/login").is_empty());
+        // Pi's first question: the kind of login.
         match &app.dialog {
             Some(Dialog::Confirm(c)) => {
                 let names: Vec<&str> = c.options.iter().map(|(n, _)| n.as_str()).collect();
+                assert_eq!(c.title, "Select authentication method:");
                 assert_eq!(
                     names,
                     [
-                        "Anthropic (Claude Pro/Max)",
-                        "OpenAI (ChatGPT Plus/Pro)",
-                        "GitHub Copilot",
-                        "OpenRouter OAuth",
-                        "Kimi Code (subscription)",
-                        "xAI (Grok/X subscription)",
-                        "Meta (Muse subscription)",
-                        "OpenAI (ChatGPT subscription)",
-                        "Radius",
-                        "llama.cpp"
+                        "Sign in with an account",
+                        "Sign in with an API key",
+                        "Sign in with Radius"
                     ]
                 );
             }
@@ -277,7 +420,23 @@ mod tests {
         update(&mut app, key(KeyCode::Down));
         assert_eq!(
             update(&mut app, key(KeyCode::Enter)),
-            vec![Effect::Login("openai-codex".into())]
+            vec![Effect::LoginProviders { api_key: true }]
+        );
+        // The account providers, sorted by name; the search narrows them.
+        open_providers(&mut app, false);
+        let Some(Dialog::Login(d)) = &app.dialog else {
+            panic!("no provider list")
+        };
+        let view = d.view();
+        assert_eq!(view.title, "Select provider to configure:");
+        assert_eq!(view.options[0].0, "Anthropic (Claude Pro/Max)");
+        assert_eq!(view.options.last().unwrap().0, "(1/9)");
+        for c in "copilot".chars() {
+            update(&mut app, key(KeyCode::Char(c)));
+        }
+        assert_eq!(
+            update(&mut app, key(KeyCode::Enter)),
+            vec![Effect::AccountLogin("github-copilot".into())]
         );
         assert_eq!(
             run(&mut app, "/login github-copilot ghe.example.com"),

@@ -25,6 +25,7 @@
 //! default hook prints).
 
 pub mod agent;
+pub mod api_key_login;
 pub mod app;
 pub mod changelog;
 pub mod clipboard;
@@ -658,6 +659,14 @@ fn apply_effect(
         ),
         Effect::Reload => session_ops::reload(app, driver, &opts.agent_dir),
         Effect::Login(arg) => login::start(app, &opts.agent_dir, &arg, tx.clone()),
+        Effect::AccountLogin(arg) => login::start_account(app, &opts.agent_dir, &arg, tx.clone()),
+        Effect::LoginProviders { api_key } => login::open_providers(app, api_key),
+        Effect::ApiKeyLogin(provider) => login::open_api_key_form(app, &provider),
+        Effect::SaveApiKey {
+            provider,
+            name,
+            credential,
+        } => login::save_api_key(app, &opts.agent_dir, &provider, &name, credential),
         Effect::OpenLogout => login::open_logout(app, &opts.agent_dir),
         Effect::Logout(provider) => login::logout(app, &opts.agent_dir, &provider),
         Effect::Llama(action) => llama_view::apply(app, driver, &opts.agent_dir, tx, action),

@@ -59,6 +59,7 @@ fn bottom_height(app: &App, area: Rect) -> u16 {
         Some(Dialog::Fork(_)) => 16.min(max),
         Some(Dialog::Confirm(c)) => confirm_height(c, area.width).min(max),
         Some(Dialog::Extension(d)) => confirm_height(&d.view(), area.width).min(max),
+        Some(Dialog::Login(d)) => confirm_height(&d.view(), area.width).min(max),
         None => {
             let popup = app
                 .completion
@@ -553,6 +554,7 @@ fn draw_dialog(app: &App, d: &Dialog, area: Rect, buf: &mut Buffer) {
         Dialog::Fork(f) => draw_fork(app, f, area, buf),
         Dialog::Confirm(c) => draw_confirm(theme, c, area, buf),
         Dialog::Extension(d) => draw_confirm(theme, &d.view(), area, buf),
+        Dialog::Login(d) => draw_confirm(theme, &d.view(), area, buf),
         Dialog::Resume(r) => draw_resume(app, r, area, buf),
         Dialog::Tree(t) => draw_tree(app, t, area, buf),
         Dialog::BranchPrompt(b) => {
