@@ -125,11 +125,49 @@ fn match_condition(e: &Expr, phrases: &[Phrase], narrowed: bool) -> String {
     }
 }
 
+/// When each phrase's occurrences in a row count for bm25, as FTS5 counts them: a phrase
+/// counts where its node is positioned on the row, which is where every `AND` above it
+/// matched and, under a `NOT`, where the `NOT` matched (its right side then does not occur).
+/// An `OR` counts each side that occurs. `None`: never.
+fn counted(e: &Expr, phrases: &[Phrase], when: &str, out: &mut Vec<Option<String>>) {
+    match e {
+        Expr::Phrase(i) => {
+            if let Some(slot) = out.get_mut(*i) {
+                *slot = Some(when.to_string());
+            }
+        }
+        Expr::Or(a, b) => {
+            counted(a, phrases, when, out);
+            counted(b, phrases, when, out);
+        }
+        Expr::And(..) | Expr::Not(..) => {
+            let here = format!("{when} AND {}", matches(e, phrases));
+            match e {
+                Expr::And(a, b) => {
+                    counted(a, phrases, &here, out);
+                    counted(b, phrases, &here, out);
+                }
+                Expr::Not(a, _) => counted(a, phrases, &here, out),
+                _ => {}
+            }
+        }
+        Expr::Nothing => {}
+    }
+}
+
 /// FTS5's bm25 of a row `d`, with `$2` the average row length and `$3…` each phrase's idf.
-fn score(phrases: &[Phrase]) -> String {
+fn score(expr: &Expr, phrases: &[Phrase]) -> String {
+    let mut when = vec![None; phrases.len()];
+    counted(expr, phrases, "TRUE", &mut when);
     let mut sum = String::from("0::float8");
     for (i, p) in phrases.iter().enumerate() {
-        let f = phrase_count(p);
+        let f = match &when[i] {
+            Some(cond) => format!(
+                "(CASE WHEN {cond} THEN {} ELSE 0::float8 END)",
+                phrase_count(p)
+            ),
+            None => "0::float8".to_string(),
+        };
         sum = format!(
             "({sum} + ${idf}::float8 * (({f} * (1.2::float8 + 1.0::float8)) / ({f} + 1.2::float8 * \
              (1::float8 - 0.75::float8 + 0.75::float8 * cardinality(d.terms)::float8 / $2::float8))))",
@@ -322,7 +360,7 @@ fn rank(
         );
     }
     let limit = i64::try_from(q.limit)?;
-    let score = score(phrases);
+    let score = score(expr, phrases);
     let run = |tx: &mut postgres::Transaction<'_>, floor: Option<i64>| -> Work<Vec<postgres::Row>> {
         let mut refs: Vec<&(dyn ToSql + Sync)> = params
             .iter()

@@ -187,10 +187,10 @@ fn start_tls() -> Result<PgTlsServer, String> {
     // On a thread of its own: the blocking client refuses to run inside an async runtime.
     let admin_url = server.url("postgres");
     std::thread::spawn(move || {
+        // Two statements: CREATE DATABASE cannot run in a multi-statement batch.
         postgres::Client::connect(&admin_url, postgres::NoTls).and_then(|mut admin| {
-            admin.batch_execute(&format!(
-                "CREATE ROLE {CERT_USER} LOGIN; CREATE DATABASE {CERT_USER} OWNER {CERT_USER}"
-            ))
+            admin.batch_execute(&format!("CREATE ROLE {CERT_USER} LOGIN"))?;
+            admin.batch_execute(&format!("CREATE DATABASE {CERT_USER} OWNER {CERT_USER}"))
         })
     })
     .join()
