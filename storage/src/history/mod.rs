@@ -33,8 +33,8 @@ use rusqlite::{params, Connection, ErrorCode, OptionalExtension};
 
 pub(crate) use extract::extract;
 pub use extract::MAX_INDEXED_BYTES_PER_ENTRY;
-pub(crate) use query::{fts_query, snippets, RANK_WINDOW};
 pub use figures::{session_figures, SessionFigures};
+pub(crate) use query::{fts_query, snippets, RANK_WINDOW};
 pub use query::{GroupBy, SearchHit, SearchQuery, Stats, StatsQuery, StatsRow};
 pub use scan::RefreshReport;
 pub use views::{ColumnType, HistorySql, QueryError, SqlQuery, SqlValue, View, ViewColumn, VIEWS};

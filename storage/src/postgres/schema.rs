@@ -14,7 +14,7 @@ use super::conn::{pg, Work};
 const MIGRATIONS: &[(i64, &str)] = &[
     (
         1,
-    "CREATE TABLE pi_sessions (
+        "CREATE TABLE pi_sessions (
         id               BYTEA PRIMARY KEY,
         cwd_key          BYTEA NOT NULL,
         header           BYTEA NOT NULL,

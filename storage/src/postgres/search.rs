@@ -343,36 +343,37 @@ fn rank(
     }
     if let Some(m) = &q.model {
         filter(
-            " AND (d.model = ? OR d.provider || '\\x2f'::bytea || d.model = ?)",
+            " AND (d.model = ?::bytea OR d.provider || '\\x2f'::bytea || d.model = ?::bytea)",
             Box::new(m.as_bytes().to_vec()),
         );
     }
     if let Some(cwd) = &q.cwd {
         filter(
-            " AND s.cwd_key = ?",
+            " AND s.cwd_key = ?::bytea",
             Box::new(resolve_cwd(cwd).into_bytes()),
         );
     }
     if let Some(id) = &q.session {
         filter(
-            " AND substring(s.id FROM 1 FOR length(?)) = ?",
+            " AND substring(s.id FROM 1 FOR length(?::bytea)) = ?::bytea",
             Box::new(id.as_bytes().to_vec()),
         );
     }
     let limit = i64::try_from(q.limit)?;
     let score = score(expr, phrases);
-    let run = |tx: &mut postgres::Transaction<'_>, floor: Option<i64>| -> Work<Vec<postgres::Row>> {
-        let mut refs: Vec<&(dyn ToSql + Sync)> = params
-            .iter()
-            .map(|p| p.as_ref() as &(dyn ToSql + Sync))
-            .collect();
-        let mut windowed = String::new();
-        if let Some(floor) = &floor {
-            refs.push(floor);
-            let _ = write!(windowed, " AND d.id >= ${}", refs.len());
-        }
-        refs.push(&limit);
-        let sql = format!(
+    let run =
+        |tx: &mut postgres::Transaction<'_>, floor: Option<i64>| -> Work<Vec<postgres::Row>> {
+            let mut refs: Vec<&(dyn ToSql + Sync)> = params
+                .iter()
+                .map(|p| p.as_ref() as &(dyn ToSql + Sync))
+                .collect();
+            let mut windowed = String::new();
+            if let Some(floor) = &floor {
+                refs.push(floor);
+                let _ = write!(windowed, " AND d.id >= ${}", refs.len());
+            }
+            refs.push(&limit);
+            let sql = format!(
             "SELECT d.session_id, d.seq, d.part, d.entry_id, d.ts_ms, d.role, d.kind, d.tool_name,
                     d.provider, d.model, s.header, {score} AS score
              FROM pi_search d JOIN pi_sessions s ON s.id = d.session_id
@@ -380,8 +381,8 @@ fn rank(
              ORDER BY score, d.id LIMIT ${}",
             refs.len()
         );
-        Ok(tx.query(&sql, &refs)?)
-    };
+            Ok(tx.query(&sql, &refs)?)
+        };
     let mut rows = run(tx, floor)?;
     if floor.is_some() && rows.len() < q.limit {
         rows = run(tx, None)?;

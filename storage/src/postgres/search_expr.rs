@@ -202,7 +202,10 @@ mod tests {
             }
         );
         assert_eq!(q.phrases[1].tokens, vec![hex("x"), hex("y")]);
-        assert_eq!(shape(&parse(&fts_query("-- OR b")).unwrap().unwrap().expr), "(none OR p0)");
+        assert_eq!(
+            shape(&parse(&fts_query("-- OR b")).unwrap().unwrap().expr),
+            "(none OR p0)"
+        );
         assert!(parse("").unwrap().is_none());
     }
 }

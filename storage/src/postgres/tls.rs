@@ -132,7 +132,9 @@ pub fn split_tls_params(url: &str) -> Result<(String, TlsSettings), String> {
     let env = |name: &str| std::env::var(name).ok().filter(|v| !v.is_empty());
     let client = ClientCertPaths {
         cert: cert.or_else(|| env(ENV_SSLCERT)).map(|p| expand_home(&p)),
-        key: key_file.or_else(|| env(ENV_SSLKEY)).map(|p| expand_home(&p)),
+        key: key_file
+            .or_else(|| env(ENV_SSLKEY))
+            .map(|p| expand_home(&p)),
     };
     let mode = match mode {
         Some(m) => TlsMode::parse(&m)?,

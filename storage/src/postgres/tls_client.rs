@@ -73,8 +73,7 @@ pub(crate) fn load_client_cert(paths: &ClientCertPaths) -> Result<Option<ClientC
 
 /// libpq's permission rule for private key files.
 fn check_key_access(path: &Path) -> Result<(), String> {
-    let meta =
-        std::fs::metadata(path).map_err(|e| format!("sslkey {}: {e}", path.display()))?;
+    let meta = std::fs::metadata(path).map_err(|e| format!("sslkey {}: {e}", path.display()))?;
     if !meta.is_file() {
         return Err(format!("sslkey {}: not a regular file", path.display()));
     }

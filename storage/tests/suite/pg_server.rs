@@ -152,8 +152,21 @@ fn start_tls() -> Result<PgTlsServer, String> {
         openssl(&args)?;
         let (ca_crt, ca_key) = (format!("{ca}.crt"), format!("{ca}.key"));
         openssl(&[
-            "x509", "-req", "-in", &csr, "-CA", &ca_crt, "-CAkey", &ca_key,
-            "-CAcreateserial", "-out", &crt, "-days", "2", "-extfile", "client.ext",
+            "x509",
+            "-req",
+            "-in",
+            &csr,
+            "-CA",
+            &ca_crt,
+            "-CAkey",
+            &ca_key,
+            "-CAcreateserial",
+            "-out",
+            &crt,
+            "-days",
+            "2",
+            "-extfile",
+            "client.ext",
         ])?;
         use std::os::unix::fs::PermissionsExt;
         std::fs::set_permissions(certs.join(&key), std::fs::Permissions::from_mode(0o600))
@@ -180,9 +193,11 @@ fn start_tls() -> Result<PgTlsServer, String> {
             format!("hostssl all {CERT_USER} 127.0.0.1/32 cert\n{rules}"),
         )
         .map_err(|e| e.to_string())?;
-        Ok(" -c ssl=on -c ssl_cert_file=server.crt -c ssl_key_file=server.key \
+        Ok(
+            " -c ssl=on -c ssl_cert_file=server.crt -c ssl_key_file=server.key \
             -c ssl_ca_file=root.crt"
-            .to_string())
+                .to_string(),
+        )
     })?;
     // On a thread of its own: the blocking client refuses to run inside an async runtime.
     let admin_url = server.url("postgres");
