@@ -23,6 +23,7 @@ mod figures;
 mod query;
 mod readback;
 mod scan;
+pub(crate) mod tokens;
 mod views;
 
 use std::path::{Path, PathBuf};
@@ -30,8 +31,10 @@ use std::time::Duration;
 
 use rusqlite::{params, Connection, ErrorCode, OptionalExtension};
 
+pub(crate) use extract::extract;
 pub use extract::MAX_INDEXED_BYTES_PER_ENTRY;
 pub use figures::{session_figures, SessionFigures};
+pub(crate) use query::{fts_query, snippets, RANK_WINDOW};
 pub use query::{GroupBy, SearchHit, SearchQuery, Stats, StatsQuery, StatsRow};
 pub use scan::RefreshReport;
 pub use views::{ColumnType, HistorySql, QueryError, SqlQuery, SqlValue, View, ViewColumn, VIEWS};

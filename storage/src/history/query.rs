@@ -453,7 +453,7 @@ impl HistoryIndex {
 /// itself would cut it if it stored the text: the texts go into a scratch table in the
 /// connection's in-memory temp schema with the index's tokenizer, and are gone afterwards.
 /// A text that does not match (read back from a file rewritten meanwhile) gets `""`.
-fn snippets(
+pub(crate) fn snippets(
     conn: &rusqlite::Connection,
     query: &str,
     texts: &[String],

@@ -19,11 +19,20 @@
 //! it and so everything before) and for `Never`. The server's own `fsync` setting applies.
 //!
 //! **TLS** follows libpq's `sslmode` (`tls.rs`, rustls): `require`, `verify-ca` and
-//! `verify-full`, the roots from `sslrootcert=`.
+//! `verify-full`, the roots from `sslrootcert=`, a client certificate from `sslcert=` and
+//! `sslkey=` (`tls_client.rs`).
+//!
+//! **Search** runs on the server (`search.rs`): each append also writes its entries'
+//! searchable parts and FTS5 tokens into `pi_search` (`search_index.rs`), so `pi sessions
+//! search` ranks on the server and reads back only the hits it prints.
 
 mod conn;
 mod schema;
+mod search;
+mod search_expr;
+mod search_index;
 mod tls;
+mod tls_client;
 mod url;
 
 use std::fmt;
@@ -35,6 +44,7 @@ use postgres::{Config, IsolationLevel, Row};
 pub use url::{PgUrl, ENV_PASSWORD};
 
 use self::conn::{prepare, PgConn, Work};
+use self::search_index::{index_lines, write_mark, SearchMark};
 use self::tls::MakeRustlsConnect;
 use crate::error::{BoxError, StoreError, StoreResult};
 use crate::ids::{EntryId, SessionId};
@@ -168,10 +178,14 @@ fn entries_from_rows(rows: &[Row]) -> Work<Vec<StoredEntry>> {
 struct RunningRow {
     next_seq: i64,
     summary: SummaryState,
+    /// The search columns; the new lines are indexed only when the earlier ones all are
+    /// (`search_index::catch_up` indexes a session that is behind from where it stopped).
+    search: SearchMark,
 }
 
 const READ_ROW: &str = "SELECT next_seq, entry_count, message_count, name, first_message,
-        last_activity_ms, unlistable
+        last_activity_ms, unlistable, search_next_seq, search_docs, search_tokens,
+        search_provider, search_model
     FROM pi_sessions WHERE id = $1 FOR UPDATE";
 
 fn summary_from(row: &Row, at: usize) -> Work<SummaryState> {
@@ -217,6 +231,11 @@ fn append_rows(
     )?;
     let sid = id.as_str().as_bytes();
     tx.execute(&insert, &[&sid, &seqs, &ids, &parents, &kinds, &lines])?;
+    if row.search.next_seq == seqs.first().copied().unwrap_or(row.next_seq) {
+        let numbered: Vec<(i64, &[u8])> = seqs.iter().copied().zip(lines.iter().copied()).collect();
+        index_lines(tx, statements, sid, &numbered, &mut row.search)?;
+        write_mark(tx, statements, sid, &row.search)?;
+    }
     let update = prepare(
         statements,
         tx,
@@ -396,6 +415,7 @@ impl SessionStore for PostgresStore {
                 let mut row = RunningRow {
                     next_seq: 0,
                     summary: SummaryState::default(),
+                    search: SearchMark::default(),
                 };
                 if !entries.is_empty() {
                     append_rows(&mut tx, statements, &id, &entries, &mut row)?;
@@ -744,6 +764,7 @@ impl SessionWriter for PostgresWriter {
                 let mut row = RunningRow {
                     next_seq: r.try_get(0)?,
                     summary: summary_from(&r, 1)?,
+                    search: SearchMark::from_row(&r, 7)?,
                 };
                 append_rows(&mut tx, statements, &id, &entries, &mut row)?;
                 tx.commit()?;

@@ -11,9 +11,10 @@ use postgres::Client;
 use super::conn::{pg, Work};
 
 /// Numbered schema migrations, applied in order, each at most once.
-const MIGRATIONS: &[(i64, &str)] = &[(
-    1,
-    "CREATE TABLE pi_sessions (
+const MIGRATIONS: &[(i64, &str)] = &[
+    (
+        1,
+        "CREATE TABLE pi_sessions (
         id               BYTEA PRIMARY KEY,
         cwd_key          BYTEA NOT NULL,
         header           BYTEA NOT NULL,
@@ -37,7 +38,39 @@ const MIGRATIONS: &[(i64, &str)] = &[(
         PRIMARY KEY (session_id, seq)
     );
     CREATE INDEX pi_entries_by_id ON pi_entries (session_id, entry_id, seq);",
-)];
+    ),
+    // History search on the server (`search.rs`, `search_index.rs`): one row per searchable
+    // part of an entry, its FTS5 tokens hex-encoded in order, and a GIN-indexed tsvector of
+    // them that finds the candidates. Sessions stored before this are indexed by the next
+    // search (their `search_next_seq` is 0).
+    (
+        2,
+        "ALTER TABLE pi_sessions
+        ADD COLUMN search_next_seq BIGINT NOT NULL DEFAULT 0,
+        ADD COLUMN search_docs     BIGINT NOT NULL DEFAULT 0,
+        ADD COLUMN search_tokens   BIGINT NOT NULL DEFAULT 0,
+        ADD COLUMN search_provider BYTEA,
+        ADD COLUMN search_model    BYTEA;
+    CREATE TABLE pi_search (
+        id         BIGSERIAL PRIMARY KEY,
+        session_id BYTEA NOT NULL REFERENCES pi_sessions (id) ON DELETE CASCADE,
+        seq        BIGINT NOT NULL,
+        part       INT NOT NULL,
+        entry_id   BYTEA,
+        ts_ms      BIGINT,
+        role       TEXT NOT NULL,
+        kind       TEXT NOT NULL,
+        provider   BYTEA,
+        model      BYTEA,
+        tool_name  BYTEA,
+        is_error   BOOLEAN NOT NULL,
+        terms      TEXT[] NOT NULL,
+        lexemes    TSVECTOR NOT NULL
+    );
+    CREATE INDEX pi_search_lexemes ON pi_search USING GIN (lexemes);
+    CREATE INDEX pi_search_by_entry ON pi_search (session_id, seq, part);",
+    ),
+];
 
 /// The newest schema version this build knows.
 pub(crate) fn newest() -> i64 {

@@ -13,6 +13,9 @@
 //! roots built in), else `~/.postgresql/root.crt` as libpq reads it; the verifying modes
 //! without any of these fail with a message saying so. `PGSSLMODE` and `PGSSLROOTCERT` apply
 //! when the URL does not set them. Channel binding is not offered (SCRAM works without it).
+//!
+//! A client certificate (`sslcert=`, `sslkey=`, for `pg_hba.conf`'s `cert` method or
+//! `clientcert=verify-full`) is presented when configured; see `tls_client.rs`.
 
 use std::future::Future;
 use std::io;
@@ -33,6 +36,8 @@ use rustls::{
     CertificateError, ClientConfig, DigitallySignedStruct, RootCertStore, SignatureScheme,
 };
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
+
+use super::tls_client::{load_client_cert, ClientCertPaths, ENV_SSLCERT, ENV_SSLKEY};
 
 /// Env vars libpq reads when the URL has no such parameter.
 const ENV_SSLMODE: &str = "PGSSLMODE";
@@ -87,6 +92,8 @@ pub enum RootCerts {
 pub struct TlsSettings {
     pub mode: TlsMode,
     pub roots: RootCerts,
+    /// The client certificate and key named by `sslcert`/`sslkey` (or their env vars).
+    pub client: ClientCertPaths,
 }
 
 /// Takes `sslmode` and `sslrootcert` out of a URL's query (the client library refuses the
@@ -99,12 +106,20 @@ pub fn split_tls_params(url: &str) -> Result<(String, TlsSettings), String> {
     };
     let mut mode = None;
     let mut root = None;
+    let (mut cert, mut key_file) = (None, None);
     let mut kept = Vec::new();
     for pair in query.split('&').filter(|p| !p.is_empty()) {
         let (key, value) = pair.split_once('=').unwrap_or((pair, ""));
         match key {
             "sslmode" => mode = Some(percent_decode(value)),
             "sslrootcert" => root = Some(percent_decode(value)),
+            "sslcert" => cert = Some(percent_decode(value)),
+            "sslkey" => key_file = Some(percent_decode(value)),
+            "sslpassword" => {
+                return Err(
+                    "sslpassword is not supported: give an unencrypted sslkey (mode 0600)".into(),
+                )
+            }
             _ => kept.push(pair),
         }
     }
@@ -114,6 +129,13 @@ pub fn split_tls_params(url: &str) -> Result<(String, TlsSettings), String> {
             .ok()
             .filter(|v| !v.is_empty())
     });
+    let env = |name: &str| std::env::var(name).ok().filter(|v| !v.is_empty());
+    let client = ClientCertPaths {
+        cert: cert.or_else(|| env(ENV_SSLCERT)).map(|p| expand_home(&p)),
+        key: key_file
+            .or_else(|| env(ENV_SSLKEY))
+            .map(|p| expand_home(&p)),
+    };
     let mode = match mode {
         Some(m) => TlsMode::parse(&m)?,
         None => TlsMode::Prefer,
@@ -128,7 +150,14 @@ pub fn split_tls_params(url: &str) -> Result<(String, TlsSettings), String> {
     } else {
         format!("{base}?{}", kept.join("&"))
     };
-    Ok((url, TlsSettings { mode, roots }))
+    Ok((
+        url,
+        TlsSettings {
+            mode,
+            roots,
+            client,
+        },
+    ))
 }
 
 fn expand_home(path: &str) -> PathBuf {
@@ -208,10 +237,15 @@ impl MakeRustlsConnect {
             }
             (_, _) => Arc::new(Unchecked(provider)),
         };
-        let config = builder
+        let builder = builder
             .dangerous()
-            .with_custom_certificate_verifier(verifier)
-            .with_no_client_auth();
+            .with_custom_certificate_verifier(verifier);
+        let config = match load_client_cert(&settings.client)? {
+            Some((chain, key)) => builder
+                .with_client_auth_cert(chain, key)
+                .map_err(|e| format!("TLS client certificate: {e}"))?,
+            None => builder.with_no_client_auth(),
+        };
         Ok(MakeRustlsConnect {
             config: Arc::new(config),
         })
@@ -447,6 +481,13 @@ mod tests {
         assert_eq!(url, "postgres://u@h/db");
         assert_eq!((s.mode, s.roots), (TlsMode::Require, RootCerts::System));
         assert!(split_tls_params("postgres://h/db?sslmode=sometimes").is_err());
+        let (url, s) =
+            split_tls_params("postgres://u@h/db?sslcert=%2Fc%2Fme.crt&sslkey=/c/me.key&x=1")
+                .unwrap();
+        assert_eq!(url, "postgres://u@h/db?x=1");
+        assert_eq!(s.client.cert, Some(PathBuf::from("/c/me.crt")));
+        assert_eq!(s.client.key, Some(PathBuf::from("/c/me.key")));
+        assert!(split_tls_params("postgres://h/db?sslpassword=x").is_err());
     }
 
     #[test]
@@ -454,6 +495,7 @@ mod tests {
         let settings = TlsSettings {
             mode: TlsMode::VerifyFull,
             roots: RootCerts::File(PathBuf::from("/nonexistent/ca.pem")),
+            client: ClientCertPaths::default(),
         };
         let e = MakeRustlsConnect::new(&settings).unwrap_err();
         assert!(e.contains("/nonexistent/ca.pem"), "{e}");

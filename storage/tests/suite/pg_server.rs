@@ -45,14 +45,24 @@ fn available<T>(server: &Result<T, String>) -> Option<&T> {
 
 /// A second test server with `ssl=on`: a certificate for `localhost` (DNS name only, no IP
 /// address) signed by a root made for it with `openssl`, plus another root that signed nothing
-/// the server has.
+/// the server has. The server trusts `root` for client certificates too, and its `pg_hba.conf`
+/// lets the role [`CERT_USER`] in only over TLS with a certificate naming it (`cert`).
 pub struct PgTlsServer {
     pub server: PgServer,
     /// The root that signed the server's certificate (PEM).
     pub root: PathBuf,
     /// A root unrelated to the server (PEM).
     pub other_root: PathBuf,
+    /// A client certificate for [`CERT_USER`] signed by `root`, and its key (mode 0600).
+    pub client_cert: PathBuf,
+    pub client_key: PathBuf,
+    /// A client certificate for [`CERT_USER`] signed by `other_root`, and its key.
+    pub stranger_cert: PathBuf,
+    pub stranger_key: PathBuf,
 }
+
+/// The role that logs in with a client certificate only; it owns a database of its name.
+pub const CERT_USER: &str = "pi_cert";
 
 /// The TLS server, or `None` after printing why there is none (a failure under CI).
 pub fn pg_tls_server() -> Option<&'static PgTlsServer> {
@@ -123,9 +133,48 @@ fn start_tls() -> Result<PgTlsServer, String> {
         "-extfile",
         "server.ext",
     ])?;
+    // Client certificates: the CN names the role (pg_hba's `cert` method checks it).
+    std::fs::write(
+        certs.join("client.ext"),
+        "basicConstraints=CA:FALSE\nextendedKeyUsage=clientAuth\n",
+    )
+    .map_err(|e| e.to_string())?;
+    for (name, ca) in [("client", "root"), ("stranger", "other-root")] {
+        let (key, csr, crt) = (
+            format!("{name}.key"),
+            format!("{name}.csr"),
+            format!("{name}.crt"),
+        );
+        let cn = format!("/CN={CERT_USER}");
+        let mut args = vec!["req"];
+        args.extend(ec);
+        args.extend(["-keyout", &key, "-out", &csr, "-subj", &cn]);
+        openssl(&args)?;
+        let (ca_crt, ca_key) = (format!("{ca}.crt"), format!("{ca}.key"));
+        openssl(&[
+            "x509",
+            "-req",
+            "-in",
+            &csr,
+            "-CA",
+            &ca_crt,
+            "-CAkey",
+            &ca_key,
+            "-CAcreateserial",
+            "-out",
+            &crt,
+            "-days",
+            "2",
+            "-extfile",
+            "client.ext",
+        ])?;
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(certs.join(&key), std::fs::Permissions::from_mode(0o600))
+            .map_err(|e| e.to_string())?;
+    }
     let server = start(&|data, root| {
         // The server reads its key only if its owner alone can.
-        for f in ["server.crt", "server.key"] {
+        for f in ["server.crt", "server.key", "root.crt"] {
             let to = data.join(f);
             std::fs::copy(certs.join(f), &to).map_err(|e| format!("{f}: {e}"))?;
             use std::os::unix::fs::PermissionsExt;
@@ -136,12 +185,40 @@ fn start_tls() -> Result<PgTlsServer, String> {
                 std::os::unix::fs::chown(&to, Some(uid), Some(gid)).map_err(|e| e.to_string())?;
             }
         }
-        Ok(" -c ssl=on -c ssl_cert_file=server.crt -c ssl_key_file=server.key".to_string())
+        // First match wins: the certificate role only over TLS with a certificate.
+        let hba = data.join("pg_hba.conf");
+        let rules = std::fs::read_to_string(&hba).map_err(|e| e.to_string())?;
+        std::fs::write(
+            &hba,
+            format!("hostssl all {CERT_USER} 127.0.0.1/32 cert\n{rules}"),
+        )
+        .map_err(|e| e.to_string())?;
+        Ok(
+            " -c ssl=on -c ssl_cert_file=server.crt -c ssl_key_file=server.key \
+            -c ssl_ca_file=root.crt"
+                .to_string(),
+        )
     })?;
+    // On a thread of its own: the blocking client refuses to run inside an async runtime.
+    let admin_url = server.url("postgres");
+    std::thread::spawn(move || {
+        // Two statements: CREATE DATABASE cannot run in a multi-statement batch.
+        postgres::Client::connect(&admin_url, postgres::NoTls).and_then(|mut admin| {
+            admin.batch_execute(&format!("CREATE ROLE {CERT_USER} LOGIN"))?;
+            admin.batch_execute(&format!("CREATE DATABASE {CERT_USER} OWNER {CERT_USER}"))
+        })
+    })
+    .join()
+    .map_err(|_| "creating the certificate role panicked".to_string())?
+    .map_err(|e| format!("creating the certificate role: {e:?}"))?;
     Ok(PgTlsServer {
         server,
         root: certs.join("root.crt"),
         other_root: certs.join("other-root.crt"),
+        client_cert: certs.join("client.crt"),
+        client_key: certs.join("client.key"),
+        stranger_cert: certs.join("stranger.crt"),
+        stranger_key: certs.join("stranger.key"),
     })
 }
 

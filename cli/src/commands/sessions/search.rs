@@ -1,13 +1,15 @@
 //! `pi sessions search QUERY`: ranked full-text search over every session of the store,
 //! answered from the history index (`pi_storage::history`), which is brought up to date
-//! first (incrementally: only files that changed are read, only from where they grew).
+//! first (incrementally: only files that changed are read, only from where they grew). A
+//! PostgreSQL store answers on the server instead (`PostgresStore::search`), with the same
+//! hits.
 
 use std::io::{IsTerminal, Write};
 
 use anyhow::{anyhow, bail, Context as _};
 use clap::Args;
 use pi_storage::history::{HistoryIndex, HistorySource, SearchHit, SearchQuery};
-use pi_storage::{StoreOptions, StoreSpec};
+use pi_storage::{PostgresStore, StoreOptions, StoreSpec};
 
 use super::store::StoreArgs;
 use crate::visible::visible_line;
@@ -100,8 +102,15 @@ pub fn run(args: SearchArgs, store: &StoreArgs) -> anyhow::Result<i32> {
         query.highlight = (MATCH_START.into(), MATCH_END.into());
     }
     let store = store.resolve()?;
-    let index = open_index(&store.spec, &store.options)?;
-    let hits = index.search(&query).map_err(|e| anyhow!("{e}"))?;
+    let hits = match &store.spec {
+        // The server searches its own table: nothing is read back or indexed here.
+        StoreSpec::Postgres(url) => PostgresStore::open(url, store.options.fsync)
+            .and_then(|pg| pg.search(&query))
+            .map_err(|e| anyhow!("{e}"))?,
+        _ => open_index(&store.spec, &store.options)?
+            .search(&query)
+            .map_err(|e| anyhow!("{e}"))?,
+    };
     let stdout = std::io::stdout();
     let mut out = std::io::BufWriter::new(stdout.lock());
     if args.json {
