@@ -149,7 +149,6 @@ pub(crate) fn parse(query: &str) -> rusqlite::Result<Option<Query>> {
         return Ok(None);
     }
     // Lowest precedence last: each pass folds one operator, left to right.
-    let mut operands = operands;
     for level in ["NOT", "AND", "OR"] {
         let mut folded = vec![operands.remove(0)];
         let mut kept_ops = Vec::new();
