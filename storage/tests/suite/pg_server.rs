@@ -47,6 +47,9 @@ fn available<T>(server: &Result<T, String>) -> Option<&T> {
 /// address) signed by a root made for it with `openssl`, plus another root that signed nothing
 /// the server has. The server trusts `root` for client certificates too, and its `pg_hba.conf`
 /// lets the role [`CERT_USER`] in only over TLS with a certificate naming it (`cert`).
+// The client certificates are read by cli/tests/sessions_postgres.rs, which shares this
+// file; the storage suite uses the server side only.
+#[allow(dead_code)]
 pub struct PgTlsServer {
     pub server: PgServer,
     /// The root that signed the server's certificate (PEM).
