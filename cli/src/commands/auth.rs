@@ -60,7 +60,7 @@ Other options:
   --credentials           Emit the credential from check, or include it in JSON output
   --no-refresh            Do not refresh expired OAuth credentials during check";
 
-fn agent_dir() -> PathBuf {
+pub(super) fn agent_dir() -> PathBuf {
     pi_agent::config::agent_dir(
         &|k| std::env::var(k).ok(),
         pi_agent::config::home().as_deref(),
@@ -208,8 +208,14 @@ fn login(request: &LoginRequest) -> Result<(), String> {
     if request.provider == llama_cpp::PROVIDER_ID {
         return login_llama();
     }
-    let provider =
-        find_provider(&request.provider).ok_or_else(|| unknown_provider(&request.provider))?;
+    let Some(provider) = find_provider(&request.provider) else {
+        if !request.api_key {
+            if let Some(done) = super::auth_extension::login(&request.provider) {
+                return done;
+            }
+        }
+        return Err(unknown_provider(&request.provider));
+    };
     let dir = agent_dir();
     match select_auth_type(provider, request.api_key)? {
         AuthType::Account(account) => login_account(account, !request.browser)?,
