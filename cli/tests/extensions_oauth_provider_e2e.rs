@@ -54,8 +54,11 @@ async fn an_extension_login_is_stored_refreshed_once_and_its_key_sent() {
 
     // Sign in: read the authorize URL the extension shows, follow it like a browser, paste
     // where it lands.
-    let mut login = s.command_without_model(&["auth", "login", "corp-sso"]);
+    let mut login = std::process::Command::new(pi_bin());
     login
+        .args(["auth", "login", "corp-sso"])
+        .current_dir(&s.cwd)
+        .env("PI_CODING_AGENT_DIR", &s.agent)
         .envs(envs.iter().map(|(k, v)| (k, v)))
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
@@ -96,7 +99,10 @@ async fn an_extension_login_is_stored_refreshed_once_and_its_key_sent() {
     assert!(out.status.success(), "login failed: {stdout}\n{shown}");
     assert!(stdout.starts_with("Logged in to Corp SSO."), "{stdout}");
     assert!(shown.contains("Paste the redirect URL:"), "{shown}");
-    assert!(shown.contains("Exchanging the code for tokens..."), "{shown}");
+    assert!(
+        shown.contains("Exchanging the code for tokens..."),
+        "{shown}"
+    );
     assert_eq!(auth.stats().logins.get("radius"), Some(&1));
 
     // Stored as Pi stores it: the extension's object with the type last, 0600.
@@ -141,7 +147,10 @@ async fn an_extension_login_is_stored_refreshed_once_and_its_key_sent() {
     let access = refreshed["access"].as_str().unwrap().to_string();
     assert_ne!(access, first_access);
     assert_eq!(refreshed["tenant"], "corp");
-    assert_eq!(refreshed.as_object().unwrap().keys().last().unwrap(), "type");
+    assert_eq!(
+        refreshed.as_object().unwrap().keys().next_back().unwrap(),
+        "type"
+    );
     let sent = s.fake.requests();
     assert_eq!(
         sent[0].headers["authorization"],

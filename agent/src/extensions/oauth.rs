@@ -36,7 +36,13 @@ pub(super) struct OAuthLogins {
 impl OAuthLogins {
     /// An `oauth_event` notification: shown through its login's front end.
     pub(super) fn event(&self, params: &Value) {
-        let text = |k: &str| params.get(k).and_then(Value::as_str).unwrap_or("").to_string();
+        let text = |k: &str| {
+            params
+                .get(k)
+                .and_then(Value::as_str)
+                .unwrap_or("")
+                .to_string()
+        };
         let Some(notify) = lock(&self.running)
             .get(&text("loginId"))
             .map(|l| l.notify.clone())
@@ -98,7 +104,10 @@ pub(super) fn register_flows(shared: &Arc<Shared>, declared: &[Value]) {
         })
         .collect();
     let mut providers = lock(&shared.oauth_logins.providers);
-    for gone in providers.iter().filter(|p| !wanted.iter().any(|(w, _)| w == *p)) {
+    for gone in providers
+        .iter()
+        .filter(|p| !wanted.iter().any(|(w, _)| w == *p))
+    {
         extension::unregister(gone);
     }
     for (provider, name) in &wanted {
@@ -124,7 +133,11 @@ struct SidecarOAuth {
 impl SidecarOAuth {
     /// Sends `method` on the sidecar's own runtime (callers may run on another one) and
     /// returns the answer.
-    fn call(&self, method: &'static str, params: Value) -> BoxFuture<'static, Result<Value, String>> {
+    fn call(
+        &self,
+        method: &'static str,
+        params: Value,
+    ) -> BoxFuture<'static, Result<Value, String>> {
         let target = self.shared.upgrade().and_then(|s| {
             let sidecar = lock(&s.sidecar).clone();
             sidecar.map(|sidecar| (s, sidecar))
