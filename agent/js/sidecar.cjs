@@ -83,6 +83,8 @@ const state = {
   providers: new Map(), // name → {name, config}: pi.registerProvider in the config form
   streamApis: new Map(), // api → {provider, streamSimple, extension}: providers that stream here
   providerStreams: new Map(), // streamId → AbortController of a running provider stream
+  oauthProviders: new Map(), // provider → {oauth, extension}: registerProvider's `oauth` (/login)
+  oauthLogins: new Map(), // loginId → AbortController of a running oauth.login
   shortcuts: new Map(), // lower-cased key → {shortcut, options, extension}
 };
 const providerDeclarations = () => [...state.providers.values()];
@@ -540,10 +542,18 @@ function makeApi(extension) {
       // Functions (oauth, refreshModels, the stream) cannot cross to the host; the data can.
       const plain = JSON.parse(JSON.stringify({ ...c, oauth: undefined, refreshModels: undefined, streamSimple: undefined, stream: undefined }));
       if (streamFn) plain.streamSimple = true;
+      // The login flow stays here too; the host learns its display name (for /login and
+      // `pi auth login`) and calls login / refreshToken / getApiKey through oauth_* requests.
+      state.oauthProviders.delete(name);
+      if (c.oauth && typeof c.oauth.login === "function") {
+        state.oauthProviders.set(name, { oauth: c.oauth, extension });
+        plain.oauth = { name: typeof c.oauth.name === "string" && c.oauth.name ? c.oauth.name : name };
+      }
       state.providers.set(name, { name, config: plain });
       if (extension.loaded) notify("providers_changed", { providers: providerDeclarations() });
     },
     unregisterProvider(name) {
+      state.oauthProviders.delete(name);
       for (const [api, entry] of state.streamApis) if (entry.provider === name) state.streamApis.delete(api);
       if (state.providers.delete(name) && extension.loaded) {
         notify("providers_changed", { providers: providerDeclarations() });
@@ -1050,6 +1060,59 @@ const methods = {
       state.providerStreams.delete(params.streamId);
     }
     return {};
+  },
+  // `/login` or `pi auth login` for a provider registered with `oauth`: its login(callbacks)
+  // runs here. What it shows (onAuth, onDeviceCode, onProgress) goes to the host as
+  // `oauth_event` notifications; what it asks (onPrompt, onManualCodeInput) is an
+  // `oauth_prompt` request the host answers with the user's text.
+  async oauth_login(params) {
+    const entry = state.oauthProviders.get(params.provider);
+    if (!entry) throw new Error(`No OAuth login registered for provider: ${params.provider}`);
+    const loginId = params.loginId;
+    const controller = new AbortController();
+    state.oauthLogins.set(loginId, controller);
+    const show = (event) => notify("oauth_event", { loginId, ...event });
+    const ask = async (message, placeholder) => {
+      const answer = await requestHost("oauth_prompt", { loginId, message, placeholder });
+      if (answer === null || answer === undefined) throw new Error("Login cancelled");
+      return String(answer);
+    };
+    const callbacks = {
+      onAuth: (info) => show({ kind: "auth", url: String((info && info.url) || ""), instructions: (info && info.instructions) || "" }),
+      onDeviceCode: (info) => show({ kind: "device", userCode: String((info && info.userCode) || ""), verificationUri: String((info && (info.verificationUri || info.verificationUrl)) || "") }),
+      onProgress: (message) => show({ kind: "progress", message: String(message) }),
+      onPrompt: (prompt) => ask(String((prompt && prompt.message) || ""), prompt && prompt.placeholder),
+      onManualCodeInput: () => ask("Paste the authorization code or the redirect URL:"),
+      signal: controller.signal,
+    };
+    try {
+      const credentials = await entry.oauth.login(callbacks);
+      if (!credentials || typeof credentials !== "object") throw new Error("login returned no credentials");
+      return { credentials };
+    } finally {
+      state.oauthLogins.delete(loginId);
+    }
+  },
+  async abort_oauth_login(params) {
+    const c = state.oauthLogins.get(params.loginId);
+    if (c) c.abort();
+    return {};
+  },
+  // An expired credential of such a provider: its refreshToken(credentials, signal).
+  async oauth_refresh(params) {
+    const entry = state.oauthProviders.get(params.provider);
+    if (!entry) throw new Error(`No OAuth login registered for provider: ${params.provider}`);
+    if (typeof entry.oauth.refreshToken !== "function") return { credentials: params.credentials };
+    const credentials = await entry.oauth.refreshToken(params.credentials, new AbortController().signal);
+    if (!credentials || typeof credentials !== "object") throw new Error("refreshToken returned no credentials");
+    return { credentials };
+  },
+  // The key a request sends: getApiKey(credentials), else the access token.
+  async oauth_api_key(params) {
+    const entry = state.oauthProviders.get(params.provider);
+    const creds = params.credentials || {};
+    if (!entry || typeof entry.oauth.getApiKey !== "function") return { key: creds.access };
+    return { key: await entry.oauth.getApiKey(creds) };
   },
   async builtin_stream_event(params) {
     const events = builtinStreams.get(params.id);

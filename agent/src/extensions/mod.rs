@@ -16,6 +16,7 @@ mod bundle;
 mod discover;
 mod execute_tool;
 mod forward;
+mod oauth;
 mod providers;
 mod sidecar;
 mod state;
@@ -191,6 +192,8 @@ struct Shared {
     runtime: tokio::runtime::Handle,
     /// Requests of providers registered with `streamSimple`, running in the sidecar.
     provider_streams: providers::ProviderStreams,
+    /// Logins of providers registered with `oauth`.
+    oauth_logins: oauth::OAuthLogins,
 }
 
 fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
@@ -306,6 +309,12 @@ impl Shared {
                 }
             }
             "abort_builtin_stream" => providers::abort_builtin_stream(self, &params),
+            "oauth_event" => self.oauth_logins.event(&params),
+            "oauth_prompt" => {
+                if let Some(id) = id {
+                    self.oauth_logins.prompt(self, &params, id);
+                }
+            }
             "providers_changed" => {
                 if let Some(agent) = self.agent() {
                     let declared = params
@@ -314,6 +323,7 @@ impl Shared {
                         .cloned()
                         .unwrap_or_default();
                     providers::register_stream_apis(self, &declared);
+                    oauth::register_flows(self, &declared);
                     let (registry, errors) = with_providers(agent.registry(), &declared);
                     for e in errors {
                         self.report_error("<extension>", "registerProvider", &e);
@@ -824,6 +834,7 @@ impl Extensions {
             forward: forward::Forwarder::default(),
             runtime: tokio::runtime::Handle::current(),
             provider_streams: providers::ProviderStreams::default(),
+            oauth_logins: oauth::OAuthLogins::default(),
         });
         let inbound_shared = shared.clone();
         let exit_shared = shared.clone();
@@ -943,6 +954,7 @@ impl Extensions {
     /// virtual models. A provider that cannot be added is reported and left out.
     pub fn catalog(&self, base: crate::llm::ModelRegistry) -> crate::llm::ModelRegistry {
         providers::register_stream_apis(&self.shared, &self.providers);
+        self.register_logins();
         let (registry, errors) = with_providers(base, &self.providers);
         for e in errors {
             self.shared
@@ -952,6 +964,12 @@ impl Extensions {
             return registry;
         }
         with_virtual_models(registry, &self.virtual_models)
+    }
+
+    /// Makes the logins of providers registered with `oauth` known to `/login`,
+    /// `pi auth login` and the token refresh (also done by [`Extensions::catalog`]).
+    pub fn register_logins(&self) {
+        oauth::register_flows(&self.shared, &self.providers);
     }
 
     /// The agent that `appendEntry`, `sendMessage` and session calls act on.

@@ -61,7 +61,7 @@ Other options:
   --credentials           Emit the credential from check, or include it in JSON output
   --no-refresh            Do not refresh expired OAuth credentials during check";
 
-fn agent_dir() -> PathBuf {
+pub(super) fn agent_dir() -> PathBuf {
     pi_agent::config::agent_dir(
         &|k| std::env::var(k).ok(),
         pi_agent::config::home().as_deref(),
@@ -211,8 +211,16 @@ fn login(request: &LoginRequest) -> Result<(), String> {
     if request.provider == llama_cpp::PROVIDER_ID {
         return login_llama();
     }
-    let provider =
-        find_provider(&request.provider).ok_or_else(|| unknown_provider(&request.provider))?;
+    let Some(provider) = find_provider(&request.provider) else {
+        // Not one of Pi's: an extension's `registerProvider({ oauth })` may sign in to it
+        // (its prompts are answered from stdin, terminal or not).
+        if !request.api_key {
+            if let Some(done) = super::auth_extension::login(&request.provider) {
+                return done;
+            }
+        }
+        return Err(unknown_provider(&request.provider));
+    };
     // Pi checks this after finding the provider and before anything else: every login may
     // ask a question, and a secret is read in raw mode.
     if !(std::io::stdin().is_terminal() && std::io::stdout().is_terminal()) {

@@ -103,6 +103,16 @@ pub fn open_providers(app: &mut App, api_key: bool) {
                 id: p.id().into(),
                 effect: Effect::AccountLogin(p.id().into()),
             })
+            // Providers extensions register with `oauth` (Pi lists them with the accounts).
+            .chain(
+                oauth::extension::registered()
+                    .into_iter()
+                    .map(|(id, name)| ProviderRow {
+                        name,
+                        effect: Effect::AccountLogin(id.clone()),
+                        id,
+                    }),
+            )
             .collect()
     };
     app.dialog = Some(Dialog::Login(Box::new(LoginDialog::Providers(
@@ -203,6 +213,12 @@ pub fn start(app: &mut App, agent_dir: &Path, arg: &str, tx: mpsc::Sender<Msg>) 
 pub fn start_account(app: &mut App, agent_dir: &Path, arg: &str, tx: mpsc::Sender<Msg>) {
     let mut words = arg.split_whitespace();
     let id = words.next().unwrap_or("");
+    if OAuthProvider::from_id(id).is_none() {
+        if let Some(flow) = oauth::extension::lookup(id) {
+            start_extension_login(app, agent_dir, id, flow, tx);
+            return;
+        }
+    }
     let Some(provider) = OAuthProvider::from_id(id) else {
         let known: Vec<&str> = OAuthProvider::ALL.iter().map(|p| p.id()).collect();
         app.transcript.push(Item::Error(format!(
@@ -253,6 +269,59 @@ pub fn start_account(app: &mut App, agent_dir: &Path, arg: &str, tx: mpsc::Sende
         if result.is_ok() && provider == OAuthProvider::Radius {
             let _ = tx.send(Msg::Radius(after_radius_login(&agent_dir)));
         }
+    });
+}
+
+/// `/login` for a provider an extension registered with `oauth`: its `login(callbacks)`
+/// runs in the extension process; what it shows becomes notices. This dialog cannot answer
+/// its `onPrompt` questions yet (the login then fails; `pi auth login <provider>` answers
+/// them from stdin).
+fn start_extension_login(
+    app: &mut App,
+    agent_dir: &Path,
+    id: &str,
+    flow: Arc<dyn oauth::extension::ExtensionFlow>,
+    tx: mpsc::Sender<Msg>,
+) {
+    let name = flow.name();
+    app.notice(format!("Logging in to {name}…"));
+    let agent_dir = agent_dir.to_path_buf();
+    let id = id.to_string();
+    std::thread::spawn(move || {
+        let say = tx.clone();
+        let notify = Arc::new(move |event: LoginEvent| {
+            let text = match event {
+                LoginEvent::AuthUrl { url, instructions } => format!("{instructions}\n{url}"),
+                LoginEvent::DeviceCode {
+                    user_code,
+                    verification_uri,
+                } => format!("Enter code {user_code} at {verification_uri}"),
+                LoginEvent::Progress(message) => message,
+            };
+            let _ = say.send(Msg::Notice(text));
+        });
+        let result = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .map_err(|e| e.to_string())
+            .and_then(|rt| {
+                rt.block_on(flow.login(Interaction {
+                    method: oauth::LoginMethod::Browser,
+                    enterprise_domain: None,
+                    notify,
+                    manual_input: None,
+                    cancel: CancellationToken::new(),
+                }))
+            })
+            .and_then(|credential| oauth::save_credential(&agent_dir, &id, credential));
+        let text = match &result {
+            Ok(()) => format!(
+                "Logged in to {name}. Credentials saved to {}",
+                agent_dir.join("auth.json").display()
+            ),
+            Err(e) => format!("Login failed: {e}"),
+        };
+        let _ = tx.send(Msg::Notice(text));
     });
 }
 

@@ -16,6 +16,7 @@
 pub mod anthropic;
 mod callback;
 mod device;
+pub mod extension;
 pub mod github_copilot;
 mod kimi_coding;
 mod meta;

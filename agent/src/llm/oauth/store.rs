@@ -60,7 +60,21 @@ pub fn remove_credential(agent_dir: &Path, provider: &str) -> Result<bool, Strin
 pub fn oauth_access_token(agent_dir: &Path, provider: &str) -> (Option<String>, Option<String>) {
     match refresh_if_expiring(agent_dir, provider) {
         Ok(RefreshOutcome::NotStored) => (None, None),
-        Ok(RefreshOutcome::Valid(t) | RefreshOutcome::Refreshed(t)) => (Some(t), None),
+        Ok(RefreshOutcome::Valid(t) | RefreshOutcome::Refreshed(t)) => {
+            match super::extension::lookup(provider) {
+                // An extension's login: its getApiKey(credentials) makes the key.
+                Some(flow) => match stored_oauth(agent_dir, provider) {
+                    Ok(Some(credential)) => {
+                        match super::extension::block_on(flow.api_key(credential)) {
+                            Ok(key) => (Some(key), None),
+                            Err(e) => (Some(t), Some(format!("getApiKey failed: {e}"))),
+                        }
+                    }
+                    _ => (Some(t), None),
+                },
+                None => (Some(t), None),
+            }
+        }
         Err(e) => {
             let stale = stored_oauth(agent_dir, provider)
                 .ok()
@@ -101,10 +115,12 @@ pub fn refresh_if_expiring_within(
     if !expiring(&current) {
         return Ok(RefreshOutcome::Valid(access(&current)));
     }
-    let Some(flow) = OAuthProvider::from_id(provider) else {
+    let builtin = OAuthProvider::from_id(provider);
+    let from_extension = super::extension::lookup(provider).filter(|_| builtin.is_none());
+    if builtin.is_none() && from_extension.is_none() {
         // A credential from a login this build has no flow for: use it as it is.
         return Ok(RefreshOutcome::Valid(access(&current)));
-    };
+    }
     let path = agent_dir.join("auth.json");
     let _lock = AuthLock::acquire(&path)?;
     // The authoritative check: another process may have refreshed (or logged out) meanwhile.
@@ -115,7 +131,37 @@ pub fn refresh_if_expiring_within(
         return Ok(RefreshOutcome::Valid(access(&current)));
     }
     let credential = current.clone();
-    let refreshed = std::thread::spawn(move || {
+    let refreshed = match (builtin, from_extension) {
+        (None, Some(flow)) => refresh_with_extension(flow.as_ref(), credential)
+            .map_err(|e| format!("OAuth refresh failed for {provider}: {e}"))?,
+        (Some(flow), _) => refresh_builtin(flow, credential)
+            .map_err(|e| format!("OAuth refresh failed for {provider}: {e}"))?,
+        (None, None) => return Ok(RefreshOutcome::Valid(access(&current))),
+    };
+    let token = access(&refreshed);
+    let mut store = AuthStore::load(agent_dir).map_err(|e| e.to_string())?;
+    store.set(provider, refreshed).map_err(|e| e.to_string())?;
+    Ok(RefreshOutcome::Refreshed(token))
+}
+
+/// An extension's refreshToken: what it returns is stored as Pi stores a login
+/// (`{"type": "oauth", …credentials}`).
+fn refresh_with_extension(
+    flow: &dyn super::extension::ExtensionFlow,
+    credential: Value,
+) -> Result<Value, String> {
+    let mut plain = credential;
+    if let Some(map) = plain.as_object_mut() {
+        map.remove("type");
+    }
+    let refreshed = super::extension::block_on(flow.refresh(plain))?;
+    Ok(super::extension::stored_form(refreshed))
+}
+
+/// A built-in flow's refresh, on its own thread and runtime (callers may be sync code inside
+/// a runtime).
+fn refresh_builtin(flow: OAuthProvider, credential: Value) -> Result<Value, String> {
+    std::thread::spawn(move || {
         let runtime = tokio::runtime::Builder::new_current_thread()
             .enable_all()
             .build()
@@ -128,11 +174,6 @@ pub fn refresh_if_expiring_within(
     })
     .join()
     .map_err(|_| "the refresh thread panicked".to_string())?
-    .map_err(|e| format!("OAuth refresh failed for {provider}: {e}"))?;
-    let token = access(&refreshed);
-    let mut store = AuthStore::load(agent_dir).map_err(|e| e.to_string())?;
-    store.set(provider, refreshed).map_err(|e| e.to_string())?;
-    Ok(RefreshOutcome::Refreshed(token))
 }
 
 /// The raw OAuth credential object stored for `provider`, read from disk now.
