@@ -515,7 +515,7 @@ mod tests {
         let view = d.view();
         assert_eq!(view.title, "Select provider to configure:");
         assert_eq!(view.options[0].0, "Radius ✦");
-        assert_eq!(view.options[1].0, "OpenRouter ✦");
+        assert_eq!(view.options[1].0, "OpenRouter OAuth ✦");
         assert_eq!(view.options[2].0, "Anthropic (Claude Pro/Max)");
         assert_eq!(view.options.last().unwrap().0, "(1/9)");
         for c in "copilot".chars() {
