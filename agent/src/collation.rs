@@ -37,7 +37,7 @@ fn primary_weight(c: char) -> (u8, u32) {
 }
 
 /// `a.localeCompare(b)`, approximated (see the module docs).
-pub(crate) fn locale_compare(a: &str, b: &str) -> Ordering {
+pub fn locale_compare(a: &str, b: &str) -> Ordering {
     let primary = |s: &str| s.chars().map(primary_weight).collect::<Vec<_>>();
     let accents = |s: &str| s.to_lowercase().nfd().collect::<String>();
     // Tertiary: lowercase sorts before uppercase at the first position where case differs.

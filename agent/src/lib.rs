@@ -9,7 +9,7 @@
 
 pub mod agent;
 pub mod codemode;
-mod collation;
+pub mod collation;
 pub mod config;
 pub mod extensions;
 pub mod host;

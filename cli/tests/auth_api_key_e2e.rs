@@ -493,3 +493,120 @@ async fn slash_login_saves_an_api_key_that_the_next_prompt_uses() {
     );
     assert_eq!(home.auth_json()["groq"]["key"], "gsk-tui-key-5");
 }
+
+/// Pi 1.6.0 in tmux, by hand: `/login`'s provider list puts its partners Radius and
+/// OpenRouter first (marked ✦), then the rest by name; escape in the list goes back to
+/// "Select authentication method:", escape at Bedrock's choice of method goes back to the
+/// list, escape at a key prompt ends the login with "Failed to save API key for Groq: This
+/// operation was aborted". Started without any model, a saved key selects the provider's
+/// default model (Groq: openai/gpt-oss-120b), says so, saves it as the default and the next
+/// prompt uses it; a later login keeps the selected model.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn slash_login_without_a_model_selects_the_providers_default_and_escape_goes_back() {
+    if !enabled() {
+        eprintln!("skipped: set PI_TUI_E2E=1 (needs tmux)");
+        return;
+    }
+    let llm = FakeLlm::start(Script::turns(vec![Turn::text("default model answers")]))
+        .await
+        .unwrap();
+    let home = Home::new();
+    std::fs::write(
+        home.agent.join("models.json"),
+        json!({"providers": {"groq": {"baseUrl": format!("{}/v1", llm.base_url())}}}).to_string(),
+    )
+    .unwrap();
+    let command = format!(
+        "env -i HOME={home} PATH=/usr/bin:/bin PI_CODING_AGENT_DIR={agent} {pi} --no-session; \
+         echo EXITED-$?; sleep 30",
+        home = shell_quote(&home.home),
+        agent = shell_quote(&home.agent),
+        pi = shell_quote(Path::new(env!("CARGO_BIN_EXE_pi"))),
+    );
+    let name = format!("pi-login-default-model-{}", std::process::id());
+    let tmux = Tmux::start(&name, &home.home, &command);
+    tmux.wait_for("to interrupt");
+
+    tmux.keys(&["-l", "/login"]);
+    tmux.keys(&["Enter"]);
+    tmux.wait_for("Select authentication method:");
+    tmux.keys(&["Down"]);
+    tmux.keys(&["Enter"]);
+    let screen = tmux.wait_for("Select provider to configure:");
+    let row = |text: &str| {
+        screen
+            .find(text)
+            .unwrap_or_else(|| panic!("no {text:?} in\n{screen}"))
+    };
+    assert!(row("Radius ✦") < row("OpenRouter ✦"), "{screen}");
+    assert!(row("OpenRouter ✦") < row("Amazon Bedrock"), "{screen}");
+    assert!(row("Amazon Bedrock") < row("Anthropic"), "{screen}");
+
+    // Escape in the list: back to the method selector.
+    tmux.keys(&["Escape"]);
+    tmux.wait_until(
+        |s| s.contains("Select authentication method:") && !s.contains("Select provider"),
+        "the method selector again",
+    );
+    tmux.keys(&["Down"]);
+    tmux.keys(&["Enter"]);
+    tmux.wait_for("Select provider to configure:");
+    // Escape at Bedrock's choice of method: back to the list.
+    tmux.keys(&["-l", "bedrock"]);
+    tmux.wait_for("> bedrock");
+    tmux.keys(&["Enter"]);
+    tmux.wait_for("Select Amazon Bedrock authentication method:");
+    tmux.keys(&["Escape"]);
+    tmux.wait_until(
+        |s| s.contains("Select provider to configure:") && !s.contains("Amazon Bedrock auth"),
+        "the provider list again",
+    );
+    // Escape at the key prompt: the login ends as a failure, nothing stored.
+    tmux.keys(&["-l", "groq"]);
+    tmux.wait_for("> groq");
+    tmux.keys(&["Enter"]);
+    tmux.wait_for("Enter Groq API key");
+    tmux.keys(&["-l", "gsk-dropped"]);
+    tmux.keys(&["Escape"]);
+    let screen = tmux.wait_for("Failed to save API key for Groq: This operation was aborted");
+    assert!(!screen.contains("Select provider"), "{screen}");
+    assert!(!home.agent.join("auth.json").exists());
+
+    // A saved key selects the provider's default model.
+    tmux.keys(&["-l", "/login groq"]);
+    tmux.keys(&["Enter"]);
+    tmux.wait_for("Enter Groq API key");
+    tmux.keys(&["-l", "gsk-default-7"]);
+    tmux.keys(&["Enter"]);
+    // The line is wider than the pane: the path wraps onto the next line.
+    let screen =
+        tmux.wait_for("Saved API key for Groq. Selected openai/gpt-oss-120b. Credentials saved to");
+    assert!(screen.contains(&home.auth_path()), "{screen}");
+    let settings: Value =
+        serde_json::from_str(&std::fs::read_to_string(home.agent.join("settings.json")).unwrap())
+            .unwrap();
+    assert_eq!(settings["defaultProvider"], "groq");
+    assert_eq!(settings["defaultModel"], "openai/gpt-oss-120b");
+
+    tmux.keys(&["-l", "hello"]);
+    tmux.keys(&["Enter"]);
+    tmux.wait_for("default model answers");
+    let requests = llm.requests();
+    assert_eq!(requests.len(), 1);
+    assert_eq!(requests[0].body["model"], "openai/gpt-oss-120b");
+
+    // With a model selected, a login keeps it.
+    tmux.keys(&["-l", "/login cerebras"]);
+    tmux.keys(&["Enter"]);
+    tmux.wait_for("Enter Cerebras API key");
+    tmux.keys(&["-l", "csk-other"]);
+    tmux.keys(&["Enter"]);
+    tmux.wait_for(&format!(
+        "Saved API key for Cerebras. Credentials saved to {}",
+        home.auth_path()
+    ));
+    let settings: Value =
+        serde_json::from_str(&std::fs::read_to_string(home.agent.join("settings.json")).unwrap())
+            .unwrap();
+    assert_eq!(settings["defaultProvider"], "groq");
+}

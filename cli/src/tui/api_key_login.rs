@@ -25,6 +25,8 @@ pub enum LoginKey {
     Open,
     /// Escape: closed without doing anything.
     Closed,
+    /// Escape at a text question: closed, with Pi's error for the abandoned login.
+    Failed(String),
     /// A provider was chosen: what to do next.
     Run(Effect),
     /// Every question is answered: store this credential.
@@ -52,9 +54,26 @@ pub struct ProviderPicker {
     pub selected: usize,
 }
 
+/// Pi's preferred partner providers, most preferred first: its provider lists show them
+/// first, marked, then every other provider by name.
+const PREFERRED_PROVIDERS: [&str; 2] = ["radius", "openrouter"];
+
+/// Where a provider sorts among the preferred ones (all others share the last rank).
+fn preferred_rank(id: &str) -> usize {
+    PREFERRED_PROVIDERS
+        .iter()
+        .position(|p| *p == id)
+        .unwrap_or(PREFERRED_PROVIDERS.len())
+}
+
 impl ProviderPicker {
     pub fn new(mut rows: Vec<ProviderRow>) -> ProviderPicker {
-        rows.sort_by_key(|r| r.name.to_lowercase());
+        // Stable, as Pi's sort: rows of one provider keep their order.
+        rows.sort_by(|a, b| {
+            preferred_rank(&a.id)
+                .cmp(&preferred_rank(&b.id))
+                .then_with(|| pi_agent::collation::locale_compare(&a.name, &b.name))
+        });
         ProviderPicker {
             rows,
             query: String::new(),
@@ -74,7 +93,8 @@ impl ProviderPicker {
     fn key(&mut self, keys: &Keymap, k: &KeyEvent) -> LoginKey {
         let len = self.filtered().len();
         if keys.matches("tui.select.cancel", k) {
-            return LoginKey::Closed;
+            // Back to "Select authentication method:", which opened the list.
+            return LoginKey::Run(Effect::OpenLoginMethods);
         }
         if keys.matches("tui.select.confirm", k) {
             return match self.filtered().get(self.selected) {
@@ -102,7 +122,14 @@ impl ProviderPicker {
             .iter()
             .skip(start)
             .take(VISIBLE_ROWS)
-            .map(|r| (r.name.clone(), None))
+            .map(|r| {
+                let mark = if preferred_rank(&r.id) < PREFERRED_PROVIDERS.len() {
+                    " ✦"
+                } else {
+                    ""
+                };
+                (format!("{}{mark}", r.name), None)
+            })
             .collect();
         if list.is_empty() {
             options.push(("No matching providers".into(), None));
@@ -145,12 +172,16 @@ pub struct ApiKeyForm {
     shown: Vec<String>,
     input: String,
     selected: usize,
+    /// What escape at a choice of method reopens: the provider list the form was picked
+    /// from (Pi's `onBack`); `None` closes the form.
+    back: Option<Effect>,
 }
 
 impl ApiKeyForm {
     /// The form for `provider`'s `steps`, at its first question.
-    pub fn new(provider: &str, name: &str, steps: Vec<Step>) -> ApiKeyForm {
+    pub fn new(provider: &str, name: &str, steps: Vec<Step>, back: Option<Effect>) -> ApiKeyForm {
         let mut form = ApiKeyForm {
+            back,
             provider: provider.to_string(),
             name: name.to_string(),
             pending: steps.into(),
@@ -199,7 +230,16 @@ impl ApiKeyForm {
 
     fn key(&mut self, keys: &Keymap, k: &KeyEvent) -> LoginKey {
         if keys.matches("tui.select.cancel", k) {
-            return LoginKey::Closed;
+            // As in Pi: escape at a choice cancels the login and goes back to where it was
+            // started; at a text question it aborts the login, which Pi reports as a failure.
+            return match (&self.current, &self.back) {
+                (Some(Current::Choose { .. }), Some(back)) => LoginKey::Run(back.clone()),
+                (Some(Current::Choose { .. }), None) => LoginKey::Closed,
+                _ => LoginKey::Failed(format!(
+                    "Failed to save API key for {}: This operation was aborted",
+                    self.name
+                )),
+            };
         }
         match &self.current {
             Some(Current::Choose { options, .. }) => {
@@ -348,7 +388,7 @@ mod tests {
             .provider("amazon-bedrock")
             .unwrap();
         let steps = crate::commands::api_key_flow::flow(provider).unwrap();
-        let mut form = ApiKeyForm::new("amazon-bedrock", "Amazon Bedrock", steps);
+        let mut form = ApiKeyForm::new("amazon-bedrock", "Amazon Bedrock", steps, None);
         assert_eq!(
             form.view().title,
             "Select Amazon Bedrock authentication method:"

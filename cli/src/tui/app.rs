@@ -44,6 +44,11 @@ pub enum Msg {
     Llama(super::llama_view::LlamaUpdate),
     /// A Radius sign-in finished, or the start-up catalog refresh came back.
     Radius(super::login::RadiusUpdate),
+    /// An account sign-in was stored (`action`: "Logged in to <provider>").
+    LoggedIn {
+        provider: String,
+        action: String,
+    },
 }
 
 /// The output line of a `!cmd` until it finishes.
@@ -62,8 +67,20 @@ pub enum Effect {
     LoginProviders {
         api_key: bool,
     },
-    /// `/login`'s API-key questions for a provider (its catalog id).
-    ApiKeyLogin(String),
+    /// `/login`'s "Select authentication method:" (escape in its provider list goes back).
+    OpenLoginMethods,
+    /// `/login`'s API-key questions for a provider (its catalog id); `from_list` when it was
+    /// picked from the provider list, which escape at its choice of method reopens.
+    ApiKeyLogin {
+        provider: String,
+        from_list: bool,
+    },
+    /// A login was stored (`action` is Pi's "Saved API key for X" / "Logged in to X"): Pi's
+    /// completion, which picks the provider's default model when none was selected.
+    LoginDone {
+        provider: String,
+        action: String,
+    },
     /// Every question of an API-key login is answered: store the credential.
     SaveApiKey {
         provider: String,
@@ -919,7 +936,7 @@ impl App {
             .collect()
     }
 
-    fn set_model(&mut self, m: ModelInfo, out: &mut Vec<Effect>) {
+    pub(super) fn set_model(&mut self, m: ModelInfo, out: &mut Vec<Effect>) {
         if !m.reasoning {
             self.thinking = ThinkingLevel::Off;
         }
@@ -1656,6 +1673,7 @@ pub fn update(app: &mut App, msg: Msg) -> Vec<Effect> {
         Msg::Extension(record) => super::ext_ui::apply(app, &record),
         Msg::Llama(u) => return super::llama_view::on_update(app, u),
         Msg::Radius(u) => return super::login::on_radius(app, u),
+        Msg::LoggedIn { provider, action } => return vec![Effect::LoginDone { provider, action }],
         Msg::FileTotals(file) => {
             // A switch since start-up computed its own totals; these are stale then.
             if app.footer.file_totals_pending {
@@ -2039,6 +2057,10 @@ fn on_dialog_key(app: &mut App, k: KeyEvent, out: &mut Vec<Effect>) {
         Dialog::Login(mut d) => match d.key(&keys, &k) {
             super::api_key_login::LoginKey::Open => Some(Dialog::Login(d)),
             super::api_key_login::LoginKey::Closed => None,
+            super::api_key_login::LoginKey::Failed(error) => {
+                app.transcript.push(Item::Error(error));
+                None
+            }
             super::api_key_login::LoginKey::Run(effect) => {
                 out.push(effect);
                 None

@@ -16,9 +16,9 @@
 //! Differences from Pi: the sign-in method is the provider's default (browser; device code
 //! for Copilot, which has no other); `/login github-copilot <domain>` gives a GitHub
 //! Enterprise domain instead of a prompt; a redirect URL cannot be pasted into the editor
-//! (use `pi auth login` for headless logins); the browser is not opened for you; after a
-//! login no default model is selected for you, and escape in a login dialog closes it rather
-//! than going back to the list.
+//! (use `pi auth login` for headless logins); the browser is not opened for you; after
+//! `/login radius` the default model is chosen once the catalog is read, so the "Logged in"
+//! notice comes after the catalog refresh rather than before it.
 
 use std::path::Path;
 use std::sync::mpsc;
@@ -32,6 +32,7 @@ use tokio_util::sync::CancellationToken;
 use super::api_key_login::{ApiKeyForm, LoginDialog, ProviderPicker, ProviderRow};
 use super::app::{App, Effect, Msg};
 use super::dialogs::{Confirm, Dialog};
+use super::driver::{AgentDriver, ModelInfo};
 use super::transcript::Item;
 use crate::commands::api_key_flow;
 
@@ -87,7 +88,10 @@ pub fn open_providers(app: &mut App, api_key: bool) {
             .map(|p| ProviderRow {
                 name: p.name.clone(),
                 id: p.id.clone(),
-                effect: Effect::ApiKeyLogin(p.id.clone()),
+                effect: Effect::ApiKeyLogin {
+                    provider: p.id.clone(),
+                    from_list: true,
+                },
             })
             .chain([ProviderRow {
                 name: llama_cpp::PROVIDER_ID.into(),
@@ -120,8 +124,9 @@ pub fn open_providers(app: &mut App, api_key: bool) {
     ))));
 }
 
-/// "Login to <provider>" with its API-key questions.
-pub fn open_api_key_form(app: &mut App, id: &str) {
+/// "Login to <provider>" with its API-key questions; `from_list` when it was picked from
+/// the provider list (escape at a choice of method goes back to it, as in Pi).
+pub fn open_api_key_form(app: &mut App, id: &str, from_list: bool) {
     let Some(provider) = pi_agent::llm::catalog::builtin_catalog().provider(id) else {
         return;
     };
@@ -132,27 +137,100 @@ pub fn open_api_key_form(app: &mut App, id: &str) {
         )));
         return;
     };
-    let form = ApiKeyForm::new(&provider.id, &provider.name, steps);
+    let back = from_list.then_some(Effect::LoginProviders { api_key: true });
+    let form = ApiKeyForm::new(&provider.id, &provider.name, steps, back);
     app.dialog = Some(Dialog::Login(Box::new(LoginDialog::Form(Box::new(form)))));
 }
 
-/// Stores an answered API-key login (auth.json, 0600, under the lock) and says so as Pi
-/// does; the next request reads it.
+/// Stores an answered API-key login (auth.json, 0600, under the lock), then completes it
+/// as Pi does ([`finish_login`]); the next request reads it.
 pub fn save_api_key(
     app: &mut App,
+    driver: &mut dyn AgentDriver,
     agent_dir: &Path,
     provider: &str,
     name: &str,
     credential: Value,
 ) {
     match oauth::save_credential(agent_dir, provider, credential) {
-        Ok(()) => app.notice(format!(
-            "Saved API key for {name}. Credentials saved to {}",
-            agent_dir.join("auth.json").display()
-        )),
+        Ok(()) => finish_login(
+            app,
+            driver,
+            agent_dir,
+            provider,
+            &format!("Saved API key for {name}"),
+        ),
         Err(e) => app.transcript.push(Item::Error(format!(
             "Failed to save API key for {name}: {e}"
         ))),
+    }
+}
+
+/// After a login was stored (Pi's `completeProviderAuthentication`): the model list now
+/// includes the provider; when no model was selected yet, the provider's default model is
+/// selected and saved as the default (`defaultProvider`/`defaultModel`), and the notice
+/// names it. A model already selected is kept, as in Pi.
+pub fn finish_login(
+    app: &mut App,
+    driver: &mut dyn AgentDriver,
+    agent_dir: &Path,
+    provider: &str,
+    action: &str,
+) {
+    let had_model = app.model.is_some();
+    app.models = driver.models();
+    let saved_to = agent_dir.join("auth.json");
+    let saved_to = saved_to.display();
+    if had_model {
+        app.notice(format!("{action}. Credentials saved to {saved_to}"));
+        return;
+    }
+    match default_model(app, provider, action) {
+        Ok(model) => {
+            let id = model.id.clone();
+            let mut effects = Vec::new();
+            app.set_model(model.clone(), &mut effects);
+            driver.set_model(&model);
+            let saved = crate::tui::save_setting(agent_dir, "defaultProvider", provider.into())
+                .and_then(|()| {
+                    crate::tui::save_setting(agent_dir, "defaultModel", id.clone().into())
+                });
+            app.notice(format!(
+                "{action}. Selected {id}. Credentials saved to {saved_to}"
+            ));
+            if let Err(e) = saved {
+                app.transcript.push(Item::Error(format!(
+                    "Failed to save the default model: {e}"
+                )));
+            }
+        }
+        Err(problem) => {
+            app.notice(format!("{action}. Credentials saved to {saved_to}"));
+            app.transcript.push(Item::Error(problem));
+        }
+    }
+}
+
+/// The model a login selects (Pi's `defaultModelPerProvider`; Radius catalogs vary by
+/// account, so its first model stands in for "balanced"), or Pi's reason why there is none.
+fn default_model(app: &App, provider: &str, action: &str) -> Result<ModelInfo, String> {
+    let Some(default_id) = pi_agent::config::default_model_for_provider(provider) else {
+        return Err(format!(
+            "{action}, but no default model is configured for provider \"{provider}\". Use /model to select a model."
+        ));
+    };
+    let mut models = app.models.iter().filter(|m| m.provider == provider);
+    let Some(first) = models.clone().next() else {
+        return Err(format!(
+            "{action}, but no models are available for that provider. Use /model to select a model."
+        ));
+    };
+    match models.find(|m| m.id == default_id) {
+        Some(m) => Ok(m.clone()),
+        None if provider == OAuthProvider::Radius.id() => Ok(first.clone()),
+        None => Err(format!(
+            "{action}, but its default model \"{default_id}\" is not available. Use /model to select a model."
+        )),
     }
 }
 
@@ -193,7 +271,10 @@ pub fn start(app: &mut App, agent_dir: &Path, arg: &str, tx: mpsc::Sender<Msg>) 
                     ),
                     (
                         API_KEY_LABEL.into(),
-                        Some(Effect::ApiKeyLogin(provider.id.clone())),
+                        Some(Effect::ApiKeyLogin {
+                            provider: provider.id.clone(),
+                            from_list: false,
+                        }),
                     ),
                 ],
                 cancelled: String::new(),
@@ -201,7 +282,7 @@ pub fn start(app: &mut App, agent_dir: &Path, arg: &str, tx: mpsc::Sender<Msg>) 
             }))
         }
         (Some(_), false) => start_account(app, agent_dir, &account_arg, tx),
-        (None, true) => open_api_key_form(app, &provider.id),
+        (None, true) => open_api_key_form(app, &provider.id, false),
         (None, false) => app.transcript.push(Item::Error(format!(
             "{} is configured outside pi.",
             provider.name
@@ -257,17 +338,20 @@ pub fn start_account(app: &mut App, agent_dir: &Path, arg: &str, tx: mpsc::Sende
                 }))
             })
             .and_then(|credential| oauth::save_credential(&agent_dir, provider.id(), credential));
-        let text = match &result {
-            Ok(()) => format!(
-                "Logged in to {}. Credentials saved to {}",
-                provider.name(),
-                agent_dir.join("auth.json").display()
-            ),
-            Err(e) => format!("Login failed: {e}"),
-        };
-        let _ = tx.send(Msg::Notice(text));
-        if result.is_ok() && provider == OAuthProvider::Radius {
-            let _ = tx.send(Msg::Radius(after_radius_login(&agent_dir)));
+        match result {
+            Ok(()) => {
+                // Radius's catalog comes first, so the default model can be chosen from it.
+                if provider == OAuthProvider::Radius {
+                    let _ = tx.send(Msg::Radius(after_radius_login(&agent_dir)));
+                }
+                let _ = tx.send(Msg::LoggedIn {
+                    provider: provider.id().into(),
+                    action: format!("Logged in to {}", provider.name()),
+                });
+            }
+            Err(e) => {
+                let _ = tx.send(Msg::Notice(format!("Login failed: {e}")));
+            }
         }
     });
 }
@@ -491,14 +575,17 @@ mod tests {
             update(&mut app, key(KeyCode::Enter)),
             vec![Effect::LoginProviders { api_key: true }]
         );
-        // The account providers, sorted by name; the search narrows them.
+        // The account providers: Pi's partners first (marked), then by name; the search
+        // narrows them.
         open_providers(&mut app, false);
         let Some(Dialog::Login(d)) = &app.dialog else {
             panic!("no provider list")
         };
         let view = d.view();
         assert_eq!(view.title, "Select provider to configure:");
-        assert_eq!(view.options[0].0, "Anthropic (Claude Pro/Max)");
+        assert_eq!(view.options[0].0, "Radius ✦");
+        assert_eq!(view.options[1].0, "OpenRouter OAuth ✦");
+        assert_eq!(view.options[2].0, "Anthropic (Claude Pro/Max)");
         assert_eq!(view.options.last().unwrap().0, "(1/9)");
         for c in "copilot".chars() {
             update(&mut app, key(KeyCode::Char(c)));

@@ -661,12 +661,19 @@ fn apply_effect(
         Effect::Login(arg) => login::start(app, &opts.agent_dir, &arg, tx.clone()),
         Effect::AccountLogin(arg) => login::start_account(app, &opts.agent_dir, &arg, tx.clone()),
         Effect::LoginProviders { api_key } => login::open_providers(app, api_key),
-        Effect::ApiKeyLogin(provider) => login::open_api_key_form(app, &provider),
+        Effect::OpenLoginMethods => app.dialog = Some(login::picker()),
+        Effect::ApiKeyLogin {
+            provider,
+            from_list,
+        } => login::open_api_key_form(app, &provider, from_list),
         Effect::SaveApiKey {
             provider,
             name,
             credential,
-        } => login::save_api_key(app, &opts.agent_dir, &provider, &name, credential),
+        } => login::save_api_key(app, driver, &opts.agent_dir, &provider, &name, credential),
+        Effect::LoginDone { provider, action } => {
+            login::finish_login(app, driver, &opts.agent_dir, &provider, &action)
+        }
         Effect::OpenLogout => login::open_logout(app, &opts.agent_dir),
         Effect::Logout(provider) => login::logout(app, &opts.agent_dir, &provider),
         Effect::Llama(action) => llama_view::apply(app, driver, &opts.agent_dir, tx, action),
