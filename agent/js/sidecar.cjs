@@ -752,6 +752,55 @@ async function emit(event, payload, emitId) {
     }
     return changed ? { messages } : {};
   }
+  if (event === "before_provider_request") {
+    // Chained: each handler sees the payload the previous one returned; returning
+    // undefined keeps it. `{payload}` is answered only when some handler replaced it.
+    let current = payload.payload;
+    let replaced = false;
+    for (const { extension, handler } of handlersOf(event)) {
+      try {
+        const r = await handler({ type: event, payload: current }, ctx);
+        if (r !== undefined) {
+          current = r;
+          replaced = true;
+        }
+      } catch (err) {
+        reportError(extension.path, event, err);
+      }
+    }
+    return replaced ? { payload: current } : {};
+  }
+  if (event === "resources_discover") {
+    // Every handler contributes; paths are collected in load order.
+    const found = { skillPaths: [], promptPaths: [], themePaths: [] };
+    for (const { extension, handler } of handlersOf(event)) {
+      try {
+        const r = await handler({ type: event, ...payload }, ctx);
+        if (!r || typeof r !== "object") continue;
+        for (const key of Object.keys(found)) {
+          if (Array.isArray(r[key])) found[key].push(...r[key].filter((p) => typeof p === "string" && p));
+        }
+      } catch (err) {
+        reportError(extension.path, event, err);
+      }
+    }
+    return found;
+  }
+  if (event === "project_trust") {
+    // The first "yes" or "no" decides; "undecided" (or nothing) lets later handlers, then
+    // the built-in flow, decide.
+    for (const { extension, handler } of handlersOf(event)) {
+      try {
+        const r = await handler({ type: event, ...payload }, ctx);
+        if (r && (r.trusted === "yes" || r.trusted === "no")) {
+          return { trusted: r.trusted, remember: r.remember === true };
+        }
+      } catch (err) {
+        reportError(extension.path, event, err);
+      }
+    }
+    return { trusted: "undecided" };
+  }
   if (event === "before_agent_start") {
     const messages = [];
     let systemPrompt;

@@ -53,6 +53,12 @@ pub trait AgentHooks: Send + Sync {
         None
     }
 
+    /// The hooks around a model request's HTTP exchange (`before_provider_request`,
+    /// `after_provider_response`), asked before each request; `None` when nothing listens.
+    fn provider_hooks(&self) -> Option<std::sync::Arc<dyn crate::llm::ProviderHooks>> {
+        None
+    }
+
     /// Whether [`AgentHooks::context`] wants the messages (serializing them costs a pass
     /// over the context, so it is done only for a hook that uses them).
     fn wants_context(&self) -> bool {

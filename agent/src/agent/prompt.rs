@@ -194,6 +194,16 @@ impl super::AgentSession {
         }
     }
 
+    /// A new way to build the system message (its resources changed: a reload, skills an
+    /// extension contributed), used now and whenever the tool set changes. The session
+    /// writes the new message (or a patch of the sections that changed) before the next
+    /// user message, as after [`Self::set_system_message`].
+    pub fn set_prompt_builder(&self, builder: PromptBuilder) {
+        let mut st = super::lock(&self.shared.state);
+        st.opts.prompt.builder = Some(builder);
+        rebuild_prompt(&mut st);
+    }
+
     /// Replaces the prebuilt system message, for Pi's `/reload` after context files, skills
     /// or prompt templates changed on disk. The session writes it before the next user
     /// message of a branch, as it does for the first one.

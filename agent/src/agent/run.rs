@@ -914,6 +914,10 @@ impl AgentSession {
         } else {
             (model, options, level)
         };
+        let options = StreamOptions {
+            provider_hooks: self.hooks().and_then(|h| h.provider_hooks()),
+            ..options
+        };
         let mut stream = llm::stream(&model, context, options);
         let mut started = false;
         let mut final_message = None;

@@ -302,6 +302,53 @@ impl Resources {
     }
 }
 
+impl Resources {
+    /// Adds the skills and prompt templates at paths extensions contributed
+    /// (`resources_discover`), after everything loaded so far: a name already taken keeps
+    /// its first definition and the newcomer is reported as a collision. Whether anything
+    /// was added.
+    pub fn add_discovered(&mut self, skill_paths: &[PathBuf], prompt_paths: &[PathBuf]) -> bool {
+        let before = (self.skills.len(), self.prompt_templates.len());
+        for path in skill_paths.iter().chain(prompt_paths) {
+            if !path.exists() {
+                self.diagnostics.push(Diagnostic::error(
+                    "Extension resource path does not exist",
+                    path,
+                ));
+            }
+        }
+        let sources: Vec<(PathBuf, SkillDirMode)> = skill_paths
+            .iter()
+            .map(|p| (p.clone(), SkillDirMode::Pi))
+            .collect();
+        for skill in load_skills(&sources, &mut self.diagnostics) {
+            match self.skills.iter().find(|s| s.name == skill.name) {
+                Some(winner) => self.diagnostics.push(Diagnostic::collision(
+                    format!("name \"{}\" collision", skill.name),
+                    &skill.file_path,
+                    &winner.file_path,
+                )),
+                None => self.skills.push(skill),
+            }
+        }
+        for template in load_prompt_templates(prompt_paths, &mut self.diagnostics) {
+            match self
+                .prompt_templates
+                .iter()
+                .find(|t| t.name == template.name)
+            {
+                Some(winner) => self.diagnostics.push(Diagnostic::collision(
+                    format!("name \"{}\" collision", template.name),
+                    &template.file_path,
+                    &winner.file_path,
+                )),
+                None => self.prompt_templates.push(template),
+            }
+        }
+        before != (self.skills.len(), self.prompt_templates.len())
+    }
+}
+
 /// Pi's `resolvePromptInput`: an existing file's content, else the text itself.
 fn text_or_file(source: &str, diagnostics: &mut Vec<Diagnostic>) -> (String, Option<PathBuf>) {
     let path = Path::new(source);

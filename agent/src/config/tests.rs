@@ -105,3 +105,53 @@ fn project_files_apply_only_once_trusted() {
         .unwrap();
     assert!(startup(&agent, &cwd, None, false).0);
 }
+
+/// Skills and prompt templates extensions discovered join after the loaded ones: a name
+/// already taken keeps its first definition (the newcomer is a collision), a missing path
+/// is an error diagnostic.
+#[test]
+fn discovered_resources_join_after_the_loaded_ones() {
+    let tmp = tempfile::tempdir().unwrap();
+    let agent = tmp.path().join("agent");
+    let cwd = tmp.path().join("cwd");
+    std::fs::create_dir_all(&cwd).unwrap();
+    let skill = |dir: &Path, name: &str, what: &str| {
+        write(
+            &dir.join(name).join("SKILL.md"),
+            &format!("---\nname: {name}\ndescription: {what}\n---\nbody\n"),
+        );
+    };
+    skill(&agent.join("skills"), "shared", "The user's own.");
+    let found = tmp.path().join("found");
+    skill(&found.join("skills"), "shared", "The extension's.");
+    skill(&found.join("skills"), "extra", "Only the extension has it.");
+    write(&found.join("prompts/greet.md"), "Hello $1.\n");
+    let mut options = ResourceOptions::new(&agent, &cwd, true);
+    options.home = Some(agent.join("no-home"));
+    let mut resources = Resources::load(&options);
+    assert_eq!(resources.skills.len(), 1);
+
+    let missing = tmp.path().join("missing");
+    assert!(resources.add_discovered(
+        &[found.join("skills"), missing.clone()],
+        &[found.join("prompts")]
+    ));
+    let names: Vec<_> = resources.skills.iter().map(|s| s.name.as_str()).collect();
+    assert_eq!(names, ["shared", "extra"]);
+    assert_eq!(resources.skills[0].description, "The user's own.");
+    assert_eq!(resources.prompt_templates[0].name, "greet");
+    let kinds: Vec<_> = resources
+        .diagnostics
+        .iter()
+        .map(|d| {
+            (
+                d.kind,
+                d.path.starts_with(&missing) || d.path.starts_with(&found),
+            )
+        })
+        .collect();
+    assert!(kinds.contains(&("collision", true)), "{kinds:?}");
+    assert!(kinds.contains(&("error", true)), "{kinds:?}");
+    // The same paths again add nothing.
+    assert!(!resources.add_discovered(&[found.join("skills")], &[found.join("prompts")]));
+}

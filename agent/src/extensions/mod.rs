@@ -18,6 +18,7 @@ mod execute_tool;
 mod forward;
 mod oauth;
 mod providers;
+mod request_hooks;
 mod sidecar;
 mod state;
 mod tool;
@@ -112,6 +113,28 @@ pub struct StartOptions {
     pub flags: Vec<String>,
 }
 
+/// What `resources_discover` handlers contributed: absolute paths.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct DiscoveredResources {
+    /// Skill files or directories.
+    pub skill_paths: Vec<PathBuf>,
+    /// Prompt-template files or directories.
+    pub prompt_paths: Vec<PathBuf>,
+    /// Theme files or directories.
+    pub theme_paths: Vec<PathBuf>,
+}
+
+impl DiscoveredResources {
+    /// Whether no handler contributed anything.
+    pub fn is_empty(&self) -> bool {
+        self.skill_paths.is_empty() && self.prompt_paths.is_empty() && self.theme_paths.is_empty()
+    }
+}
+
+/// Applies what `resources_discover` found after a command's `ctx.reload()` (set by the
+/// front end, which owns the loaded resources).
+pub type DiscoveredControl = Arc<dyn Fn(DiscoveredResources) + Send + Sync>;
+
 /// A failed extension: its path and Pi's message.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct LoadError {
@@ -186,6 +209,9 @@ struct Shared {
     session_control: Mutex<Option<SessionControl>>,
     /// How commands' `ctx.reload()` reloads resources (set by the front end).
     reload_control: Mutex<Option<ReloadControl>>,
+    /// How resources extensions discover after a reload join the loaded ones (set by the
+    /// front end).
+    discovered_control: Mutex<Option<DiscoveredControl>>,
     /// Agent events for the extensions' notification handlers, in order.
     forward: forward::Forwarder,
     /// The runtime the sidecar's tasks run on.
@@ -642,7 +668,7 @@ impl Shared {
 
     /// A command's `ctx.reload()`: Pi's `/reload` flow. The extensions hear
     /// `session_shutdown` (`reason: "reload"`), the front end reloads settings and resources,
-    /// then `session_start` (`reason: "reload"`) follows. The extension process itself
+    /// then `session_start` and `resources_discover` (`reason: "reload"`) follow. The extension process itself
     /// carries on (as for session replacement), so module state survives.
     fn reload(self: &Arc<Self>, id: Value) {
         let this = self.clone();
@@ -668,6 +694,11 @@ impl Shared {
             extensions
                 .notify("session_start", json!({ "reason": "reload" }))
                 .await;
+            let found = extensions.resources_discover("reload").await;
+            let apply = lock(&this.discovered_control).clone();
+            if let (Some(apply), false) = (apply, found.is_empty()) {
+                apply(found);
+            }
             drop(extensions);
             this.sync_state().await;
             let answer = match outcome {
@@ -806,6 +837,135 @@ impl Extensions {
     /// Starts the sidecar and loads `options.paths`. Fails only when the sidecar cannot run
     /// at all (no Node.js); extensions that fail to load are listed in [`Extensions::errors`].
     pub async fn start(options: StartOptions) -> Result<Arc<Extensions>, String> {
+        Self::start_after(None, options).await
+    }
+
+    /// Starts the sidecar and loads the extensions that decide the project's trust (Pi's
+    /// user/global and `-e` ones) before anything project-local is read; see
+    /// [`Preloaded::project_trust`]. [`Extensions::start_after`] loads the rest into the same
+    /// process, so no factory runs twice.
+    pub async fn preload(options: StartOptions) -> Result<Preloaded, String> {
+        let (shared, sidecar, timeout) = Self::spawn(&options)?;
+        let paths = options.paths.clone();
+        // Nothing can answer a dialog yet (the front end starts after trust): handlers see
+        // `ctx.hasUI` false and dialogs answer their defaults.
+        let loaded = Self::load(
+            &shared,
+            &sidecar,
+            timeout,
+            &options,
+            &paths,
+            &options.flags,
+            false,
+        )
+        .await;
+        let (events, errors) = match loaded {
+            Ok(v) => (string_list(&v, "events"), load_errors(&v)),
+            Err(e) => (Vec::new(), failed_loads(&paths, &e)),
+        };
+        Ok(Preloaded {
+            shared,
+            sidecar,
+            timeout,
+            paths,
+            events,
+            errors,
+        })
+    }
+
+    /// [`Extensions::start`] continuing from `preloaded`: only the paths it did not load yet
+    /// are loaded now (their `-e` flags were handed over then).
+    pub async fn start_after(
+        preloaded: Option<Preloaded>,
+        options: StartOptions,
+    ) -> Result<Arc<Extensions>, String> {
+        let (shared, sidecar, timeout, rest, flags, mut errors) = match preloaded {
+            Some(pre) => {
+                let rest: Vec<PathBuf> = options
+                    .paths
+                    .iter()
+                    .filter(|p| !pre.paths.contains(p))
+                    .cloned()
+                    .collect();
+                (
+                    pre.shared,
+                    pre.sidecar,
+                    pre.timeout,
+                    rest,
+                    Vec::new(),
+                    pre.errors,
+                )
+            }
+            None => {
+                let (shared, sidecar, timeout) = Self::spawn(&options)?;
+                let rest = options.paths.clone();
+                (
+                    shared,
+                    sidecar,
+                    timeout,
+                    rest,
+                    options.flags.clone(),
+                    Vec::new(),
+                )
+            }
+        };
+        let has_ui = options.mode.has_ui();
+        let loaded =
+            match Self::load(&shared, &sidecar, timeout, &options, &rest, &flags, has_ui).await {
+                Ok(v) => v,
+                Err(e) => {
+                    sidecar.shutdown().await;
+                    errors.extend(failed_loads(&rest, &e));
+                    return Ok(Arc::new(Extensions {
+                        sidecar,
+                        tools: Vec::new(),
+                        commands: Vec::new(),
+                        events: Vec::new(),
+                        unknown_flags: Vec::new(),
+                        virtual_models: Vec::new(),
+                        providers: Vec::new(),
+                        shortcuts: Vec::new(),
+                        errors,
+                        shared,
+                        timeout,
+                    }));
+                }
+            };
+        let list = |k: &str| {
+            loaded
+                .get(k)
+                .and_then(Value::as_array)
+                .cloned()
+                .unwrap_or_default()
+        };
+        let str_of = |v: &Value, k: &str| v.get(k).and_then(Value::as_str).map(str::to_string);
+        errors.extend(load_errors(&loaded));
+        let extensions = Arc::new(Extensions {
+            tools: list("tools"),
+            commands: list("commands")
+                .iter()
+                .filter_map(|c| Some((str_of(c, "name")?, str_of(c, "description"))))
+                .collect(),
+            events: string_list(&loaded, "events"),
+            unknown_flags: string_list(&loaded, "unknownFlags"),
+            virtual_models: list("virtualModels"),
+            providers: list("providers"),
+            shortcuts: list("shortcuts")
+                .iter()
+                .filter_map(|c| Some((str_of(c, "shortcut")?, str_of(c, "description"))))
+                .collect(),
+            errors,
+            sidecar,
+            shared,
+            timeout,
+        });
+        *lock(&extensions.shared.this) = Arc::downgrade(&extensions);
+        extensions.shared.forward.start(&extensions);
+        Ok(extensions)
+    }
+
+    /// Starts the Node process (nothing loaded yet).
+    fn spawn(options: &StartOptions) -> Result<(Arc<Shared>, Arc<Sidecar>, Duration), String> {
         let script =
             bundle::install().map_err(|e| format!("cannot write the extension runtime: {e}"))?;
         let node = std::env::var("PI_NODE").unwrap_or_else(|_| "node".to_string());
@@ -831,6 +991,7 @@ impl Extensions {
             runner: Mutex::new(None),
             session_control: Mutex::new(None),
             reload_control: Mutex::new(None),
+            discovered_control: Mutex::new(None),
             forward: forward::Forwarder::default(),
             runtime: tokio::runtime::Handle::current(),
             provider_streams: providers::ProviderStreams::default(),
@@ -852,20 +1013,29 @@ impl Extensions {
             }),
         )?;
         *lock(&shared.sidecar) = Some(sidecar.clone());
-        let paths: Vec<String> = options
-            .paths
-            .iter()
-            .map(|p| p.display().to_string())
-            .collect();
-        let loaded = sidecar
+        Ok((shared, sidecar, timeout))
+    }
+
+    /// Loads `paths` into the sidecar; the answer lists everything loaded so far.
+    async fn load(
+        shared: &Shared,
+        sidecar: &Sidecar,
+        timeout: Duration,
+        options: &StartOptions,
+        paths: &[PathBuf],
+        flags: &[String],
+        has_ui: bool,
+    ) -> Result<Value, String> {
+        let paths: Vec<String> = paths.iter().map(|p| p.display().to_string()).collect();
+        sidecar
             .request_bounded(
                 "load",
                 json!({
                     "paths": paths,
-                    "flags": options.flags,
+                    "flags": flags,
                     "cwd": options.cwd.display().to_string(),
                     "mode": options.mode.as_str(),
-                    "hasUI": options.mode.has_ui(),
+                    "hasUI": has_ui,
                     "builtinTools": options
                         .active_tools
                         .iter()
@@ -880,74 +1050,7 @@ impl Extensions {
                 // Loading transpiles TypeScript: slower than a hook, and bounded apart.
                 timeout.max(DEFAULT_LOAD_TIMEOUT),
             )
-            .await;
-        let loaded = match loaded {
-            Ok(v) => v,
-            Err(e) => {
-                sidecar.shutdown().await;
-                return Ok(Arc::new(Extensions {
-                    sidecar,
-                    tools: Vec::new(),
-                    commands: Vec::new(),
-                    events: Vec::new(),
-                    unknown_flags: Vec::new(),
-                    virtual_models: Vec::new(),
-                    providers: Vec::new(),
-                    shortcuts: Vec::new(),
-                    errors: paths
-                        .iter()
-                        .map(|p| LoadError {
-                            path: p.clone(),
-                            error: format!("Failed to load extension: loading {e}"),
-                        })
-                        .collect(),
-                    shared,
-                    timeout,
-                }));
-            }
-        };
-        let list = |k: &str| {
-            loaded
-                .get(k)
-                .and_then(Value::as_array)
-                .cloned()
-                .unwrap_or_default()
-        };
-        let str_of = |v: &Value, k: &str| v.get(k).and_then(Value::as_str).map(str::to_string);
-        let extensions = Arc::new(Extensions {
-            tools: list("tools"),
-            commands: list("commands")
-                .iter()
-                .filter_map(|c| Some((str_of(c, "name")?, str_of(c, "description"))))
-                .collect(),
-            events: list("events")
-                .iter()
-                .filter_map(|e| e.as_str().map(str::to_string))
-                .collect(),
-            unknown_flags: list("unknownFlags")
-                .iter()
-                .filter_map(|f| f.as_str().map(str::to_string))
-                .collect(),
-            virtual_models: list("virtualModels"),
-            providers: list("providers"),
-            shortcuts: list("shortcuts")
-                .iter()
-                .filter_map(|c| Some((str_of(c, "shortcut")?, str_of(c, "description"))))
-                .collect(),
-            errors: list("errors")
-                .iter()
-                .map(|e| LoadError {
-                    path: str_of(e, "path").unwrap_or_default(),
-                    error: str_of(e, "error").unwrap_or_default(),
-                })
-                .collect(),
-            sidecar,
-            shared,
-            timeout,
-        });
-        *lock(&extensions.shared.this) = Arc::downgrade(&extensions);
-        extensions.shared.forward.start(&extensions);
-        Ok(extensions)
+            .await
     }
 
     /// `base` with what the extensions add to the catalog: their providers, then their
@@ -985,6 +1088,38 @@ impl Extensions {
             payload["previousSessionFile"] = previous.into();
         }
         self.notify("session_start", payload).await;
+    }
+
+    /// Pi's `resources_discover` (after `session_start`; `reason` is `startup` or
+    /// `reload`): the skill, prompt-template and theme paths the handlers return, relative
+    /// paths taken from the cwd. Empty when no extension handles the event.
+    pub async fn resources_discover(&self, reason: &str) -> DiscoveredResources {
+        let cwd = self.shared.cwd.clone();
+        let Some(found) = self
+            .emit(
+                "resources_discover",
+                json!({"cwd": cwd.display().to_string(), "reason": reason}),
+            )
+            .await
+        else {
+            return DiscoveredResources::default();
+        };
+        let home = crate::config::paths::home();
+        let paths = |key: &str| -> Vec<PathBuf> {
+            found
+                .get(key)
+                .and_then(Value::as_array)
+                .into_iter()
+                .flatten()
+                .filter_map(Value::as_str)
+                .map(|p| crate::config::paths::resolve_path(p, &cwd, home.as_deref()))
+                .collect()
+        };
+        DiscoveredResources {
+            skill_paths: paths("skillPaths"),
+            prompt_paths: paths("promptPaths"),
+            theme_paths: paths("themePaths"),
+        }
     }
 
     /// Pi's `session_shutdown` for the session being left (`reason`: `quit`, `new`,
@@ -1045,6 +1180,12 @@ impl Extensions {
     /// How commands' `ctx.reload()` reloads settings and resources.
     pub fn set_reload_control(&self, control: ReloadControl) {
         *lock(&self.shared.reload_control) = Some(control);
+    }
+
+    /// How resources that `resources_discover` handlers return after a command's
+    /// `ctx.reload()` are added to the reloaded ones.
+    pub fn set_discovered_control(&self, control: DiscoveredControl) {
+        *lock(&self.shared.discovered_control) = Some(control);
     }
 
     /// The next run an extension asked for while idle (a command's `sendUserMessage` or
@@ -1371,6 +1512,20 @@ impl crate::agent::AgentHooks for Extensions {
         self.handles("context")
     }
 
+    fn provider_hooks(&self) -> Option<Arc<dyn crate::llm::ProviderHooks>> {
+        let payload = self.handles("before_provider_request");
+        let response = self.handles("after_provider_response");
+        if !payload && !response {
+            return None;
+        }
+        let extensions = lock(&self.shared.this).upgrade()?;
+        Some(Arc::new(request_hooks::RequestHooks {
+            extensions,
+            payload,
+            response,
+        }))
+    }
+
     fn wants_tree(&self) -> bool {
         self.handles("session_before_tree")
     }
@@ -1423,6 +1578,118 @@ impl crate::agent::AgentHooks for Extensions {
             .forward
             .observe(event, |name| self.handles(name));
     }
+}
+
+/// Extensions loaded before the project's trust is decided (see [`Extensions::preload`]).
+pub struct Preloaded {
+    shared: Arc<Shared>,
+    sidecar: Arc<Sidecar>,
+    timeout: Duration,
+    paths: Vec<PathBuf>,
+    events: Vec<String>,
+    errors: Vec<LoadError>,
+}
+
+impl std::fmt::Debug for Preloaded {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Preloaded")
+            .field("paths", &self.paths)
+            .finish_non_exhaustive()
+    }
+}
+
+/// A `project_trust` handler's decision.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct TrustAnswer {
+    /// `"yes"` (true) or `"no"` (false).
+    pub trusted: bool,
+    /// `remember: true`: the decision is to be saved in `trust.json`.
+    pub remember: bool,
+}
+
+impl Preloaded {
+    /// The extension files loaded.
+    pub fn paths(&self) -> &[PathBuf] {
+        &self.paths
+    }
+
+    /// Stops the process (the run ended before the rest of the extensions were loaded).
+    pub async fn shutdown(&self) {
+        self.sidecar.shutdown().await;
+    }
+
+    /// Pi's `project_trust` for `cwd`: the first handler answering `"yes"` or `"no"` decides;
+    /// `None` when none does (`"undecided"`, no handler, or a failure, which is reported).
+    pub async fn project_trust(&self, cwd: &Path) -> Option<TrustAnswer> {
+        if !self.events.iter().any(|e| e == "project_trust") || self.sidecar.exited() {
+            return None;
+        }
+        let answer = self
+            .sidecar
+            .request_bounded(
+                "emit",
+                json!({"event": "project_trust", "payload": {"cwd": cwd.display().to_string()}}),
+                self.timeout,
+            )
+            .await;
+        let answer = match answer {
+            Ok(v) => v,
+            Err(e) => {
+                self.shared.report_error(
+                    "<extensions>",
+                    "project_trust",
+                    &format!("\"project_trust\" handler {e}"),
+                );
+                return None;
+            }
+        };
+        let trusted = match answer.get("trusted").and_then(Value::as_str) {
+            Some("yes") => true,
+            Some("no") => false,
+            _ => return None,
+        };
+        Some(TrustAnswer {
+            trusted,
+            remember: answer.get("remember").and_then(Value::as_bool) == Some(true),
+        })
+    }
+}
+
+/// A string list of a load answer.
+fn string_list(loaded: &Value, key: &str) -> Vec<String> {
+    loaded
+        .get(key)
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .filter_map(|e| e.as_str().map(str::to_string))
+        .collect()
+}
+
+/// The failures a load answer lists.
+fn load_errors(loaded: &Value) -> Vec<LoadError> {
+    let str_of = |v: &Value, k: &str| v.get(k).and_then(Value::as_str).map(str::to_string);
+    loaded
+        .get("errors")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .map(|e| LoadError {
+            path: str_of(e, "path").unwrap_or_default(),
+            error: str_of(e, "error").unwrap_or_default(),
+        })
+        .collect()
+}
+
+/// Every path of a load that did not finish, failed with `error`.
+fn failed_loads(paths: &[PathBuf], error: &str) -> Vec<LoadError> {
+    paths
+        .iter()
+        .map(|p| LoadError {
+            path: p.display().to_string(),
+            error: format!("Failed to load extension: loading {error}"),
+        })
+        .collect()
 }
 
 /// A custom message as Pi's `sendMessage` builds it (`role: "custom"`, content defaulting to

@@ -611,7 +611,9 @@ pub(crate) async fn run(
     em: &mut Emitter,
 ) -> Result<(), String> {
     let body = build_request(model, context, options)?;
-    let bytes = serde_json::to_vec(&body).map_err(|e| e.to_string())?;
+    // Hooks see the payload before it is signed: the signature covers what is sent.
+    let body = http::hooked_payload(options, &body).await;
+    let bytes = serde_json::to_vec(body.as_ref()).map_err(|e| e.to_string())?;
     let (base, region) = endpoint(model);
     let path_model = aws::uri_encode(&model.id, false);
     let url = format!("{base}/model/{path_model}/converse-stream");
@@ -690,6 +692,7 @@ pub(crate) async fn run(
         req = req.timeout(t);
     }
     let resp = req.send().await.map_err(|e| http::error_chain(&e))?;
+    http::observe_response(options, &resp).await;
     let status = resp.status();
     if !status.is_success() {
         let error_type = resp

@@ -150,7 +150,47 @@ pub(crate) fn error_chain(e: &dyn std::error::Error) -> String {
     s
 }
 
-/// POST `body` as JSON; a non-2xx answer becomes `Err(message)`.
+/// The body to send: the payload hooks' replacement of `body`, if any (`body` itself when no
+/// hook reads payloads, so nothing is copied).
+pub(crate) async fn hooked_payload<'a>(
+    options: &StreamOptions,
+    body: &'a Value,
+) -> std::borrow::Cow<'a, Value> {
+    match &options.provider_hooks {
+        Some(hooks) if hooks.wants_payload() => match hooks.payload(body.clone()).await {
+            Some(replaced) => std::borrow::Cow::Owned(replaced),
+            None => std::borrow::Cow::Borrowed(body),
+        },
+        _ => std::borrow::Cow::Borrowed(body),
+    }
+}
+
+/// Shows the response's status and headers to the hooks that want them, before the body
+/// is read.
+pub(crate) async fn observe_response(options: &StreamOptions, resp: &reqwest::Response) {
+    let Some(hooks) = options
+        .provider_hooks
+        .as_ref()
+        .filter(|h| h.wants_response())
+    else {
+        return;
+    };
+    let mut headers: std::collections::BTreeMap<String, String> = Default::default();
+    for (name, value) in resp.headers() {
+        let value = String::from_utf8_lossy(value.as_bytes()).into_owned();
+        headers
+            .entry(name.as_str().to_ascii_lowercase())
+            .and_modify(|v| {
+                v.push_str(", ");
+                v.push_str(&value);
+            })
+            .or_insert(value);
+    }
+    hooks.response(resp.status().as_u16(), headers).await;
+}
+
+/// POST `body` as JSON (after the provider hooks saw it); a non-2xx answer becomes
+/// `Err(message)`.
 pub(crate) async fn post_json(
     options: &StreamOptions,
     url: &str,
@@ -158,7 +198,8 @@ pub(crate) async fn post_json(
     body: &Value,
     style: ErrorStyle,
 ) -> Result<reqwest::Response, String> {
-    let mut req = client(options).post(url).json(body);
+    let body = hooked_payload(options, body).await;
+    let mut req = client(options).post(url).json(body.as_ref());
     for (k, v) in headers {
         req = req.header(k.as_str(), v.as_str());
     }
@@ -166,6 +207,7 @@ pub(crate) async fn post_json(
         req = req.timeout(t);
     }
     let resp = req.send().await.map_err(|e| error_chain(&e))?;
+    observe_response(options, &resp).await;
     let status = resp.status();
     if !status.is_success() {
         let text = resp.text().await.unwrap_or_default();

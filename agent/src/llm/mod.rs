@@ -151,6 +151,29 @@ pub struct StreamOptions {
     pub client: Option<reqwest::Client>,
     /// Request timeout.
     pub timeout: Option<Duration>,
+    /// Extensions' hooks around the HTTP exchange (Pi's `before_provider_request` and
+    /// `after_provider_response`); `None` costs nothing.
+    pub provider_hooks: Option<std::sync::Arc<dyn ProviderHooks>>,
+}
+
+/// What runs around a model request's HTTP exchange, for every wire API: the payload as
+/// built may be replaced before it is sent, and the response's status and headers are seen
+/// before its body is read. Only the stages a hook [`wants`](ProviderHooks::wants_payload)
+/// cost anything (the payload is copied only for a hook that reads it).
+#[async_trait::async_trait]
+pub trait ProviderHooks: Send + Sync + std::fmt::Debug {
+    /// Whether [`ProviderHooks::payload`] should see the request bodies.
+    fn wants_payload(&self) -> bool;
+
+    /// The request body as built: `Some` replaces it on the wire.
+    async fn payload(&self, payload: Value) -> Option<Value>;
+
+    /// Whether [`ProviderHooks::response`] should see the responses.
+    fn wants_response(&self) -> bool;
+
+    /// The response's status and headers (lower-case names; repeated headers joined with
+    /// `, `), before its body is read; error statuses included.
+    async fn response(&self, status: u16, headers: BTreeMap<String, String>);
 }
 
 /// One event of a streaming response (Pi's `AssistantMessageEvent`); serializes with Pi's

@@ -6,13 +6,127 @@ use std::path::Path;
 use std::sync::Arc;
 
 use anyhow::{anyhow, bail};
-use pi_agent::extensions::{extension_paths, DiscoverOptions, Extensions, StartOptions, UiMode};
+use pi_agent::extensions::{
+    extension_paths, DiscoverOptions, Extensions, Preloaded, StartOptions, UiMode,
+};
 
 use super::{write_line, Env};
 use crate::RunArgs;
 
 /// The extensions this process started, stopped by [`shutdown`].
 static STARTED: std::sync::Mutex<Vec<Arc<Extensions>>> = std::sync::Mutex::new(Vec::new());
+
+/// Extensions loaded to decide a project's trust ([`decide_trust`]); [`start`] loads the
+/// rest into the same process.
+static PRELOADED: std::sync::Mutex<Option<Preloaded>> = std::sync::Mutex::new(None);
+
+/// Trust decisions `project_trust` handlers made in this process, by directory (also for a
+/// later reload of the same directory).
+static DECIDED: std::sync::Mutex<Vec<(std::path::PathBuf, bool)>> =
+    std::sync::Mutex::new(Vec::new());
+
+/// The trust a `project_trust` handler decided for `cwd` in this process.
+pub fn decided_trust(cwd: &Path) -> Option<bool> {
+    DECIDED
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .iter()
+        .find(|(dir, _)| dir == cwd)
+        .map(|(_, trusted)| *trusted)
+}
+
+/// Pi's `project_trust`: when the project in `cwd` has files that need trust and no
+/// `--approve`/`--no-approve` decides, the user/global and `-e` extensions are loaded (before
+/// anything project-local) and asked; the first "yes" or "no" decides (and with `remember`
+/// is saved in trust.json), so [`decided_trust`] has it for the settings. Otherwise the
+/// built-in flow (trust.json, `defaultProjectTrust`, the prompt) decides as before.
+pub fn decide_trust(args: &RunArgs, cwd: &str) -> anyhow::Result<()> {
+    let dir = Path::new(cwd);
+    if args.approve
+        || args.no_approve
+        || args.project_trusted.is_some()
+        || decided_trust(dir).is_some()
+        || !pi_agent::config::has_trust_requiring_resources(
+            dir,
+            pi_agent::config::home().as_deref(),
+        )
+    {
+        return Ok(());
+    }
+    let agent_dir = pi_storage::StoreOptions::from_env(args.session_dir.as_deref(), None).agent_dir;
+    let global = pi_agent::config::Settings::load_global(&agent_dir);
+    let paths = extension_paths(&DiscoverOptions {
+        agent_dir: &agent_dir,
+        cwd: dir,
+        project_trusted: false,
+        no_extensions: args.no_extensions,
+        cli_paths: &cli_paths(args),
+        global_setting: global.global().get("extensions"),
+        project_setting: None,
+    });
+    if paths.is_empty() {
+        return Ok(());
+    }
+    let (mode, records) = front_end(args);
+    let options = StartOptions {
+        paths,
+        cwd: dir.to_path_buf(),
+        mode,
+        records,
+        active_tools: Vec::new(),
+        flags: args.extension_flags.clone(),
+    };
+    let handle = tokio::runtime::Handle::current();
+    let (preloaded, answer) = tokio::task::block_in_place(|| {
+        handle.block_on(async {
+            let preloaded = Extensions::preload(options).await?;
+            let answer = preloaded.project_trust(dir).await;
+            Ok::<_, String>((preloaded, answer))
+        })
+    })
+    .map_err(|e| anyhow!(e))?;
+    *PRELOADED.lock().unwrap_or_else(|e| e.into_inner()) = Some(preloaded);
+    let Some(answer) = answer else {
+        return Ok(());
+    };
+    if answer.remember {
+        pi_agent::config::TrustStore::new(&agent_dir)
+            .set(dir, Some(answer.trusted))
+            .map_err(|e| anyhow!("cannot save the trust decision: {e}"))?;
+    }
+    DECIDED
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .push((dir.to_path_buf(), answer.trusted));
+    Ok(())
+}
+
+/// `-e` paths (`-e builtin:<name>` turns a built-in on: `modes::llama_cpp`; it is no file).
+fn cli_paths(args: &RunArgs) -> Vec<String> {
+    args.extensions
+        .iter()
+        .filter(|e| !e.starts_with("builtin:"))
+        .cloned()
+        .collect()
+}
+
+/// The front end the extensions run under, and where their records go.
+fn front_end(args: &RunArgs) -> (UiMode, Option<pi_agent::extensions::RecordSink>) {
+    let mode = match args.mode.as_deref() {
+        Some("rpc") => UiMode::Rpc,
+        Some("json") => UiMode::Json,
+        _ if args.print => UiMode::Print,
+        Some(_) => UiMode::Print,
+        None => UiMode::Tui,
+    };
+    let records: Option<pi_agent::extensions::RecordSink> = match mode {
+        UiMode::Rpc => Some(Arc::new(|v: serde_json::Value| write_line(&v))),
+        // Text on stderr would land on the TUI's screen: errors become notices instead.
+        UiMode::Tui => Some(Arc::new(tui_relay::send)),
+        _ => None,
+    };
+    (mode, records)
+}
 
 /// Loads the configured extensions; `None` when there are none (no Node process starts).
 pub fn start(
@@ -22,13 +136,7 @@ pub fn start(
 ) -> anyhow::Result<Option<Arc<Extensions>>> {
     let cwd = Path::new(&env.home.cwd);
     let config = &env.settings.config;
-    // `-e builtin:<name>` turns a built-in on (llama.cpp: `modes::llama_cpp`); it is no file.
-    let cli_paths: Vec<String> = args
-        .extensions
-        .iter()
-        .filter(|e| !e.starts_with("builtin:"))
-        .cloned()
-        .collect();
+    let cli_paths = cli_paths(args);
     let mut paths = extension_paths(&DiscoverOptions {
         agent_dir: &env.home.agent_dir,
         cwd,
@@ -46,25 +154,21 @@ pub fn start(
             }
         }
     }
-    if paths.is_empty() {
+    // Extensions loaded for the trust decision carry on in the same process.
+    let preloaded = PRELOADED.lock().unwrap_or_else(|e| e.into_inner()).take();
+    if paths.is_empty() && preloaded.is_none() {
         if let Some(flag) = args.extension_flags.first() {
             bail!("unknown option {flag} (no extension is loaded to register it)");
         }
         return Ok(None);
     }
-    let mode = match args.mode.as_deref() {
-        Some("rpc") => UiMode::Rpc,
-        Some("json") => UiMode::Json,
-        _ if args.print => UiMode::Print,
-        Some(_) => UiMode::Print,
-        None => UiMode::Tui,
-    };
-    let records: Option<pi_agent::extensions::RecordSink> = match mode {
-        UiMode::Rpc => Some(Arc::new(|v: serde_json::Value| write_line(&v))),
-        // Text on stderr would land on the TUI's screen: errors become notices instead.
-        UiMode::Tui => Some(Arc::new(tui_relay::send)),
-        _ => None,
-    };
+    if let Some(pre) = &preloaded {
+        // Kept first, in the order they loaded (a reordering settings file cannot move them).
+        let mut all = pre.paths().to_vec();
+        all.extend(paths.into_iter().filter(|p| !pre.paths().contains(p)));
+        paths = all;
+    }
+    let (mode, records) = front_end(args);
     let options = StartOptions {
         paths,
         cwd: cwd.to_path_buf(),
@@ -76,8 +180,10 @@ pub fn start(
     let handle = tokio::runtime::Handle::current();
     // build_host runs inside the runtime (print, rpc) or beside it (TUI): the sidecar's
     // reader task must live on the runtime that outlives this call.
-    let ext = tokio::task::block_in_place(|| handle.block_on(Extensions::start(options)))
-        .map_err(|e| anyhow!(e))?;
+    let ext = tokio::task::block_in_place(|| {
+        handle.block_on(Extensions::start_after(preloaded, options))
+    })
+    .map_err(|e| anyhow!(e))?;
     STARTED
         .lock()
         .unwrap_or_else(|e| e.into_inner())
@@ -99,6 +205,10 @@ pub fn start(
 
 /// Sends `session_shutdown` and stops every sidecar this process started.
 pub async fn shutdown() {
+    let preloaded = PRELOADED.lock().unwrap_or_else(|e| e.into_inner()).take();
+    if let Some(pre) = preloaded {
+        pre.shutdown().await;
+    }
     let started = std::mem::take(&mut *STARTED.lock().unwrap_or_else(|e| e.into_inner()));
     for ext in started {
         ext.shutdown().await;

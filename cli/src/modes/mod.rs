@@ -183,7 +183,10 @@ impl Env {
     /// and rpc exit 1 as Pi does; the TUI asks first and calls [`Env::at`]).
     pub fn new(args: &RunArgs) -> anyhow::Result<Env> {
         match run_dir(args, &current_cwd()?)? {
-            RunDir::Dir(cwd) => Env::at(args, cwd),
+            RunDir::Dir(cwd) => {
+                extensions::decide_trust(args, &cwd)?;
+                Env::at(args, cwd)
+            }
             RunDir::Missing(missing) => bail!("{missing}"),
         }
     }
@@ -591,12 +594,27 @@ pub fn build_host(args: &RunArgs, env: &Env, sink: EventSink) -> anyhow::Result<
     } else {
         agent.start_new()?;
     }
+    let mut resources = env.resources.clone();
     if let Some(ext) = &extensions {
         ext.attach(agent.clone());
         agent.set_hooks(ext.clone());
-        // Pi's `session_start`, once `ctx.sessionManager` can read the session.
+        // Pi's `session_start`, once `ctx.sessionManager` can read the session, then
+        // `resources_discover`: skills and prompt templates the extensions point at join
+        // the loaded ones (and the system prompt).
         let handle = tokio::runtime::Handle::current();
-        tokio::task::block_in_place(|| handle.block_on(ext.session_start("startup", None)));
+        let found = tokio::task::block_in_place(|| {
+            handle.block_on(async {
+                ext.session_start("startup", None).await;
+                ext.resources_discover("startup").await
+            })
+        });
+        if resources.add_discovered(&found.skill_paths, &found.prompt_paths) {
+            agent.set_prompt_builder(prompt_builder_for(
+                env.home.cwd.clone(),
+                resources.clone(),
+                mcp.clone(),
+            ));
+        }
     }
     if let Some(loadout) = loadout {
         agent.set_tool_loadout(loadout);
@@ -605,7 +623,7 @@ pub fn build_host(args: &RunArgs, env: &Env, sink: EventSink) -> anyhow::Result<
         agent,
         HostSetup {
             home: env.home.clone(),
-            resources: env.resources.clone(),
+            resources,
             skill_commands: env.settings.config.enable_skill_commands(),
             scoped,
             has_auth: Arc::new(has_auth),
@@ -730,8 +748,15 @@ fn prompt_builder(
     env: &Env,
     mcp: Option<Arc<pi_agent::mcp::McpManager>>,
 ) -> pi_agent::agent::PromptBuilder {
-    let cwd = env.home.cwd.clone();
-    let resources = env.resources.clone();
+    prompt_builder_for(env.home.cwd.clone(), env.resources.clone(), mcp)
+}
+
+/// [`prompt_builder`] over `resources` (with what extensions contributed).
+pub(crate) fn prompt_builder_for(
+    cwd: String,
+    resources: pi_agent::config::Resources,
+    mcp: Option<Arc<pi_agent::mcp::McpManager>>,
+) -> pi_agent::agent::PromptBuilder {
     pi_agent::agent::PromptBuilder(Arc::new(move |tools| {
         let message =
             pi_agent::config::build_system_message(&pi_agent::config::SystemPromptInput {

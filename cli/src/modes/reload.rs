@@ -8,19 +8,20 @@
 
 use std::sync::{Arc, Mutex, Weak};
 
-use pi_agent::extensions::{Extensions, ReloadControl};
+use pi_agent::extensions::{DiscoveredResources, Extensions, ReloadControl};
 use pi_agent::host::Host;
 
 use super::settings::Settings;
 use super::{
-    api_key_resolver_quiet, catalog_with_extensions, reload_mcp, system_message_with_mcp,
+    api_key_resolver_quiet, catalog_with_extensions, current_mcp, prompt_builder_for, reload_mcp,
     tool_selection, Env,
 };
 use crate::RunArgs;
 
 /// Lets `extensions`' commands reload `host` (held weakly: the host owns the extensions).
 pub fn install(extensions: &Extensions, host: &Arc<Host>, args: &RunArgs, settings: &Settings) {
-    let host = Arc::downgrade(host);
+    let weak = Arc::downgrade(host);
+    let host = weak.clone();
     let args = args.clone();
     // The settings the last reload (or the start) applied: tools newly selected by the
     // reloaded settings become active, as `/reload` does.
@@ -36,6 +37,26 @@ pub fn install(extensions: &Extensions, host: &Arc<Host>, args: &RunArgs, settin
         })
     });
     extensions.set_reload_control(control);
+    extensions.set_discovered_control(Arc::new(move |found| {
+        if let Some(host) = weak.upgrade() {
+            add_discovered(&host, &found);
+        }
+    }));
+}
+
+/// Adds the skills and prompt templates extensions' `resources_discover` handlers point at
+/// to the host's resources and the system prompt.
+fn add_discovered(host: &Host, found: &DiscoveredResources) {
+    let setup = host.setup();
+    let mut resources = setup.resources;
+    if resources.add_discovered(&found.skill_paths, &found.prompt_paths) {
+        host.agent().set_prompt_builder(prompt_builder_for(
+            setup.home.cwd.clone(),
+            resources.clone(),
+            current_mcp(),
+        ));
+        host.set_resources(resources, setup.skill_commands);
+    }
 }
 
 /// Reads everything again for the directory the host works in now and applies it.
@@ -60,9 +81,13 @@ fn reload(host: &Weak<Host>, args: &RunArgs, applied: &Mutex<Settings>) -> Resul
     let resolver = api_key_resolver_quiet(&with_registry, &mut warnings);
     agent.set_registry(std::mem::take(&mut with_registry.registry), Some(resolver));
     warnings.extend(reload_mcp(with_registry.settings.trusted));
-    // The next prompt patches the sections that changed into the session.
-    let tools = agent.tools();
-    agent.set_system_message(system_message_with_mcp(&with_registry, &tools));
+    // The next prompt patches the sections that changed into the session; later tool
+    // changes rebuild it from the reloaded resources too.
+    agent.set_prompt_builder(prompt_builder_for(
+        with_registry.home.cwd.clone(),
+        with_registry.resources.clone(),
+        current_mcp(),
+    ));
     for warning in warnings {
         eprintln!("Warning: {warning}");
     }

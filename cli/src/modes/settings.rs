@@ -50,7 +50,9 @@ impl Settings {
         } else if args.no_approve {
             Some(false)
         } else {
+            // A `project_trust` handler's answer (see `extensions::decide_trust`).
             args.project_trusted
+                .or_else(|| super::extensions::decided_trust(cwd))
         };
         let decision = resolve_trust(
             cwd,

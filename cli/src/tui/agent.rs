@@ -693,10 +693,20 @@ pub fn run_with_args(mut args: crate::RunArgs) -> anyhow::Result<i32> {
             }
         }
     };
-    args.project_trusted =
-        super::startup::resolve_startup_trust(&agent_dir, Path::new(&cwd), &args, |prompt| {
-            super::startup::ask_on_terminal(&agent_dir, prompt)
-        })?;
+    // User/global and `-e` extensions decide first (`project_trust`); the prompt only when
+    // none does.
+    {
+        let _guard = runtime.enter();
+        crate::modes::extensions::decide_trust(&args, &cwd)?;
+    }
+    args.project_trusted = match crate::modes::extensions::decided_trust(Path::new(&cwd)) {
+        Some(trusted) => Some(trusted),
+        None => {
+            super::startup::resolve_startup_trust(&agent_dir, Path::new(&cwd), &args, |prompt| {
+                super::startup::ask_on_terminal(&agent_dir, prompt)
+            })?
+        }
+    };
     let env = crate::modes::Env::at(&args, cwd)?;
     // Decided once per run, as in Pi: /reload keeps this answer even if trust.json changes
     // (Pi's /trust takes effect on the next start).
