@@ -133,6 +133,9 @@ impl Tool for ScriptCallNote {
     fn exposure(&self) -> ToolExposure {
         self.inner.exposure()
     }
+    fn sequential(&self) -> bool {
+        self.inner.sequential()
+    }
     fn label(&self) -> &str {
         self.inner.label()
     }

@@ -475,6 +475,13 @@ pub trait Tool: Send + Sync + fmt::Debug {
         ToolExposure::Direct
     }
 
+    /// Pi's `executionMode: "sequential"`: an assistant message whose tool calls include
+    /// this tool has all of them run one after another instead of concurrently (a tool
+    /// that keeps mutable state of its own).
+    fn sequential(&self) -> bool {
+        false
+    }
+
     /// Runs the tool.
     async fn execute(
         &self,
