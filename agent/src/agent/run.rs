@@ -1039,10 +1039,13 @@ impl AgentSession {
     ) -> Vec<Value> {
         let sequential = {
             let st = lock(&self.shared.state);
+            // Registered tools too: a `deferred` one `tool_search` loaded is not among the
+            // session's own active tools.
             calls.iter().any(|call| {
                 st.opts
                     .tools
                     .iter()
+                    .chain(&st.registered)
                     .any(|tool| tool.name() == call.name && tool.sequential())
             })
         };

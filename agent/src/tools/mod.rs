@@ -62,6 +62,7 @@ pub use registry::NoTools;
 pub use registry::ToolSelection;
 pub use registry::ALL_BUILTIN_TOOL_NAMES;
 pub use registry::DEFAULT_TOOL_NAMES;
+pub use session_tools::keeps_tool;
 pub use session_tools::select_session_tools;
 pub use session_tools::RegisteredTool;
 pub use session_tools::SessionTools;

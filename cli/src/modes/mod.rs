@@ -549,6 +549,8 @@ pub fn build_host(args: &RunArgs, env: &Env, sink: EventSink) -> anyhow::Result<
     }
     let agent = AgentSession::new(session, persist, opts, sink);
     agent.register_tools_in_order(&session_tools.registered);
+    // Tools extensions register later go through the same options.
+    agent.set_tool_selection(selection.clone());
     if let Some(mode) = env
         .settings
         .steering_mode
@@ -591,15 +593,16 @@ pub fn build_host(args: &RunArgs, env: &Env, sink: EventSink) -> anyhow::Result<
     } else {
         agent.start_new()?;
     }
+    // Before `session_start`: tools its handlers register reach the loadout.
+    if let Some(loadout) = loadout {
+        agent.set_tool_loadout(loadout);
+    }
     if let Some(ext) = &extensions {
         ext.attach(agent.clone());
         agent.set_hooks(ext.clone());
         // Pi's `session_start`, once `ctx.sessionManager` can read the session.
         let handle = tokio::runtime::Handle::current();
         tokio::task::block_in_place(|| handle.block_on(ext.session_start("startup", None)));
-    }
-    if let Some(loadout) = loadout {
-        agent.set_tool_loadout(loadout);
     }
     let host = Host::new(
         agent,
