@@ -432,6 +432,7 @@ function toolInfo(definition) {
     promptGuidelines: Array.isArray(definition.promptGuidelines) ? definition.promptGuidelines : undefined,
     exposure: typeof definition.exposure === "string" ? definition.exposure : undefined,
     defaultActive: definition.defaultActive === false ? false : undefined,
+    executionMode: definition.executionMode === "sequential" ? "sequential" : undefined,
   };
 }
 

@@ -8,9 +8,8 @@
 //! Compared per case: the tool names of every provider request (in order), the tool result
 //! texts of the last request (codemode's wall time left out), the declarations of the first
 //! request (descriptions, codemode's docs path left out) and what the extension saw at
-//! `session_start` (`pi.getActiveTools()`, and `pi.getAllTools()` with exposures, less the
-//! tools Pi registers that we do not: Windows' `powershell`, and `codemode` and `tool_search`
-//! while inactive).
+//! `session_start` (`pi.getActiveTools()`, and `pi.getAllTools()` with exposures, less
+//! Windows' `powershell`, which we do not register).
 //!
 //! What real Pi does, per option (see also docs/extensions.md):
 //! - no option: the `direct` and `model-only` extension tools are active (declared), except
@@ -73,11 +72,7 @@ fn without_pi_only_tools(all: &Value) -> Vec<String> {
         .unwrap()
         .iter()
         .map(|t| t.as_str().unwrap().to_string())
-        .filter(|t| {
-            !["powershell:", "codemode:", "tool_search:"]
-                .iter()
-                .any(|prefix| t.starts_with(prefix))
-        })
+        .filter(|t| !t.starts_with("powershell:"))
         .collect()
 }
 

@@ -44,6 +44,11 @@ pub trait ToolLoadout: Send + Sync {
     /// own tools do not include, such as an MCP tool loaded by `tool_search` in an earlier run.
     async fn resolve(&self, name: &str) -> Option<Arc<dyn Tool>>;
 
+    /// An extension registered `tool` after start-up (or again), and the tool options kept
+    /// it: a `codemode` or `deferred` one joins the tools scripts call and `tool_search`
+    /// loads.
+    fn tool_registered(&self, _tool: Arc<dyn Tool>) {}
+
     /// `/reload` read the tool options again (`defaultTools`, `codemode.*`): the tool sets
     /// of later requests follow `selection`.
     fn reselect(&self, _selection: &crate::tools::ToolSelection) {}

@@ -23,6 +23,7 @@ mod input;
 pub mod loadout;
 mod navigate;
 mod nested_call;
+mod nested_queue;
 pub mod prompt;
 mod retry;
 mod route;
@@ -217,6 +218,9 @@ struct State {
     opts: AgentOptions,
     /// Every configured tool; `opts.tools` holds the active ones.
     registered: Vec<Arc<dyn Tool>>,
+    /// The tool options, which filter tools registered after start-up as they filtered
+    /// the start-up ones (`None`: nothing filters them).
+    selection: Option<crate::tools::ToolSelection>,
     steering_mode: QueueMode,
     follow_up_mode: QueueMode,
     auto_compaction: bool,
@@ -244,6 +248,8 @@ struct Shared {
     system_override: Mutex<Option<String>>,
     /// Tools loaded during the session (`tool_search`), when MCP servers can be searched.
     loadout: Mutex<Option<Arc<dyn ToolLoadout>>>,
+    /// When nested calls may run (`executionMode: "sequential"`).
+    nested_queue: nested_queue::NestedQueue,
 }
 
 /// The texts of the user messages among `messages`.
@@ -298,6 +304,7 @@ impl AgentSession {
                     session,
                     persist,
                     registered: opts.tools.clone(),
+                    selection: None,
                     opts,
                     steering_mode: QueueMode::OneAtATime,
                     follow_up_mode: QueueMode::OneAtATime,
@@ -314,6 +321,7 @@ impl AgentSession {
                 hooks: Mutex::new(None),
                 system_override: Mutex::new(None),
                 loadout: Mutex::new(None),
+                nested_queue: nested_queue::NestedQueue::default(),
             }),
         }
     }

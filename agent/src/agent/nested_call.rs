@@ -49,9 +49,20 @@ impl AgentSession {
             });
             on_update(partial);
         };
-        let (output, duration_ms) = self
-            .validated_nested_call(&call, ctx, cancel, &announce_update)
+        // A call of a sequential tool runs alone (see `super::nested_queue`).
+        let sequential = call.tool.as_ref().is_some_and(|t| t.sequential());
+        let admission = self
+            .shared
+            .nested_queue
+            .admit(call.parent_call_id, call.call_id, sequential, &cancel)
             .await;
+        let (output, duration_ms) = match admission {
+            Some(_admission) => {
+                self.validated_nested_call(&call, ctx, cancel, &announce_update)
+                    .await
+            }
+            None => (ToolError::aborted().into_output(), None),
+        };
         if let (Some(recorder), Some(slot)) = (&recorder, slot) {
             recorder.finish(slot, output.is_error, &output.texts());
         }

@@ -120,6 +120,55 @@ impl super::AgentSession {
         }
     }
 
+    /// The tool options (`--tools`, `--exclude-tools`, `--no-tools`, `defaultTools`): tools
+    /// registered after start-up ([`Self::register_extension_tool`]) are filtered and
+    /// activated by them as the start-up ones were.
+    pub fn set_tool_selection(&self, selection: crate::tools::ToolSelection) {
+        super::lock(&self.shared.state).selection = Some(selection);
+    }
+
+    /// The tool options set with [`Self::set_tool_selection`].
+    pub fn tool_selection(&self) -> Option<crate::tools::ToolSelection> {
+        super::lock(&self.shared.state).selection.clone()
+    }
+
+    /// A tool an extension registered after start-up (from a command, an event handler), or
+    /// registered again: as at start-up, the tool options decide whether it is registered at
+    /// all and whether it is active (see `crate::tools::select_session_tools`); without
+    /// options, a `direct` or `model-only` tool not registered with `defaultActive: false` is
+    /// active. A registered `codemode` or `deferred` tool becomes callable from codemode
+    /// scripts and loadable by `tool_search`. Returns whether it was registered.
+    pub fn register_extension_tool(&self, tool: Arc<dyn Tool>, default_active: bool) -> bool {
+        let selection = super::lock(&self.shared.state).selection.clone();
+        let activate = match &selection {
+            None => tool.exposure().is_declarable() && default_active,
+            Some(selection) => {
+                let registered = crate::tools::RegisteredTool {
+                    tool: tool.clone(),
+                    default_active,
+                };
+                let Ok(picked) = crate::tools::select_session_tools(selection, &[registered])
+                else {
+                    return false;
+                };
+                let ours = |tools: &[Arc<dyn Tool>]| tools.iter().any(|t| t.name() == tool.name());
+                if !ours(&picked.registered) {
+                    return false;
+                }
+                ours(&picked.active)
+            }
+        };
+        if activate {
+            self.register_tool(tool.clone());
+        } else {
+            self.register_tool_inactive(tool.clone());
+        }
+        if let Some(loadout) = self.tool_loadout() {
+            loadout.tool_registered(tool);
+        }
+        true
+    }
+
     /// Registers the tools of `registry` that are not registered yet without activating
     /// them (tools the options or their exposure keep inactive at start-up), in its order:
     /// `pi.getAllTools()` lists them as Pi's registry does, `pi.setActiveTools()` and
@@ -191,6 +240,10 @@ impl super::AgentSession {
         }
         if let Some(loadout) = self.tool_loadout() {
             loadout.reselect(after);
+        }
+        let mut st = super::lock(&self.shared.state);
+        if st.selection.is_some() {
+            st.selection = Some(after.clone());
         }
     }
 

@@ -1032,9 +1032,43 @@ impl AgentSession {
         context
     }
 
+    /// Runs an assistant message's tool calls, results in call order: concurrently, or one
+    /// call after another (start, checks, execution, end) when one of them names a tool
+    /// with `executionMode: "sequential"`, as Pi's agent loop does.
+    async fn execute_tools(
+        &self,
+        calls: &[pi_formats::message::ToolCall],
+        truncated: bool,
+        token: &CancellationToken,
+    ) -> Vec<Value> {
+        let sequential = {
+            let st = lock(&self.shared.state);
+            // Registered tools too: a `deferred` one `tool_search` loaded is not among the
+            // session's own active tools.
+            calls.iter().any(|call| {
+                st.opts
+                    .tools
+                    .iter()
+                    .chain(&st.registered)
+                    .any(|tool| tool.name() == call.name && tool.sequential())
+            })
+        };
+        if !sequential {
+            return self.execute_tool_batch(calls, truncated, token).await;
+        }
+        let mut results = Vec::with_capacity(calls.len());
+        for call in calls {
+            results.extend(
+                self.execute_tool_batch(std::slice::from_ref(call), truncated, token)
+                    .await,
+            );
+        }
+        results
+    }
+
     /// Runs a batch of tool calls: `tool_execution_start` for each in order, execution in
     /// parallel (each `tool_execution_end` when it finishes), results in call order.
-    async fn execute_tools(
+    async fn execute_tool_batch(
         &self,
         calls: &[pi_formats::message::ToolCall],
         truncated: bool,

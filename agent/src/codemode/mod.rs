@@ -133,6 +133,9 @@ impl Tool for ScriptCallNote {
     fn exposure(&self) -> ToolExposure {
         self.inner.exposure()
     }
+    fn sequential(&self) -> bool {
+        self.inner.sequential()
+    }
     fn label(&self) -> &str {
         self.inner.label()
     }
@@ -271,10 +274,20 @@ impl CodemodeTool {
         futures::future::join_all(waits).await;
     }
 
-    /// The tools a script may call, with their namespaces and samples.
-    fn callable(&self) -> Vec<Callable> {
-        let mut out: Vec<Callable> = self
-            .builtins
+    /// The tools a script may call, with their namespaces and samples: those of start-up,
+    /// then the session's callable tools it lacks (tools extensions registered since, as
+    /// Pi's scripts reach the callable tools of the moment), then the servers' tools.
+    fn callable(&self, session: Option<&Arc<dyn crate::tools::ToolSession>>) -> Vec<Callable> {
+        let mut tools = self.builtins.clone();
+        for tool in session.map(|s| s.callable_tools()).unwrap_or_default() {
+            if is_script_callable(tool.as_ref())
+                && !crate::mcp::tool_set::is_mcp_tool(tool.name())
+                && !tools.iter().any(|t| t.name() == tool.name())
+            {
+                tools.push(tool);
+            }
+        }
+        let mut out: Vec<Callable> = tools
             .iter()
             .map(|tool| Callable {
                 sample: catalog::tool_sample(tool.as_ref()),
@@ -286,7 +299,7 @@ impl CodemodeTool {
             for (server, name, tool) in mcp.named_tools() {
                 // Hidden tools are unreachable; `direct` ones may already be declared.
                 if server.tool_exposure(&tool.name) == Exposure::Hidden
-                    || self.builtins.iter().any(|t| t.name() == name)
+                    || tools.iter().any(|t| t.name() == name)
                 {
                     continue;
                 }
@@ -300,7 +313,7 @@ impl CodemodeTool {
             // The resource tools, once a server with resources connected.
             if crate::mcp::resources::exposure(mcp).is_some() {
                 for tool in crate::mcp::resources::resource_tools(mcp) {
-                    if self.builtins.iter().any(|t| t.name() == tool.name()) {
+                    if tools.iter().any(|t| t.name() == tool.name()) {
                         continue;
                     }
                     out.push(Callable {
@@ -402,7 +415,7 @@ impl Tool for CodemodeTool {
         let input = args.get("code").and_then(Value::as_str).unwrap_or("");
         let (code, options) = source::parse_source(input).map_err(ToolError::new)?;
         self.wait_for_servers(&code).await;
-        let callable = self.callable();
+        let callable = self.callable(ctx.session.as_ref());
         let calls = Arc::new(Mutex::new(Vec::new()));
         let (changed, mut changes) = tokio::sync::mpsc::unbounded_channel();
         let mut request = sandbox::SandboxRequest {

@@ -461,19 +461,17 @@ impl Shared {
         }
     }
 
-    /// A tool an extension registered after loading: the agent can call it from now on.
+    /// A tool an extension registered after loading: the tool options filter and activate
+    /// it as they did the start-up tools; the agent (and codemode scripts, `tool_search`,
+    /// for `codemode` and `deferred` ones) can call it from now on.
     fn tool_registered(&self, params: &Value) {
         let (Some(agent), Some(ext)) = (self.agent(), lock(&self.this).upgrade()) else {
             return;
         };
         if let Some(info) = params.get("tool") {
             let tool = ExtensionTool::new(info, ext);
-            // Only `direct` and `model-only` tools are activated on registration.
-            if crate::tools::Tool::exposure(&tool).is_declarable() && tool.default_active() {
-                agent.register_tool(Arc::new(tool));
-            } else {
-                agent.register_tool_inactive(Arc::new(tool));
-            }
+            let default_active = tool.default_active();
+            agent.register_extension_tool(Arc::new(tool), default_active);
         }
     }
 

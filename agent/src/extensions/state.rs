@@ -11,7 +11,10 @@ use std::fmt::Write as _;
 
 use serde_json::{json, Value};
 
+use std::sync::Arc;
+
 use crate::agent::AgentSession;
+use crate::tools::Tool;
 
 /// How far the sidecar's copy has got.
 #[derive(Debug, Default)]
@@ -84,20 +87,10 @@ pub(super) fn state_update(agent: &AgentSession, mark: &mut SyncMark) -> String 
         }
     }
     let _ = write!(out, ",\"activeTools\":{}", json!(active));
-    let all = agent.all_tools();
+    let all = all_tools(agent);
     let names: Vec<String> = all.iter().map(|t| t.name().to_string()).collect();
     if names != mark.tools {
-        let infos: Vec<Value> = all
-            .iter()
-            .map(|t| {
-                json!({
-                    "name": t.name(),
-                    "description": t.description(),
-                    "parameters": t.parameters(),
-                    "exposure": t.exposure().as_str(),
-                })
-            })
-            .collect();
+        let infos: Vec<Value> = all.iter().map(Listed::info).collect();
         let _ = write!(out, ",\"allTools\":{}", Value::Array(infos));
         mark.tools = names;
     }
@@ -127,4 +120,76 @@ pub(super) fn state_update(agent: &AgentSession, mark: &mut SyncMark) -> String 
     }
     out.push('}');
     out
+}
+
+/// A tool `pi.getAllTools()` lists.
+enum Listed {
+    Tool(Arc<dyn Tool>),
+    /// `codemode` or `tool_search` while the session has no such tool: Pi registers both
+    /// always (inactive unless something activates them).
+    Placeholder(&'static str, crate::tools::ToolSelection),
+}
+
+impl Listed {
+    fn name(&self) -> &str {
+        match self {
+            Listed::Tool(tool) => tool.name(),
+            Listed::Placeholder(name, _) => name,
+        }
+    }
+
+    fn info(&self) -> Value {
+        match self {
+            Listed::Tool(t) => json!({
+                "name": t.name(),
+                "description": t.description(),
+                "parameters": t.parameters(),
+                "exposure": t.exposure().as_str(),
+            }),
+            Listed::Placeholder(name, selection) => {
+                let tool: Arc<dyn Tool> = if *name == crate::codemode::CODEMODE_TOOL_NAME {
+                    Arc::new(crate::codemode::CodemodeTool::new(
+                        Vec::new(),
+                        Vec::new(),
+                        None,
+                        &selection.codemode,
+                    ))
+                } else {
+                    let (description, parameters) =
+                        crate::mcp::tool_search::tool_search_declaration();
+                    return json!({
+                        "name": name,
+                        "description": description,
+                        "parameters": parameters,
+                        "exposure": "model-only",
+                    });
+                };
+                Listed::Tool(tool).info()
+            }
+        }
+    }
+}
+
+/// `pi.getAllTools()`: the registered tools, then `codemode` and `tool_search` as Pi
+/// registers them after the others (placeholders for the ones the session lacks, as far as
+/// the tool options keep them).
+fn all_tools(agent: &AgentSession) -> Vec<Listed> {
+    let mut all = agent.all_tools();
+    let Some(selection) = agent.tool_selection() else {
+        return all.into_iter().map(Listed::Tool).collect();
+    };
+    let mut last = Vec::new();
+    for name in [
+        crate::codemode::CODEMODE_TOOL_NAME,
+        crate::mcp::tool_search::TOOL_SEARCH_TOOL_NAME,
+    ] {
+        match all.iter().position(|t| t.name() == name) {
+            Some(index) => last.push(Listed::Tool(all.remove(index))),
+            None if crate::tools::keeps_tool(&selection, name) => {
+                last.push(Listed::Placeholder(name, selection.clone()));
+            }
+            None => {}
+        }
+    }
+    all.into_iter().map(Listed::Tool).chain(last).collect()
 }

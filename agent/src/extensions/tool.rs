@@ -26,6 +26,8 @@ pub struct ExtensionTool {
     exposure: ToolExposure,
     /// `defaultActive: false` registers it inactive.
     default_active: bool,
+    /// `executionMode: "sequential"`.
+    sequential: bool,
     extensions: Arc<Extensions>,
 }
 
@@ -52,6 +54,7 @@ impl ExtensionTool {
                 .and_then(ToolExposure::parse)
                 .unwrap_or_default(),
             default_active: info.get("defaultActive").and_then(Value::as_bool) != Some(false),
+            sequential: text("executionMode").as_deref() == Some("sequential"),
             name,
             extensions,
         }
@@ -103,6 +106,10 @@ impl Tool for ExtensionTool {
 
     fn exposure(&self) -> ToolExposure {
         self.exposure
+    }
+
+    fn sequential(&self) -> bool {
+        self.sequential
     }
 
     async fn execute(

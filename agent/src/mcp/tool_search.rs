@@ -54,6 +54,12 @@ fn parameters() -> &'static Value {
     })
 }
 
+/// `tool_search`'s description and parameters (what `pi.getAllTools()` lists of it while
+/// it is inactive).
+pub fn tool_search_declaration() -> (&'static str, &'static Value) {
+    (TOOL_SEARCH_DESCRIPTION, parameters())
+}
+
 /// Waits for the first connection attempt of every enabled server still connecting (Pi's
 /// `waitForServers` over all of them); failed servers are not tried again here.
 pub async fn wait_for_all_servers(mcp: &McpManager) {
@@ -98,10 +104,11 @@ pub struct McpLoadout {
     selection: Mutex<ToolSelection>,
     /// The session's tools that are not the servers' (built-in and extension tools), as they
     /// were before codemode added its note: what a changed tool set is built over.
-    own: Vec<Arc<dyn Tool>>,
+    own: Mutex<Vec<Arc<dyn Tool>>>,
     /// Registered tools of the session with `codemode` or `deferred` exposure that are not
-    /// declared (extension tools): scripts call them, `tool_search` loads them.
-    nested: Vec<Arc<dyn Tool>>,
+    /// declared (extension tools): scripts call them, `tool_search` loads them. Tools
+    /// registered later join them ([`ToolLoadout::tool_registered`]).
+    nested: Mutex<Vec<Arc<dyn Tool>>>,
     /// Names of the tools the session declares now (besides what `tool_search` loaded).
     fixed: Mutex<Vec<String>>,
     /// This loadout's `tool_search` tool, made once (it points back at the loadout).
@@ -154,8 +161,8 @@ impl McpLoadout {
             mcp,
             selection: Mutex::new(selection),
             fixed: Mutex::new(own.iter().map(|t| t.name().to_string()).collect()),
-            own,
-            nested,
+            own: Mutex::new(own),
+            nested: Mutex::new(nested),
             tool_search: std::sync::OnceLock::new(),
             state: Mutex::new(LoadState::default()),
         });
@@ -168,12 +175,13 @@ impl McpLoadout {
     /// The session's tools now: its own, the servers' declared tools, `codemode` and
     /// `tool_search` as the servers' exposures and the tool options want them.
     pub fn session_tools(&self) -> Vec<Arc<dyn Tool>> {
-        self.tools_over(self.own.clone())
+        self.tools_over(self.own())
     }
 
     fn tools_over(&self, own: Vec<Arc<dyn Tool>>) -> Vec<Arc<dyn Tool>> {
         let selection = self.selection();
-        let mut tools = super::tool_set::with_mcp_tools(own, &self.nested, &self.mcp, &selection);
+        let nested = self.nested();
+        let mut tools = super::tool_set::with_mcp_tools(own, &nested, &self.mcp, &selection);
         if super::tool_set::wants_tool_search(&selection, &self.mcp) {
             tools.extend(self.tool_search.get().cloned());
         }
@@ -181,6 +189,17 @@ impl McpLoadout {
         *self.fixed.lock().unwrap_or_else(|e| e.into_inner()) =
             tools.iter().map(|t| t.name().to_string()).collect();
         tools
+    }
+
+    fn own(&self) -> Vec<Arc<dyn Tool>> {
+        self.own.lock().unwrap_or_else(|e| e.into_inner()).clone()
+    }
+
+    fn nested(&self) -> Vec<Arc<dyn Tool>> {
+        self.nested
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone()
     }
 
     fn selection(&self) -> ToolSelection {
@@ -233,8 +252,8 @@ impl McpLoadout {
         );
         out.retain(|l| kept.iter().any(|k| k.name() == l.tool.name()));
         // The session's own, already filtered by the tool options.
-        out.extend(self.nested.iter().map(|tool| Loadable {
-            tool: tool.clone(),
+        out.extend(self.nested().into_iter().map(|tool| Loadable {
+            tool,
             namespace: None,
         }));
         out
@@ -300,12 +319,13 @@ impl ToolLoadout for McpLoadout {
         // Tools codemode presents instead of declaring them (mode `only`) count as declared.
         let presented: Vec<Arc<dyn Tool>> =
             tools.iter().flat_map(|t| t.presented_tools()).collect();
+        let own_before = self.own();
         let own: Vec<Arc<dyn Tool>> = presented
             .iter()
             .chain(tools)
             .filter(|t| !super::tool_set::is_mcp_tool(t.name()))
             .map(|t| {
-                self.own
+                own_before
                     .iter()
                     .find(|o| o.name() == t.name())
                     .cloned()
@@ -314,6 +334,25 @@ impl ToolLoadout for McpLoadout {
             .collect();
         let next = self.tools_over(own);
         (!super::tool_set::same_declarations(tools, &next)).then_some(next)
+    }
+
+    fn tool_registered(&self, tool: Arc<dyn Tool>) {
+        // A tool registered again replaces the one of its name (as the session's own tool
+        // too, which a changed tool set is built over).
+        for slot in self
+            .own
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .iter_mut()
+            .filter(|t| t.name() == tool.name())
+        {
+            *slot = tool.clone();
+        }
+        let mut nested = self.nested.lock().unwrap_or_else(|e| e.into_inner());
+        nested.retain(|t| t.name() != tool.name());
+        if tool.exposure().is_nested_only() {
+            nested.push(tool);
+        }
     }
 
     fn reselect(&self, selection: &ToolSelection) {

@@ -62,6 +62,7 @@ pub use registry::NoTools;
 pub use registry::ToolSelection;
 pub use registry::ALL_BUILTIN_TOOL_NAMES;
 pub use registry::DEFAULT_TOOL_NAMES;
+pub use session_tools::keeps_tool;
 pub use session_tools::select_session_tools;
 pub use session_tools::RegisteredTool;
 pub use session_tools::SessionTools;
@@ -473,6 +474,13 @@ pub trait Tool: Send + Sync + fmt::Debug {
     /// tool says otherwise.
     fn exposure(&self) -> ToolExposure {
         ToolExposure::Direct
+    }
+
+    /// Pi's `executionMode: "sequential"`: an assistant message whose tool calls include
+    /// this tool has all of them run one after another instead of concurrently (a tool
+    /// that keeps mutable state of its own).
+    fn sequential(&self) -> bool {
+        false
     }
 
     /// Runs the tool.

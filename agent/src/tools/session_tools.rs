@@ -61,16 +61,8 @@ impl Filter {
     }
 }
 
-/// The registered and active tools of a session with `extension_tools` under `selection`.
-///
-/// Errors with Pi's `Invalid tools option: …` when `--tools` mixes names and modifiers.
-pub fn select_session_tools(
-    selection: &ToolSelection,
-    extension_tools: &[RegisteredTool],
-) -> Result<SessionTools, String> {
-    if let Some(error) = selection.tools.as_deref().and_then(tool_list_error) {
-        return Err(format!("Invalid tools option: {error}"));
-    }
+/// The default tool names, the names `--tools` selects (if it does) and the filter.
+fn filter_of(selection: &ToolSelection) -> (Vec<String>, Option<Vec<String>>, Filter) {
     let defaults: Vec<String> = if selection.no_tools != NoTools::None {
         Vec::new()
     } else {
@@ -98,7 +90,27 @@ pub fn select_session_tools(
         },
         excluded: selection.exclude_tools.clone().unwrap_or_default(),
     };
+    (defaults, selected, filter)
+}
 
+/// Whether the tool options keep a tool named `name` registered (the `--tools` allowlist,
+/// `--exclude-tools`, `--no-tools`), as they keep `codemode` and `tool_search`, which Pi
+/// always registers.
+pub fn keeps_tool(selection: &ToolSelection, name: &str) -> bool {
+    filter_of(selection).2.keeps(name)
+}
+
+/// The registered and active tools of a session with `extension_tools` under `selection`.
+///
+/// Errors with Pi's `Invalid tools option: …` when `--tools` mixes names and modifiers.
+pub fn select_session_tools(
+    selection: &ToolSelection,
+    extension_tools: &[RegisteredTool],
+) -> Result<SessionTools, String> {
+    if let Some(error) = selection.tools.as_deref().and_then(tool_list_error) {
+        return Err(format!("Invalid tools option: {error}"));
+    }
+    let (defaults, selected, filter) = filter_of(selection);
     let registered = registry(extension_tools, &filter);
     let mut names: Vec<String> = selected.unwrap_or(defaults);
     if filter.allowed.is_some() {

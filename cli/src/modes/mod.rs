@@ -552,6 +552,8 @@ pub fn build_host(args: &RunArgs, env: &Env, sink: EventSink) -> anyhow::Result<
     }
     let agent = AgentSession::new(session, persist, opts, sink);
     agent.register_tools_in_order(&session_tools.registered);
+    // Tools extensions register later go through the same options.
+    agent.set_tool_selection(selection.clone());
     if let Some(mode) = env
         .settings
         .steering_mode
@@ -595,6 +597,10 @@ pub fn build_host(args: &RunArgs, env: &Env, sink: EventSink) -> anyhow::Result<
         agent.start_new()?;
     }
     let mut resources = env.resources.clone();
+    // Before `session_start`: tools its handlers register reach the loadout.
+    if let Some(loadout) = loadout {
+        agent.set_tool_loadout(loadout);
+    }
     if let Some(ext) = &extensions {
         ext.attach(agent.clone());
         agent.set_hooks(ext.clone());
@@ -615,9 +621,6 @@ pub fn build_host(args: &RunArgs, env: &Env, sink: EventSink) -> anyhow::Result<
                 mcp.clone(),
             ));
         }
-    }
-    if let Some(loadout) = loadout {
-        agent.set_tool_loadout(loadout);
     }
     let host = Host::new(
         agent,
