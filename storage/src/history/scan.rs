@@ -118,9 +118,9 @@ struct Row {
 }
 
 /// Rows are written at once, on this thread.
-impl RowSink for &Connection {
+impl RowSink for Inserts<'_> {
     fn row(&mut self, sid: i64, row: Row) -> rusqlite::Result<()> {
-        write_row(self, sid, &row)
+        self.row(sid, &row)
     }
 }
 
@@ -161,65 +161,84 @@ impl RowSink for Queue {
     }
 }
 
-/// Writes one entry's text rows, tool uses and statistics row.
-fn write_row(conn: &Connection, sid: i64, row: &Row) -> rusqlite::Result<()> {
-    let Row {
-        x,
-        provider,
-        model,
-        at,
-    } = row;
-    for (i, part) in x.parts.iter().enumerate() {
-        conn.prepare_cached(
-            "INSERT INTO docs(sid, entry_id, ts_ms, role, kind, provider, model,
-                              tool_name, is_error, line_offset, line_len, part, text)
-             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13)",
-        )?
-        .execute(params![
-            sid,
-            x.id,
-            x.timestamp_ms,
-            part.role,
-            part.kind,
+/// The statements that write an entry's rows, taken from the connection's cache once per
+/// file rather than once per row (looking a statement up hashes its SQL: 4% of a build).
+pub(super) struct Inserts<'c> {
+    docs: rusqlite::CachedStatement<'c>,
+    fts: rusqlite::CachedStatement<'c>,
+    entries: rusqlite::CachedStatement<'c>,
+    pub(super) call: rusqlite::CachedStatement<'c>,
+    pub(super) answer: rusqlite::CachedStatement<'c>,
+}
+
+impl<'c> Inserts<'c> {
+    fn new(conn: &'c Connection) -> rusqlite::Result<Inserts<'c>> {
+        let (call, answer) = super::views::statements(conn)?;
+        Ok(Inserts {
+            docs: conn.prepare_cached(
+                "INSERT INTO docs(sid, entry_id, ts_ms, role, kind, provider, model,
+                                  tool_name, is_error, line_offset, line_len, part, text)
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13)",
+            )?,
+            fts: conn.prepare_cached("INSERT INTO fts(rowid, text) VALUES (?1, ?2)")?,
+            entries: conn.prepare_cached(
+                "INSERT INTO entries(sid, entry_id, ts_ms, role, provider, model, tool_calls,
+                     tool_errors, errors, input, output, cache_read, cache_write, cost)
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14)",
+            )?,
+            call,
+            answer,
+        })
+    }
+
+    /// Writes one entry's text rows, tool uses and statistics row.
+    fn row(&mut self, sid: i64, row: &Row) -> rusqlite::Result<()> {
+        let Row {
+            x,
             provider,
             model,
-            part.tool_name,
-            part.is_error,
-            at.map(|(a, _)| a as i64),
-            at.map(|(_, len)| len as i64),
-            i as i64,
-            if at.is_none() { Some(&part.text) } else { None },
-        ])?;
-        let rowid = conn.last_insert_rowid();
-        conn.prepare_cached("INSERT INTO fts(rowid, text) VALUES (?1, ?2)")?
-            .execute(params![rowid, part.text])?;
+            at,
+        } = row;
+        for (i, part) in x.parts.iter().enumerate() {
+            let rowid = self.docs.insert(params![
+                sid,
+                x.id,
+                x.timestamp_ms,
+                part.role,
+                part.kind,
+                provider,
+                model,
+                part.tool_name,
+                part.is_error,
+                at.map(|(a, _)| a as i64),
+                at.map(|(_, len)| len as i64),
+                i as i64,
+                if at.is_none() { Some(&part.text) } else { None },
+            ])?;
+            self.fts.execute(params![rowid, part.text])?;
+        }
+        super::views::record(self, sid, x, provider.as_deref(), model.as_deref())?;
+        if x.has_stats() {
+            let u = x.usage.unwrap_or_default();
+            self.entries.execute(params![
+                sid,
+                x.id,
+                x.timestamp_ms,
+                x.message_role,
+                provider,
+                model,
+                x.tool_calls,
+                x.tool_errors,
+                x.error,
+                u.input,
+                u.output,
+                u.cache_read,
+                u.cache_write,
+                u.cost
+            ])?;
+        }
+        Ok(())
     }
-    super::views::record(conn, sid, x, provider.as_deref(), model.as_deref())?;
-    if x.has_stats() {
-        let u = x.usage.unwrap_or_default();
-        conn.prepare_cached(
-            "INSERT INTO entries(sid, entry_id, ts_ms, role, provider, model, tool_calls,
-                 tool_errors, errors, input, output, cache_read, cache_write, cost)
-             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14)",
-        )?
-        .execute(params![
-            sid,
-            x.id,
-            x.timestamp_ms,
-            x.message_role,
-            provider,
-            model,
-            x.tool_calls,
-            x.tool_errors,
-            x.error,
-            u.input,
-            u.output,
-            u.cache_read,
-            u.cache_write,
-            u.cost
-        ])?;
-    }
-    Ok(())
 }
 
 /// Folds a session's lines into its summary and running state, and turns them into rows
@@ -445,7 +464,7 @@ pub(super) fn refresh_jsonl(
         known.remove(&key);
         report.sessions_removed += 1;
     }
-    let mut todo: Vec<(&Path, String, &str, i64, i64)> = Vec::new();
+    let mut todo: Vec<Todo<'_>> = Vec::new();
     for ((path, dir, listed), key) in files.iter().zip(keys) {
         report.sessions_seen += 1;
         // A file that vanished or cannot be read is not a session (as in Pi's listing).
@@ -466,7 +485,8 @@ pub(super) fn refresh_jsonl(
         todo.push((path, key, dir, size, mtime_ns));
     }
     // Summaries only: the files are read and folded on every core, and only the short
-    // row updates are serialized (text indexing is bound by SQLite, so it stays sequential).
+    // row updates are serialized. Text rows are inserted on one thread, in order, and
+    // parsed ahead of it on others (`index_text`).
     let mut folded = if parts == Parts::Summaries && todo.len() > 1 {
         fold_summaries(index, &todo).map_err(&err)?
     } else {
@@ -475,6 +495,10 @@ pub(super) fn refresh_jsonl(
     folded.resize_with(todo.len(), || None);
     let mut batch = WriteBatch::default();
     let indexed = (|| {
+        if parts == Parts::All {
+            index_text(index, &todo, &mut batch, &mut report, &mut known)?;
+            return batch.commit(index);
+        }
         for ((path, key, dir, size, mtime_ns), fold) in todo.into_iter().zip(folded) {
             let applied = match fold {
                 Some(fold) => {
@@ -510,6 +534,136 @@ pub(super) fn refresh_jsonl(
         known,
     });
     Ok(report)
+}
+
+/// A file to bring up to date: path, key, directory, size, mtime (ns).
+type Todo<'a> = (&'a Path, String, &'a str, i64, i64);
+
+/// Files handed to the parsing threads ahead of the one being written, at most.
+const AHEAD_FILES: usize = 64;
+/// Bytes of files handed out ahead, at most (each is under [`PIPELINE_BYTES`]).
+const AHEAD_BYTES: u64 = 16 << 20;
+
+/// A file handed to a parsing thread, and where its result goes.
+struct ParseJob {
+    path: PathBuf,
+    size: i64,
+    mtime_ns: i64,
+    known: Option<Known>,
+    reply: std::sync::mpsc::SyncSender<std::io::Result<Option<Parsed>>>,
+}
+
+/// Indexes the text of `todo` in order, in [`WriteBatch`]es. Files under
+/// [`PIPELINE_BYTES`] are read, parsed and extracted on parsing threads up to
+/// [`AHEAD_FILES`] ahead, and this thread, which holds the transaction, only inserts their
+/// rows, in the order of `todo`: rows, rowids and sids are the ones indexing each file in
+/// turn makes. Larger files are indexed by [`index_file`] (on two threads of their own).
+fn index_text(
+    index: &mut HistoryIndex,
+    todo: &[Todo<'_>],
+    batch: &mut WriteBatch,
+    report: &mut RefreshReport,
+    known: &mut KnownMarks,
+) -> StoreResult<()> {
+    let err = db_err(index, "read history index");
+    let small = |size: i64| (size as u64) < PIPELINE_BYTES;
+    let parsers = if todo.iter().filter(|t| small(t.3)).count() > 1 {
+        std::thread::available_parallelism()
+            .map_or(1, |n| n.get())
+            .saturating_sub(1)
+            .clamp(1, 3)
+    } else {
+        0
+    };
+    std::thread::scope(|scope| {
+        let (jobs, queue) = std::sync::mpsc::sync_channel::<ParseJob>(AHEAD_FILES);
+        let queue = std::sync::Arc::new(std::sync::Mutex::new(queue));
+        for _ in 0..parsers {
+            let queue = queue.clone();
+            scope.spawn(move || loop {
+                let job = match queue.lock() {
+                    Ok(queue) => queue.recv(),
+                    Err(_) => break,
+                };
+                let Ok(job) = job else { break };
+                let parsed = parse_file(&job.path, job.size, job.mtime_ns, job.known);
+                // The writer stopped (an error) if no one waits for the answer.
+                let _ = job.reply.send(parsed);
+            });
+        }
+        // Only the parsing threads hold the queue now: were they all gone, the jobs and
+        // their reply senders would be dropped and the writer would index on its own.
+        drop(queue);
+        // Per file handed out, in order: where its parse arrives (`None`: not handed out).
+        type Reply = std::sync::mpsc::Receiver<std::io::Result<Option<Parsed>>>;
+        let mut ahead: std::collections::VecDeque<Option<Reply>> = Default::default();
+        let mut ahead_bytes = 0u64;
+        let mut next = 0;
+        for &(path, ref key, dir, size, mtime_ns) in todo {
+            while next < todo.len()
+                && ahead.len() < AHEAD_FILES
+                && (ahead_bytes < AHEAD_BYTES || ahead.is_empty())
+            {
+                let (path, key, _, size, mtime_ns) = &todo[next];
+                next += 1;
+                let mut reply = None;
+                if parsers > 0 && small(*size) {
+                    let k = read_known(&index.conn, key).map_err(&err)?;
+                    if !up_to_date(k.as_ref(), *size, *mtime_ns, true) {
+                        let (to, from) = std::sync::mpsc::sync_channel(1);
+                        let job = ParseJob {
+                            path: path.to_path_buf(),
+                            size: *size,
+                            mtime_ns: *mtime_ns,
+                            known: k,
+                            reply: to,
+                        };
+                        if jobs.send(job).is_ok() {
+                            ahead_bytes += *size as u64;
+                            reply = Some(from);
+                        }
+                    }
+                }
+                ahead.push_back(reply);
+            }
+            let reply = ahead.pop_front().flatten();
+            batch.begin(index)?;
+            let before = report.bytes_read;
+            let parsed = match reply {
+                Some(reply) => {
+                    ahead_bytes -= size as u64;
+                    match reply.recv() {
+                        Ok(Ok(parsed)) => parsed,
+                        Ok(Err(e)) => {
+                            return Err(StoreError::Io {
+                                action: "read",
+                                path: path.to_path_buf(),
+                                source: e,
+                            })
+                        }
+                        // A parsing thread panicked: index the file here.
+                        Err(_) => None,
+                    }
+                }
+                None => None,
+            };
+            match parsed {
+                Some(parsed) => {
+                    write_parsed(index, parsed, path, key, dir, size, mtime_ns, report)?
+                }
+                None => index_file(index, path, key, dir, size, mtime_ns, Parts::All, report)?,
+            }
+            batch.wrote(index, report.bytes_read - before)?;
+            match read_marks(&index.conn, Some(key))
+                .map_err(&err)?
+                .remove(key)
+            {
+                Some(mark) => known.insert(key.clone(), mark),
+                None => known.remove(key),
+            };
+        }
+        Ok(())
+    })
 }
 
 /// Bytes of session files indexed in one transaction. Every commit flushes FTS5's pending
@@ -589,7 +743,7 @@ struct Folded {
 /// be read (it is then handled like before, by [`index_file`]).
 fn fold_summaries(
     index: &HistoryIndex,
-    todo: &[(&Path, String, &str, i64, i64)],
+    todo: &[Todo<'_>],
 ) -> rusqlite::Result<Vec<Option<Folded>>> {
     let mut knowns = Vec::with_capacity(todo.len());
     for (_, key, ..) in todo {
@@ -812,6 +966,207 @@ fn same_prefix(file: &mut File, known: &Known, size: i64, mtime_ns: i64) -> bool
     }
 }
 
+/// How a file's row is opened for new lines: continued from its watermark, emptied and
+/// read again from the start (rewritten or shrunk), or made (a new file).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Opening {
+    Continue(i64),
+    Restart(i64),
+    New,
+}
+
+/// What indexing a file's new lines starts from, decided from its stored row and its
+/// first bytes only (no database access, so a worker thread can make it).
+struct Plan {
+    opening: Opening,
+    feeder: Feeder,
+    job: TailJob,
+    /// The watermark the read starts at (0 when the file is read from the start).
+    offset: u64,
+    text_offset: i64,
+    /// The stored first bytes of the file (empty when read from the start).
+    head: Vec<u8>,
+}
+
+/// Whether a file's row is current: nothing to read.
+fn up_to_date(known: Option<&Known>, size: i64, mtime_ns: i64, text: bool) -> bool {
+    known.is_some_and(|k| {
+        k.size == size && k.mtime_ns == mtime_ns && (!text || k.text_offset >= k.offset)
+    })
+}
+
+/// The fields of a row that tell whether it is still the one a plan was made from.
+fn mark_of(known: &Known) -> (i64, i64, i64, i64, i64) {
+    (
+        known.sid,
+        known.size,
+        known.mtime_ns,
+        known.offset,
+        known.text_offset,
+    )
+}
+
+fn plan(file: &mut File, known: Option<Known>, size: i64, mtime_ns: i64, text: bool) -> Plan {
+    let (opening, offset, text_offset, state, header, cursor, head) = match known {
+        Some(k) if same_prefix(file, &k, size, mtime_ns) => {
+            let header = k.header.and_then(|h| SessionHeader::parse(h).ok());
+            (
+                Opening::Continue(k.sid),
+                k.offset,
+                k.text_offset,
+                k.state,
+                header,
+                k.cursor,
+                k.head,
+            )
+        }
+        Some(k) => (
+            Opening::Restart(k.sid),
+            0,
+            0,
+            RunState::default(),
+            None,
+            None,
+            Vec::new(),
+        ),
+        None => (
+            Opening::New,
+            0,
+            0,
+            RunState::default(),
+            None,
+            None,
+            Vec::new(),
+        ),
+    };
+    let catch_up = text && text_offset < offset;
+    let feeder = Feeder {
+        sid: match opening {
+            Opening::Continue(sid) | Opening::Restart(sid) => sid,
+            Opening::New => 0,
+        },
+        state,
+        // Text rows from the start re-read the header line as the first pass did.
+        header: if catch_up && text_offset == 0 {
+            None
+        } else {
+            header
+        },
+        cursor,
+        lines: 0,
+        summary: false,
+        text: true,
+    };
+    Plan {
+        opening,
+        feeder,
+        job: TailJob {
+            catch_up: catch_up.then_some((text_offset as u64, offset as u64)),
+            offset: offset as u64,
+            size: size as u64,
+            text,
+        },
+        offset: offset as u64,
+        text_offset,
+        head,
+    }
+}
+
+impl TailJob {
+    /// Where the read starts: the text rows' watermark when they catch up.
+    fn from(&self) -> u64 {
+        self.catch_up.map_or(self.offset, |(from, _)| from)
+    }
+}
+
+/// Empties or makes a file's row as `opening` says; returns its sid.
+fn open_row(
+    tx: &Connection,
+    opening: Opening,
+    key: &str,
+    dir: &str,
+    location: &str,
+    report: &mut RefreshReport,
+) -> rusqlite::Result<i64> {
+    let sid = match opening {
+        Opening::Continue(sid) => sid,
+        Opening::Restart(sid) => {
+            delete_rows(tx, sid)?;
+            report.sessions_reindexed += 1;
+            sid
+        }
+        Opening::New => {
+            tx.execute(
+                "INSERT INTO sessions(key, dir, location) VALUES (?1, ?2, ?3)",
+                params![key, dir, location],
+            )?;
+            report.sessions_reindexed += 1;
+            tx.last_insert_rowid()
+        }
+    };
+    report.sessions_updated += 1;
+    Ok(sid)
+}
+
+/// The first bytes of a file kept in its row: `head` if it holds them already, else read.
+fn head_of(file: &mut File, head: Vec<u8>, consumed: u64) -> std::io::Result<Vec<u8>> {
+    let want_head = (consumed as usize).min(HEAD_BYTES);
+    if head.len() < want_head {
+        let mut h = vec![0; want_head];
+        file.seek(SeekFrom::Start(0))?;
+        file.read_exact(&mut h)?;
+        Ok(h)
+    } else {
+        Ok(head)
+    }
+}
+
+/// What reading a file's new lines ended with, for its row.
+struct ReadEnd {
+    consumed: u64,
+    boundary: Option<i64>,
+    head: Vec<u8>,
+}
+
+/// Writes a file's summary columns, running state and watermarks after its new lines.
+#[allow(clippy::too_many_arguments)]
+fn close_row(
+    tx: &Connection,
+    feeder: &Feeder,
+    plan_offset: u64,
+    text_offset: i64,
+    text: bool,
+    read: ReadEnd,
+    location: &str,
+    size: i64,
+    mtime_ns: i64,
+    report: &mut RefreshReport,
+) -> rusqlite::Result<()> {
+    let text_offset = if text {
+        read.consumed as i64
+    } else {
+        text_offset
+    };
+    report.lines_read += feeder.lines;
+    report.bytes_read += read.consumed - plan_offset;
+    feeder.finish(tx, location, mtime_ns / 1_000_000)?;
+    tx.execute(
+        "UPDATE sessions SET size = ?2, mtime_ns = ?3, offset = ?4, head = ?5,
+             boundary = coalesce(?6, boundary), text_offset = ?7
+         WHERE sid = ?1",
+        params![
+            feeder.sid,
+            size,
+            mtime_ns,
+            read.consumed as i64,
+            read.head,
+            read.boundary,
+            text_offset
+        ],
+    )?;
+    Ok(())
+}
+
 #[allow(clippy::too_many_arguments)]
 fn index_file(
     index: &mut HistoryIndex,
@@ -835,64 +1190,12 @@ fn index_file(
     let tx = &index.conn;
     let known = read_known(tx, key).map_err(err)?;
     let text = parts == Parts::All;
-    if known.as_ref().is_some_and(|k| {
-        k.size == size && k.mtime_ns == mtime_ns && (!text || k.text_offset >= k.offset)
-    }) {
+    if up_to_date(known.as_ref(), size, mtime_ns, text) {
         return Ok(());
     }
     let path_display = path.display().to_string();
-    let (sid, offset, text_offset, state, header, cursor, head) = match known {
-        Some(k) if same_prefix(&mut file, &k, size, mtime_ns) => {
-            let header = k.header.and_then(|h| SessionHeader::parse(h).ok());
-            (
-                k.sid,
-                k.offset,
-                k.text_offset,
-                k.state,
-                header,
-                k.cursor,
-                k.head,
-            )
-        }
-        Some(k) => {
-            delete_rows(tx, k.sid).map_err(err)?;
-            report.sessions_reindexed += 1;
-            (k.sid, 0, 0, RunState::default(), None, None, Vec::new())
-        }
-        None => {
-            tx.execute(
-                "INSERT INTO sessions(key, dir, location) VALUES (?1, ?2, ?3)",
-                params![key, dir, path_display],
-            )
-            .map_err(err)?;
-            report.sessions_reindexed += 1;
-            (
-                tx.last_insert_rowid(),
-                0,
-                0,
-                RunState::default(),
-                None,
-                None,
-                Vec::new(),
-            )
-        }
-    };
-    report.sessions_updated += 1;
-    let catch_up = text && text_offset < offset;
-    let feeder = Feeder {
-        sid,
-        state,
-        // Text rows from the start re-read the header line as the first pass did.
-        header: if catch_up && text_offset == 0 {
-            None
-        } else {
-            header
-        },
-        cursor,
-        lines: 0,
-        summary: false,
-        text: true,
-    };
+    let mut plan = plan(&mut file, known, size, mtime_ns, text);
+    plan.feeder.sid = open_row(tx, plan.opening, key, dir, &path_display, report).map_err(err)?;
     let io = |e| StoreError::Io {
         action: "read",
         path: path.to_path_buf(),
@@ -902,50 +1205,147 @@ fn index_file(
         TailError::Io(e) => io(e),
         TailError::Db(e) => err(e),
     };
-    let from = if catch_up { text_offset } else { offset } as u64;
-    let job = TailJob {
-        catch_up: catch_up.then_some((text_offset as u64, offset as u64)),
-        offset: offset as u64,
-        size: size as u64,
-        text,
-    };
+    let job = plan.job;
     let (feeder, consumed, boundary) =
-        if text && (size as u64).saturating_sub(from) >= PIPELINE_BYTES {
-            feed_pipelined(tx, &mut file, feeder, job)
+        if text && job.size.saturating_sub(job.from()) >= PIPELINE_BYTES {
+            feed_pipelined(tx, &mut file, plan.feeder, job)
         } else {
-            feed_job(&mut file, feeder, job, &mut &*tx)
+            let mut inserts = Inserts::new(tx).map_err(err)?;
+            feed_job(&mut file, plan.feeder, job, &mut inserts)
         }
         .map_err(tail_err)?;
-    let text_offset = if text { consumed as i64 } else { text_offset };
-    report.lines_read += feeder.lines;
-    report.bytes_read += consumed - offset as u64;
-    let mtime_ms = mtime_ns / 1_000_000;
-    feeder.finish(tx, &path_display, mtime_ms).map_err(err)?;
-    let want_head = (consumed as usize).min(HEAD_BYTES);
-    let head = if head.len() < want_head {
-        let mut h = vec![0; want_head];
-        file.seek(SeekFrom::Start(0)).map_err(io)?;
-        file.read_exact(&mut h).map_err(io)?;
-        h
-    } else {
-        head
+    let head = head_of(&mut file, plan.head, consumed).map_err(io)?;
+    let read = ReadEnd {
+        consumed,
+        boundary,
+        head,
     };
-    tx.execute(
-        "UPDATE sessions SET size = ?2, mtime_ns = ?3, offset = ?4, head = ?5,
-             boundary = coalesce(?6, boundary), text_offset = ?7
-         WHERE sid = ?1",
-        params![
-            sid,
-            size,
-            mtime_ns,
-            consumed as i64,
-            head,
-            boundary,
-            text_offset
-        ],
+    close_row(
+        tx,
+        &feeder,
+        plan.offset,
+        plan.text_offset,
+        text,
+        read,
+        &path_display,
+        size,
+        mtime_ns,
+        report,
     )
-    .map_err(err)?;
-    Ok(())
+    .map_err(err)
+}
+
+/// A small file's new lines read, parsed and turned into rows on a worker thread (see
+/// [`index_text`]), for the writer to insert.
+struct Parsed {
+    /// The row the plan was made from, as read when the file was handed out.
+    mark: Option<(i64, i64, i64, i64, i64)>,
+    plan_offset: u64,
+    text_offset: i64,
+    opening: Opening,
+    feeder: Feeder,
+    rows: Vec<Row>,
+    read: ReadEnd,
+}
+
+/// Rows kept for the writer (a small file's, whole).
+impl RowSink for Vec<Row> {
+    fn row(&mut self, _: i64, row: Row) -> rusqlite::Result<()> {
+        self.push(row);
+        Ok(())
+    }
+}
+
+/// Reads and parses a file's new lines from the row `known` (text rows and summary);
+/// `Ok(None)` when the file cannot be opened (the writer then does what
+/// [`index_file`] does with it).
+fn parse_file(
+    path: &Path,
+    size: i64,
+    mtime_ns: i64,
+    known: Option<Known>,
+) -> std::io::Result<Option<Parsed>> {
+    let Ok(mut file) = File::open(path) else {
+        return Ok(None);
+    };
+    let mark = known.as_ref().map(mark_of);
+    let plan = plan(&mut file, known, size, mtime_ns, true);
+    let mut rows = Vec::new();
+    let (feeder, consumed, boundary) = match feed_job(&mut file, plan.feeder, plan.job, &mut rows) {
+        Ok(fed) => fed,
+        Err(TailError::Io(e)) => return Err(e),
+        // A `Vec` takes every row.
+        Err(TailError::Db(_)) => return Ok(None),
+    };
+    let head = head_of(&mut file, plan.head, consumed)?;
+    Ok(Some(Parsed {
+        mark,
+        plan_offset: plan.offset,
+        text_offset: plan.text_offset,
+        opening: plan.opening,
+        feeder,
+        rows,
+        read: ReadEnd {
+            consumed,
+            boundary,
+            head,
+        },
+    }))
+}
+
+/// Writes what [`parse_file`] made of a file, if its row is still the one the parse
+/// started from; else (another process indexed it meanwhile) indexes it the ordinary way.
+#[allow(clippy::too_many_arguments)]
+fn write_parsed(
+    index: &mut HistoryIndex,
+    parsed: Parsed,
+    path: &Path,
+    key: &str,
+    dir: &str,
+    size: i64,
+    mtime_ns: i64,
+    report: &mut RefreshReport,
+) -> StoreResult<()> {
+    let location = index.location();
+    let err = |e| StoreError::db("update history index", location.clone(), e);
+    let tx = &index.conn;
+    let known = read_known(tx, key).map_err(err)?;
+    if up_to_date(known.as_ref(), size, mtime_ns, true) {
+        return Ok(());
+    }
+    if known.as_ref().map(mark_of) != parsed.mark {
+        return index_file(index, path, key, dir, size, mtime_ns, Parts::All, report);
+    }
+    let Parsed {
+        plan_offset,
+        text_offset,
+        opening,
+        mut feeder,
+        rows,
+        read,
+        ..
+    } = parsed;
+    let path_display = path.display().to_string();
+    let sid = open_row(tx, opening, key, dir, &path_display, report).map_err(err)?;
+    feeder.sid = sid;
+    let mut inserts = Inserts::new(tx).map_err(err)?;
+    for row in &rows {
+        inserts.row(sid, row).map_err(err)?;
+    }
+    drop(inserts);
+    close_row(
+        tx,
+        &feeder,
+        plan_offset,
+        text_offset,
+        true,
+        read,
+        &path_display,
+        size,
+        mtime_ns,
+        report,
+    )
+    .map_err(err)
 }
 
 /// What [`index_file`] reads of a file: the lines a listing folded into the summary only
@@ -1003,13 +1403,13 @@ fn feed_pipelined(
             queue.flush();
             fed
         });
-        let mut written = Ok(());
-        for batch in &from {
-            written = batch.iter().try_for_each(|row| write_row(conn, sid, row));
-            if written.is_err() {
-                break;
+        let written = (|| {
+            let mut inserts = Inserts::new(conn)?;
+            for batch in &from {
+                batch.iter().try_for_each(|row| inserts.row(sid, row))?;
             }
-        }
+            Ok(())
+        })();
         // Dropping the receiver stops the reader at its next batch if writing failed.
         drop(from);
         let fed = match reader.join() {
@@ -1195,14 +1595,100 @@ fn index_session(
         summary: true,
         text: true,
     };
+    let mut inserts = Inserts::new(&tx).map_err(err)?;
     for entry in &entries {
         feeder.lines += 1;
         feeder.state.summary.observe(entry.line());
-        feeder.entry(entry.line(), None, &mut &*tx).map_err(err)?;
+        feeder
+            .entry(entry.line(), None, &mut inserts)
+            .map_err(err)?;
     }
+    drop(inserts);
     report.lines_read += feeder.lines;
     feeder
         .finish(&tx, location, fallback_modified_ms)
         .map_err(err)?;
     tx.commit().map_err(err)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::history::SearchQuery;
+    use crate::store::FsyncPolicy;
+
+    fn user(id: &str, text: &str) -> String {
+        format!(
+            r#"{{"type":"message","id":"{id}","parentId":null,"timestamp":"2026-01-01T00:00:01.000Z","message":{{"role":"user","content":"{text}"}}}}"#
+        )
+    }
+
+    fn append(path: &Path, line: &str) {
+        use std::io::Write;
+        let mut f = fs::OpenOptions::new().append(true).open(path).unwrap();
+        writeln!(f, "{line}").unwrap();
+    }
+
+    fn stat(path: &Path) -> (i64, i64) {
+        let meta = fs::metadata(path).unwrap();
+        (meta.len() as i64, mtime_ns(&meta))
+    }
+
+    /// A file parsed ahead whose row another process wrote before the parse's rows were
+    /// inserted: the parse is dropped, and the rows are neither lost nor doubled.
+    #[test]
+    fn a_parse_overtaken_by_another_process_is_not_written_twice() {
+        let tmp = tempfile::tempdir().unwrap();
+        let dir = tmp.path().join("sessions");
+        fs::create_dir_all(&dir).unwrap();
+        let file = dir.join("s.jsonl");
+        fs::write(
+            &file,
+            format!(
+                "{}\n{}\n",
+                r#"{"type":"session","version":3,"id":"s1","timestamp":"2026-01-01T00:00:00.000Z","cwd":"/w"}"#,
+                user("u1", "first okapi")
+            ),
+        )
+        .unwrap();
+        let store = JsonlStore::open(JsonlLayout::Flat { dir: dir.clone() }, FsyncPolicy::Never);
+        let at = tmp.path().join("history.sqlite");
+        let mut a = HistoryIndex::open(&at, &store.describe()).unwrap();
+        let mut b = HistoryIndex::open(&at, &store.describe()).unwrap();
+        let key = file.to_string_lossy().into_owned();
+        let dir_name = dir.display().to_string();
+        let count =
+            |index: &HistoryIndex, word: &str| index.search(&SearchQuery::new(word)).unwrap().len();
+        let write = |a: &mut HistoryIndex, parsed: Parsed, (size, mtime): (i64, i64)| {
+            let mut report = RefreshReport::default();
+            a.conn.execute_batch("BEGIN IMMEDIATE").unwrap();
+            write_parsed(a, parsed, &file, &key, &dir_name, size, mtime, &mut report).unwrap();
+            a.conn.execute_batch("COMMIT").unwrap();
+            report
+        };
+
+        // Parsed as a new file, which the other handle then indexes whole.
+        let (size, mtime) = stat(&file);
+        let parsed = parse_file(&file, size, mtime, None).unwrap().unwrap();
+        b.refresh_jsonl(&store).unwrap();
+        let report = write(&mut a, parsed, (size, mtime));
+        assert_eq!(report.sessions_updated, 0, "already current: {report:?}");
+        assert_eq!(count(&a, "okapi"), 1);
+
+        // Parsed as an append, overtaken by the other handle indexing a longer tail.
+        append(&file, &user("u2", "second walrus"));
+        let grown = stat(&file);
+        let known = read_known(&a.conn, &key).unwrap();
+        let parsed = parse_file(&file, grown.0, grown.1, known).unwrap().unwrap();
+        assert_eq!(parsed.rows.len(), 1);
+        append(&file, &user("u3", "third narwhal"));
+        b.refresh_jsonl(&store).unwrap();
+        let report = write(&mut a, parsed, grown);
+        assert_eq!(report.sessions_updated, 1, "{report:?}");
+        a.refresh_jsonl(&store).unwrap();
+        for word in ["okapi", "walrus", "narwhal"] {
+            assert_eq!((word, count(&a, word)), (word, 1));
+            assert_eq!((word, count(&b, word)), (word, 1));
+        }
+    }
 }

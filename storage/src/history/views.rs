@@ -43,10 +43,30 @@ CREATE TABLE tool_uses(
 CREATE INDEX tool_uses_call ON tool_uses(sid, call_id);
 ";
 
+/// The statements [`record`] runs: a tool call's insert and a result's update.
+pub(super) fn statements(
+    conn: &Connection,
+) -> rusqlite::Result<(rusqlite::CachedStatement<'_>, rusqlite::CachedStatement<'_>)> {
+    Ok((
+        conn.prepare_cached(
+            "INSERT INTO tool_uses(sid, entry_id, call_id, ts_ms, provider, model, name, path,
+                                   command)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
+        )?,
+        conn.prepare_cached(
+            "UPDATE tool_uses SET answered = 1, result_entry_id = ?3, result_ts_ms = ?4,
+                 is_error = ?5
+             WHERE rowid = (SELECT rowid FROM tool_uses
+                            WHERE sid = ?1 AND call_id IS ?2 AND answered = 0
+                            ORDER BY rowid DESC LIMIT 1)",
+        )?,
+    ))
+}
+
 /// Writes the tool calls of an entry and marks the call a tool result answers (the latest
 /// unanswered call with its id in the same session: calls come before their results).
 pub(super) fn record(
-    conn: &Connection,
+    to: &mut super::scan::Inserts<'_>,
     sid: i64,
     x: &Extracted,
     provider: Option<&str>,
@@ -54,12 +74,7 @@ pub(super) fn record(
 ) -> rusqlite::Result<()> {
     let at = x.appended_ms.or(x.timestamp_ms);
     for call in &x.calls {
-        conn.prepare_cached(
-            "INSERT INTO tool_uses(sid, entry_id, call_id, ts_ms, provider, model, name, path,
-                                   command)
-             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
-        )?
-        .execute(params![
+        to.call.execute(params![
             sid,
             x.id,
             call.id,
@@ -72,14 +87,8 @@ pub(super) fn record(
         ])?;
     }
     if let Some(result) = &x.result {
-        conn.prepare_cached(
-            "UPDATE tool_uses SET answered = 1, result_entry_id = ?3, result_ts_ms = ?4,
-                 is_error = ?5
-             WHERE rowid = (SELECT rowid FROM tool_uses
-                            WHERE sid = ?1 AND call_id IS ?2 AND answered = 0
-                            ORDER BY rowid DESC LIMIT 1)",
-        )?
-        .execute(params![sid, result.call_id, x.id, at, result.is_error])?;
+        to.answer
+            .execute(params![sid, result.call_id, x.id, at, result.is_error])?;
     }
     Ok(())
 }

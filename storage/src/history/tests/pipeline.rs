@@ -1,5 +1,6 @@
-//! Large reads are indexed on two threads (`scan::feed_pipelined`): the index they make must
-//! be the one the single-threaded path makes from the same lines.
+//! Large reads are indexed on two threads (`scan::feed_pipelined`), and small files are parsed
+//! on other threads ahead of the inserts (`scan::index_text`): the index they make must be
+//! the one the single-threaded path makes from the same lines.
 
 use super::*;
 
@@ -89,4 +90,112 @@ fn a_big_file_indexes_as_it_does_in_small_appends() {
     assert!(found.iter().any(|h| h.starts_with("Some(\"last\")")));
     assert_eq!(found, hits(&steps));
     assert_eq!(found, hits(&listed));
+}
+
+/// `count` small sessions named `n_000.jsonl`…, each a few rounds of [`lines`] with ids of
+/// its own (a different number of rounds each, so their sizes differ).
+fn small_sessions(dir: &Path, count: usize) -> Vec<PathBuf> {
+    (0..count)
+        .map(|n| {
+            let lines: Vec<String> = big_lines(1 + n % 7)
+                .into_iter()
+                .map(|l| l.replace("\"id\":\"", &format!("\"id\":\"n{n}-")))
+                .collect();
+            let header = HEADER.replace("\"s1\"", &format!("\"n{n}\""));
+            write_session(dir, &format!("n_{n:03}.jsonl"), &header, &lines)
+        })
+        .collect()
+}
+
+#[test]
+fn small_files_parsed_ahead_index_as_one_at_a_time() {
+    let tmp = tempfile::tempdir().unwrap();
+    let count = 150;
+
+    // All at once: the files are parsed on other threads, ahead of the inserts.
+    let (all_dir, all_store) = mixed_store(&tmp.path().join("all"));
+    let all_files = small_sessions(&all_dir, count);
+    let mut all =
+        HistoryIndex::open(&tmp.path().join("all.sqlite"), &all_store.describe()).unwrap();
+    let report = all.refresh_jsonl(&all_store).unwrap();
+    assert_eq!(
+        report.sessions_reindexed as usize,
+        report.sessions_seen as usize
+    );
+    assert!(report.sessions_seen as usize > count, "{report:?}");
+
+    // Listed first, then the text of every file caught up at once.
+    let mut listed =
+        HistoryIndex::open(&tmp.path().join("listed.sqlite"), &all_store.describe()).unwrap();
+    listed.refresh_jsonl_summaries(&all_store).unwrap();
+    listed.refresh_jsonl(&all_store).unwrap();
+
+    // One file per refresh, in the same order: nothing to parse ahead.
+    let (one_dir, one_store) = mixed_store(&tmp.path().join("one"));
+    let mut one =
+        HistoryIndex::open(&tmp.path().join("one.sqlite"), &one_store.describe()).unwrap();
+    let mut names: Vec<PathBuf> = fs::read_dir(&one_dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .collect();
+    let parked = tmp.path().join("parked");
+    fs::create_dir_all(&parked).unwrap();
+    for path in &names {
+        fs::rename(path, parked.join(path.file_name().unwrap())).unwrap();
+    }
+    small_sessions(&parked, count);
+    names = fs::read_dir(&parked)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .collect();
+    names.sort();
+    for path in &names {
+        fs::rename(path, one_dir.join(path.file_name().unwrap())).unwrap();
+        let report = one.refresh_jsonl(&one_store).unwrap();
+        assert_eq!(report.sessions_updated, 1, "{report:?}");
+    }
+
+    // Appends to many files at once (continued rows) against one file at a time.
+    let tail = r#"{"type":"message","id":"tail","parentId":"b1-0","timestamp":"2026-01-04T00:00:00.000Z","message":{"role":"user","content":"a narwhal appended later"}}"#;
+    for (n, path) in all_files.iter().enumerate().step_by(3) {
+        append_line(path, &tail.replace("\"tail\"", &format!("\"tail{n}\"")));
+    }
+    let appended = all.refresh_jsonl(&all_store).unwrap();
+    assert_eq!(appended.sessions_updated as usize, count.div_ceil(3));
+    assert_eq!(appended.sessions_reindexed, 0);
+    listed.refresh_jsonl(&all_store).unwrap();
+    for (n, path) in all_files.iter().enumerate().step_by(3) {
+        append_line(
+            &one_dir.join(path.file_name().unwrap()),
+            &tail.replace("\"tail\"", &format!("\"tail{n}\"")),
+        );
+        one.refresh_jsonl(&one_store).unwrap();
+    }
+
+    let of = |index: &HistoryIndex, store: &JsonlStore, name: &str| {
+        contents(index, store).replace(&tmp.path().join(name).display().to_string(), "ROOT")
+    };
+    let expected = of(&one, &one_store, "one");
+    assert!(expected.contains("tail3"), "the appended lines are indexed");
+    assert_eq!(of(&all, &all_store, "all"), expected);
+    assert_eq!(of(&listed, &all_store, "all"), expected);
+    let hits = |index: &HistoryIndex| {
+        let mut q = SearchQuery::new("okapi OR walrus OR narwhal OR zebrafish");
+        q.limit = 5_000;
+        index
+            .search(&q)
+            .unwrap()
+            .into_iter()
+            .map(|h| {
+                format!(
+                    "{} {:?} {} {} {}",
+                    h.session_id, h.entry_id, h.kind, h.score, h.snippet
+                )
+            })
+            .collect::<Vec<_>>()
+    };
+    let found = hits(&one);
+    assert!(found.len() > 1_000, "{}", found.len());
+    assert_eq!(hits(&all), found);
+    assert_eq!(hits(&listed), found);
 }
