@@ -866,26 +866,14 @@ async function emit(event, payload, emitId) {
 }
 
 // Pi's actionable boundaries: each handler sees the entries and the continuation proposed
-// so far (`event.entries`, `event.continue`) and `event.context` with the proposed custom
-// messages added; returning `entries` or `continue` replaces just that field. The host checks
-// and writes the final proposal.
+// so far (`event.entries`, `event.continue`) and `event.context` rebuilt from them by the
+// host (`contextEntries`, `contextMessages`, `llmMessages`, `pendingMessages`,
+// `canContinue`, as if the proposal were written); returning `entries` or `continue`
+// replaces just that field. The host checks and writes the final proposal.
 async function emitBoundary(event, payload, ctx) {
-  const base = payload.context || { contextMessages: [], pendingMessages: [], canContinue: false };
-  const contextWith = (entries) => {
-    const drafted = (Array.isArray(entries) ? entries : [])
-      .filter((e) => e && e.type === "custom_message")
-      .map((e) => ({ role: "custom", customType: e.customType, content: e.content, display: e.display, details: e.details, timestamp: Date.now() }));
-    const contextMessages = [...(base.contextMessages || []), ...drafted];
-    const last = contextMessages[contextMessages.length - 1];
-    return {
-      contextMessages,
-      pendingMessages: base.pendingMessages || [],
-      canContinue: base.canContinue || drafted.length > 0 || (!!last && last.role !== "assistant"),
-    };
-  };
   let entries = [];
   let shouldContinue = false;
-  let context = contextWith(entries);
+  let context = payload.context || { contextEntries: [], contextMessages: [], llmMessages: [], pendingMessages: [], canContinue: false };
   let valid = true;
   for (const { extension, handler } of handlersOf(event)) {
     try {
@@ -897,37 +885,19 @@ async function emitBoundary(event, payload, ctx) {
     }
     // As Pi rebuilds the context after each handler: a proposal that cannot be applied is
     // reported (by the handler's extension) and, if still so at the end, dropped whole.
-    try {
-      checkDrafts(entries);
-      context = contextWith(entries);
+    const rebuilt = Array.isArray(entries)
+      ? await requestHost("boundary_context", { event, entries })
+      : { error: "entries must be an array" };
+    if (rebuilt && rebuilt.context) {
+      context = rebuilt.context;
       valid = true;
-    } catch (err) {
+    } else {
       valid = false;
-      reportError(extension.path, event, `Invalid boundary entries: ${errorText(err)}`);
+      reportError(extension.path, event, `Invalid boundary entries: ${(rebuilt && rebuilt.error) || "the host did not answer"}`);
     }
   }
   if (!valid) return { entries: [], continue: false };
   return { entries: Array.isArray(entries) ? entries : [], continue: shouldContinue === true };
-}
-
-// What Pi's session manager refuses when a boundary's drafts are applied: context edits of
-// entries that are missing, off the branch or carry no model content, or with a malformed
-// replacement. (Other draft fields are written as given.)
-function checkDrafts(entries) {
-  if (!Array.isArray(entries)) throw new Error("entries must be an array");
-  const branch = new Set(branchOf().map((e) => e.id));
-  for (const draft of entries) {
-    if (!draft || draft.type !== "context_edit") continue;
-    const { targetId, replacement } = draft;
-    const shaped = replacement === null || (typeof replacement === "object" && replacement !== undefined && (typeof replacement.content === "string" || Array.isArray(replacement.content)));
-    if (!shaped) throw new Error("Context edit replacement must be null or contain string/array content");
-    const target = state.byId.get(targetId);
-    if (!target) throw new Error(`Entry ${targetId} not found`);
-    if (!branch.has(targetId)) throw new Error(`Entry ${targetId} is not on the active branch`);
-    const role = target.type === "message" && target.message ? target.message.role : undefined;
-    const editable = target.type === "custom_message" || role === "user" || role === "assistant" || role === "toolResult";
-    if (!editable) throw new Error(`Entry ${targetId} does not contribute editable model content`);
-  }
 }
 
 // A tool's context adds `tools` and `executeTool()` (Pi's ExtensionToolContext): other

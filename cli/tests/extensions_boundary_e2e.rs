@@ -305,3 +305,59 @@ async fn boundary_context_edit_and_compaction_reshape_the_next_request() {
     assert!(last[0].contains("Earlier talk, summarized."));
     assert_eq!(last[1..], ["Second.", "Go on from the summary."]);
 }
+
+/// `event.context` is rebuilt after each handler from the proposal so far, by the host's
+/// own context building, with Pi's fields: the first handler sees the answer, the next sees
+/// it hidden by the proposed edit and the proposed note as the model's last message. A
+/// proposal that cannot be applied leaves the context as it was.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn boundary_handlers_see_the_context_rebuilt_from_earlier_proposals() {
+    let s = Setup::new(json!([{"text": "First."}])).await;
+    let fixture_path = fixture("boundary-context.ts");
+    let mut rpc = Rpc::start(&s, &["-e", &fixture_path]);
+    rpc.send(json!({"id": "p0", "type": "prompt", "message": "hi"}));
+    let (_, seen) = rpc.until(|r| r["type"] == "agent_settled");
+    assert!(rpc.finish());
+
+    let entries = s.session_entries();
+    let data = |custom_type: &str| {
+        entries
+            .iter()
+            .find(|e| e["type"] == "custom" && e["customType"] == custom_type)
+            .map(|e| e["data"].clone())
+            .unwrap_or_else(|| panic!("no {custom_type} entry in {entries:#?}"))
+    };
+    assert_eq!(
+        data("seen-before"),
+        json!({"sources": ["message:system/1", "message:user/1", "message:assistant/1"],
+               "llmRoles": ["system", "user", "assistant"], "lastText": "First.",
+               "contextMessages": 3, "pending": 0, "canContinue": false})
+    );
+    assert_eq!(
+        data("seen-after"),
+        json!({"sources": ["message:system/1", "message:user/1", "message:assistant/0", "context_edit/0", "custom_message/1"],
+               "llmRoles": ["system", "user", "user"], "lastText": "The answer is hidden.",
+               "contextMessages": 3, "pending": 0, "canContinue": true})
+    );
+    // Before settling: the refused edit is reported and the next handler sees the
+    // written context (the edit and the note are entries now), not the refused one.
+    assert_eq!(
+        data("seen-settle"),
+        json!({"proposed": ["context_edit"],
+               "sources": ["message:system/1", "message:user/1", "message:assistant/0", "context_edit/0", "custom_message/1"],
+               "llmRoles": ["system", "user", "user"], "lastText": "The answer is hidden.",
+               "contextMessages": 3, "pending": 0, "canContinue": true})
+    );
+    let errors: Vec<&Value> = seen
+        .iter()
+        .filter(|r| r["type"] == "extension_error")
+        .collect();
+    assert_eq!(errors.len(), 1, "{errors:#?}");
+    assert_eq!(errors[0]["event"], "agent_before_settle");
+    assert_eq!(
+        errors[0]["error"],
+        "Invalid boundary entries: Entry no-such-entry not found"
+    );
+    // Nothing asked to go on: one request.
+    assert_eq!(s.requests().len(), 1);
+}

@@ -4,13 +4,13 @@
 //! request; the whole proposal is checked before any of it is written, and a continuation
 //! is granted only when the context then ends in something the model can answer.
 
-use pi_formats::entry::NewEntry;
+use pi_formats::entry::{EntryBase, NewEntry};
 use serde_json::{json, Value};
 
 use super::{append_locked, lock, AgentError, AgentSession, InputMessage};
 use crate::protocol::Event;
 use pi_engine::compaction;
-use pi_engine::context::{self, SessionPath};
+use pi_engine::context::{self, EntrySource, SessionPath, WithAppended};
 
 /// Which boundary, by Pi's event name.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -28,6 +28,38 @@ impl Boundary {
             Boundary::BeforeSettle => "agent_before_settle",
         }
     }
+
+    fn from_event(event: &str) -> Option<Boundary> {
+        [Boundary::TurnEnd, Boundary::BeforeSettle]
+            .into_iter()
+            .find(|b| b.event() == event)
+    }
+}
+
+/// What waits in the queues, for `canContinue`.
+#[derive(Debug, Clone, Copy)]
+struct Waiting {
+    /// A steering or follow-up message.
+    queued: bool,
+    /// A custom message held for the next turn.
+    held: bool,
+}
+
+/// Pi's `canContinue`: the model context (`llm`) has more than system messages and does not
+/// end with an assistant message, a held custom message is waiting, or a queued message
+/// would start the request (at a turn's end; before settling, after an assistant message).
+fn continuable(llm: &[Value], waiting: Waiting, boundary: Boundary) -> bool {
+    fn role(m: &Value) -> Option<&str> {
+        m.get("role").and_then(Value::as_str)
+    }
+    let has_context = llm.iter().any(|m| role(m) != Some("system"));
+    let ends_with_assistant = llm.last().and_then(role) == Some("assistant");
+    (has_context && !ends_with_assistant)
+        || waiting.held
+        || match boundary {
+            Boundary::TurnEnd => waiting.queued,
+            Boundary::BeforeSettle => ends_with_assistant && waiting.queued,
+        }
 }
 
 /// Pi's `outcome` of the last model response (`completed`, `error`, `aborted`).
@@ -51,7 +83,9 @@ impl AgentSession {
         let Some(hooks) = self.hooks().filter(|h| h.wants_boundary(boundary.event())) else {
             return Ok(false);
         };
-        payload["context"] = self.boundary_context(boundary);
+        payload["context"] = self
+            .boundary_context(boundary.event(), &[])
+            .unwrap_or(Value::Null);
         let Some(result) = hooks.boundary(boundary.event(), payload).await else {
             return Ok(false);
         };
@@ -96,58 +130,121 @@ impl AgentSession {
         Ok(go_on)
     }
 
-    /// What handlers see as `event.context` before any proposal: the context's messages,
-    /// the messages waiting in the queues, and whether a request could follow.
-    fn boundary_context(&self, boundary: Boundary) -> Value {
-        let pending: Vec<Value> = {
-            let q = lock(&self.shared.queues);
-            q.steering
-                .iter()
-                .chain(&q.follow_up)
-                .map(queued_message)
-                .collect()
+    /// Pi's `event.context` for a boundary's handlers: the context as it would be with
+    /// `drafts` written (`contextEntries` with each `sourceEntry`, `contextMessages`,
+    /// `llmMessages`), the messages waiting in the queues, and whether a request could
+    /// follow. The sidecar asks again after each handler, as Pi rebuilds it from the
+    /// proposal so far. `Err`: why the drafts cannot be applied (Pi's session manager's
+    /// message); nothing is written either way.
+    pub fn boundary_context(&self, event: &str, drafts: &[Value]) -> Result<Value, String> {
+        let boundary = Boundary::from_event(event)
+            .ok_or_else(|| format!("{event} is not an actionable boundary"))?;
+        let drafted = self.checked_drafts(drafts)?;
+        let (pending, waiting) = self.waiting_messages();
+        let st = lock(&self.shared.state);
+        let s = &st.session;
+        let branch = s.branch_path();
+        let path = SessionPath::of(s, &branch);
+        let mut appended: Vec<Value> = Vec::with_capacity(drafted.len());
+        for entry in drafted {
+            let entry = match entry {
+                NewEntry::Compaction {
+                    summary,
+                    first_kept_entry_id,
+                    details,
+                    usage,
+                    ..
+                } => {
+                    // As written: `tokensBefore` is the context's with the drafts before it.
+                    let source = WithAppended {
+                        path: &path,
+                        appended: &appended,
+                    };
+                    let before = compaction::estimate_projected_context_tokens(
+                        &context::project(&source),
+                        &source,
+                    )
+                    .tokens;
+                    s.compaction_entry(
+                        summary,
+                        first_kept_entry_id,
+                        before,
+                        details,
+                        Some(true),
+                        usage,
+                    )
+                }
+                other => other,
+            };
+            let base = EntryBase {
+                id: pi_formats::id::entry_id(|id| {
+                    s.find(id).is_some() || appended.iter().any(|e| e["id"] == id)
+                }),
+                parent_id: appended
+                    .last()
+                    .and_then(|e| e["id"].as_str())
+                    .or(s.leaf_id())
+                    .map(str::to_string),
+                timestamp: pi_formats::time::now_iso(),
+            };
+            let line = entry.to_line(&base);
+            appended.push(serde_json::from_str(&line).map_err(|e| e.to_string())?);
+        }
+        let source = WithAppended {
+            path: &path,
+            appended: &appended,
         };
-        json!({
-            "contextMessages": self.messages(),
+        let projection = context::project(&source);
+        let context_entries: Vec<Value> = projection
+            .entries
+            .iter()
+            .map(|e| json!({"sourceEntry": source.value(e.pos), "messages": e.messages}))
+            .collect();
+        let messages: Vec<Value> = projection.messages().cloned().collect();
+        let llm = context::convert_to_llm(&messages);
+        let can_continue = continuable(&llm, waiting, boundary);
+        Ok(json!({
+            "contextEntries": context_entries,
+            "contextMessages": messages,
+            "llmMessages": llm,
             "pendingMessages": pending,
-            "canContinue": self.can_continue(boundary),
-        })
+            "canContinue": can_continue,
+        }))
     }
 
-    /// Pi's `canContinue`: the model context has more than system messages and does not end
-    /// with an assistant message, a held custom message is waiting, or a queued message
-    /// would start the request (after an assistant message, before settling).
+    /// The queued messages as `pendingMessages` lists them, and what waits.
+    fn waiting_messages(&self) -> (Vec<Value>, Waiting) {
+        let q = lock(&self.shared.queues);
+        let pending = q
+            .steering
+            .iter()
+            .chain(&q.follow_up)
+            .map(queued_message)
+            .collect();
+        let waiting = Waiting {
+            queued: !q.steering.is_empty() || !q.follow_up.is_empty(),
+            held: !q.after_turn.is_empty(),
+        };
+        (pending, waiting)
+    }
+
+    /// Pi's `canContinue` for the session as it is.
     fn can_continue(&self, boundary: Boundary) -> bool {
-        let (has_context, final_role) = {
+        let (_, waiting) = self.waiting_messages();
+        let llm = {
             let st = lock(&self.shared.state);
             let s = &st.session;
             let branch = s.branch_path();
             let path = SessionPath::of(s, &branch);
             let messages: Vec<Value> = context::project(&path).messages().cloned().collect();
-            let llm = context::convert_to_llm(&messages);
-            let role = |m: &Value| m.get("role").and_then(Value::as_str).map(str::to_string);
-            let has_context = llm.iter().any(|m| role(m).as_deref() != Some("system"));
-            (has_context, llm.last().and_then(role))
+            context::convert_to_llm(&messages)
         };
-        let ends_with_assistant = final_role.as_deref() == Some("assistant");
-        let (queued, held) = {
-            let q = lock(&self.shared.queues);
-            (
-                !q.steering.is_empty() || !q.follow_up.is_empty(),
-                !q.after_turn.is_empty(),
-            )
-        };
-        (has_context && !ends_with_assistant)
-            || held
-            || match boundary {
-                Boundary::TurnEnd => queued,
-                Boundary::BeforeSettle => ends_with_assistant && queued,
-            }
+        continuable(&llm, waiting, boundary)
     }
 
     /// The proposal as entries to write, or why it is refused (nothing is written then).
     /// As Pi's session manager, only context edits are checked (the sidecar has reported
-    /// them already; this guards the file); other fields are written as given, and drafts of
+    /// them already, from [`AgentSession::boundary_context`]; this guards the file); other fields are written as given, and drafts of
     /// other types are skipped.
     fn checked_drafts(&self, drafts: &[Value]) -> Result<Vec<NewEntry>, String> {
         let st = lock(&self.shared.state);

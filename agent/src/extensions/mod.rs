@@ -426,6 +426,23 @@ impl Shared {
                     self.replace_session(params, id);
                 }
             }
+            "boundary_context" => {
+                if let Some(id) = id {
+                    let drafts = params
+                        .get("entries")
+                        .and_then(Value::as_array)
+                        .map(Vec::as_slice)
+                        .unwrap_or_default();
+                    let answer = match self.agent() {
+                        Some(agent) => match agent.boundary_context(&text("event"), drafts) {
+                            Ok(context) => json!({ "context": context }),
+                            Err(e) => json!({ "error": e }),
+                        },
+                        None => json!({ "error": "no session is open" }),
+                    };
+                    self.answer_sidecar(id, answer);
+                }
+            }
             "append_entries" => {
                 if let Some(id) = id {
                     let answer = match self.append_built(&params) {

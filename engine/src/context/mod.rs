@@ -20,7 +20,7 @@ mod source;
 pub mod transcript;
 
 pub use convert::{bash_execution_to_text, convert_to_llm};
-pub use source::{EntrySource, SessionPath};
+pub use source::{EntrySource, SessionPath, WithAppended};
 
 use crate::session::Mark;
 

@@ -157,3 +157,76 @@ impl EntrySource for SessionPath<'_> {
         }
     }
 }
+
+/// A path followed by entries that are not in the session (yet): what a proposal of new
+/// entries would make of the context, built without copying the path.
+pub struct WithAppended<'a, S: ?Sized> {
+    pub path: &'a S,
+    /// Whole entries, each a child of the one before it (the first of the path's last).
+    pub appended: &'a [Value],
+}
+
+impl<S: EntrySource + ?Sized> WithAppended<'_, S> {
+    /// Where position `i` is: `Ok` in the path, `Err` in the appended entries.
+    fn locate(&self, i: usize) -> Result<usize, usize> {
+        let n = self.path.len();
+        if i < n {
+            Ok(i)
+        } else {
+            Err(i - n)
+        }
+    }
+}
+
+impl<S: EntrySource + ?Sized> EntrySource for WithAppended<'_, S> {
+    fn len(&self) -> usize {
+        self.path.len() + self.appended.len()
+    }
+    fn kind(&self, i: usize) -> &str {
+        match self.locate(i) {
+            Ok(i) => self.path.kind(i),
+            Err(i) => self.appended.kind(i),
+        }
+    }
+    fn id(&self, i: usize) -> Option<&str> {
+        match self.locate(i) {
+            Ok(i) => self.path.id(i),
+            Err(i) => self.appended.id(i),
+        }
+    }
+    fn role(&self, i: usize) -> Option<&str> {
+        match self.locate(i) {
+            Ok(i) => self.path.role(i),
+            Err(i) => self.appended.role(i),
+        }
+    }
+    fn timestamp(&self, i: usize) -> Option<&str> {
+        match self.locate(i) {
+            Ok(i) => self.path.timestamp(i),
+            Err(i) => self.appended.timestamp(i),
+        }
+    }
+    fn value(&self, i: usize) -> Cow<'_, Value> {
+        match self.locate(i) {
+            Ok(i) => self.path.value(i),
+            Err(i) => self.appended.value(i),
+        }
+    }
+    fn position_of_id(&self, id: &str, range: std::ops::Range<usize>) -> Option<usize> {
+        let n = self.path.len();
+        // The first match in `range`: the path's part, then the appended part.
+        self.path
+            .position_of_id(id, range.start.min(n)..range.end.min(n))
+            .or_else(|| {
+                (range.start.max(n)..range.end).find(|&i| self.appended.id(i - n) == Some(id))
+            })
+    }
+    fn last_mark(&self, mark: Mark) -> Option<usize> {
+        let n = self.path.len();
+        (0..self.appended.len())
+            .rev()
+            .find(|&i| mark.matches(self.appended.kind(i), self.appended.role(i)))
+            .map(|i| n + i)
+            .or_else(|| self.path.last_mark(mark))
+    }
+}

@@ -104,3 +104,33 @@ fn convert_wraps_summaries_and_drops_excluded_bash() {
         "Ran `ls`\n(no output)\n\nCommand exited with code 2"
     );
 }
+
+#[test]
+fn appended_entries_project_as_if_they_were_on_the_path() {
+    // A compaction and a context edit proposed after the path: split anywhere, the
+    // projection is the one of the whole list.
+    let whole = vec![
+        msg("a", None, "user", "old"),
+        msg("b", Some("a"), "assistant", "kept"),
+        msg("c", Some("b"), "user", "latest"),
+        json!({"type":"compaction","id":"k","parentId":"c","timestamp":"2026-01-01T00:00:00.000Z",
+               "summary":"S","firstKeptEntryId":"b","tokensBefore":10}),
+        json!({"type":"context_edit","id":"e","parentId":"k","timestamp":"2026-01-01T00:00:00.000Z",
+               "targetId":"c","replacement":{"content":"edited"}}),
+        json!({"type":"custom_message","id":"m","parentId":"e","timestamp":"2026-01-01T00:00:00.000Z",
+               "customType":"note","content":"extra","display":false}),
+    ];
+    let expected = project(whole.as_slice());
+    for split in 0..=whole.len() {
+        let (path, appended) = whole.split_at(split);
+        let source = WithAppended { path, appended };
+        assert_eq!(
+            context_entry_positions(&source),
+            context_entry_positions(whole.as_slice())
+        );
+        assert_eq!(project(&source), expected, "split at {split}");
+    }
+    let texts: Vec<Value> = expected.messages().map(|m| m["content"].clone()).collect();
+    assert_eq!(texts.len(), 4, "summary, kept, edited, custom: {texts:?}");
+    assert_eq!(texts[2], json!("edited"));
+}
