@@ -11,6 +11,7 @@ use super::{append_locked, lock, AgentError, AgentSession, InputMessage};
 use crate::protocol::Event;
 use pi_engine::compaction;
 use pi_engine::context::{self, EntrySource, SessionPath, WithAppended};
+use pi_engine::session::Session;
 
 /// Which boundary, by Pi's event name.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -147,35 +148,15 @@ impl AgentSession {
         let path = SessionPath::of(s, &branch);
         let mut appended: Vec<Value> = Vec::with_capacity(drafted.len());
         for entry in drafted {
-            let entry = match entry {
-                NewEntry::Compaction {
-                    summary,
-                    first_kept_entry_id,
-                    details,
-                    usage,
-                    ..
-                } => {
-                    // As written: `tokensBefore` is the context's with the drafts before it.
-                    let source = WithAppended {
-                        path: &path,
-                        appended: &appended,
-                    };
-                    let before = compaction::estimate_projected_context_tokens(
-                        &context::project(&source),
-                        &source,
-                    )
-                    .tokens;
-                    s.compaction_entry(
-                        summary,
-                        first_kept_entry_id,
-                        before,
-                        details,
-                        Some(true),
-                        usage,
-                    )
-                }
-                other => other,
-            };
+            // As written: `tokensBefore` is the context's with the drafts before it.
+            let entry = hook_compaction_measured(
+                entry,
+                s,
+                &WithAppended {
+                    path: &path,
+                    appended: &appended,
+                },
+            );
             let base = EntryBase {
                 id: pi_formats::id::entry_id(|id| {
                     s.find(id).is_some() || appended.iter().any(|e| e["id"] == id)
@@ -323,32 +304,10 @@ impl AgentSession {
     fn append_draft(&self, entry: NewEntry) -> Result<(), AgentError> {
         let value = {
             let mut st = lock(&self.shared.state);
-            let entry = match entry {
-                NewEntry::Compaction {
-                    summary,
-                    first_kept_entry_id,
-                    details,
-                    usage,
-                    ..
-                } => {
-                    let s = &st.session;
-                    let branch = s.branch_path();
-                    let path = SessionPath::of(s, &branch);
-                    let before = compaction::estimate_projected_context_tokens(
-                        &context::project(&path),
-                        &path,
-                    )
-                    .tokens;
-                    s.compaction_entry(
-                        summary,
-                        first_kept_entry_id,
-                        before,
-                        details,
-                        Some(true),
-                        usage,
-                    )
-                }
-                other => other,
+            let entry = {
+                let s = &st.session;
+                let branch = s.branch_path();
+                hook_compaction_measured(entry, s, &SessionPath::of(s, &branch))
             };
             let id = append_locked(&mut st, &entry)?;
             st.session.find(&id).map(|i| st.session.entry_value(i))
@@ -357,6 +316,36 @@ impl AgentSession {
             self.emit(Event::EntryAppended { entry });
         }
         Ok(())
+    }
+}
+
+/// A hook's compaction draft as written after `path`: its `tokensBefore` is the estimate
+/// of that path's context and its system message the session's. Other drafts are unchanged.
+fn hook_compaction_measured<S: EntrySource + ?Sized>(
+    entry: NewEntry,
+    session: &Session,
+    path: &S,
+) -> NewEntry {
+    match entry {
+        NewEntry::Compaction {
+            summary,
+            first_kept_entry_id,
+            details,
+            usage,
+            ..
+        } => {
+            let before =
+                compaction::estimate_projected_context_tokens(&context::project(path), path).tokens;
+            session.compaction_entry(
+                summary,
+                first_kept_entry_id,
+                before,
+                details,
+                Some(true),
+                usage,
+            )
+        }
+        other => other,
     }
 }
 
