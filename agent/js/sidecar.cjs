@@ -32,7 +32,11 @@ const errorText = (err) => (err instanceof Error ? err.message : String(err));
 // Requests this side sends to the host (dialogs), by id.
 let nextOwnId = 1;
 const ownPending = new Map();
+// Set when a reload replaced this process's extensions (Pi's runner.invalidate): what the
+// old context asks of the host from then on fails with Pi's message.
+let staleMessage;
 function requestHost(method, params) {
+  if (staleMessage) return Promise.reject(new Error(staleMessage));
   const id = `s${nextOwnId++}`;
   return new Promise((resolve) => {
     ownPending.set(id, resolve);
@@ -999,6 +1003,15 @@ const methods = {
     return {};
   },
   emit: (params) => emit(params.event, params.payload || {}, params.emitId),
+  // A reload replaced these extensions (after their session_shutdown): as Pi's
+  // invalidate(), the old context turns stale and `pi.events` subscriptions end. The
+  // process runs on only while the command that called ctx.reload() finishes.
+  async invalidate() {
+    staleMessage =
+      "This extension ctx is stale after session replacement or reload. Do not use a captured pi or command ctx after ctx.newSession(), ctx.fork(), ctx.switchSession(), or ctx.reload(). For newSession, fork, and switchSession, move post-replacement work into withSession and use the ctx passed to withSession. For reload, do not use the old ctx after await ctx.reload().";
+    bus.removeAllListeners();
+    return {};
+  },
   // The host aborted the operation an emit gates (a compaction): its handlers' signal fires.
   async abort_emit(params) {
     const controller = abortableEmits.get(params.emitId);

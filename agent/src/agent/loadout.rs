@@ -49,6 +49,10 @@ pub trait ToolLoadout: Send + Sync {
     /// loads.
     fn tool_registered(&self, _tool: Arc<dyn Tool>) {}
 
+    /// A reload removed the extension tool `name`: it leaves the tools scripts call and
+    /// `tool_search` loads.
+    fn tool_removed(&self, _name: &str) {}
+
     /// `/reload` read the tool options again (`defaultTools`, `codemode.*`): the tool sets
     /// of later requests follow `selection`.
     fn reselect(&self, _selection: &crate::tools::ToolSelection) {}

@@ -363,6 +363,11 @@ impl AgentSession {
         *lock(&self.shared.hooks) = Some(hooks);
     }
 
+    /// Runs go on without hooks (a reload left no extensions).
+    pub fn clear_hooks(&self) {
+        *lock(&self.shared.hooks) = None;
+    }
+
     pub(crate) fn hooks(&self) -> Option<Arc<dyn AgentHooks>> {
         lock(&self.shared.hooks).clone()
     }

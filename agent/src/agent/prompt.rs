@@ -169,6 +169,50 @@ impl super::AgentSession {
         true
     }
 
+    /// A reload replaced the extensions, as Pi rebuilds its tool registry: the tools named
+    /// `old` (the previous extensions') leave, except a built-in one of them replaced,
+    /// which comes back in its place; then `new` register through the tool options
+    /// ([`Self::register_extension_tool`]), a tool active before the reload staying active.
+    pub fn replace_extension_tools(&self, old: &[String], new: &[crate::tools::RegisteredTool]) {
+        let was_active: Vec<String> = self.tools().iter().map(|t| t.name().to_string()).collect();
+        let returning = |name: &str| new.iter().any(|r| r.tool.name() == name);
+        let builtins = crate::tools::all_builtin_tools();
+        let mut removed = Vec::new();
+        {
+            let mut guard = super::lock(&self.shared.state);
+            let st = &mut *guard;
+            for name in old.iter().map(String::as_str).filter(|n| !returning(*n)) {
+                match builtins.iter().find(|b| b.name() == name) {
+                    Some(builtin) => {
+                        for slot in st.registered.iter_mut().chain(st.opts.tools.iter_mut()) {
+                            if slot.name() == name {
+                                *slot = builtin.clone();
+                            }
+                        }
+                    }
+                    None => {
+                        st.registered.retain(|t| t.name() != name);
+                        st.opts.tools.retain(|t| t.name() != name);
+                        removed.push(name.to_string());
+                    }
+                }
+            }
+            rebuild_prompt(st);
+        }
+        if let Some(loadout) = self.tool_loadout() {
+            for name in &removed {
+                loadout.tool_removed(name);
+            }
+        }
+        for registered in new {
+            let active_before = was_active.iter().any(|n| n == registered.tool.name());
+            self.register_extension_tool(
+                registered.tool.clone(),
+                registered.default_active || active_before,
+            );
+        }
+    }
+
     /// Registers the tools of `registry` that are not registered yet without activating
     /// them (tools the options or their exposure keep inactive at start-up), in its order:
     /// `pi.getAllTools()` lists them as Pi's registry does, `pi.setActiveTools()` and

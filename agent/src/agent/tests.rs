@@ -326,3 +326,79 @@ async fn busy_and_no_model_are_errors() {
     ));
     h.await.unwrap().unwrap();
 }
+
+/// A tool of a test extension: its name and description.
+#[derive(Debug)]
+struct ExtTool(String, &'static str, Value);
+
+#[async_trait::async_trait]
+impl crate::tools::Tool for ExtTool {
+    fn name(&self) -> &str {
+        &self.0
+    }
+    fn description(&self) -> &str {
+        self.1
+    }
+    fn parameters(&self) -> &Value {
+        &self.2
+    }
+    async fn execute(
+        &self,
+        _: &str,
+        _: Value,
+        _: &crate::tools::ToolContext,
+        _: tokio_util::sync::CancellationToken,
+        _: crate::tools::ToolUpdateFn<'_>,
+    ) -> Result<crate::tools::ToolOutput, crate::tools::ToolError> {
+        Ok(crate::tools::ToolOutput::text("ok"))
+    }
+}
+
+/// A reload's new extension tools replace the old ones: a removed tool leaves, a built-in
+/// the old extension overrode comes back, a tool the user activated stays active although
+/// its new version registers with `defaultActive: false`, a new tool activates.
+#[tokio::test]
+async fn a_reload_replaces_the_extension_tools() {
+    let dir = tempfile::tempdir().unwrap();
+    let fake = FakeLlm::start(Script::turns(vec![])).await.unwrap();
+    let (a, _) = agent(&fake, dir.path());
+    let tool = |name: &str, description: &'static str| -> Arc<dyn crate::tools::Tool> {
+        Arc::new(ExtTool(name.into(), description, json!({"type": "object"})))
+    };
+    let builtin_read = a
+        .tools()
+        .iter()
+        .find(|t| t.name() == "read")
+        .map(|t| t.description().to_string())
+        .unwrap();
+    a.register_extension_tool(tool("read", "old read"), true);
+    a.register_extension_tool(tool("gone", "old"), true);
+    a.register_extension_tool(tool("kept", "old"), false);
+    let mut active: Vec<String> = a.tools().iter().map(|t| t.name().to_string()).collect();
+    active.push("kept".into());
+    a.set_active_tools(&active);
+
+    a.replace_extension_tools(
+        &["read".into(), "gone".into(), "kept".into()],
+        &[
+            crate::tools::RegisteredTool {
+                tool: tool("kept", "new"),
+                default_active: false,
+            },
+            crate::tools::RegisteredTool {
+                tool: tool("fresh", "new"),
+                default_active: true,
+            },
+        ],
+    );
+    let described = |tools: Vec<Arc<dyn crate::tools::Tool>>, name: &str| {
+        tools
+            .iter()
+            .find(|t| t.name() == name)
+            .map(|t| t.description().to_string())
+    };
+    assert_eq!(described(a.tools(), "read"), Some(builtin_read));
+    assert_eq!(described(a.all_tools(), "gone"), None);
+    assert_eq!(described(a.tools(), "kept").as_deref(), Some("new"));
+    assert_eq!(described(a.tools(), "fresh").as_deref(), Some("new"));
+}

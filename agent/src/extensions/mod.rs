@@ -92,8 +92,10 @@ pub type SessionControl = Arc<
         + Sync,
 >;
 
-/// Reloads what `/reload` reloads (settings, context files, skills, prompt templates,
-/// models.json, MCP servers) for a command's `ctx.reload()`; set by the front end.
+/// Carries out Pi's `/reload` for a command's `ctx.reload()` (set by the front end): the
+/// extensions hear `session_shutdown`, settings and resources are read again, the extensions
+/// are loaded again in a new process, then `session_start` and `resources_discover` follow
+/// (see [`crate::host::Host::reload_begin`]).
 pub type ReloadControl =
     Arc<dyn Fn() -> futures::future::BoxFuture<'static, Result<(), String>> + Send + Sync>;
 
@@ -130,10 +132,6 @@ impl DiscoveredResources {
         self.skill_paths.is_empty() && self.prompt_paths.is_empty() && self.theme_paths.is_empty()
     }
 }
-
-/// Applies what `resources_discover` found after a command's `ctx.reload()` (set by the
-/// front end, which owns the loaded resources).
-pub type DiscoveredControl = Arc<dyn Fn(DiscoveredResources) + Send + Sync>;
 
 /// A failed extension: its path and Pi's message.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -173,6 +171,8 @@ pub struct Extensions {
     pub providers: Vec<Value>,
     /// Keyboard shortcuts (`pi.registerShortcut`): `(key as registered, description)`.
     pub shortcuts: Vec<(String, Option<String>)>,
+    /// The file each command comes from, by command name (`get_commands`' `sourceInfo`).
+    pub command_paths: HashMap<String, String>,
     shared: Arc<Shared>,
     timeout: Duration,
 }
@@ -207,11 +207,12 @@ struct Shared {
     runner: Mutex<Option<PromptRunner>>,
     /// How commands replace the session (set by the host).
     session_control: Mutex<Option<SessionControl>>,
-    /// How commands' `ctx.reload()` reloads resources (set by the front end).
+    /// How commands' `ctx.reload()` reloads (set by the front end).
     reload_control: Mutex<Option<ReloadControl>>,
-    /// How resources extensions discover after a reload join the loaded ones (set by the
-    /// front end).
-    discovered_control: Mutex<Option<DiscoveredControl>>,
+    /// Tools registered after loading (`tools_changed`), by name.
+    late_tools: Mutex<Vec<String>>,
+    /// A reload replaced these extensions: their process stops once no command runs in it.
+    retired: std::sync::atomic::AtomicBool,
     /// Agent events for the extensions' notification handlers, in order.
     forward: forward::Forwarder,
     /// The runtime the sidecar's tasks run on.
@@ -487,6 +488,13 @@ impl Shared {
         };
         if let Some(info) = params.get("tool") {
             let tool = ExtensionTool::new(info, ext);
+            {
+                let mut late = lock(&self.late_tools);
+                let name = crate::tools::Tool::name(&tool);
+                if !late.iter().any(|n| n == name) {
+                    late.push(name.to_string());
+                }
+            }
             let default_active = tool.default_active();
             agent.register_extension_tool(Arc::new(tool), default_active);
         }
@@ -681,16 +689,15 @@ impl Shared {
         });
     }
 
-    /// A command's `ctx.reload()`: Pi's `/reload` flow. The extensions hear
-    /// `session_shutdown` (`reason: "reload"`), the front end reloads settings and resources,
-    /// then `session_start` and `resources_discover` (`reason: "reload"`) follow. The extension process itself
-    /// carries on (as for session replacement), so module state survives.
+    /// A command's `ctx.reload()`: Pi's `/reload` flow, carried out by the front end
+    /// ([`ReloadControl`]). The answer goes to this process, which keeps running the
+    /// command to its end (Pi runs the code after `await ctx.reload()` from the old
+    /// version); its context is stale by then, and the process stops when the command ends.
     fn reload(self: &Arc<Self>, id: Value) {
         let this = self.clone();
         self.runtime.spawn(async move {
             let control = lock(&this.reload_control).clone();
-            let extensions = lock(&this.this).upgrade();
-            let (Some(control), Some(extensions)) = (control, extensions) else {
+            let Some(control) = control else {
                 return this.answer_sidecar(
                     id,
                     json!({"error": "ctx.reload() is not available in this mode"}),
@@ -702,20 +709,10 @@ impl Shared {
                     json!({"error": "Cannot reload while the agent is running"}),
                 );
             }
-            extensions
-                .notify("session_shutdown", json!({ "reason": "reload" }))
-                .await;
             let outcome = control().await;
-            extensions
-                .notify("session_start", json!({ "reason": "reload" }))
-                .await;
-            let found = extensions.resources_discover("reload").await;
-            let apply = lock(&this.discovered_control).clone();
-            if let (Some(apply), false) = (apply, found.is_empty()) {
-                apply(found);
+            if !this.retired.load(Ordering::SeqCst) {
+                this.sync_state().await;
             }
-            drop(extensions);
-            this.sync_state().await;
             let answer = match outcome {
                 Ok(()) => Value::Null,
                 Err(e) => json!({ "error": format!("Reload failed: {e}") }),
@@ -940,6 +937,7 @@ impl Extensions {
                         virtual_models: Vec::new(),
                         providers: Vec::new(),
                         shortcuts: Vec::new(),
+                        command_paths: HashMap::new(),
                         errors,
                         shared,
                         timeout,
@@ -968,6 +966,10 @@ impl Extensions {
             shortcuts: list("shortcuts")
                 .iter()
                 .filter_map(|c| Some((str_of(c, "shortcut")?, str_of(c, "description"))))
+                .collect(),
+            command_paths: list("commands")
+                .iter()
+                .filter_map(|c| Some((str_of(c, "name")?, str_of(c, "extensionPath")?)))
                 .collect(),
             errors,
             sidecar,
@@ -1006,7 +1008,8 @@ impl Extensions {
             runner: Mutex::new(None),
             session_control: Mutex::new(None),
             reload_control: Mutex::new(None),
-            discovered_control: Mutex::new(None),
+            late_tools: Mutex::new(Vec::new()),
+            retired: std::sync::atomic::AtomicBool::new(false),
             forward: forward::Forwarder::default(),
             runtime: tokio::runtime::Handle::current(),
             provider_streams: providers::ProviderStreams::default(),
@@ -1192,15 +1195,46 @@ impl Extensions {
         *lock(&self.shared.session_control) = Some(control);
     }
 
-    /// How commands' `ctx.reload()` reloads settings and resources.
+    /// How commands' `ctx.reload()` reloads.
     pub fn set_reload_control(&self, control: ReloadControl) {
         *lock(&self.shared.reload_control) = Some(control);
     }
 
-    /// How resources that `resources_discover` handlers return after a command's
-    /// `ctx.reload()` are added to the reloaded ones.
-    pub fn set_discovered_control(&self, control: DiscoveredControl) {
-        *lock(&self.shared.discovered_control) = Some(control);
+    /// The names of the tools these extensions registered, while loading and after.
+    pub fn tool_names(&self) -> Vec<String> {
+        let mut names: Vec<String> = self
+            .tools
+            .iter()
+            .filter_map(|t| t.get("name").and_then(Value::as_str).map(str::to_string))
+            .collect();
+        for name in lock(&self.shared.late_tools).iter() {
+            if !names.contains(name) {
+                names.push(name.clone());
+            }
+        }
+        names
+    }
+
+    /// Reports the extensions that failed to load as extension errors (event `load`): a
+    /// reload goes on without them, where start-up stops.
+    pub fn report_load_errors(&self) {
+        for e in &self.errors {
+            self.shared.report_error(&e.path, "load", &e.error);
+        }
+    }
+
+    /// A reload replaced these extensions (after their `session_shutdown`): their context
+    /// turns stale, as Pi invalidates the old runtime, and their process stops, at once or,
+    /// when a command runs in it (the one that called `ctx.reload()`), when it ends.
+    pub async fn retire(&self) {
+        self.shared.retired.store(true, Ordering::SeqCst);
+        if self.sidecar.exited() {
+            return;
+        }
+        self.sidecar.tell("invalidate", json!({})).await;
+        if self.shared.in_command.load(Ordering::SeqCst) == 0 {
+            self.sidecar.shutdown().await;
+        }
     }
 
     /// The next run an extension asked for while idle (a command's `sendUserMessage` or
@@ -1353,10 +1387,14 @@ impl Extensions {
             .sidecar
             .request("command", json!({"name": name, "args": args}))
             .await;
-        self.shared.in_command.fetch_sub(1, Ordering::SeqCst);
+        let running = self.shared.in_command.fetch_sub(1, Ordering::SeqCst) - 1;
         if let Err(e) = outcome {
             self.shared
                 .report_error("<extensions>", &format!("command:{name}"), &e);
+        }
+        // The command reloaded the extensions: its process was kept for it until now.
+        if running == 0 && self.shared.retired.load(Ordering::SeqCst) {
+            self.sidecar.shutdown().await;
         }
     }
 

@@ -55,8 +55,12 @@ pub struct Host {
     setup: Mutex<HostSetup>,
     /// The running `bash` command's cancel switch (`abort_bash`).
     bash_cancel: Mutex<Option<CancellationToken>>,
-    /// Loaded extensions: their commands and `input` handlers see prompts first.
+    /// Loaded extensions: their commands and `input` handlers see prompts first. A reload
+    /// replaces them ([`Host::replace_extensions`]).
     extensions: Mutex<Option<Arc<crate::extensions::Extensions>>>,
+    /// The front end runs extensions' prompts itself ([`Host::run_extension_prompts`]), for
+    /// the extensions a reload loads too.
+    runs_extension_prompts: std::sync::atomic::AtomicBool,
 }
 
 /// What becomes of typed input once extensions have seen it.
@@ -84,6 +88,7 @@ impl Host {
             setup: Mutex::new(setup),
             bash_cancel: Mutex::new(None),
             extensions: Mutex::new(None),
+            runs_extension_prompts: std::sync::atomic::AtomicBool::new(false),
         })
     }
 
@@ -134,6 +139,8 @@ impl Host {
     /// Runs the user messages extensions send while the agent is idle as prompts of their
     /// own (RPC and the TUI, where runs go on in the background).
     pub fn run_extension_prompts(&self) {
+        self.runs_extension_prompts
+            .store(true, std::sync::atomic::Ordering::SeqCst);
         if let Some(ext) = self.extensions() {
             let agent = self.agent.clone();
             ext.set_prompt_runner(Arc::new(move |start| {
@@ -145,6 +152,65 @@ impl Host {
     /// The loaded extensions, if any.
     pub fn extensions(&self) -> Option<Arc<crate::extensions::Extensions>> {
         lock(&self.extensions).clone()
+    }
+
+    /// The start of Pi's reload (`/reload`, a command's `ctx.reload()`): refused while a
+    /// response streams; the running extensions hear `session_shutdown` with `reason:
+    /// "reload"`. The front end then reads settings and resources again and loads the
+    /// extensions again ([`Host::replace_extensions`]), and ends with [`Host::reload_end`].
+    pub async fn reload_begin(&self) -> Result<(), String> {
+        if self.agent.is_streaming() {
+            return Err("Wait for the current response to finish before reloading.".into());
+        }
+        if let Some(ext) = self.extensions() {
+            ext.session_shutdown("reload", None).await;
+        }
+        Ok(())
+    }
+
+    /// The end of a reload: the extensions loaded now hear `session_start` and then
+    /// `resources_discover` (`reason: "reload"`); returns the resources they point at.
+    pub async fn reload_end(&self) -> crate::extensions::DiscoveredResources {
+        let Some(ext) = self.extensions() else {
+            return Default::default();
+        };
+        ext.session_start("reload", None).await;
+        ext.resources_discover("reload").await
+    }
+
+    /// A reload's new extensions (`None`: none are configured now) replace the running
+    /// ones, as Pi rebuilds its extension runtime: the agent's hooks, the commands, and the
+    /// tools (the old extensions' tools leave, a built-in one replaced comes back; the new
+    /// ones register, a tool active before staying active). The old extensions retire
+    /// ([`crate::extensions::Extensions::retire`]).
+    pub async fn replace_extensions(
+        self: &Arc<Self>,
+        next: Option<Arc<crate::extensions::Extensions>>,
+    ) {
+        let old = lock(&self.extensions).take();
+        let old_tools = old.as_ref().map(|o| o.tool_names()).unwrap_or_default();
+        let new_tools = next
+            .as_ref()
+            .map(|n| n.registered_tools())
+            .unwrap_or_default();
+        match &next {
+            Some(ext) => {
+                ext.attach(self.agent.clone());
+                self.agent.set_hooks(ext.clone());
+                self.set_extensions(ext.clone());
+                if self
+                    .runs_extension_prompts
+                    .load(std::sync::atomic::Ordering::SeqCst)
+                {
+                    self.run_extension_prompts();
+                }
+            }
+            None => self.agent.clear_hooks(),
+        }
+        self.agent.replace_extension_tools(&old_tools, &new_tools);
+        if let Some(old) = old {
+            old.retire().await;
+        }
     }
 
     /// Pi's order for a prompt: an extension `/command` runs instead of being sent; else

@@ -279,16 +279,27 @@ impl Host {
             }
             // (RPC streams it with `write_messages_response`; this is the same answer whole.)
             Command::GetMessages => Ok(Some(json!({"messages": a.messages()}))),
-            // Prompt templates and skills (extensions are not supported).
+            // Extension commands, prompt templates and skills, in Pi's order.
             Command::GetCommands => {
                 let setup = self.setup();
                 let r = &setup.resources;
-                let mut commands: Vec<Value> = r
+                let mut commands: Vec<Value> = Vec::new();
+                if let Some(ext) = self.extensions() {
+                    commands.extend(ext.commands.iter().map(|(name, description)| {
+                        let path = ext.command_paths.get(name).cloned().unwrap_or_default();
+                        let mut command = json!({"name": name, "source": "extension",
+                            "sourceInfo": {"path": path}});
+                        if let Some(description) = description {
+                            command["description"] = description.as_str().into();
+                        }
+                        command
+                    }));
+                }
+                commands.extend(r
                     .prompt_templates
                     .iter()
                     .map(|t| json!({"name": t.name, "description": t.description,
-                        "source": "prompt", "sourceInfo": {"path": t.file_path.display().to_string()}}))
-                    .collect();
+                        "source": "prompt", "sourceInfo": {"path": t.file_path.display().to_string()}})));
                 commands.extend(r.skills.iter().map(|s| {
                     json!({"name": format!("skill:{}", s.name),
                     "description": s.description, "source": "skill",

@@ -355,6 +355,17 @@ impl ToolLoadout for McpLoadout {
         }
     }
 
+    fn tool_removed(&self, name: &str) {
+        self.own
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .retain(|t| t.name() != name);
+        self.nested
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .retain(|t| t.name() != name);
+    }
+
     fn reselect(&self, selection: &ToolSelection) {
         *self.selection.lock().unwrap_or_else(|e| e.into_inner()) = selection.clone();
     }

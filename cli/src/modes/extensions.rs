@@ -10,6 +10,8 @@ use pi_agent::extensions::{
     extension_paths, DiscoverOptions, Extensions, Preloaded, StartOptions, UiMode,
 };
 
+use pi_agent::host::Host;
+
 use super::{write_line, Env};
 use crate::RunArgs;
 
@@ -128,12 +130,9 @@ fn front_end(args: &RunArgs) -> (UiMode, Option<pi_agent::extensions::RecordSink
     (mode, records)
 }
 
-/// Loads the configured extensions; `None` when there are none (no Node process starts).
-pub fn start(
-    args: &RunArgs,
-    env: &Env,
-    builtin: &[Arc<dyn pi_agent::tools::Tool>],
-) -> anyhow::Result<Option<Arc<Extensions>>> {
+/// The extension files of a run in `env`: discovery (the project's only when trusted), `-e`
+/// paths, the `extensions` settings, then installed packages' extensions.
+fn configured_paths(args: &RunArgs, env: &Env) -> Vec<std::path::PathBuf> {
     let cwd = Path::new(&env.home.cwd);
     let config = &env.settings.config;
     let cli_paths = cli_paths(args);
@@ -154,6 +153,17 @@ pub fn start(
             }
         }
     }
+    paths
+}
+
+/// Loads the configured extensions; `None` when there are none (no Node process starts).
+pub fn start(
+    args: &RunArgs,
+    env: &Env,
+    builtin: &[Arc<dyn pi_agent::tools::Tool>],
+) -> anyhow::Result<Option<Arc<Extensions>>> {
+    let cwd = Path::new(&env.home.cwd);
+    let mut paths = configured_paths(args, env);
     // Extensions loaded for the trust decision carry on in the same process.
     let preloaded = PRELOADED.lock().unwrap_or_else(|e| e.into_inner()).take();
     if paths.is_empty() && preloaded.is_none() {
@@ -201,6 +211,61 @@ pub fn start(
         bail!("unknown option {flag} (no loaded extension registers it)");
     }
     Ok(Some(ext))
+}
+
+/// Pi's reload of the extensions, between `session_shutdown` and `session_start` (see
+/// [`Host::reload_begin`]): the extension files are found again as at start-up, from the
+/// settings `env` has just read (the project's trust as decided for the run), and loaded in
+/// a new process, so edited files are read again and module state starts afresh; they
+/// replace the host's (tools, commands, hooks). A file that fails to load is reported as an
+/// extension error and the session goes on without it. Returns a warning when no extension
+/// can run at all (no Node.js).
+pub fn reload(
+    args: &RunArgs,
+    env: &Env,
+    host: &Arc<Host>,
+    handle: &tokio::runtime::Handle,
+) -> Option<String> {
+    let paths = configured_paths(args, env);
+    if paths.is_empty() && host.extensions().is_none() {
+        return None;
+    }
+    let mut warning = None;
+    let next = if paths.is_empty() {
+        None
+    } else {
+        let (mode, records) = front_end(args);
+        let options = StartOptions {
+            paths,
+            cwd: std::path::PathBuf::from(&env.home.cwd),
+            mode,
+            records,
+            active_tools: host.agent().tools(),
+            flags: args.extension_flags.clone(),
+        };
+        match tokio::task::block_in_place(|| handle.block_on(Extensions::start(options))) {
+            Ok(ext) => {
+                ext.report_load_errors();
+                Some(ext)
+            }
+            Err(e) => {
+                warning = Some(e);
+                None
+            }
+        }
+    };
+    if let Some(ext) = &next {
+        super::reload::install(ext, host, args, &env.settings);
+    }
+    {
+        let mut started = STARTED.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(old) = host.extensions() {
+            started.retain(|e| !Arc::ptr_eq(e, &old));
+        }
+        started.extend(next.clone());
+    }
+    tokio::task::block_in_place(|| handle.block_on(host.replace_extensions(next)));
+    warning
 }
 
 /// Sends `session_shutdown` and stops every sidecar this process started.

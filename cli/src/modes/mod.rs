@@ -7,7 +7,7 @@ pub(crate) mod llama_cpp;
 mod mcp_command;
 pub mod print;
 pub mod radius_refresh;
-mod reload;
+pub(crate) mod reload;
 pub mod rpc;
 mod settings;
 

@@ -1,7 +1,8 @@
-//! `ctx.reload()` of an extension command: what `/reload` reads again (settings, context
-//! files, skills, prompt templates, models.json, mcp.json), applied to the running host. The
-//! extensions' side (`session_shutdown` / `session_start` with `reason: "reload"`) is the
-//! extension host's; this is the front end's part it calls in between.
+//! `ctx.reload()` of an extension command: Pi's `/reload`. The extensions hear
+//! `session_shutdown` (the host's [`Host::reload_begin`]); settings, context files, skills,
+//! prompt templates, models.json and mcp.json are read again and applied to the running
+//! host; the extensions are loaded again in a new process ([`super::extensions::reload`]);
+//! then `session_start` and `resources_discover` follow ([`Host::reload_end`]).
 //!
 //! The interactive mode's own `/reload` also refreshes its screen (keybindings, themes, the
 //! model picker); a command's reload there updates the session only.
@@ -21,32 +22,32 @@ use crate::RunArgs;
 /// Lets `extensions`' commands reload `host` (held weakly: the host owns the extensions).
 pub fn install(extensions: &Extensions, host: &Arc<Host>, args: &RunArgs, settings: &Settings) {
     let weak = Arc::downgrade(host);
-    let host = weak.clone();
     let args = args.clone();
     // The settings the last reload (or the start) applied: tools newly selected by the
     // reloaded settings become active, as `/reload` does.
     let applied = Arc::new(Mutex::new(settings.clone()));
     let control: ReloadControl = Arc::new(move || {
-        let host = host.clone();
+        let weak = weak.clone();
         let args = args.clone();
         let applied = applied.clone();
         Box::pin(async move {
-            tokio::task::spawn_blocking(move || reload(&host, &args, &applied))
+            let host = weak.upgrade().ok_or("the session has ended")?;
+            host.reload_begin().await?;
+            let outcome = tokio::task::spawn_blocking(move || reload(&weak, &args, &applied))
                 .await
-                .map_err(|e| e.to_string())?
+                .map_err(|e| e.to_string())
+                .and_then(|r| r);
+            let found = host.reload_end().await;
+            add_discovered(&host, &found);
+            outcome
         })
     });
     extensions.set_reload_control(control);
-    extensions.set_discovered_control(Arc::new(move |found| {
-        if let Some(host) = weak.upgrade() {
-            add_discovered(&host, &found);
-        }
-    }));
 }
 
 /// Adds the skills and prompt templates extensions' `resources_discover` handlers point at
 /// to the host's resources and the system prompt.
-fn add_discovered(host: &Host, found: &DiscoveredResources) {
+pub(crate) fn add_discovered(host: &Host, found: &DiscoveredResources) {
     let setup = host.setup();
     let mut resources = setup.resources;
     if resources.add_discovered(&found.skill_paths, &found.prompt_paths) {
@@ -76,6 +77,9 @@ fn reload(host: &Weak<Host>, args: &RunArgs, applied: &Mutex<Settings>) -> Resul
         env.settings.config.enable_skill_commands(),
     );
     let mut warnings = Vec::new();
+    // The extensions' providers and virtual models join the catalog below.
+    let handle = tokio::runtime::Handle::current();
+    warnings.extend(super::extensions::reload(args, &env, &host, &handle));
     let registry = catalog_with_extensions(&env, host.extensions().as_deref());
     let mut with_registry = Env { registry, ..env };
     let resolver = api_key_resolver_quiet(&with_registry, &mut warnings);

@@ -445,9 +445,31 @@ impl AgentDriver for AgentSessionDriver {
     }
 
     fn reload(&mut self) -> anyhow::Result<Reloaded> {
+        // Pi's reload: `session_shutdown` to the running extensions, settings and resources
+        // read again, the extensions loaded again, then `session_start` and
+        // `resources_discover` to the ones loaded now.
+        let host = self.host.clone();
+        self.runtime
+            .block_on(host.reload_begin())
+            .map_err(|e| anyhow!(e))?;
+        let reloaded = self.read_again(true);
+        let found = self.runtime.block_on(host.reload_end());
+        crate::modes::reload::add_discovered(&host, &found);
+        reloaded
+    }
+
+    fn follow_dir(&mut self) -> anyhow::Result<Reloaded> {
         if self.host.agent().is_streaming() {
             bail!("Wait for the current response to finish before reloading.");
         }
+        self.read_again(false)
+    }
+}
+
+impl AgentSessionDriver {
+    /// What `/reload` reads again (settings, resources, models.json, mcp.json), and with
+    /// `extensions` the extensions, loaded again in a new process.
+    fn read_again(&mut self, extensions: bool) -> anyhow::Result<Reloaded> {
         // The host's directory is the one the run works in now (a session from another
         // directory moves it).
         self.env.home.cwd = self.host.cwd();
@@ -480,6 +502,14 @@ impl AgentDriver for AgentSessionDriver {
             env.resources.clone(),
             env.settings.config.enable_skill_commands(),
         );
+        if extensions {
+            warnings.extend(crate::modes::extensions::reload(
+                &args,
+                env,
+                &self.host,
+                &self.runtime,
+            ));
+        }
         // models.json too, so the picker and ctrl+p see added or changed models. A broken
         // file keeps the models we have, as Pi keeps running with its error shown.
         match pi_agent::llm::load_models(&env.home.agent_dir.join("models.json")) {
@@ -495,9 +525,10 @@ impl AgentDriver for AgentSessionDriver {
                 );
                 env.registry = registry;
                 let resolver = crate::modes::api_key_resolver_quiet(env, &mut warnings);
-                self.host
-                    .agent()
-                    .set_registry(env.registry.clone(), Some(resolver));
+                // With the extensions' providers and virtual models, as at start-up.
+                let catalog =
+                    crate::modes::catalog_with_extensions(env, self.host.extensions().as_deref());
+                self.host.agent().set_registry(catalog, Some(resolver));
             }
             Err(e) => warnings.push(format!("models.json error: {e}")),
         }
@@ -514,6 +545,7 @@ impl AgentDriver for AgentSessionDriver {
             false
         };
         let mut ui = read_ui(env, &args);
+        ui.commands.extend(extension_commands(&self.host));
         ui.warnings.extend(warnings);
         ui.saved_project_trust = saved_project_trust;
         Ok(ui)
@@ -574,6 +606,26 @@ fn undecided_trust(agent_dir: &Path, cwd: &Path, args: &crate::RunArgs) -> bool 
         },
     );
     matches!(decision, Ok(pi_agent::config::TrustDecision::Ask { .. }))
+}
+
+/// The extensions' commands for the slash completion, after the skills and templates (as
+/// Pi, leaving out those named like a built-in command).
+fn extension_commands(host: &Host) -> Vec<super::app::Command> {
+    let Some(ext) = host.extensions() else {
+        return Vec::new();
+    };
+    ext.commands
+        .iter()
+        .filter(|(name, _)| {
+            !super::app::BUILTIN_COMMANDS
+                .iter()
+                .any(|(b, _)| *b == name.as_str())
+        })
+        .map(|(name, description)| super::app::Command {
+            name: name.clone(),
+            description: description.clone().unwrap_or_default(),
+        })
+        .collect()
 }
 
 /// What the UI takes from the settings and resources: header rows, slash commands, view
@@ -746,6 +798,7 @@ pub fn run_with_args(mut args: crate::RunArgs) -> anyhow::Result<i32> {
         .collect();
     opts.loaded = ui.loaded;
     opts.commands = ui.commands;
+    opts.commands.extend(extension_commands(&host));
     // Settings and resource problems were printed by `Env::new` before the screen switched.
     opts.thinking = agent.thinking_level();
     opts.model = agent.model().map(|m| ModelInfo::from_engine(&m));

@@ -508,9 +508,16 @@ pub trait AgentDriver {
     /// Escape while a `!cmd` runs.
     fn abort_bash(&mut self) {}
 
-    /// `/reload`: reads settings, models.json, context files, skills and prompt templates again.
+    /// `/reload`: reads settings, models.json, context files, skills and prompt templates
+    /// again, and loads the extensions again.
     fn reload(&mut self) -> anyhow::Result<Reloaded> {
         anyhow::bail!("reloading is not supported by this agent")
+    }
+
+    /// After a session from another directory opened: that directory's settings and
+    /// resources, read as `/reload` reads them (the extensions stay as they are).
+    fn follow_dir(&mut self) -> anyhow::Result<Reloaded> {
+        self.reload()
     }
 
     /// The directory tools run in: the session's own once a session from another directory

@@ -274,7 +274,7 @@ pub fn follow_cwd(
         return;
     };
     app.set_cwd(cwd);
-    match driver.reload() {
+    match driver.follow_dir() {
         Ok(r) => {
             apply_reloaded_quietly(app, agent_dir, r);
             app.notice(format!("Working in {}", app.cwd.display()));
@@ -305,7 +305,11 @@ pub fn reload(app: &mut App, driver: &mut dyn AgentDriver, agent_dir: &Path) {
                     app.model = Some(m.clone());
                 }
             }
-            apply_reloaded(app, agent_dir, r)
+            apply_reloaded(app, agent_dir, r);
+            // The reloaded extensions' shortcuts replace the old ones.
+            let (shortcuts, _) =
+                super::ext_ui::shortcuts_of(&driver.extension_shortcuts(), &app.keys);
+            app.ext_ui.shortcuts = shortcuts;
         }
         Err(e) => app
             .transcript
