@@ -181,7 +181,7 @@ impl super::AgentSession {
         {
             let mut guard = super::lock(&self.shared.state);
             let st = &mut *guard;
-            for name in old.iter().map(String::as_str).filter(|n| !returning(*n)) {
+            for name in old.iter().map(String::as_str).filter(|n| !returning(n)) {
                 match builtins.iter().find(|b| b.name() == name) {
                     Some(builtin) => {
                         for slot in st.registered.iter_mut().chain(st.opts.tools.iter_mut()) {
