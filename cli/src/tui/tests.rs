@@ -477,7 +477,8 @@ fn settings_offer_contributed_themes() {
     update(&mut a, key(KeyCode::Esc));
     update(&mut a, key(KeyCode::Enter));
     update(&mut a, key(KeyCode::Down));
-    update(&mut a, key(KeyCode::Down));
+    // Enter steps through the choices: dark, light, then the contributed one.
+    update(&mut a, key(KeyCode::Enter));
     let out = update(&mut a, key(KeyCode::Enter));
     assert_eq!(
         out,
