@@ -207,11 +207,46 @@ function renderOnce(factory) {
   }
 }
 
-// ctx.ui: dialogs go to the host when there is a UI, else answer as Pi's no-UI context does.
+// Pi's `ui_prompt_start` / `ui_prompt_end` around a blocking dialog: one span for nested or
+// overlapping dialogs (counted across every extension's context), both ends delivered on a
+// microtask and not awaited, so handlers never delay the dialog. The end names the dialog
+// that opened the span.
+const uiPrompts = { depth: 0, active: undefined };
+
+function emitUiPrompt(type, prompt) {
+  const fields = { reason: "ui_prompt", kind: prompt.kind };
+  if (prompt.title) fields.title = prompt.title;
+  queueMicrotask(() => {
+    void emit(type, fields);
+  });
+}
+
+function withUiPrompt(kind, title, run) {
+  if (uiPrompts.depth++ === 0) {
+    uiPrompts.active = { kind, title };
+    emitUiPrompt("ui_prompt_start", uiPrompts.active);
+  }
+  const finish = () => {
+    if (--uiPrompts.depth > 0) return;
+    uiPrompts.depth = 0;
+    const prompt = uiPrompts.active || { kind, title };
+    uiPrompts.active = undefined;
+    emitUiPrompt("ui_prompt_end", prompt);
+  };
+  try {
+    return run().finally(finish);
+  } catch (err) {
+    finish();
+    throw err;
+  }
+}
+
+// ctx.ui: dialogs go to the host when there is a UI, else answer as Pi's no-UI context does
+// (without a UI, Pi's no-op context emits no prompt events either).
 function makeUi() {
   const dialog = (method, fields, fallback) => {
     if (!state.hasUI) return Promise.resolve(fallback);
-    return requestHost("ui", { method, ...fields });
+    return withUiPrompt(method, fields.title, () => requestHost("ui", { method, ...fields }));
   };
   const theme = new Proxy({}, { get: () => (...args) => args[args.length - 1] });
   const ui = {
@@ -260,7 +295,7 @@ function makeUi() {
       if (state.hasUI) notify("ui", { method: "set_editor_text", text });
     },
     getEditorText: () => "",
-    custom: async () => undefined,
+    custom: async () => (state.hasUI ? withUiPrompt("custom", undefined, async () => undefined) : undefined),
     getToolsExpanded: () => false,
     getAllThemes: () => [],
     getTheme: () => undefined,
@@ -756,6 +791,42 @@ async function emit(event, payload, emitId) {
       }
     }
     return changed ? { messages } : {};
+  }
+  if (event === "context_with_system") {
+    // Pi's second request-time phase: the full transcript, system messages included; each
+    // handler sees the previous one's result (or its in-place edits), and the last list is
+    // sent as it is. Dropping the leading system message is reported, not undone.
+    let messages = payload.messages;
+    for (const { extension, handler } of handlersOf(event)) {
+      try {
+        const hadLeadingSystem = messages[0] && messages[0].role === "system";
+        const r = await handler({ type: event, messages }, ctx);
+        if (r && Array.isArray(r.messages)) messages = r.messages;
+        if (hadLeadingSystem && !(messages[0] && messages[0].role === "system")) {
+          reportError(
+            extension.path,
+            event,
+            "Handler removed the leading system message; the request has no prompt or initial tool declarations. Keep it at index 0 or replace a dropped prefix with getCurrentSystemMessage().",
+          );
+        }
+      } catch (err) {
+        reportError(extension.path, event, err);
+      }
+    }
+    return { messages };
+  }
+  if (event === "before_provider_headers") {
+    // Handlers edit `event.headers` in place (a string sets a header, null removes it); the
+    // object as the last handler left it is the request's.
+    const headers = payload.headers && typeof payload.headers === "object" ? payload.headers : {};
+    for (const { extension, handler } of handlersOf(event)) {
+      try {
+        await handler({ type: event, headers }, ctx);
+      } catch (err) {
+        reportError(extension.path, event, err);
+      }
+    }
+    return { headers };
   }
   if (event === "before_provider_request") {
     // Chained: each handler sees the payload the previous one returned; returning

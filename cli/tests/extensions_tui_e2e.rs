@@ -208,3 +208,50 @@ async fn extension_shortcuts_in_the_interactive_mode() {
     let screen = tmux.wait_until("the editor cleared", |s| !s.contains("draft"));
     assert!(!screen.contains("Reserved shortcut ran"), "{screen}");
 }
+
+/// `resources_discover`'s `themePaths`: the theme the settings name, found there by its
+/// `name`, is the one in use (no "using dark" warning) and /settings offers it.
+#[tokio::test(flavor = "multi_thread")]
+async fn themes_from_theme_paths_are_used_and_offered() {
+    if !enabled() {
+        eprintln!("skipped: set PI_TUI_E2E=1 (needs tmux)");
+        return;
+    }
+    let setup = Setup::new(json!([])).await;
+    let themes = setup.cwd.join("ext-themes");
+    std::fs::create_dir_all(&themes).unwrap();
+    std::fs::write(
+        themes.join("ocean.json"),
+        json!({"name": "ext-ocean", "colors": {"accent": "#2080c0"}}).to_string(),
+    )
+    .unwrap();
+    std::fs::write(
+        setup.agent.join("settings.json"),
+        json!({"theme": "ext-ocean"}).to_string(),
+    )
+    .unwrap();
+    let command = format!(
+        "env PI_CODING_AGENT_DIR={} XDG_CACHE_HOME={} DISCOVER_THEMES={} {} --session-dir {} --model fakeoai/fake-model -e {}; sleep 30",
+        quote(&setup.agent.display().to_string()),
+        quote(&setup.agent.join("cache").display().to_string()),
+        quote(&themes.display().to_string()),
+        quote(pi_bin()),
+        quote(&setup.sessions.display().to_string()),
+        quote(&fixture("discover-themes.ts")),
+    );
+    let tmux = Tmux::start(
+        &format!("pi-ext-themes-{}", std::process::id()),
+        &setup.cwd,
+        &command,
+    );
+    let screen = tmux.wait_for("fake-model");
+    assert!(!screen.contains("using dark"), "{screen}");
+    tmux.keys(&["/settings", "Enter"]);
+    let screen = tmux.wait_for("Theme");
+    let row = screen
+        .lines()
+        .find(|l| l.contains("Theme"))
+        .unwrap_or_default()
+        .to_string();
+    assert!(row.contains("ext-ocean"), "{row}\n{screen}");
+}

@@ -1,11 +1,47 @@
 //! Points where extensions shape a run (Pi's `beforeToolCall`, `afterToolCall`,
-//! `before_agent_start` and `context`), as a trait so the agent loop knows nothing about how
-//! extensions run. Every method but `tool_call` has a default that changes nothing, so a
-//! hook set implements only what it uses.
+//! `before_agent_start`, `context`, `context_with_system`, `before_provider_headers`), as a
+//! trait so the agent loop knows nothing about how extensions run. Every method but
+//! `tool_call` has a default that changes nothing, so a hook set implements only what it
+//! uses.
+
+use std::collections::BTreeMap;
 
 use serde_json::Value;
 
+use crate::llm::StreamOptions;
 use crate::protocol::Event;
+
+/// Runs `before_provider_headers` over a request's options when a hook wants it: the
+/// headers become the edited set and the ones set to `null` are left out of the request
+/// (also when the wire API or the model adds them). Nothing is done for other hooks.
+pub(crate) async fn apply_provider_headers(
+    hooks: Option<&dyn AgentHooks>,
+    options: &mut StreamOptions,
+) {
+    let Some(hooks) = hooks.filter(|h| h.wants_provider_headers()) else {
+        return;
+    };
+    let Some(edited) = hooks.provider_headers(&options.headers).await else {
+        return;
+    };
+    let mut headers = BTreeMap::new();
+    for (name, value) in edited {
+        match value {
+            Value::String(v) => {
+                headers.insert(name, v);
+            }
+            Value::Null => options.removed_headers.push(name),
+            Value::Number(n) => {
+                headers.insert(name, n.to_string());
+            }
+            Value::Bool(b) => {
+                headers.insert(name, b.to_string());
+            }
+            _ => {}
+        }
+    }
+    options.headers = headers;
+}
 
 /// What `before_agent_start` handlers decided for a run.
 #[derive(Debug, Clone, Default, PartialEq)]
@@ -68,6 +104,33 @@ pub trait AgentHooks: Send + Sync {
     /// Before each model request, with the conversation without its system messages:
     /// `Some` replaces it for this request only.
     async fn context(&self, _messages: Vec<Value>) -> Option<Vec<Value>> {
+        None
+    }
+
+    /// Whether [`AgentHooks::context_with_system`] wants the transcript.
+    fn wants_context_with_system(&self) -> bool {
+        false
+    }
+
+    /// After [`AgentHooks::context`], with the request's whole transcript, system messages
+    /// (prompt, sections, tool declarations) included (Pi's `context_with_system`): `Some`
+    /// is sent as it is, for this request only.
+    async fn context_with_system(&self, _messages: Vec<Value>) -> Option<Vec<Value>> {
+        None
+    }
+
+    /// Whether [`AgentHooks::provider_headers`] wants each request's headers.
+    fn wants_provider_headers(&self) -> bool {
+        false
+    }
+
+    /// Once per model request (the agent's and the summaries'), with the headers the
+    /// request options carry (Pi's `before_provider_headers`): `Some` is the edited set, a
+    /// string setting a header, `null` removing it from the request whoever adds it.
+    async fn provider_headers(
+        &self,
+        _headers: &BTreeMap<String, String>,
+    ) -> Option<serde_json::Map<String, Value>> {
         None
     }
 
@@ -145,4 +208,57 @@ pub trait AgentHooks: Send + Sync {
 
     /// Every event the agent emits, in order. Must not block.
     fn observe(&self, _event: &Event) {}
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Answers `before_provider_headers` with a fixed edit.
+    struct Headers(serde_json::Map<String, Value>);
+
+    #[async_trait::async_trait]
+    impl AgentHooks for Headers {
+        async fn tool_call(&self, _: &str, _: Option<&str>, _: &str, _: &Value) -> Option<String> {
+            None
+        }
+
+        fn wants_provider_headers(&self) -> bool {
+            true
+        }
+
+        async fn provider_headers(
+            &self,
+            headers: &BTreeMap<String, String>,
+        ) -> Option<serde_json::Map<String, Value>> {
+            let mut edited = self.0.clone();
+            for (k, v) in headers {
+                edited.entry(k.clone()).or_insert_with(|| v.clone().into());
+            }
+            Some(edited)
+        }
+    }
+
+    #[tokio::test]
+    async fn header_edits_set_remove_and_stringify() {
+        let mut options = StreamOptions::default();
+        options.headers.insert("x-keep".into(), "k".into());
+        options.headers.insert("x-gone".into(), "g".into());
+        let edit = serde_json::json!({"x-added": "a", "x-gone": null, "x-count": 5});
+        let hooks = Headers(edit.as_object().cloned().unwrap_or_default());
+        apply_provider_headers(Some(&hooks), &mut options).await;
+        let expected: BTreeMap<String, String> =
+            [("x-added", "a"), ("x-count", "5"), ("x-keep", "k")]
+                .into_iter()
+                .map(|(k, v)| (k.to_string(), v.to_string()))
+                .collect();
+        assert_eq!(options.headers, expected);
+        assert_eq!(options.removed_headers, ["x-gone"]);
+        // Without a hook that wants them, the options stay as they are.
+        let mut untouched = StreamOptions::default();
+        untouched.headers.insert("x".into(), "1".into());
+        apply_provider_headers(None, &mut untouched).await;
+        assert_eq!(untouched.headers.len(), 1);
+        assert!(untouched.removed_headers.is_empty());
+    }
 }

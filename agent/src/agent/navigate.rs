@@ -266,6 +266,7 @@ impl AgentSession {
         token: &CancellationToken,
     ) -> Result<Option<(String, Value, Option<Value>)>, AgentError> {
         let routed = self.direct_route().await.map_err(AgentError::Other)?;
+        let hooks = self.hooks();
         let (summarizer, summary_options, window, settings) = {
             let st = lock(&self.shared.state);
             let events = RetryEvents {
@@ -273,7 +274,8 @@ impl AgentSession {
                 source: "branchSummary",
                 reason: None,
             };
-            let Some((summarizer, reasoning)) = summarizer::for_state(&st, routed, token, events)
+            let Some((summarizer, reasoning)) =
+                summarizer::for_state(&st, routed, token, events, hooks)
             else {
                 return Err(AgentError::Other(
                     "No model available for summarization".into(),

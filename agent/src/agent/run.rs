@@ -914,10 +914,12 @@ impl AgentSession {
         } else {
             (model, options, level)
         };
-        let options = StreamOptions {
-            provider_hooks: self.hooks().and_then(|h| h.provider_hooks()),
+        let hooks = self.hooks();
+        let mut options = StreamOptions {
+            provider_hooks: hooks.as_ref().and_then(|h| h.provider_hooks()),
             ..options
         };
+        super::hooks::apply_provider_headers(hooks.as_deref(), &mut options).await;
         let mut stream = llm::stream(&model, context, options);
         let mut started = false;
         let mut final_message = None;
@@ -992,8 +994,9 @@ impl AgentSession {
     }
 
     /// The request's context as extensions shape it: `context` handlers may replace the
-    /// conversation (the system messages stay ahead of it), and a `before_agent_start`
-    /// system prompt replaces the prompt text while the tools stay declared.
+    /// conversation (the system messages stay ahead of it), `context_with_system` handlers
+    /// then the whole transcript, and a `before_agent_start` system prompt replaces the
+    /// prompt text while the tools stay declared.
     async fn shaped_context(&self, mut context: Context) -> Context {
         let Some(hooks) = self.hooks() else {
             return context;
@@ -1019,6 +1022,26 @@ impl AgentSession {
                     }
                 }
                 None => context.messages.extend(conversation),
+            }
+        }
+        if hooks.wants_context_with_system() {
+            // The whole transcript, prompt and tool declarations included: what the
+            // handlers return is the request's, as they left it.
+            let values: Vec<Value> = context
+                .messages
+                .iter()
+                .filter_map(|m| serde_json::to_value(m).ok())
+                .collect();
+            if let Some(replaced) = hooks.context_with_system(values).await {
+                let mut messages = Vec::new();
+                let mut unreadable = Vec::new();
+                read_context_messages(replaced, &mut messages, &mut unreadable);
+                for problem in unreadable {
+                    self.emit(Event::Warning {
+                        message: format!("context_with_system handler: {problem}"),
+                    });
+                }
+                context.messages = messages;
             }
         }
         let forced = lock(&self.shared.system_override).clone();
@@ -1475,6 +1498,7 @@ impl AgentSession {
             Err(e) => return fail(self, e, false),
         };
         let hooks = self.hooks().filter(|h| h.wants_compaction());
+        let header_hooks = self.hooks();
         let (prep, hook_payload, summarizer, options, no_prep_reason) = {
             let mut st = lock(&self.shared.state);
             st.is_compacting = true;
@@ -1501,10 +1525,11 @@ impl AgentSession {
                 source: "compaction",
                 reason: Some(reason.as_str().to_string()),
             };
-            let (summarizer, reasoning) = match summarizer::for_state(&st, routed, token, events) {
-                Some((s, r)) => (Some(s), r),
-                None => (None, None),
-            };
+            let (summarizer, reasoning) =
+                match summarizer::for_state(&st, routed, token, events, header_hooks) {
+                    Some((s, r)) => (Some(s), r),
+                    None => (None, None),
+                };
             let options = SummaryOptions {
                 custom_instructions,
                 reasoning,

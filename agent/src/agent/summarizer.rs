@@ -1,12 +1,14 @@
 //! The compaction and branch-summary [`Summarizer`] over the session's provider.
 
 use std::future::Future;
+use std::sync::Arc;
 use std::time::Duration;
 
 use pi_formats::message::{ContentBlock, StopReason as MsgStop, ThinkingLevel};
 use tokio_util::sync::CancellationToken;
 
 use super::events::EventSink;
+use super::AgentHooks;
 use crate::protocol::Event;
 
 use crate::llm::{self, transform::user_text, Context, Model, ModelRegistry, StreamOptions};
@@ -22,6 +24,10 @@ pub(crate) struct LlmSummarizer {
     pub cancel: CancellationToken,
     /// Where the `summarization_retry_*` events go.
     pub events: RetryEvents,
+    /// The session's hooks: `before_provider_headers` sees summary requests too, as in Pi
+    /// (its summaries go through the session's stream function). The payload, response
+    /// and stream-event hooks do not: Pi hands those to the agent loop's requests only.
+    pub hooks: Option<Arc<dyn AgentHooks>>,
 }
 
 /// Pi's `summarization_retry_*` events for one kind of summary.
@@ -49,7 +55,7 @@ impl Summarizer for LlmSummarizer {
             messages: vec![user_text(&request.prompt, pi_formats::time::now_millis())],
             tools: vec![],
         };
-        let options = StreamOptions {
+        let mut options = StreamOptions {
             api_key: self.api_key.clone(),
             headers: self
                 .registry
@@ -59,9 +65,11 @@ impl Summarizer for LlmSummarizer {
             cancel: self.cancel.child_token(),
             ..Default::default()
         };
-        let stream = llm::stream(&self.model, context, options);
+        let model = self.model.clone();
+        let hooks = self.hooks.clone();
         async move {
-            let m = stream.result().await;
+            super::hooks::apply_provider_headers(hooks.as_deref(), &mut options).await;
+            let m = llm::stream(&model, context, options).result().await;
             let text = m
                 .content
                 .iter()
@@ -146,6 +154,7 @@ pub(crate) fn for_state(
     routed: Option<super::route::Dispatch>,
     cancel: &CancellationToken,
     events: RetryEvents,
+    hooks: Option<Arc<dyn AgentHooks>>,
 ) -> Option<(LlmSummarizer, Option<String>)> {
     let (model, level) = match routed {
         Some(d) => (d.model, d.level),
@@ -161,6 +170,7 @@ pub(crate) fn for_state(
             registry: st.opts.registry.clone(),
             cancel: cancel.clone(),
             events,
+            hooks,
         },
         reasoning,
     ))

@@ -165,6 +165,9 @@ pub struct Resources {
     /// Enabled extension files of installed packages (filled by the caller that resolved
     /// the packages; [`Resources::load`] leaves it empty).
     pub package_extensions: Vec<PathBuf>,
+    /// Theme files and directories extensions contributed (`resources_discover`'s
+    /// `themePaths`), for the interactive mode's themes.
+    pub theme_paths: Vec<PathBuf>,
 }
 
 impl Resources {
@@ -298,11 +301,32 @@ impl Resources {
             append_system_prompt,
             diagnostics,
             package_extensions: Vec::new(),
+            theme_paths: Vec::new(),
         }
     }
 }
 
 impl Resources {
+    /// Adds the theme files and directories extensions contributed (`resources_discover`'s
+    /// `themePaths`), each once; a path that does not exist is a warning, as in Pi. Whether
+    /// any was new.
+    pub fn add_discovered_themes(&mut self, theme_paths: &[PathBuf]) -> bool {
+        let mut added = false;
+        for path in theme_paths {
+            if self.theme_paths.contains(path) {
+                continue;
+            }
+            if !path.exists() {
+                self.diagnostics
+                    .push(Diagnostic::warning("theme path does not exist", path));
+                continue;
+            }
+            self.theme_paths.push(path.clone());
+            added = true;
+        }
+        added
+    }
+
     /// Adds the skills and prompt templates at paths extensions contributed
     /// (`resources_discover`), after everything loaded so far: a name already taken keeps
     /// its first definition and the newcomer is reported as a collision. Whether anything

@@ -1568,7 +1568,8 @@ impl crate::agent::AgentHooks for Extensions {
     fn provider_hooks(&self) -> Option<Arc<dyn crate::llm::ProviderHooks>> {
         let payload = self.handles("before_provider_request");
         let response = self.handles("after_provider_response");
-        if !payload && !response {
+        let stream = self.handles("provider_stream_event");
+        if !payload && !response && !stream {
             return None;
         }
         let extensions = lock(&self.shared.this).upgrade()?;
@@ -1576,7 +1577,45 @@ impl crate::agent::AgentHooks for Extensions {
             extensions,
             payload,
             response,
+            stream,
         }))
+    }
+
+    fn wants_provider_headers(&self) -> bool {
+        self.handles("before_provider_headers")
+    }
+
+    async fn provider_headers(
+        &self,
+        headers: &std::collections::BTreeMap<String, String>,
+    ) -> Option<serde_json::Map<String, Value>> {
+        // The sidecar answers `{headers}` as the handlers left the object; a timeout or a
+        // dead sidecar keeps the headers as assembled.
+        match self
+            .emit("before_provider_headers", json!({ "headers": headers }))
+            .await?
+            .get_mut("headers")
+            .map(Value::take)
+        {
+            Some(Value::Object(edited)) => Some(edited),
+            _ => None,
+        }
+    }
+
+    fn wants_context_with_system(&self) -> bool {
+        self.handles("context_with_system")
+    }
+
+    async fn context_with_system(&self, messages: Vec<Value>) -> Option<Vec<Value>> {
+        match self
+            .emit("context_with_system", json!({ "messages": messages }))
+            .await?
+            .get_mut("messages")
+            .map(Value::take)
+        {
+            Some(Value::Array(messages)) => Some(messages),
+            _ => None,
+        }
     }
 
     fn wants_tree(&self) -> bool {

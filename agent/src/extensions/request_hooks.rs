@@ -1,8 +1,10 @@
 //! Pi's provider hooks: `before_provider_request` (handlers see the request body as the wire
-//! API built it and may replace it, each seeing the previous one's result) and
-//! `after_provider_response` (status and headers, before the body is read). They are handed
-//! to the model request only when some extension handles one of them, so a run without such
-//! handlers neither copies payloads nor crosses to the sidecar.
+//! API built it and may replace it, each seeing the previous one's result),
+//! `after_provider_response` (status and headers, before the body is read) and
+//! `provider_stream_event` (each parsed stream event, awaited in stream order as Pi awaits
+//! it). They are handed to the model request only when some extension handles one of them,
+//! and each stage runs only for the events handled, so a run without such handlers neither
+//! copies payloads nor crosses to the sidecar.
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -16,6 +18,7 @@ pub(super) struct RequestHooks {
     pub(super) extensions: Arc<Extensions>,
     pub(super) payload: bool,
     pub(super) response: bool,
+    pub(super) stream: bool,
 }
 
 impl std::fmt::Debug for RequestHooks {
@@ -23,6 +26,7 @@ impl std::fmt::Debug for RequestHooks {
         f.debug_struct("RequestHooks")
             .field("payload", &self.payload)
             .field("response", &self.response)
+            .field("stream", &self.stream)
             .finish_non_exhaustive()
     }
 }
@@ -52,6 +56,24 @@ impl crate::llm::ProviderHooks for RequestHooks {
             .notify(
                 "after_provider_response",
                 json!({ "status": status, "headers": headers }),
+            )
+            .await;
+    }
+
+    fn wants_stream_events(&self) -> bool {
+        self.stream
+    }
+
+    async fn stream_event(&self, model: &crate::llm::Model, data: &Value) {
+        self.extensions
+            .notify(
+                "provider_stream_event",
+                json!({
+                    "data": data,
+                    "provider": model.provider,
+                    "api": model.api,
+                    "model": model.id,
+                }),
             )
             .await;
     }

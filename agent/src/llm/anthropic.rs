@@ -545,6 +545,7 @@ pub(crate) async fn run(
                 sse.data
             )
         })?;
+        http::observe_stream_event(options, model, &ev).await;
         let n = |v: Option<&Value>| v.and_then(Value::as_u64);
         match ev.get("type").and_then(Value::as_str).unwrap_or(name) {
             "message_start" => {

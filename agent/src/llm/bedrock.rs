@@ -712,6 +712,19 @@ pub(crate) async fn run(
         let chunk = chunk.map_err(|e| http::error_chain(&e))?;
         for msg in decoder.feed(&chunk)? {
             let payload: Value = serde_json::from_slice(&msg.payload).unwrap_or(Value::Null);
+            if options
+                .provider_hooks
+                .as_ref()
+                .is_some_and(|h| h.wants_stream_events())
+            {
+                // The AWS SDK's item: the event keyed by its type.
+                let kind = msg
+                    .header(":event-type")
+                    .or_else(|| msg.header(":exception-type"))
+                    .unwrap_or("");
+                let item = json!({ kind: payload.clone() });
+                http::observe_stream_event(options, model, &item).await;
+            }
             match msg.header(":message-type") {
                 Some("exception") => {
                     let kind = msg.header(":exception-type").unwrap_or("UnknownException");

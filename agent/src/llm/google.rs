@@ -375,7 +375,7 @@ pub(crate) async fn run(
         &format!("models/{}:streamGenerateContent?alt=sse", model.id),
     );
     let resp = http::post_json(options, &url, &headers, &body, ErrorStyle::Google).await?;
-    consume_stream(model, resp, em, "Google").await
+    consume_stream(model, options, resp, em, "Google").await
 }
 
 /// Read a `streamGenerateContent?alt=sse` response into `em` (shared with Vertex AI, whose
@@ -383,6 +383,7 @@ pub(crate) async fn run(
 /// stream without a finish reason.
 pub(crate) async fn consume_stream(
     model: &Model,
+    options: &StreamOptions,
     resp: reqwest::Response,
     em: &mut Emitter,
     label: &str,
@@ -397,6 +398,7 @@ pub(crate) async fn consume_stream(
         }
         let chunk: Value = serde_json::from_str(&sse.data)
             .map_err(|e| format!("Could not parse Google chunk: {e}; data={}", sse.data))?;
+        http::observe_stream_event(options, model, &chunk).await;
         if let Some(err) = chunk.get("error").filter(|e| e.is_object()) {
             return Err(err["message"]
                 .as_str()

@@ -133,7 +133,7 @@ pub(crate) async fn run(
     let body = build_request(model, context, options);
     http::extend_custom_headers(&mut headers, model, options);
     let resp = http::post_json(options, &url, &headers, &body, ErrorStyle::GenAiSdk).await?;
-    google::consume_stream(model, resp, em, "Google Vertex").await
+    google::consume_stream(model, options, resp, em, "Google Vertex").await
 }
 
 #[cfg(test)]

@@ -10,14 +10,26 @@ use serde_json::Value;
 use super::sse::{SseDecoder, SseEvent};
 use super::{Model, StreamOptions};
 /// Appends the configured headers to a request's own: the model's (models.json, the
-/// catalog), then the caller's (extensions, options), so later ones win on the wire.
+/// catalog), then the caller's (extensions, options). A later header replaces an earlier
+/// one of the same name (any case), as Pi's header merges do, and the names
+/// `options.removed_headers` lists are left out whoever added them.
 pub(crate) fn extend_custom_headers(
     headers: &mut Vec<(String, String)>,
     model: &Model,
     options: &StreamOptions,
 ) {
-    let custom = model.headers.iter().chain(options.headers.iter());
-    headers.extend(custom.map(|(k, v)| (k.clone(), v.clone())));
+    for (k, v) in model.headers.iter().chain(options.headers.iter()) {
+        headers.retain(|(name, _)| !name.eq_ignore_ascii_case(k));
+        headers.push((k.clone(), v.clone()));
+    }
+    if !options.removed_headers.is_empty() {
+        headers.retain(|(name, _)| {
+            !options
+                .removed_headers
+                .iter()
+                .any(|r| r.eq_ignore_ascii_case(name))
+        });
+    }
 }
 
 /// One pooled client for all requests that do not bring their own.
@@ -189,6 +201,19 @@ pub(crate) async fn observe_response(options: &StreamOptions, resp: &reqwest::Re
     hooks.response(resp.status().as_u16(), headers).await;
 }
 
+/// Shows one parsed event of a response stream to the hooks that want them (Pi's
+/// `provider_stream_event`), awaited so they see the events in order, before the event is
+/// applied. Nothing is copied or sent when no hook wants them.
+pub(crate) async fn observe_stream_event(options: &StreamOptions, model: &Model, data: &Value) {
+    if let Some(hooks) = options
+        .provider_hooks
+        .as_ref()
+        .filter(|h| h.wants_stream_events())
+    {
+        hooks.stream_event(model, data).await;
+    }
+}
+
 /// POST `body` as JSON (after the provider hooks saw it); a non-2xx answer becomes
 /// `Err(message)`.
 pub(crate) async fn post_json(
@@ -273,6 +298,30 @@ pub(crate) fn join_url(base: &str, path: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn custom_headers_replace_by_name_and_removed_ones_go() {
+        let mut model: Model = serde_json::from_value(serde_json::json!({"id": "m",
+            "name": "m", "api": "openai-completions", "provider": "p", "baseUrl": "http://h"}))
+        .unwrap();
+        model.headers.insert("X-Title".into(), "model".into());
+        model.headers.insert("x-model-only".into(), "1".into());
+        let mut options = StreamOptions::default();
+        options.headers.insert("x-title".into(), "options".into());
+        options.removed_headers = vec!["X-Model-Only".into(), "Authorization".into()];
+        let mut headers = vec![
+            ("authorization".to_string(), "Bearer k".to_string()),
+            ("accept".to_string(), "text/event-stream".to_string()),
+        ];
+        extend_custom_headers(&mut headers, &model, &options);
+        assert_eq!(
+            headers,
+            [
+                ("accept".to_string(), "text/event-stream".to_string()),
+                ("x-title".to_string(), "options".to_string()),
+            ]
+        );
+    }
 
     #[test]
     fn error_messages_follow_the_sdks() {

@@ -447,6 +447,7 @@ pub(crate) async fn run(
         }
         let chunk: Value = serde_json::from_str(data)
             .map_err(|e| format!("Could not parse Mistral chunk: {e}; data={data}"))?;
+        http::observe_stream_event(options, model, &chunk).await;
         let Some(choices) = chunk.get("choices").and_then(Value::as_array) else {
             return Err("Invalid Mistral streaming event".into());
         };

@@ -129,8 +129,11 @@ impl ThinkingBudgets {
 pub struct StreamOptions {
     /// API key (already resolved; see [`resolve_config_value`]).
     pub api_key: Option<String>,
-    /// Extra headers, applied last.
+    /// Extra headers, applied last (each replaces a header of the same name).
     pub headers: BTreeMap<String, String>,
+    /// Headers left out of the request whoever adds them (names, any case): those an
+    /// extension's `before_provider_headers` handler set to `null`.
+    pub removed_headers: Vec<String>,
     /// Output token cap; default: the model's, clamped to the context window.
     pub max_tokens: Option<u64>,
     /// Sampling temperature.
@@ -151,8 +154,8 @@ pub struct StreamOptions {
     pub client: Option<reqwest::Client>,
     /// Request timeout.
     pub timeout: Option<Duration>,
-    /// Extensions' hooks around the HTTP exchange (Pi's `before_provider_request` and
-    /// `after_provider_response`); `None` costs nothing.
+    /// Extensions' hooks around the HTTP exchange (Pi's `before_provider_request`,
+    /// `after_provider_response` and `provider_stream_event`); `None` costs nothing.
     pub provider_hooks: Option<std::sync::Arc<dyn ProviderHooks>>,
 }
 
@@ -174,6 +177,16 @@ pub trait ProviderHooks: Send + Sync + std::fmt::Debug {
     /// The response's status and headers (lower-case names; repeated headers joined with
     /// `, `), before its body is read; error statuses included.
     async fn response(&self, status: u16, headers: BTreeMap<String, String>);
+
+    /// Whether [`ProviderHooks::stream_event`] should see the response's stream events.
+    fn wants_stream_events(&self) -> bool {
+        false
+    }
+
+    /// One parsed event of the response stream (the JSON of an SSE event, a Bedrock
+    /// event-stream message), before it is applied to the message; awaited, so the hooks
+    /// see the events in stream order.
+    async fn stream_event(&self, _model: &Model, _data: &Value) {}
 }
 
 /// One event of a streaming response (Pi's `AssistantMessageEvent`); serializes with Pi's

@@ -640,6 +640,7 @@ pub(crate) async fn run(
         }
         let chunk: Value = serde_json::from_str(data)
             .map_err(|e| format!("Could not parse stream chunk: {e}; data={data}"))?;
+        http::observe_stream_event(options, model, &chunk).await;
         if let Some(err) = chunk.get("error").filter(|e| !e.is_null()) {
             // Servers that fail mid-stream send `{"error":{…}}` as an event.
             let msg = err

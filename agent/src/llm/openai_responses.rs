@@ -478,6 +478,7 @@ pub(crate) async fn stream_response(
         }
         let ev: Value = serde_json::from_str(&sse.data)
             .map_err(|e| format!("Could not parse Responses event: {e}; data={}", sse.data))?;
+        http::observe_stream_event(options, model, &ev).await;
         let oi = ev.get("output_index").and_then(Value::as_u64).unwrap_or(0);
         let delta = ev.get("delta").and_then(Value::as_str).unwrap_or("");
         match ev.get("type").and_then(Value::as_str).unwrap_or("") {

@@ -76,6 +76,7 @@ pub(crate) async fn run(
         }
         let event: Value =
             serde_json::from_str(data).map_err(|e| format!("Invalid pi-messages event: {e}"))?;
+        super::http::observe_stream_event(options, model, &event).await;
         let kind = event.get("type").and_then(Value::as_str).unwrap_or("");
         let text = |k: &str| {
             event

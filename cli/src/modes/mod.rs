@@ -614,6 +614,8 @@ pub fn build_host(args: &RunArgs, env: &Env, sink: EventSink) -> anyhow::Result<
                 ext.resources_discover("startup").await
             })
         });
+        // Themes are the interactive mode's (its theme setting and /settings).
+        resources.add_discovered_themes(&found.theme_paths);
         if resources.add_discovered(&found.skill_paths, &found.prompt_paths) {
             agent.set_prompt_builder(prompt_builder_for(
                 env.home.cwd.clone(),

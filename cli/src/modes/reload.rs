@@ -46,16 +46,20 @@ pub fn install(extensions: &Extensions, host: &Arc<Host>, args: &RunArgs, settin
 }
 
 /// Adds the skills and prompt templates extensions' `resources_discover` handlers point at
-/// to the host's resources and the system prompt.
+/// to the host's resources and the system prompt, and their theme paths to the resources.
 pub(crate) fn add_discovered(host: &Host, found: &DiscoveredResources) {
     let setup = host.setup();
     let mut resources = setup.resources;
-    if resources.add_discovered(&found.skill_paths, &found.prompt_paths) {
+    let themes = resources.add_discovered_themes(&found.theme_paths);
+    let prompt = resources.add_discovered(&found.skill_paths, &found.prompt_paths);
+    if prompt {
         host.agent().set_prompt_builder(prompt_builder_for(
             setup.home.cwd.clone(),
             resources.clone(),
             current_mcp(),
         ));
+    }
+    if prompt || themes {
         host.set_resources(resources, setup.skill_commands);
     }
 }

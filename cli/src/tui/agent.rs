@@ -498,6 +498,8 @@ impl AgentSessionDriver {
             &crate::modes::tool_selection(&args, &settings),
         );
         env.settings = settings;
+        // The themes extensions contributed stay (they are not asked again here).
+        env.resources.theme_paths = self.host.setup().resources.theme_paths;
         self.host.set_resources(
             env.resources.clone(),
             env.settings.config.enable_skill_commands(),
@@ -694,6 +696,7 @@ pub fn read_ui(env: &crate::modes::Env, args: &crate::RunArgs) -> Reloaded {
         quiet_startup: cfg.quiet_startup().is_some() && !args.verbose,
         double_escape: cfg.double_escape_action().to_string(),
         theme: cfg.theme().unwrap_or("dark").to_string(),
+        theme_paths: res.theme_paths.clone(),
         show_thinking: !cfg.hide_thinking_block(),
         skip_branch_prompt: cfg.branch_summary().skip_prompt,
         auto_compact: cfg.compaction(None).map_or(true, |c| c.enabled),
@@ -779,6 +782,8 @@ pub fn run_with_args(mut args: crate::RunArgs) -> anyhow::Result<i32> {
     opts.quiet_startup = ui.quiet_startup;
     opts.double_escape = ui.double_escape;
     opts.theme = ui.theme;
+    // Themes extensions contributed at start-up (`resources_discover`).
+    opts.theme_paths = host.setup().resources.theme_paths.clone();
     opts.skip_branch_prompt = ui.skip_branch_prompt;
     opts.show_thinking = ui.show_thinking;
     opts.external_editor = ui.external_editor;

@@ -292,6 +292,9 @@ pub struct UiSettings {
     pub double_escape: String,
     pub skip_branch_prompt: bool,
     pub theme: String,
+    /// Theme files and directories extensions contributed: their themes are offered in
+    /// /settings after `dark` and `light`.
+    pub theme_paths: Vec<std::path::PathBuf>,
     pub external_editor: Option<String>,
     /// `builtin:llama.cpp` is on: `/llama` is a command (else it is prompt text, as in Pi).
     pub llama: bool,
@@ -304,6 +307,7 @@ impl Default for UiSettings {
             double_escape: "tree".into(),
             skip_branch_prompt: false,
             theme: "dark".into(),
+            theme_paths: Vec::new(),
             external_editor: None,
             llama: true,
         }
@@ -890,11 +894,28 @@ impl App {
                 options: levels.iter().map(|l| l.as_str().to_string()).collect(),
                 value: level,
             },
-            Setting {
-                key: "theme",
-                label: "Theme",
-                options: vec!["dark".into(), "light".into()],
-                value: usize::from(self.settings.theme == "light"),
+            {
+                // The built-in themes, then the ones extensions contributed; a configured
+                // theme found nowhere else is listed as it is set.
+                let mut options: Vec<String> = vec!["dark".into(), "light".into()];
+                for name in super::theme::theme_names(&self.settings.theme_paths) {
+                    if !options.contains(&name) {
+                        options.push(name);
+                    }
+                }
+                if !self.settings.theme.is_empty() && !options.contains(&self.settings.theme) {
+                    options.push(self.settings.theme.clone());
+                }
+                let value = options
+                    .iter()
+                    .position(|o| *o == self.settings.theme)
+                    .unwrap_or(0);
+                Setting {
+                    key: "theme",
+                    label: "Theme",
+                    options,
+                    value,
+                }
             },
             // From here on Pi's entries in Pi's order (those this build acts on).
             flag(
@@ -2209,10 +2230,11 @@ fn apply_setting(app: &mut App, key: &str, text: &str, out: &mut Vec<Effect>) {
         }
         "theme" => {
             app.settings.theme = text.to_string();
-            app.theme = if text == "light" {
-                Theme::light()
-            } else {
-                Theme::dark()
+            app.theme = match text {
+                "light" => Theme::light(),
+                "dark" => Theme::dark(),
+                other => super::theme::find_named(other, &app.settings.theme_paths)
+                    .unwrap_or_else(Theme::dark),
             };
             app.transcript.theme_changed();
             serde_json::Value::from(text)

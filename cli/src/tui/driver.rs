@@ -659,6 +659,8 @@ pub struct Reloaded {
     /// `doubleEscapeAction`.
     pub double_escape: String,
     pub theme: String,
+    /// Theme files and directories extensions contributed (`resources_discover`).
+    pub theme_paths: Vec<std::path::PathBuf>,
     pub show_thinking: bool,
     pub skip_branch_prompt: bool,
     pub external_editor: Option<String>,

@@ -87,6 +87,9 @@ pub struct TuiOptions {
     pub double_escape: String,
     pub skip_branch_prompt: bool,
     pub theme: String,
+    /// Theme files and directories extensions contributed (`resources_discover`'s
+    /// `themePaths`): their themes can be set and picked in /settings.
+    pub theme_paths: Vec<PathBuf>,
     pub thinking: ThinkingLevel,
     /// Models for ctrl+p (`--models`, else settings' `enabledModels`, as `provider/id`).
     pub scoped_models: Vec<String>,
@@ -130,6 +133,7 @@ impl TuiOptions {
             double_escape: "tree".into(),
             skip_branch_prompt: false,
             theme: "dark".into(),
+            theme_paths: Vec::new(),
             thinking: ThinkingLevel::Off,
             scoped_models: Vec::new(),
             scoped_thinking: std::collections::HashMap::new(),
@@ -201,7 +205,7 @@ pub fn initial_app(opts: &TuiOptions, driver: &dyn AgentDriver) -> App {
     let mut app = App::new(opts.cwd.clone());
     let (keys, mut warnings) = keys::Keymap::load(&opts.agent_dir);
     app.keys = keys;
-    let (theme, warning) = theme::Theme::load(&opts.theme, &opts.agent_dir);
+    let (theme, warning) = theme::Theme::load(&opts.theme, &opts.agent_dir, &opts.theme_paths);
     app.theme = theme;
     warnings.extend(warning);
     app.settings.quiet_startup = opts.quiet_startup;
@@ -209,6 +213,7 @@ pub fn initial_app(opts: &TuiOptions, driver: &dyn AgentDriver) -> App {
     app.flags.show_thinking = opts.show_thinking;
     app.settings.skip_branch_prompt = opts.skip_branch_prompt;
     app.settings.theme = opts.theme.clone();
+    app.settings.theme_paths = opts.theme_paths.clone();
     app.settings.external_editor = opts.external_editor.clone();
     app.settings.llama = opts.llama;
     app.models = driver.models();

@@ -332,7 +332,7 @@ pub fn apply_reloaded(app: &mut App, agent_dir: &Path, r: Reloaded) {
 fn apply_reloaded_quietly(app: &mut App, agent_dir: &Path, r: Reloaded) {
     let (keys, mut warnings) = Keymap::load(agent_dir);
     app.keys = keys;
-    let (theme, warning) = Theme::load(&r.theme, agent_dir);
+    let (theme, warning) = Theme::load(&r.theme, agent_dir, &r.theme_paths);
     app.theme = theme;
     app.transcript.theme_changed();
     warnings.extend(warning);
@@ -340,6 +340,7 @@ fn apply_reloaded_quietly(app: &mut App, agent_dir: &Path, r: Reloaded) {
     app.settings.quiet_startup = r.quiet_startup;
     app.settings.double_escape = r.double_escape;
     app.settings.theme = r.theme;
+    app.settings.theme_paths = r.theme_paths;
     app.settings.skip_branch_prompt = r.skip_branch_prompt;
     app.settings.external_editor = r.external_editor;
     app.footer.auto_compact = r.auto_compact;

@@ -105,7 +105,7 @@ pub fn ask_on_terminal(agent_dir: &Path, prompt: Confirm) -> anyhow::Result<Opti
         .theme()
         .unwrap_or("dark")
         .to_string();
-    let (theme, _) = Theme::load(&theme_name, agent_dir);
+    let (theme, _) = Theme::load(&theme_name, agent_dir, &[]);
     terminal::enable_raw_mode()?;
     let result = (|| -> anyhow::Result<Option<usize>> {
         execute!(std::io::stdout(), EnterAlternateScreen)?;

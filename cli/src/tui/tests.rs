@@ -461,6 +461,36 @@ fn snapshot_settings() {
     insta::assert_snapshot!(screen(&a, 60, 16));
 }
 
+/// A theme an extension contributed (`themePaths`) is offered after the built-in ones and
+/// applies when picked.
+#[test]
+fn settings_offer_contributed_themes() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(
+        dir.path().join("ocean.json"),
+        r##"{"name": "ocean", "colors": {"accent": "#010203"}}"##,
+    )
+    .unwrap();
+    let mut a = app();
+    a.settings.theme_paths = vec![dir.path().to_path_buf()];
+    typed(&mut a, "/settings");
+    update(&mut a, key(KeyCode::Esc));
+    update(&mut a, key(KeyCode::Enter));
+    update(&mut a, key(KeyCode::Down));
+    // Enter steps through the choices: dark, light, then the contributed one.
+    update(&mut a, key(KeyCode::Enter));
+    let out = update(&mut a, key(KeyCode::Enter));
+    assert_eq!(
+        out,
+        vec![Effect::SaveSetting {
+            key: "theme".into(),
+            value: serde_json::json!("ocean")
+        }]
+    );
+    assert_eq!(a.theme.name, "ocean");
+    assert_eq!(a.theme.accent, ratatui::style::Color::Rgb(1, 2, 3));
+}
+
 fn tree_app() -> App {
     let mut a = app();
     a.open_tree(TreeNav::from_session(&sample_session()));

@@ -1,6 +1,9 @@
 //! Colours by role. Built-in `dark` and `light`, plus Pi-style JSON themes
 //! (`{"name", "vars": {...}, "colors": {"accent": "#8abeb7" | "varName" | 39 | ""}}`) from
-//! `<agent-dir>/themes/<name>.json`.
+//! `<agent-dir>/themes/<name>.json` and from the theme files and directories extensions
+//! contributed (`resources_discover`'s `themePaths`), found there by their `name`.
+
+use std::path::{Path, PathBuf};
 
 use ratatui::style::{Color, Modifier, Style};
 use serde_json::Value;
@@ -86,14 +89,20 @@ impl Theme {
         }
     }
 
-    /// `dark`, `light`, or a JSON theme from `<agent-dir>/themes/<name>.json`; unknown
-    /// names fall back to dark with a warning.
-    pub fn load(name: &str, agent_dir: &std::path::Path) -> (Theme, Option<String>) {
+    /// `dark`, `light`, a JSON theme from `<agent-dir>/themes/<name>.json`, or the theme
+    /// named `name` among `extra` (theme files and directories of them, as extensions
+    /// contributed them); unknown names fall back to dark with a warning.
+    pub fn load(name: &str, agent_dir: &Path, extra: &[PathBuf]) -> (Theme, Option<String>) {
         match name {
             "dark" | "" => (Theme::dark(), None),
             "light" => (Theme::light(), None),
             other => {
                 let path = agent_dir.join("themes").join(format!("{other}.json"));
+                if !path.exists() {
+                    if let Some(found) = find_named(other, extra) {
+                        return (found, None);
+                    }
+                }
                 match std::fs::read_to_string(&path)
                     .map_err(|e| e.to_string())
                     .and_then(|t| serde_json::from_str::<Value>(&t).map_err(|e| e.to_string()))
@@ -160,6 +169,69 @@ impl Theme {
     }
 }
 
+/// The JSON theme files under `paths`: a `.json` file as given, a directory's `.json` files
+/// (not recursive, in name order), as Pi's resource loader reads theme paths.
+fn theme_files(paths: &[PathBuf]) -> Vec<PathBuf> {
+    let mut out = Vec::new();
+    for path in paths {
+        if path.is_dir() {
+            let Ok(read) = std::fs::read_dir(path) else {
+                continue;
+            };
+            let mut files: Vec<PathBuf> = read
+                .filter_map(|e| e.ok().map(|e| e.path()))
+                .filter(|p| p.is_file() && p.extension().is_some_and(|e| e == "json"))
+                .collect();
+            files.sort();
+            out.extend(files);
+        } else if path.is_file() && path.extension().is_some_and(|e| e == "json") {
+            out.push(path.clone());
+        }
+    }
+    out
+}
+
+/// The theme files under `paths` that parse, with their names (the JSON's `name`, else the
+/// file's stem), first of each name.
+fn named_themes(paths: &[PathBuf]) -> Vec<(String, Value)> {
+    let mut out: Vec<(String, Value)> = Vec::new();
+    for file in theme_files(paths) {
+        let Some(v) = std::fs::read_to_string(&file)
+            .ok()
+            .and_then(|t| serde_json::from_str::<Value>(&t).ok())
+        else {
+            continue;
+        };
+        let name = match v.get("name").and_then(Value::as_str) {
+            Some(n) => n.to_string(),
+            None => file
+                .file_stem()
+                .map(|s| s.to_string_lossy().into_owned())
+                .unwrap_or_default(),
+        };
+        if !name.is_empty() && !out.iter().any(|(n, _)| *n == name) {
+            out.push((name, v));
+        }
+    }
+    out
+}
+
+/// The theme named `name` under `paths`.
+pub fn find_named(name: &str, paths: &[PathBuf]) -> Option<Theme> {
+    named_themes(paths)
+        .into_iter()
+        .find(|(n, _)| n == name)
+        .map(|(n, v)| Theme {
+            name: n,
+            ..Theme::from_json(&v)
+        })
+}
+
+/// The names of the themes under `paths`, in the order they were found.
+pub fn theme_names(paths: &[PathBuf]) -> Vec<String> {
+    named_themes(paths).into_iter().map(|(n, _)| n).collect()
+}
+
 /// `"#rrggbb"`, a 256-colour index, `""` (terminal default) or a var name (depth-limited,
 /// since a theme may name vars in a cycle).
 fn resolve_color(v: &Value, vars: &Value, depth: u8) -> Option<Color> {
@@ -195,5 +267,30 @@ mod tests {
         assert_eq!(t.border, Color::Indexed(39));
         assert_eq!(t.text, Color::Reset);
         assert_eq!(t.muted, Theme::dark().muted);
+    }
+
+    #[test]
+    fn contributed_themes_are_found_by_name() {
+        let dir = tempfile::tempdir().unwrap();
+        let themes = dir.path().join("themes");
+        std::fs::create_dir_all(&themes).unwrap();
+        std::fs::write(
+            themes.join("a.json"),
+            r##"{"name": "ocean", "colors": {"accent": "#010203"}}"##,
+        )
+        .unwrap();
+        std::fs::write(themes.join("notes.txt"), "not a theme").unwrap();
+        let single = dir.path().join("forest.json");
+        std::fs::write(&single, r##"{"colors": {"accent": 2}}"##).unwrap();
+        let paths = vec![themes, single];
+        assert_eq!(theme_names(&paths), ["ocean", "forest"]);
+        let agent = dir.path().join("agent");
+        let (t, warning) = Theme::load("ocean", &agent, &paths);
+        assert_eq!((t.accent, warning), (Color::Rgb(1, 2, 3), None));
+        let (t, warning) = Theme::load("forest", &agent, &paths);
+        assert_eq!((t.accent, warning), (Color::Indexed(2), None));
+        let (t, warning) = Theme::load("ocean", &agent, &[]);
+        assert_eq!(t.accent, Theme::dark().accent);
+        assert!(warning.is_some());
     }
 }
