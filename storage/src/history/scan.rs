@@ -133,28 +133,45 @@ impl RowSink for NoRows {
     }
 }
 
-/// Rows handed in batches to the thread that writes them (see [`index_file`]).
+/// Rows handed in batches to the thread that writes them (see [`feed_pipelined`] and
+/// [`parse_ahead`]).
 struct Queue {
-    to: std::sync::mpsc::SyncSender<Vec<Row>>,
+    to: std::sync::mpsc::SyncSender<Piece>,
     batch: Vec<Row>,
+    /// Bytes of entry lines behind the rows in `batch`.
+    batch_bytes: usize,
 }
 
 /// Rows per batch: large enough that the channel costs nothing per row.
 const BATCH_ROWS: usize = 256;
+/// Bytes of entry lines per batch, at most (one larger line makes a batch of its own):
+/// what bounds the memory a file parsed ahead holds, with [`PIECES_AHEAD`].
+const BATCH_LINE_BYTES: usize = 256 << 10;
 
 impl Queue {
+    fn new(to: std::sync::mpsc::SyncSender<Piece>) -> Queue {
+        Queue {
+            to,
+            batch: Vec::with_capacity(BATCH_ROWS),
+            batch_bytes: 0,
+        }
+    }
+
     fn flush(&mut self) {
         if !self.batch.is_empty() {
-            // A closed channel means the writer stopped on an error, which it reports.
-            let _ = self.to.send(std::mem::take(&mut self.batch));
+            self.batch_bytes = 0;
+            // A closed channel means the writer stopped (an error, or it indexes the
+            // file itself); it reports what needs reporting.
+            let _ = self.to.send(Piece::Rows(std::mem::take(&mut self.batch)));
         }
     }
 }
 
 impl RowSink for Queue {
     fn row(&mut self, _: i64, row: Row) -> rusqlite::Result<()> {
+        self.batch_bytes += row.at.map_or(0, |(_, len)| len);
         self.batch.push(row);
-        if self.batch.len() >= BATCH_ROWS {
+        if self.batch.len() >= BATCH_ROWS || self.batch_bytes >= BATCH_LINE_BYTES {
             self.flush();
         }
         Ok(())
@@ -541,23 +558,34 @@ type Todo<'a> = (&'a Path, String, &'a str, i64, i64);
 
 /// Files handed to the parsing threads ahead of the one being written, at most.
 const AHEAD_FILES: usize = 64;
-/// Bytes of files handed out ahead, at most (each is under [`PIPELINE_BYTES`]).
+/// What the files handed out ahead may hold in memory together, at most: each counts for
+/// its size up to what its channel holds ([`PIECES_AHEAD`] batches).
 const AHEAD_BYTES: u64 = 16 << 20;
+/// Batches of rows a parsing thread makes of a file ahead of the writer before it waits.
+const PIECES_AHEAD: usize = 16;
 
-/// A file handed to a parsing thread, and where its result goes.
+/// A file handed to a parsing thread, and where its pieces go.
 struct ParseJob {
     path: PathBuf,
     size: i64,
     mtime_ns: i64,
     known: Option<Known>,
-    reply: std::sync::mpsc::SyncSender<std::io::Result<Option<Parsed>>>,
+    to: std::sync::mpsc::SyncSender<Piece>,
 }
 
-/// Indexes the text of `todo` in order, in [`WriteBatch`]es. Files under
-/// [`PIPELINE_BYTES`] are read, parsed and extracted on parsing threads up to
-/// [`AHEAD_FILES`] ahead, and this thread, which holds the transaction, only inserts their
-/// rows, in the order of `todo`: rows, rowids and sids are the ones indexing each file in
-/// turn makes. Larger files are indexed by [`index_file`] (on two threads of their own).
+/// A file handed out to be parsed: the row its plan was made from, and where its pieces
+/// arrive.
+struct Ahead {
+    mark: Option<Mark>,
+    from: std::sync::mpsc::Receiver<Piece>,
+}
+
+/// Indexes the text of `todo` in order, in [`WriteBatch`]es. Files are read, parsed and
+/// extracted on parsing threads, up to [`AHEAD_FILES`] ahead and streamed in batches of
+/// rows, and this thread, which holds the transaction, only inserts the rows, in the order
+/// of `todo`: rows, rowids and sids are the ones indexing each file in turn makes. The
+/// writer never waits at a file's start while a parsing thread keeps ahead. A single file
+/// is indexed by [`index_file`] (on two threads of its own when it is large).
 fn index_text(
     index: &mut HistoryIndex,
     todo: &[Todo<'_>],
@@ -566,8 +594,7 @@ fn index_text(
     known: &mut KnownMarks,
 ) -> StoreResult<()> {
     let err = db_err(index, "read history index");
-    let small = |size: i64| (size as u64) < PIPELINE_BYTES;
-    let parsers = if todo.iter().filter(|t| small(t.3)).count() > 1 {
+    let parsers = if todo.len() > 1 {
         std::thread::available_parallelism()
             .map_or(1, |n| n.get())
             .saturating_sub(1)
@@ -575,6 +602,8 @@ fn index_text(
     } else {
         0
     };
+    // What a file parsed ahead holds in memory at most (see [`AHEAD_BYTES`]).
+    let held = |size: i64| (size.max(0) as u64).min(((PIECES_AHEAD + 1) * BATCH_LINE_BYTES) as u64);
     std::thread::scope(|scope| {
         let (jobs, queue) = std::sync::mpsc::sync_channel::<ParseJob>(AHEAD_FILES);
         let queue = std::sync::Arc::new(std::sync::Mutex::new(queue));
@@ -586,17 +615,22 @@ fn index_text(
                     Err(_) => break,
                 };
                 let Ok(job) = job else { break };
-                let parsed = parse_file(&job.path, job.size, job.mtime_ns, job.known);
-                // The writer stopped (an error) if no one waits for the answer.
-                let _ = job.reply.send(parsed);
+                parse_ahead(&job.path, job.size, job.mtime_ns, job.known, &job.to);
             });
         }
         // Only the parsing threads hold the queue now: were they all gone, the jobs and
-        // their reply senders would be dropped and the writer would index on its own.
+        // their senders would be dropped and the writer would index on its own.
         drop(queue);
-        // Per file handed out, in order: where its parse arrives (`None`: not handed out).
-        type Reply = std::sync::mpsc::Receiver<std::io::Result<Option<Parsed>>>;
-        let mut ahead: std::collections::VecDeque<Option<Reply>> = Default::default();
+        // Written rows are freed on a thread of their own: freeing what another thread
+        // allocated takes that thread's allocator lock, which cost the writer ~4%.
+        let (trash, bin) = std::sync::mpsc::channel::<Vec<Row>>();
+        if parsers > 0 {
+            scope.spawn(move || bin.into_iter().for_each(drop));
+        } else {
+            drop(bin);
+        }
+        // Per file handed out, in order (`None`: not handed out).
+        let mut ahead: std::collections::VecDeque<Option<Ahead>> = Default::default();
         let mut ahead_bytes = 0u64;
         let mut next = 0;
         for &(path, ref key, dir, size, mtime_ns) in todo {
@@ -606,50 +640,36 @@ fn index_text(
             {
                 let (path, key, _, size, mtime_ns) = &todo[next];
                 next += 1;
-                let mut reply = None;
-                if parsers > 0 && small(*size) {
+                let mut handed = None;
+                if parsers > 0 {
                     let k = read_known(&index.conn, key).map_err(&err)?;
                     if !up_to_date(k.as_ref(), *size, *mtime_ns, true) {
-                        let (to, from) = std::sync::mpsc::sync_channel(1);
+                        let (to, from) = std::sync::mpsc::sync_channel(PIECES_AHEAD);
+                        let mark = k.as_ref().map(mark_of);
                         let job = ParseJob {
                             path: path.to_path_buf(),
                             size: *size,
                             mtime_ns: *mtime_ns,
                             known: k,
-                            reply: to,
+                            to,
                         };
                         if jobs.send(job).is_ok() {
-                            ahead_bytes += *size as u64;
-                            reply = Some(from);
+                            ahead_bytes += held(*size);
+                            handed = Some(Ahead { mark, from });
                         }
                     }
                 }
-                ahead.push_back(reply);
+                ahead.push_back(handed);
             }
-            let reply = ahead.pop_front().flatten();
+            let handed = ahead.pop_front().flatten();
             batch.begin(index)?;
             let before = report.bytes_read;
-            let parsed = match reply {
-                Some(reply) => {
-                    ahead_bytes -= size as u64;
-                    match reply.recv() {
-                        Ok(Ok(parsed)) => parsed,
-                        Ok(Err(e)) => {
-                            return Err(StoreError::Io {
-                                action: "read",
-                                path: path.to_path_buf(),
-                                source: e,
-                            })
-                        }
-                        // A parsing thread panicked: index the file here.
-                        Err(_) => None,
-                    }
-                }
-                None => None,
-            };
-            match parsed {
-                Some(parsed) => {
-                    write_parsed(index, parsed, path, key, dir, size, mtime_ns, report)?
+            match handed {
+                Some(handed) => {
+                    ahead_bytes -= held(size);
+                    write_ahead(
+                        index, handed, &trash, path, key, dir, size, mtime_ns, report,
+                    )?
                 }
                 None => index_file(index, path, key, dir, size, mtime_ns, Parts::All, report)?,
             }
@@ -996,7 +1016,11 @@ fn up_to_date(known: Option<&Known>, size: i64, mtime_ns: i64, text: bool) -> bo
 }
 
 /// The fields of a row that tell whether it is still the one a plan was made from.
-fn mark_of(known: &Known) -> (i64, i64, i64, i64, i64) {
+/// The columns of a file's row a refresh plans from: a parse planned from another mark is
+/// stale.
+type Mark = (i64, i64, i64, i64, i64);
+
+fn mark_of(known: &Known) -> Mark {
     (
         known.sid,
         known.size,
@@ -1235,70 +1259,78 @@ fn index_file(
     .map_err(err)
 }
 
-/// A small file's new lines read, parsed and turned into rows on a worker thread (see
-/// [`index_text`]), for the writer to insert.
-struct Parsed {
-    /// The row the plan was made from, as read when the file was handed out.
-    mark: Option<(i64, i64, i64, i64, i64)>,
-    plan_offset: u64,
-    text_offset: i64,
-    opening: Opening,
-    feeder: Feeder,
-    rows: Vec<Row>,
-    read: ReadEnd,
+/// What a parsing thread sends of a file handed to it, in this order: `Start` (or
+/// `Unopened`), `Rows` as they are made, then `End`; `Failed` stops the file anywhere.
+enum Piece {
+    /// The file could not be opened: the writer does what [`index_file`] does with it.
+    Unopened,
+    /// The plan made from the row as it was when the file was handed out.
+    Start {
+        plan_offset: u64,
+        text_offset: i64,
+        opening: Opening,
+    },
+    Rows(Vec<Row>),
+    End {
+        feeder: Feeder,
+        read: ReadEnd,
+    },
+    Failed(std::io::Error),
 }
 
-/// Rows kept for the writer (a small file's, whole).
-impl RowSink for Vec<Row> {
-    fn row(&mut self, _: i64, row: Row) -> rusqlite::Result<()> {
-        self.push(row);
-        Ok(())
-    }
-}
-
-/// Reads and parses a file's new lines from the row `known` (text rows and summary);
-/// `Ok(None)` when the file cannot be opened (the writer then does what
-/// [`index_file`] does with it).
-fn parse_file(
+/// Reads and parses a file's new lines from the row `known` (text rows and summary) on a
+/// parsing thread, and sends what it makes to `to` (see [`Piece`]); stops early when the
+/// writer no longer listens.
+fn parse_ahead(
     path: &Path,
     size: i64,
     mtime_ns: i64,
     known: Option<Known>,
-) -> std::io::Result<Option<Parsed>> {
+    to: &std::sync::mpsc::SyncSender<Piece>,
+) {
     let Ok(mut file) = File::open(path) else {
-        return Ok(None);
+        let _ = to.send(Piece::Unopened);
+        return;
     };
-    let mark = known.as_ref().map(mark_of);
     let plan = plan(&mut file, known, size, mtime_ns, true);
-    let mut rows = Vec::new();
-    let (feeder, consumed, boundary) = match feed_job(&mut file, plan.feeder, plan.job, &mut rows) {
-        Ok(fed) => fed,
-        Err(TailError::Io(e)) => return Err(e),
-        // A `Vec` takes every row.
-        Err(TailError::Db(_)) => return Ok(None),
-    };
-    let head = head_of(&mut file, plan.head, consumed)?;
-    Ok(Some(Parsed {
-        mark,
+    let start = Piece::Start {
         plan_offset: plan.offset,
         text_offset: plan.text_offset,
         opening: plan.opening,
-        feeder,
-        rows,
-        read: ReadEnd {
-            consumed,
-            boundary,
-            head,
+    };
+    if to.send(start).is_err() {
+        return;
+    }
+    let mut queue = Queue::new(to.clone());
+    let fed = feed_job(&mut file, plan.feeder, plan.job, &mut queue);
+    queue.flush();
+    let end = match fed {
+        Ok((feeder, consumed, boundary)) => match head_of(&mut file, plan.head, consumed) {
+            Ok(head) => Piece::End {
+                feeder,
+                read: ReadEnd {
+                    consumed,
+                    boundary,
+                    head,
+                },
+            },
+            Err(e) => Piece::Failed(e),
         },
-    }))
+        Err(TailError::Io(e)) => Piece::Failed(e),
+        // A [`Queue`] takes every row.
+        Err(TailError::Db(e)) => Piece::Failed(std::io::Error::other(e)),
+    };
+    let _ = to.send(end);
 }
 
-/// Writes what [`parse_file`] made of a file, if its row is still the one the parse
-/// started from; else (another process indexed it meanwhile) indexes it the ordinary way.
+/// Writes what [`parse_ahead`] makes of a file as it arrives, if the file's row is still
+/// the one the parse started from; else (another process indexed it meanwhile) indexes it
+/// the ordinary way.
 #[allow(clippy::too_many_arguments)]
-fn write_parsed(
+fn write_ahead(
     index: &mut HistoryIndex,
-    parsed: Parsed,
+    handed: Ahead,
+    trash: &std::sync::mpsc::Sender<Vec<Row>>,
     path: &Path,
     key: &str,
     dir: &str,
@@ -1308,31 +1340,51 @@ fn write_parsed(
 ) -> StoreResult<()> {
     let location = index.location();
     let err = |e| StoreError::db("update history index", location.clone(), e);
+    let io = |source| StoreError::Io {
+        action: "read",
+        path: path.to_path_buf(),
+        source,
+    };
     let tx = &index.conn;
     let known = read_known(tx, key).map_err(err)?;
     if up_to_date(known.as_ref(), size, mtime_ns, true) {
         return Ok(());
     }
-    if known.as_ref().map(mark_of) != parsed.mark {
+    if known.as_ref().map(mark_of) != handed.mark {
         return index_file(index, path, key, dir, size, mtime_ns, Parts::All, report);
     }
-    let Parsed {
-        plan_offset,
-        text_offset,
-        opening,
-        mut feeder,
-        rows,
-        read,
-        ..
-    } = parsed;
+    let (plan_offset, text_offset, opening) = match handed.from.recv() {
+        Ok(Piece::Start {
+            plan_offset,
+            text_offset,
+            opening,
+        }) => (plan_offset, text_offset, opening),
+        Ok(Piece::Failed(e)) => return Err(io(e)),
+        // Unopened, or the parsing thread panicked before starting: do it here.
+        _ => return index_file(index, path, key, dir, size, mtime_ns, Parts::All, report),
+    };
     let path_display = path.display().to_string();
     let sid = open_row(tx, opening, key, dir, &path_display, report).map_err(err)?;
-    feeder.sid = sid;
     let mut inserts = Inserts::new(tx).map_err(err)?;
-    for row in &rows {
-        inserts.row(sid, row).map_err(err)?;
-    }
+    let (mut feeder, read) = loop {
+        match handed.from.recv() {
+            Ok(Piece::Rows(rows)) => {
+                for row in &rows {
+                    inserts.row(sid, row).map_err(err)?;
+                }
+                // No one to free them only when the writer is ending anyway.
+                let _ = trash.send(rows);
+            }
+            Ok(Piece::End { feeder, read }) => break (feeder, read),
+            Ok(Piece::Failed(e)) => return Err(io(e)),
+            // Rows are written already: the batch is rolled back with this error.
+            Ok(Piece::Unopened | Piece::Start { .. }) | Err(_) => {
+                return Err(io(std::io::Error::other("the parsing thread stopped")))
+            }
+        }
+    };
     drop(inserts);
+    feeder.sid = sid;
     close_row(
         tx,
         &feeder,
@@ -1392,25 +1444,24 @@ fn feed_pipelined(
     job: TailJob,
 ) -> Result<(Feeder, u64, Option<i64>), TailError> {
     let sid = feeder.sid;
-    let (to, from) = std::sync::mpsc::sync_channel::<Vec<Row>>(16);
+    let (to, from) = std::sync::mpsc::sync_channel::<Piece>(16);
     std::thread::scope(|scope| {
         let reader = scope.spawn(move || {
-            let mut queue = Queue {
-                to,
-                batch: Vec::with_capacity(BATCH_ROWS),
-            };
+            let mut queue = Queue::new(to);
             let fed = feed_job(file, feeder, job, &mut queue);
             queue.flush();
             fed
         });
         let written = (|| {
             let mut inserts = Inserts::new(conn)?;
-            for batch in &from {
-                batch.iter().try_for_each(|row| inserts.row(sid, row))?;
+            for piece in &from {
+                if let Piece::Rows(rows) = piece {
+                    rows.iter().try_for_each(|row| inserts.row(sid, row))?;
+                }
             }
             Ok(())
         })();
-        // Dropping the receiver stops the reader at its next batch if writing failed.
+        // If writing failed, the reader's sends fail from here on instead of waiting.
         drop(from);
         let fed = match reader.join() {
             Ok(fed) => fed,
@@ -1659,17 +1710,47 @@ mod tests {
         let dir_name = dir.display().to_string();
         let count =
             |index: &HistoryIndex, word: &str| index.search(&SearchQuery::new(word)).unwrap().len();
-        let write = |a: &mut HistoryIndex, parsed: Parsed, (size, mtime): (i64, i64)| {
+        let write = |a: &mut HistoryIndex, parsed: Ahead, (size, mtime): (i64, i64)| {
             let mut report = RefreshReport::default();
             a.conn.execute_batch("BEGIN IMMEDIATE").unwrap();
-            write_parsed(a, parsed, &file, &key, &dir_name, size, mtime, &mut report).unwrap();
+            let trash = std::sync::mpsc::channel().0;
+            write_ahead(
+                a,
+                parsed,
+                &trash,
+                &file,
+                &key,
+                &dir_name,
+                size,
+                mtime,
+                &mut report,
+            )
+            .unwrap();
             a.conn.execute_batch("COMMIT").unwrap();
             report
+        };
+        // The file parsed whole, as a parsing thread does; returns it and its rows' count.
+        let parse = |(size, mtime): (i64, i64), known: Option<Known>| {
+            let mark = known.as_ref().map(mark_of);
+            let (to, from) = std::sync::mpsc::sync_channel(64);
+            parse_ahead(&file, size, mtime, known, &to);
+            let pieces: Vec<Piece> = from.try_iter().collect();
+            let rows: usize = pieces
+                .iter()
+                .map(|p| match p {
+                    Piece::Rows(rows) => rows.len(),
+                    _ => 0,
+                })
+                .sum();
+            for piece in pieces {
+                to.send(piece).unwrap();
+            }
+            (Ahead { mark, from }, rows)
         };
 
         // Parsed as a new file, which the other handle then indexes whole.
         let (size, mtime) = stat(&file);
-        let parsed = parse_file(&file, size, mtime, None).unwrap().unwrap();
+        let (parsed, _) = parse((size, mtime), None);
         b.refresh_jsonl(&store).unwrap();
         let report = write(&mut a, parsed, (size, mtime));
         assert_eq!(report.sessions_updated, 0, "already current: {report:?}");
@@ -1679,8 +1760,8 @@ mod tests {
         append(&file, &user("u2", "second walrus"));
         let grown = stat(&file);
         let known = read_known(&a.conn, &key).unwrap();
-        let parsed = parse_file(&file, grown.0, grown.1, known).unwrap().unwrap();
-        assert_eq!(parsed.rows.len(), 1);
+        let (parsed, rows) = parse(grown, known);
+        assert_eq!(rows, 1);
         append(&file, &user("u3", "third narwhal"));
         b.refresh_jsonl(&store).unwrap();
         let report = write(&mut a, parsed, grown);

@@ -1,6 +1,7 @@
-//! Large reads are indexed on two threads (`scan::feed_pipelined`), and small files are parsed
-//! on other threads ahead of the inserts (`scan::index_text`): the index they make must be
-//! the one the single-threaded path makes from the same lines.
+//! A large read of one file is indexed on two threads (`scan::feed_pipelined`), and files
+//! refreshed together are parsed on other threads ahead of the inserts and streamed to them
+//! (`scan::index_text`): the index they make must be the one the single-threaded path makes
+//! from the same lines.
 
 use super::*;
 
@@ -92,12 +93,14 @@ fn a_big_file_indexes_as_it_does_in_small_appends() {
     assert_eq!(found, hits(&listed));
 }
 
-/// `count` small sessions named `n_000.jsonl`…, each a few rounds of [`lines`] with ids of
-/// its own (a different number of rounds each, so their sizes differ).
+/// `count` sessions named `n_000.jsonl`…, each a few rounds of [`lines`] with ids of its own
+/// (a different number of rounds each, so their sizes differ), and one in 50 over a MiB
+/// (streamed to the writer in many batches, more than a parsing thread may make ahead).
 fn small_sessions(dir: &Path, count: usize) -> Vec<PathBuf> {
     (0..count)
         .map(|n| {
-            let lines: Vec<String> = big_lines(1 + n % 7)
+            let rounds = if n % 50 == 7 { 1_500 } else { 1 + n % 7 };
+            let lines: Vec<String> = big_lines(rounds)
                 .into_iter()
                 .map(|l| l.replace("\"id\":\"", &format!("\"id\":\"n{n}-")))
                 .collect();
@@ -108,7 +111,7 @@ fn small_sessions(dir: &Path, count: usize) -> Vec<PathBuf> {
 }
 
 #[test]
-fn small_files_parsed_ahead_index_as_one_at_a_time() {
+fn files_parsed_ahead_index_as_one_at_a_time() {
     let tmp = tempfile::tempdir().unwrap();
     let count = 150;
 
