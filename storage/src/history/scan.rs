@@ -1272,7 +1272,7 @@ enum Piece {
     },
     Rows(Vec<Row>),
     End {
-        feeder: Feeder,
+        feeder: Box<Feeder>,
         read: ReadEnd,
     },
     Failed(std::io::Error),
@@ -1307,7 +1307,7 @@ fn parse_ahead(
     let end = match fed {
         Ok((feeder, consumed, boundary)) => match head_of(&mut file, plan.head, consumed) {
             Ok(head) => Piece::End {
-                feeder,
+                feeder: Box::new(feeder),
                 read: ReadEnd {
                     consumed,
                     boundary,
