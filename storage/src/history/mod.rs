@@ -153,6 +153,29 @@ pub struct HistoryIndex {
     /// connection commits (`PRAGMA data_version`), so a long-lived process refreshes
     /// without reading every row again.
     marks: Option<scan::Marks>,
+    /// Told how far a refresh's reading of JSONL text has come (see
+    /// [`HistoryIndex::report_progress`]).
+    progress: Option<Progress>,
+}
+
+/// A callback told `(bytes read, bytes to read)` while a refresh indexes JSONL text.
+pub struct Progress(Box<dyn FnMut(u64, u64)>);
+
+impl std::fmt::Debug for Progress {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Progress")
+    }
+}
+
+impl Progress {
+    /// `report` is called with `(bytes read, bytes to read)`.
+    pub fn new(report: impl FnMut(u64, u64) + 'static) -> Progress {
+        Progress(Box::new(report))
+    }
+
+    pub(crate) fn tell(&mut self, done: u64, total: u64) {
+        (self.0)(done, total)
+    }
 }
 
 impl HistoryIndex {
@@ -175,6 +198,7 @@ impl HistoryIndex {
                 source: source.to_string(),
                 rebuilt: None,
                 marks: Default::default(),
+                progress: None,
             }),
             Ok(None) => Self::create(
                 path,
@@ -206,6 +230,7 @@ impl HistoryIndex {
             source: source.to_string(),
             rebuilt: why,
             marks: Default::default(),
+            progress: None,
         })
     }
 
@@ -215,11 +240,13 @@ impl HistoryIndex {
         let fresh = Connection::open_in_memory()
             .map_err(|e| StoreError::db("rebuild history index", self.location(), e))?;
         drop(std::mem::replace(&mut self.conn, fresh));
+        let progress = self.progress.take();
         *self = Self::create(
             &self.path.clone(),
             &self.source.clone(),
             Some(why.to_string()),
         )?;
+        self.progress = progress;
         Ok(())
     }
 
@@ -236,6 +263,12 @@ impl HistoryIndex {
 
     fn location(&self) -> String {
         self.path.display().to_string()
+    }
+
+    /// From now on, refreshes that index JSONL text tell `progress` how many of the bytes
+    /// they have to read they read (after every file, and every batch of a large one).
+    pub fn report_progress(&mut self, progress: Progress) {
+        self.progress = Some(progress);
     }
 
     /// Brings the index up to date with a JSONL store; see the module docs.
@@ -422,7 +455,19 @@ impl HistorySource {
 
     /// Opens this store's index at `path` and brings it up to date.
     pub fn open_index(&self, path: &Path) -> StoreResult<(HistoryIndex, RefreshReport)> {
+        self.open_index_reporting(path, None)
+    }
+
+    /// [`HistorySource::open_index`], telling `progress` how the refresh's reading goes.
+    pub fn open_index_reporting(
+        &self,
+        path: &Path,
+        progress: Option<Progress>,
+    ) -> StoreResult<(HistoryIndex, RefreshReport)> {
         let mut index = HistoryIndex::open(path, &self.store().describe())?;
+        if let Some(progress) = progress {
+            index.report_progress(progress);
+        }
         let report = self.refresh(&mut index)?;
         Ok((index, report))
     }

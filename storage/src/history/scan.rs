@@ -11,7 +11,7 @@ use rusqlite::{params, Connection, OptionalExtension, TransactionBehavior};
 use serde::{Deserialize, Serialize};
 
 use super::extract::extract;
-use super::{delete_rows, delete_session, HistoryIndex};
+use super::{delete_rows, delete_session, HistoryIndex, Progress};
 use crate::error::{StoreError, StoreResult};
 use crate::ids::{EntryId, SessionId};
 use crate::jsonl::{JsonlLayout, JsonlStore};
@@ -482,6 +482,7 @@ pub(super) fn refresh_jsonl(
         report.sessions_removed += 1;
     }
     let mut todo: Vec<Todo<'_>> = Vec::new();
+    let mut to_read = 0u64;
     for ((path, dir, listed), key) in files.iter().zip(keys) {
         report.sessions_seen += 1;
         // A file that vanished or cannot be read is not a session (as in Pi's listing).
@@ -499,6 +500,13 @@ pub(super) fn refresh_jsonl(
                 continue;
             }
         }
+        // What this file adds to the bytes to read: from its last size, or from the start
+        // when its text rows are behind (a listing folded it, nothing indexed its text).
+        let from = match known.get(&key) {
+            Some(&(_, s, _, text_behind)) if parts == Parts::Summaries || !text_behind => s,
+            _ => 0,
+        };
+        to_read += (size - from).max(0) as u64;
         todo.push((path, key, dir, size, mtime_ns));
     }
     // Summaries only: the files are read and folded on every core, and only the short
@@ -511,9 +519,14 @@ pub(super) fn refresh_jsonl(
     };
     folded.resize_with(todo.len(), || None);
     let mut batch = WriteBatch::default();
+    let mut told = Told {
+        progress: index.progress.take(),
+        done: 0,
+        total: to_read,
+    };
     let indexed = (|| {
         if parts == Parts::All {
-            index_text(index, &todo, &mut batch, &mut report, &mut known)?;
+            index_text(index, &todo, &mut batch, &mut report, &mut known, &mut told)?;
             return batch.commit(index);
         }
         for ((path, key, dir, size, mtime_ns), fold) in todo.into_iter().zip(folded) {
@@ -541,6 +554,7 @@ pub(super) fn refresh_jsonl(
         }
         batch.commit(index)
     })();
+    index.progress = told.progress;
     if let Err(e) = indexed {
         batch.roll_back(index);
         return Err(e);
@@ -555,6 +569,23 @@ pub(super) fn refresh_jsonl(
 
 /// A file to bring up to date: path, key, directory, size, mtime (ns).
 type Todo<'a> = (&'a Path, String, &'a str, i64, i64);
+
+/// How far a refresh's reading has come, for the index's [`Progress`] (text refreshes).
+struct Told {
+    progress: Option<Progress>,
+    done: u64,
+    total: u64,
+}
+
+impl Told {
+    /// `bytes` more were read.
+    fn add(&mut self, bytes: u64) {
+        self.done += bytes;
+        if let Some(progress) = &mut self.progress {
+            progress.tell(self.done.min(self.total), self.total);
+        }
+    }
+}
 
 /// Files handed to the parsing threads ahead of the one being written, at most.
 const AHEAD_FILES: usize = 64;
@@ -592,6 +623,7 @@ fn index_text(
     batch: &mut WriteBatch,
     report: &mut RefreshReport,
     known: &mut KnownMarks,
+    told: &mut Told,
 ) -> StoreResult<()> {
     let err = db_err(index, "read history index");
     let parsers = if todo.len() > 1 {
@@ -664,16 +696,25 @@ fn index_text(
             let handed = ahead.pop_front().flatten();
             batch.begin(index)?;
             let before = report.bytes_read;
+            let told_before = told.done;
             match handed {
                 Some(handed) => {
                     ahead_bytes -= held(size);
+                    let written = Written {
+                        trash: &trash,
+                        told: &mut *told,
+                    };
                     write_ahead(
-                        index, handed, &trash, path, key, dir, size, mtime_ns, report,
+                        index, handed, written, path, key, dir, size, mtime_ns, report,
                     )?
                 }
                 None => index_file(index, path, key, dir, size, mtime_ns, Parts::All, report)?,
             }
-            batch.wrote(index, report.bytes_read - before)?;
+            let read = report.bytes_read - before;
+            batch.wrote(index, read)?;
+            // The batches told counted lines; the file's own count is exact.
+            told.done = told_before;
+            told.add(read);
             match read_marks(&index.conn, Some(key))
                 .map_err(&err)?
                 .remove(key)
@@ -1259,6 +1300,12 @@ fn index_file(
     .map_err(err)
 }
 
+/// Where [`write_ahead`] puts rows it wrote (freed on another thread) and tells progress.
+struct Written<'a> {
+    trash: &'a std::sync::mpsc::Sender<Vec<Row>>,
+    told: &'a mut Told,
+}
+
 /// What a parsing thread sends of a file handed to it, in this order: `Start` (or
 /// `Unopened`), `Rows` as they are made, then `End`; `Failed` stops the file anywhere.
 enum Piece {
@@ -1330,7 +1377,7 @@ fn parse_ahead(
 fn write_ahead(
     index: &mut HistoryIndex,
     handed: Ahead,
-    trash: &std::sync::mpsc::Sender<Vec<Row>>,
+    written: Written<'_>,
     path: &Path,
     key: &str,
     dir: &str,
@@ -1369,11 +1416,14 @@ fn write_ahead(
     let (mut feeder, read) = loop {
         match handed.from.recv() {
             Ok(Piece::Rows(rows)) => {
+                let mut lines = 0;
                 for row in &rows {
                     inserts.row(sid, row).map_err(err)?;
+                    lines += row.at.map_or(0, |(_, len)| len as u64 + 1);
                 }
+                written.told.add(lines);
                 // No one to free them only when the writer is ending anyway.
-                let _ = trash.send(rows);
+                let _ = written.trash.send(rows);
             }
             Ok(Piece::End { feeder, read }) => break (feeder, read),
             Ok(Piece::Failed(e)) => return Err(io(e)),
@@ -1714,10 +1764,19 @@ mod tests {
             let mut report = RefreshReport::default();
             a.conn.execute_batch("BEGIN IMMEDIATE").unwrap();
             let trash = std::sync::mpsc::channel().0;
+            let mut told = Told {
+                progress: None,
+                done: 0,
+                total: 0,
+            };
+            let written = Written {
+                trash: &trash,
+                told: &mut told,
+            };
             write_ahead(
                 a,
                 parsed,
-                &trash,
+                written,
                 &file,
                 &key,
                 &dir_name,

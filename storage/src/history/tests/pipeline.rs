@@ -202,3 +202,42 @@ fn files_parsed_ahead_index_as_one_at_a_time() {
     assert_eq!(hits(&all), found);
     assert_eq!(hits(&listed), found);
 }
+
+#[test]
+fn a_refresh_tells_its_progress_up_to_every_byte_it_reads() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("sessions");
+    let files = small_sessions(&dir, 60);
+    let store = JsonlStore::open(JsonlLayout::Flat { dir: dir.clone() }, FsyncPolicy::Never);
+    let told = std::rc::Rc::new(std::cell::RefCell::new(Vec::<(u64, u64)>::new()));
+    let mut index = HistoryIndex::open(&tmp.path().join("i.sqlite"), &store.describe()).unwrap();
+    let sink = told.clone();
+    index.report_progress(Progress::new(move |done, total| {
+        sink.borrow_mut().push((done, total))
+    }));
+
+    let check = |report: &RefreshReport, told: &[(u64, u64)]| {
+        let all = report.bytes_read;
+        assert!(told.iter().all(|&(_, total)| total == all), "{told:?}");
+        assert!(told.windows(2).all(|w| w[0].0 <= w[1].0), "{told:?}");
+        assert_eq!(told.last(), Some(&(all, all)));
+    };
+    let report = index.refresh_jsonl(&store).unwrap();
+    {
+        let told = told.borrow();
+        check(&report, &told);
+        // Every file, and the batches of the one over a MiB in between.
+        assert!(told.len() > 60 + 4, "{}", told.len());
+        let big = fs::metadata(&files[7]).unwrap().len();
+        assert!(told.windows(2).all(|w| w[1].0 - w[0].0 <= big));
+    }
+
+    // Later refreshes count only what they read: the appended lines.
+    told.borrow_mut().clear();
+    let tail = r#"{"type":"message","id":"late","parentId":"b1-0","timestamp":"2026-01-04T00:00:00.000Z","message":{"role":"user","content":"an ibis"}}"#;
+    append_line(&files[3], tail);
+    append_line(&files[9], &tail.replace("late", "later"));
+    let report = index.refresh_jsonl(&store).unwrap();
+    assert_eq!(report.bytes_read, 2 * (tail.len() as u64 + 1) + 1);
+    check(&report, &told.borrow());
+}
