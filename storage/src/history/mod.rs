@@ -273,8 +273,31 @@ impl HistoryIndex {
 
     /// Brings the index up to date with a JSONL store; see the module docs.
     pub fn refresh_jsonl(&mut self, store: &JsonlStore) -> StoreResult<RefreshReport> {
-        let report =
-            self.retry_corrupt(|index| scan::refresh_jsonl(index, store, scan::Parts::All))?;
+        let report = self.retry_corrupt(|index| {
+            scan::refresh_jsonl(index, store, scan::Parts::All, scan::Scope::Every)
+        })?;
+        self.purge_after(&report)?;
+        Ok(report)
+    }
+
+    /// [`HistoryIndex::refresh_jsonl`] for the files at `paths` only: those a file watcher
+    /// reported created, written, renamed or deleted since the last refresh (any other
+    /// path is ignored). Nothing else is walked or `stat`ed, so a long-lived process that
+    /// watches the store refreshes in time proportional to what changed. A corrupt index
+    /// is rebuilt from every file.
+    pub fn refresh_jsonl_files(
+        &mut self,
+        store: &JsonlStore,
+        paths: &[PathBuf],
+    ) -> StoreResult<RefreshReport> {
+        let only = scan::refresh_jsonl(self, store, scan::Parts::All, scan::Scope::Only(paths));
+        let report = match only {
+            Err(e) if is_corrupt(&e) => {
+                self.rebuild(&format!("{e}"))?;
+                scan::refresh_jsonl(self, store, scan::Parts::All, scan::Scope::Every)?
+            }
+            other => other?,
+        };
         self.purge_after(&report)?;
         Ok(report)
     }
@@ -285,8 +308,9 @@ impl HistoryIndex {
     /// the files and no text indexing. A later [`HistoryIndex::refresh_jsonl`] indexes the
     /// text those listings skipped.
     pub fn refresh_jsonl_summaries(&mut self, store: &JsonlStore) -> StoreResult<RefreshReport> {
-        let report =
-            self.retry_corrupt(|index| scan::refresh_jsonl(index, store, scan::Parts::Summaries))?;
+        let report = self.retry_corrupt(|index| {
+            scan::refresh_jsonl(index, store, scan::Parts::Summaries, scan::Scope::Every)
+        })?;
         self.purge_after(&report)?;
         Ok(report)
     }

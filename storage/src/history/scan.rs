@@ -445,12 +445,49 @@ fn read_marks(conn: &Connection, key: Option<&str>) -> rusqlite::Result<KnownMar
     }
 }
 
+/// Which files of a JSONL store a refresh looks at.
+#[derive(Clone, Copy)]
+pub(super) enum Scope<'a> {
+    /// Every file of the store (a walk of its directories and a `stat` per file).
+    Every,
+    /// Only these paths, reported changed (created, written, renamed or deleted) since the
+    /// last refresh; no other file is looked at.
+    Only(&'a [PathBuf]),
+}
+
+/// The session files among `paths` that exist, as [`list_files`] lists them: `*.jsonl` files
+/// directly in a store directory (the flat directory, or a cwd directory under the root).
+fn list_only(layout: &JsonlLayout, paths: &[PathBuf]) -> Vec<Listed> {
+    let in_store = |dir: &Path| match layout {
+        JsonlLayout::Flat { dir: flat } => dir == flat,
+        JsonlLayout::PerCwd { root } => dir.parent() == Some(root.as_path()),
+    };
+    let mut files: Vec<Listed> = paths
+        .iter()
+        .filter(|p| p.extension().is_some_and(|e| e == "jsonl"))
+        .filter_map(|p| {
+            let dir = p.parent().filter(|d| in_store(d))?;
+            // Not a symlink: the walk skips those that lead out of the store, and a
+            // watcher's report does not say where one leads.
+            let meta = fs::symlink_metadata(p).ok().filter(|m| m.is_file())?;
+            Some((p.clone(), dir.display().to_string(), Some(meta)))
+        })
+        .collect();
+    files.sort_unstable_by(|a, b| a.0.as_os_str().cmp(b.0.as_os_str()));
+    files.dedup_by(|a, b| a.0 == b.0);
+    files
+}
+
 pub(super) fn refresh_jsonl(
     index: &mut HistoryIndex,
     store: &JsonlStore,
     parts: Parts,
+    scope: Scope<'_>,
 ) -> StoreResult<RefreshReport> {
-    let files = list_files(store.layout())?;
+    let files = match scope {
+        Scope::Every => list_files(store.layout())?,
+        Scope::Only(paths) => list_only(store.layout(), paths),
+    };
     let mut report = RefreshReport::default();
     let err = db_err(index, "read history index");
     let data_version: i64 = index
@@ -471,9 +508,20 @@ pub(super) fn refresh_jsonl(
         .map(|(p, ..)| p.to_string_lossy().into_owned())
         .collect();
     let on_disk: HashSet<&str> = keys.iter().map(String::as_str).collect();
+    // With a list of changed paths, only those can be gone.
+    let looked_at: Option<HashSet<String>> = match scope {
+        Scope::Every => None,
+        Scope::Only(paths) => Some(
+            paths
+                .iter()
+                .map(|p| p.to_string_lossy().into_owned())
+                .collect(),
+        ),
+    };
     let gone: Vec<(String, i64)> = known
         .iter()
         .filter(|(key, _)| !on_disk.contains(key.as_str()))
+        .filter(|(key, _)| looked_at.as_ref().is_none_or(|l| l.contains(key.as_str())))
         .map(|(key, &(sid, ..))| (key.clone(), sid))
         .collect();
     for (key, sid) in gone {
