@@ -259,10 +259,7 @@ mod tests {
         let files: Vec<PathBuf> = (0..20)
             .map(|n| session(&cwd, &format!("s{n:02}.jsonl"), &format!("s{n}"), "okapi"))
             .collect();
-        let store = (
-            StoreSpec::Jsonl(pi_storage::JsonlLayout::PerCwd { root: root.clone() }),
-            StoreOptions::default(),
-        );
+        let store = (StoreSpec::Jsonl(None), StoreOptions::new(&agent));
         let mut search = SessionSearch::default();
         assert_eq!(search.sessions_matching(&store, "okapi").unwrap().len(), 20);
         assert_eq!(search.last_refresh().unwrap().sessions_seen, 20);

@@ -526,6 +526,9 @@ fn fnv1a(bytes: &[u8]) -> u64 {
     })
 }
 
+/// WAL pages after which a commit checkpoints (see [`connect`]).
+const WAL_AUTOCHECKPOINT: i64 = 16_384;
+
 fn connect(path: &Path) -> rusqlite::Result<Connection> {
     // The index holds the text of every session: only the owner may read it. A new file is
     // created 0600 before SQLite opens it (its -wal and -shm files copy the mode); an index
@@ -548,7 +551,7 @@ fn connect(path: &Path) -> rusqlite::Result<Connection> {
     // pages many times over, and each checkpoint copies them into the file again. Measured:
     // building from 287 MB of sessions took 7.4 s instead of 10.1 s; larger gained nothing.
     // The WAL is checkpointed and removed when the last connection closes.
-    conn.pragma_update(None, "wal_autocheckpoint", 16_384)?;
+    conn.pragma_update(None, "wal_autocheckpoint", WAL_AUTOCHECKPOINT)?;
     // Snippets are cut in a scratch table (`query::snippets`): keep it off the disk.
     conn.pragma_update(None, "temp_store", "MEMORY")?;
     Ok(conn)

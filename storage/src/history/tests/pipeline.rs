@@ -125,6 +125,13 @@ fn files_parsed_ahead_index_as_one_at_a_time() {
         report.sessions_reindexed as usize,
         report.sessions_seen as usize
     );
+    // Checkpoints ran on their own connection during the build (tests commit every 64 KB);
+    // the writer's automatic ones are back.
+    let auto: i64 = all
+        .conn
+        .pragma_query_value(None, "wal_autocheckpoint", |r| r.get(0))
+        .unwrap();
+    assert_eq!(auto, super::super::WAL_AUTOCHECKPOINT);
     assert!(report.sessions_seen as usize > count, "{report:?}");
 
     // Listed first, then the text of every file caught up at once.
