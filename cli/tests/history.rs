@@ -11,6 +11,8 @@ use std::path::{Path, PathBuf};
 use assert_cmd::Command;
 use serde_json::Value;
 
+mod pty_common;
+
 fn fixture_sessions() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../fixtures/realpi/sessions")
 }
@@ -190,4 +192,81 @@ fn the_group_store_flags_choose_what_is_searched() {
         .output()
         .unwrap();
     assert_eq!(out.status.code(), Some(1));
+}
+
+/// A session of `lines` user messages of about 1 KB each, the last one naming `word`.
+fn write_big_session(dir: &Path, lines: usize, word: &str) -> u64 {
+    fs::create_dir_all(dir).unwrap();
+    let path = dir.join("2026-01-01T00-00-00-000Z_big.jsonl");
+    let mut out = std::io::BufWriter::new(fs::File::create(&path).unwrap());
+    writeln!(
+        out,
+        r#"{{"type":"session","version":3,"id":"big","timestamp":"2026-01-01T00:00:00.000Z","cwd":"/w"}}"#
+    )
+    .unwrap();
+    let filler = "lorem ipsum dolor sit amet ".repeat(36);
+    for n in 0..lines {
+        let parent = if n == 0 {
+            "null".to_string()
+        } else {
+            format!("\"m{}\"", n - 1)
+        };
+        let text = if n + 1 == lines {
+            format!("{filler} {word}")
+        } else {
+            format!("{filler} {n}")
+        };
+        writeln!(
+            out,
+            r#"{{"type":"message","id":"m{n}","parentId":{parent},"timestamp":"2026-01-01T00:00:01.000Z","message":{{"role":"user","content":"{text}"}}}}"#
+        )
+        .unwrap();
+    }
+    drop(out);
+    fs::metadata(&path).unwrap().len()
+}
+
+/// A long build draws a progress bar on a terminal (bytes read of bytes to read), clears
+/// it, and prints nothing of it when standard error is not a terminal.
+#[test]
+fn a_long_index_build_shows_a_progress_bar_on_a_terminal_only() {
+    let tmp = tempfile::tempdir().unwrap();
+    let agent = tmp.path().join("agent");
+    let bytes = write_big_session(&agent.join("sessions/--w--"), 20_000, "wombat");
+    assert!(bytes > 16 << 20, "{bytes} bytes: under the bar's threshold");
+
+    let mut cmd = std::process::Command::new(assert_cmd::cargo::cargo_bin("pi"));
+    cmd.env("PI_CODING_AGENT_DIR", &agent)
+        .env_remove("PI_SESSION_STORE")
+        .env_remove("PI_CODING_AGENT_SESSION_DIR")
+        .args(["sessions", "search", "wombat"]);
+    let out = pty_common::spawn_all_on_terminal(&mut cmd).finish();
+    assert_eq!(out.code, 0, "{}", out.stdout);
+    let total = format!("/{:.2} MiB", bytes as f64 / (1 << 20) as f64);
+    assert!(
+        out.stdout.contains(&total),
+        "no bar of {total}: {:?}",
+        out.stdout
+    );
+    assert!(out.stdout.contains(" left"), "{:?}", out.stdout);
+    assert!(
+        out.stdout.contains("pi: indexed 1 session(s)"),
+        "{:?}",
+        out.stdout
+    );
+    assert!(out.stdout.contains("wombat"), "the hit: {:?}", out.stdout);
+
+    // Piped: the notes only, no bar (a fresh index, so the same build happens).
+    fs::remove_file(agent.join("history.sqlite")).unwrap();
+    let out = pi(&agent)
+        .args(["sessions", "search", "wombat"])
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    assert!(stderr.contains("pi: indexed 1 session(s)"), "{stderr}");
+    assert!(
+        !stderr.contains("MiB") && !stderr.contains(" left"),
+        "{stderr}"
+    );
 }

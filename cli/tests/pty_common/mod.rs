@@ -44,17 +44,34 @@ pub struct PtyOutputs {
 
 /// Spawns `cmd` with a fresh pseudo-terminal as stdin and stdout and piped stderr.
 pub fn spawn(cmd: &mut Command) -> PtyChild {
+    spawn_on(cmd, false)
+}
+
+/// Spawns `cmd` with a fresh pseudo-terminal as stdin, stdout and stderr: both outputs
+/// are collected together, as [`PtyOutputs::stdout`].
+pub fn spawn_all_on_terminal(cmd: &mut Command) -> PtyChild {
+    spawn_on(cmd, true)
+}
+
+fn spawn_on(cmd: &mut Command, stderr_on_terminal: bool) -> PtyChild {
     let (master, slave) = open_pty();
     let stdout_side = slave.try_clone().unwrap();
+    let stderr_side = if stderr_on_terminal {
+        Stdio::from(slave.try_clone().unwrap())
+    } else {
+        Stdio::piped()
+    };
     let mut child = cmd
         .stdin(Stdio::from(slave))
         .stdout(Stdio::from(stdout_side))
-        .stderr(Stdio::piped())
+        .stderr(stderr_side)
         .spawn()
         .unwrap();
     // `cmd` still holds the terminal's child side: replace it, so the output ends with the
     // child.
-    cmd.stdin(Stdio::null()).stdout(Stdio::null());
+    cmd.stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null());
     let master = File::from(master);
     let output = Arc::new(Mutex::new(Vec::new()));
     let mut source = PtyOutput(master.try_clone().unwrap());

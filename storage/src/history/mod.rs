@@ -153,6 +153,29 @@ pub struct HistoryIndex {
     /// connection commits (`PRAGMA data_version`), so a long-lived process refreshes
     /// without reading every row again.
     marks: Option<scan::Marks>,
+    /// Told how far a refresh's reading of JSONL text has come (see
+    /// [`HistoryIndex::report_progress`]).
+    progress: Option<Progress>,
+}
+
+/// A callback told `(bytes read, bytes to read)` while a refresh indexes JSONL text.
+pub struct Progress(Box<dyn FnMut(u64, u64)>);
+
+impl std::fmt::Debug for Progress {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Progress")
+    }
+}
+
+impl Progress {
+    /// `report` is called with `(bytes read, bytes to read)`.
+    pub fn new(report: impl FnMut(u64, u64) + 'static) -> Progress {
+        Progress(Box::new(report))
+    }
+
+    pub(crate) fn tell(&mut self, done: u64, total: u64) {
+        (self.0)(done, total)
+    }
 }
 
 impl HistoryIndex {
@@ -175,6 +198,7 @@ impl HistoryIndex {
                 source: source.to_string(),
                 rebuilt: None,
                 marks: Default::default(),
+                progress: None,
             }),
             Ok(None) => Self::create(
                 path,
@@ -206,6 +230,7 @@ impl HistoryIndex {
             source: source.to_string(),
             rebuilt: why,
             marks: Default::default(),
+            progress: None,
         })
     }
 
@@ -215,11 +240,13 @@ impl HistoryIndex {
         let fresh = Connection::open_in_memory()
             .map_err(|e| StoreError::db("rebuild history index", self.location(), e))?;
         drop(std::mem::replace(&mut self.conn, fresh));
+        let progress = self.progress.take();
         *self = Self::create(
             &self.path.clone(),
             &self.source.clone(),
             Some(why.to_string()),
         )?;
+        self.progress = progress;
         Ok(())
     }
 
@@ -238,10 +265,39 @@ impl HistoryIndex {
         self.path.display().to_string()
     }
 
+    /// From now on, refreshes that index JSONL text tell `progress` how many of the bytes
+    /// they have to read they read (after every file, and every batch of a large one).
+    pub fn report_progress(&mut self, progress: Progress) {
+        self.progress = Some(progress);
+    }
+
     /// Brings the index up to date with a JSONL store; see the module docs.
     pub fn refresh_jsonl(&mut self, store: &JsonlStore) -> StoreResult<RefreshReport> {
-        let report =
-            self.retry_corrupt(|index| scan::refresh_jsonl(index, store, scan::Parts::All))?;
+        let report = self.retry_corrupt(|index| {
+            scan::refresh_jsonl(index, store, scan::Parts::All, scan::Scope::Every)
+        })?;
+        self.purge_after(&report)?;
+        Ok(report)
+    }
+
+    /// [`HistoryIndex::refresh_jsonl`] for the files at `paths` only: those a file watcher
+    /// reported created, written, renamed or deleted since the last refresh (any other
+    /// path is ignored). Nothing else is walked or `stat`ed, so a long-lived process that
+    /// watches the store refreshes in time proportional to what changed. A corrupt index
+    /// is rebuilt from every file.
+    pub fn refresh_jsonl_files(
+        &mut self,
+        store: &JsonlStore,
+        paths: &[PathBuf],
+    ) -> StoreResult<RefreshReport> {
+        let only = scan::refresh_jsonl(self, store, scan::Parts::All, scan::Scope::Only(paths));
+        let report = match only {
+            Err(e) if is_corrupt(&e) => {
+                self.rebuild(&format!("{e}"))?;
+                scan::refresh_jsonl(self, store, scan::Parts::All, scan::Scope::Every)?
+            }
+            other => other?,
+        };
         self.purge_after(&report)?;
         Ok(report)
     }
@@ -252,8 +308,9 @@ impl HistoryIndex {
     /// the files and no text indexing. A later [`HistoryIndex::refresh_jsonl`] indexes the
     /// text those listings skipped.
     pub fn refresh_jsonl_summaries(&mut self, store: &JsonlStore) -> StoreResult<RefreshReport> {
-        let report =
-            self.retry_corrupt(|index| scan::refresh_jsonl(index, store, scan::Parts::Summaries))?;
+        let report = self.retry_corrupt(|index| {
+            scan::refresh_jsonl(index, store, scan::Parts::Summaries, scan::Scope::Every)
+        })?;
         self.purge_after(&report)?;
         Ok(report)
     }
@@ -422,7 +479,19 @@ impl HistorySource {
 
     /// Opens this store's index at `path` and brings it up to date.
     pub fn open_index(&self, path: &Path) -> StoreResult<(HistoryIndex, RefreshReport)> {
+        self.open_index_reporting(path, None)
+    }
+
+    /// [`HistorySource::open_index`], telling `progress` how the refresh's reading goes.
+    pub fn open_index_reporting(
+        &self,
+        path: &Path,
+        progress: Option<Progress>,
+    ) -> StoreResult<(HistoryIndex, RefreshReport)> {
         let mut index = HistoryIndex::open(path, &self.store().describe())?;
+        if let Some(progress) = progress {
+            index.report_progress(progress);
+        }
         let report = self.refresh(&mut index)?;
         Ok((index, report))
     }
@@ -457,6 +526,9 @@ fn fnv1a(bytes: &[u8]) -> u64 {
     })
 }
 
+/// WAL pages after which a commit checkpoints (see [`connect`]).
+const WAL_AUTOCHECKPOINT: i64 = 16_384;
+
 fn connect(path: &Path) -> rusqlite::Result<Connection> {
     // The index holds the text of every session: only the owner may read it. A new file is
     // created 0600 before SQLite opens it (its -wal and -shm files copy the mode); an index
@@ -479,7 +551,7 @@ fn connect(path: &Path) -> rusqlite::Result<Connection> {
     // pages many times over, and each checkpoint copies them into the file again. Measured:
     // building from 287 MB of sessions took 7.4 s instead of 10.1 s; larger gained nothing.
     // The WAL is checkpointed and removed when the last connection closes.
-    conn.pragma_update(None, "wal_autocheckpoint", 16_384)?;
+    conn.pragma_update(None, "wal_autocheckpoint", WAL_AUTOCHECKPOINT)?;
     // Snippets are cut in a scratch table (`query::snippets`): keep it off the disk.
     conn.pragma_update(None, "temp_store", "MEMORY")?;
     Ok(conn)

@@ -11,7 +11,7 @@ use rusqlite::{params, Connection, OptionalExtension, TransactionBehavior};
 use serde::{Deserialize, Serialize};
 
 use super::extract::extract;
-use super::{delete_rows, delete_session, HistoryIndex};
+use super::{delete_rows, delete_session, HistoryIndex, Progress};
 use crate::error::{StoreError, StoreResult};
 use crate::ids::{EntryId, SessionId};
 use crate::jsonl::{JsonlLayout, JsonlStore};
@@ -133,28 +133,45 @@ impl RowSink for NoRows {
     }
 }
 
-/// Rows handed in batches to the thread that writes them (see [`index_file`]).
+/// Rows handed in batches to the thread that writes them (see [`feed_pipelined`] and
+/// [`parse_ahead`]).
 struct Queue {
-    to: std::sync::mpsc::SyncSender<Vec<Row>>,
+    to: std::sync::mpsc::SyncSender<Piece>,
     batch: Vec<Row>,
+    /// Bytes of entry lines behind the rows in `batch`.
+    batch_bytes: usize,
 }
 
 /// Rows per batch: large enough that the channel costs nothing per row.
 const BATCH_ROWS: usize = 256;
+/// Bytes of entry lines per batch, at most (one larger line makes a batch of its own):
+/// what bounds the memory a file parsed ahead holds, with [`PIECES_AHEAD`].
+const BATCH_LINE_BYTES: usize = 256 << 10;
 
 impl Queue {
+    fn new(to: std::sync::mpsc::SyncSender<Piece>) -> Queue {
+        Queue {
+            to,
+            batch: Vec::with_capacity(BATCH_ROWS),
+            batch_bytes: 0,
+        }
+    }
+
     fn flush(&mut self) {
         if !self.batch.is_empty() {
-            // A closed channel means the writer stopped on an error, which it reports.
-            let _ = self.to.send(std::mem::take(&mut self.batch));
+            self.batch_bytes = 0;
+            // A closed channel means the writer stopped (an error, or it indexes the
+            // file itself); it reports what needs reporting.
+            let _ = self.to.send(Piece::Rows(std::mem::take(&mut self.batch)));
         }
     }
 }
 
 impl RowSink for Queue {
     fn row(&mut self, _: i64, row: Row) -> rusqlite::Result<()> {
+        self.batch_bytes += row.at.map_or(0, |(_, len)| len);
         self.batch.push(row);
-        if self.batch.len() >= BATCH_ROWS {
+        if self.batch.len() >= BATCH_ROWS || self.batch_bytes >= BATCH_LINE_BYTES {
             self.flush();
         }
         Ok(())
@@ -428,12 +445,49 @@ fn read_marks(conn: &Connection, key: Option<&str>) -> rusqlite::Result<KnownMar
     }
 }
 
+/// Which files of a JSONL store a refresh looks at.
+#[derive(Clone, Copy)]
+pub(super) enum Scope<'a> {
+    /// Every file of the store (a walk of its directories and a `stat` per file).
+    Every,
+    /// Only these paths, reported changed (created, written, renamed or deleted) since the
+    /// last refresh; no other file is looked at.
+    Only(&'a [PathBuf]),
+}
+
+/// The session files among `paths` that exist, as [`list_files`] lists them: `*.jsonl` files
+/// directly in a store directory (the flat directory, or a cwd directory under the root).
+fn list_only(layout: &JsonlLayout, paths: &[PathBuf]) -> Vec<Listed> {
+    let in_store = |dir: &Path| match layout {
+        JsonlLayout::Flat { dir: flat } => dir == flat,
+        JsonlLayout::PerCwd { root } => dir.parent() == Some(root.as_path()),
+    };
+    let mut files: Vec<Listed> = paths
+        .iter()
+        .filter(|p| p.extension().is_some_and(|e| e == "jsonl"))
+        .filter_map(|p| {
+            let dir = p.parent().filter(|d| in_store(d))?;
+            // Not a symlink: the walk skips those that lead out of the store, and a
+            // watcher's report does not say where one leads.
+            let meta = fs::symlink_metadata(p).ok().filter(|m| m.is_file())?;
+            Some((p.clone(), dir.display().to_string(), Some(meta)))
+        })
+        .collect();
+    files.sort_unstable_by(|a, b| a.0.as_os_str().cmp(b.0.as_os_str()));
+    files.dedup_by(|a, b| a.0 == b.0);
+    files
+}
+
 pub(super) fn refresh_jsonl(
     index: &mut HistoryIndex,
     store: &JsonlStore,
     parts: Parts,
+    scope: Scope<'_>,
 ) -> StoreResult<RefreshReport> {
-    let files = list_files(store.layout())?;
+    let files = match scope {
+        Scope::Every => list_files(store.layout())?,
+        Scope::Only(paths) => list_only(store.layout(), paths),
+    };
     let mut report = RefreshReport::default();
     let err = db_err(index, "read history index");
     let data_version: i64 = index
@@ -454,9 +508,20 @@ pub(super) fn refresh_jsonl(
         .map(|(p, ..)| p.to_string_lossy().into_owned())
         .collect();
     let on_disk: HashSet<&str> = keys.iter().map(String::as_str).collect();
+    // With a list of changed paths, only those can be gone.
+    let looked_at: Option<HashSet<String>> = match scope {
+        Scope::Every => None,
+        Scope::Only(paths) => Some(
+            paths
+                .iter()
+                .map(|p| p.to_string_lossy().into_owned())
+                .collect(),
+        ),
+    };
     let gone: Vec<(String, i64)> = known
         .iter()
         .filter(|(key, _)| !on_disk.contains(key.as_str()))
+        .filter(|(key, _)| looked_at.as_ref().is_none_or(|l| l.contains(key.as_str())))
         .map(|(key, &(sid, ..))| (key.clone(), sid))
         .collect();
     for (key, sid) in gone {
@@ -465,6 +530,7 @@ pub(super) fn refresh_jsonl(
         report.sessions_removed += 1;
     }
     let mut todo: Vec<Todo<'_>> = Vec::new();
+    let mut to_read = 0u64;
     for ((path, dir, listed), key) in files.iter().zip(keys) {
         report.sessions_seen += 1;
         // A file that vanished or cannot be read is not a session (as in Pi's listing).
@@ -482,6 +548,13 @@ pub(super) fn refresh_jsonl(
                 continue;
             }
         }
+        // What this file adds to the bytes to read: from its last size, or from the start
+        // when its text rows are behind (a listing folded it, nothing indexed its text).
+        let from = match known.get(&key) {
+            Some(&(_, s, _, text_behind)) if parts == Parts::Summaries || !text_behind => s,
+            _ => 0,
+        };
+        to_read += (size - from).max(0) as u64;
         todo.push((path, key, dir, size, mtime_ns));
     }
     // Summaries only: the files are read and folded on every core, and only the short
@@ -494,9 +567,14 @@ pub(super) fn refresh_jsonl(
     };
     folded.resize_with(todo.len(), || None);
     let mut batch = WriteBatch::default();
+    let mut told = Told {
+        progress: index.progress.take(),
+        done: 0,
+        total: to_read,
+    };
     let indexed = (|| {
         if parts == Parts::All {
-            index_text(index, &todo, &mut batch, &mut report, &mut known)?;
+            index_text(index, &todo, &mut batch, &mut report, &mut known, &mut told)?;
             return batch.commit(index);
         }
         for ((path, key, dir, size, mtime_ns), fold) in todo.into_iter().zip(folded) {
@@ -524,6 +602,7 @@ pub(super) fn refresh_jsonl(
         }
         batch.commit(index)
     })();
+    index.progress = told.progress;
     if let Err(e) = indexed {
         batch.roll_back(index);
         return Err(e);
@@ -539,35 +618,106 @@ pub(super) fn refresh_jsonl(
 /// A file to bring up to date: path, key, directory, size, mtime (ns).
 type Todo<'a> = (&'a Path, String, &'a str, i64, i64);
 
+/// Checkpoints the index's WAL on a connection and thread of their own after each batch the
+/// writer commits (`PASSIVE`: it copies what is committed and never waits for the writer),
+/// instead of the writer's automatic checkpoints, which stopped its inserts for the copy:
+/// 4% of a build's time on the writer. [`Checkpoints::finish`] gives them back.
+struct Checkpoints {
+    to: std::sync::mpsc::SyncSender<()>,
+}
+
+impl Checkpoints {
+    fn start<'scope>(
+        scope: &'scope std::thread::Scope<'scope, '_>,
+        index: &HistoryIndex,
+    ) -> Option<Checkpoints> {
+        let own = Connection::open(&index.path).ok()?;
+        own.busy_timeout(std::time::Duration::from_secs(10)).ok()?;
+        index
+            .conn
+            .pragma_update(None, "wal_autocheckpoint", 0)
+            .ok()?;
+        let (to, from) = std::sync::mpsc::sync_channel::<()>(1);
+        scope.spawn(move || {
+            for () in from {
+                // A checkpoint that cannot finish now is finished by a later one, or when
+                // the last connection closes.
+                let _ = own.query_row("PRAGMA wal_checkpoint(PASSIVE)", [], |_| Ok(()));
+            }
+        });
+        Some(Checkpoints { to })
+    }
+
+    /// A batch was committed: copy it over (unless a copy is under way already).
+    fn committed(&self) {
+        let _ = self.to.try_send(());
+    }
+}
+
+impl Checkpoints {
+    /// Gives the checkpoints back to `writer` (its automatic ones) and ends the thread.
+    fn finish(self, writer: &Connection) {
+        let _ = writer.pragma_update(None, "wal_autocheckpoint", super::WAL_AUTOCHECKPOINT);
+    }
+}
+
+/// How far a refresh's reading has come, for the index's [`Progress`] (text refreshes).
+struct Told {
+    progress: Option<Progress>,
+    done: u64,
+    total: u64,
+}
+
+impl Told {
+    /// `bytes` more were read.
+    fn add(&mut self, bytes: u64) {
+        self.done += bytes;
+        if let Some(progress) = &mut self.progress {
+            progress.tell(self.done.min(self.total), self.total);
+        }
+    }
+}
+
 /// Files handed to the parsing threads ahead of the one being written, at most.
 const AHEAD_FILES: usize = 64;
-/// Bytes of files handed out ahead, at most (each is under [`PIPELINE_BYTES`]).
+/// What the files handed out ahead may hold in memory together, at most: each counts for
+/// its size up to what its channel holds ([`PIECES_AHEAD`] batches).
 const AHEAD_BYTES: u64 = 16 << 20;
+/// Batches of rows a parsing thread makes of a file ahead of the writer before it waits.
+const PIECES_AHEAD: usize = 16;
 
-/// A file handed to a parsing thread, and where its result goes.
+/// A file handed to a parsing thread, and where its pieces go.
 struct ParseJob {
     path: PathBuf,
     size: i64,
     mtime_ns: i64,
     known: Option<Known>,
-    reply: std::sync::mpsc::SyncSender<std::io::Result<Option<Parsed>>>,
+    to: std::sync::mpsc::SyncSender<Piece>,
 }
 
-/// Indexes the text of `todo` in order, in [`WriteBatch`]es. Files under
-/// [`PIPELINE_BYTES`] are read, parsed and extracted on parsing threads up to
-/// [`AHEAD_FILES`] ahead, and this thread, which holds the transaction, only inserts their
-/// rows, in the order of `todo`: rows, rowids and sids are the ones indexing each file in
-/// turn makes. Larger files are indexed by [`index_file`] (on two threads of their own).
+/// A file handed out to be parsed: the row its plan was made from, and where its pieces
+/// arrive.
+struct Ahead {
+    mark: Option<Mark>,
+    from: std::sync::mpsc::Receiver<Piece>,
+}
+
+/// Indexes the text of `todo` in order, in [`WriteBatch`]es. Files are read, parsed and
+/// extracted on parsing threads, up to [`AHEAD_FILES`] ahead and streamed in batches of
+/// rows, and this thread, which holds the transaction, only inserts the rows, in the order
+/// of `todo`: rows, rowids and sids are the ones indexing each file in turn makes. The
+/// writer never waits at a file's start while a parsing thread keeps ahead. A single file
+/// is indexed by [`index_file`] (on two threads of its own when it is large).
 fn index_text(
     index: &mut HistoryIndex,
     todo: &[Todo<'_>],
     batch: &mut WriteBatch,
     report: &mut RefreshReport,
     known: &mut KnownMarks,
+    told: &mut Told,
 ) -> StoreResult<()> {
     let err = db_err(index, "read history index");
-    let small = |size: i64| (size as u64) < PIPELINE_BYTES;
-    let parsers = if todo.iter().filter(|t| small(t.3)).count() > 1 {
+    let parsers = if todo.len() > 1 {
         std::thread::available_parallelism()
             .map_or(1, |n| n.get())
             .saturating_sub(1)
@@ -575,6 +725,8 @@ fn index_text(
     } else {
         0
     };
+    // What a file parsed ahead holds in memory at most (see [`AHEAD_BYTES`]).
+    let held = |size: i64| (size.max(0) as u64).min(((PIECES_AHEAD + 1) * BATCH_LINE_BYTES) as u64);
     std::thread::scope(|scope| {
         let (jobs, queue) = std::sync::mpsc::sync_channel::<ParseJob>(AHEAD_FILES);
         let queue = std::sync::Arc::new(std::sync::Mutex::new(queue));
@@ -586,90 +738,107 @@ fn index_text(
                     Err(_) => break,
                 };
                 let Ok(job) = job else { break };
-                let parsed = parse_file(&job.path, job.size, job.mtime_ns, job.known);
-                // The writer stopped (an error) if no one waits for the answer.
-                let _ = job.reply.send(parsed);
+                parse_ahead(&job.path, job.size, job.mtime_ns, job.known, &job.to);
             });
         }
         // Only the parsing threads hold the queue now: were they all gone, the jobs and
-        // their reply senders would be dropped and the writer would index on its own.
+        // their senders would be dropped and the writer would index on its own.
         drop(queue);
-        // Per file handed out, in order: where its parse arrives (`None`: not handed out).
-        type Reply = std::sync::mpsc::Receiver<std::io::Result<Option<Parsed>>>;
-        let mut ahead: std::collections::VecDeque<Option<Reply>> = Default::default();
+        // Written rows are freed on a thread of their own: freeing what another thread
+        // allocated takes that thread's allocator lock, which cost the writer ~4%.
+        let (trash, bin) = std::sync::mpsc::channel::<Vec<Row>>();
+        if parsers > 0 {
+            scope.spawn(move || bin.into_iter().for_each(drop));
+        } else {
+            drop(bin);
+        }
+        // Per file handed out, in order (`None`: not handed out).
+        let mut ahead: std::collections::VecDeque<Option<Ahead>> = Default::default();
         let mut ahead_bytes = 0u64;
         let mut next = 0;
-        for &(path, ref key, dir, size, mtime_ns) in todo {
-            while next < todo.len()
-                && ahead.len() < AHEAD_FILES
-                && (ahead_bytes < AHEAD_BYTES || ahead.is_empty())
-            {
-                let (path, key, _, size, mtime_ns) = &todo[next];
-                next += 1;
-                let mut reply = None;
-                if parsers > 0 && small(*size) {
-                    let k = read_known(&index.conn, key).map_err(&err)?;
-                    if !up_to_date(k.as_ref(), *size, *mtime_ns, true) {
-                        let (to, from) = std::sync::mpsc::sync_channel(1);
-                        let job = ParseJob {
-                            path: path.to_path_buf(),
-                            size: *size,
-                            mtime_ns: *mtime_ns,
-                            known: k,
-                            reply: to,
-                        };
-                        if jobs.send(job).is_ok() {
-                            ahead_bytes += *size as u64;
-                            reply = Some(from);
-                        }
-                    }
-                }
-                ahead.push_back(reply);
-            }
-            let reply = ahead.pop_front().flatten();
-            batch.begin(index)?;
-            let before = report.bytes_read;
-            let parsed = match reply {
-                Some(reply) => {
-                    ahead_bytes -= size as u64;
-                    match reply.recv() {
-                        Ok(Ok(parsed)) => parsed,
-                        Ok(Err(e)) => {
-                            return Err(StoreError::Io {
-                                action: "read",
+        // With files parsed ahead there is a build's worth of work: committed batches are
+        // copied into the database file on another connection and thread, while this one
+        // goes on inserting.
+        let checkpoints = (parsers > 0)
+            .then(|| Checkpoints::start(scope, index))
+            .flatten();
+        let written = (|| -> StoreResult<()> {
+            for &(path, ref key, dir, size, mtime_ns) in todo {
+                while next < todo.len()
+                    && ahead.len() < AHEAD_FILES
+                    && (ahead_bytes < AHEAD_BYTES || ahead.is_empty())
+                {
+                    let (path, key, _, size, mtime_ns) = &todo[next];
+                    next += 1;
+                    let mut handed = None;
+                    if parsers > 0 {
+                        let k = read_known(&index.conn, key).map_err(&err)?;
+                        if !up_to_date(k.as_ref(), *size, *mtime_ns, true) {
+                            let (to, from) = std::sync::mpsc::sync_channel(PIECES_AHEAD);
+                            let mark = k.as_ref().map(mark_of);
+                            let job = ParseJob {
                                 path: path.to_path_buf(),
-                                source: e,
-                            })
+                                size: *size,
+                                mtime_ns: *mtime_ns,
+                                known: k,
+                                to,
+                            };
+                            if jobs.send(job).is_ok() {
+                                ahead_bytes += held(*size);
+                                handed = Some(Ahead { mark, from });
+                            }
                         }
-                        // A parsing thread panicked: index the file here.
-                        Err(_) => None,
+                    }
+                    ahead.push_back(handed);
+                }
+                let handed = ahead.pop_front().flatten();
+                batch.begin(index)?;
+                let before = report.bytes_read;
+                let told_before = told.done;
+                match handed {
+                    Some(handed) => {
+                        ahead_bytes -= held(size);
+                        let written = Written {
+                            trash: &trash,
+                            told: &mut *told,
+                        };
+                        write_ahead(
+                            index, handed, written, path, key, dir, size, mtime_ns, report,
+                        )?
+                    }
+                    None => index_file(index, path, key, dir, size, mtime_ns, Parts::All, report)?,
+                }
+                let read = report.bytes_read - before;
+                if batch.wrote(index, read)? {
+                    if let Some(checkpoints) = &checkpoints {
+                        checkpoints.committed();
                     }
                 }
-                None => None,
-            };
-            match parsed {
-                Some(parsed) => {
-                    write_parsed(index, parsed, path, key, dir, size, mtime_ns, report)?
-                }
-                None => index_file(index, path, key, dir, size, mtime_ns, Parts::All, report)?,
+                // The batches told counted lines; the file's own count is exact.
+                told.done = told_before;
+                told.add(read);
+                match read_marks(&index.conn, Some(key))
+                    .map_err(&err)?
+                    .remove(key)
+                {
+                    Some(mark) => known.insert(key.clone(), mark),
+                    None => known.remove(key),
+                };
             }
-            batch.wrote(index, report.bytes_read - before)?;
-            match read_marks(&index.conn, Some(key))
-                .map_err(&err)?
-                .remove(key)
-            {
-                Some(mark) => known.insert(key.clone(), mark),
-                None => known.remove(key),
-            };
+            Ok(())
+        })();
+        if let Some(checkpoints) = checkpoints {
+            checkpoints.finish(&index.conn);
         }
-        Ok(())
+        written
     })
 }
 
 /// Bytes of session files indexed in one transaction. Every commit flushes FTS5's pending
 /// terms into a new segment that later merges rewrite, and writes a WAL commit: a file a
 /// transaction left most of a build's segments small and most of its time in merges.
-const BATCH_BYTES: u64 = 64 << 20;
+/// (Tests commit every 64 KB, so that their builds span many batches and checkpoints.)
+const BATCH_BYTES: u64 = if cfg!(test) { 64 << 10 } else { 64 << 20 };
 
 /// The transaction that files are indexed in, spanning files until [`BATCH_BYTES`] were
 /// read. It is `IMMEDIATE`, as a file's own was: two processes refreshing at once take
@@ -692,12 +861,15 @@ impl WriteBatch {
         Ok(())
     }
 
-    fn wrote(&mut self, index: &HistoryIndex, bytes: u64) -> StoreResult<()> {
+    /// Counts `bytes` read into the batch; commits it once it holds [`BATCH_BYTES`], and
+    /// then says so.
+    fn wrote(&mut self, index: &HistoryIndex, bytes: u64) -> StoreResult<bool> {
         self.bytes += bytes;
         if self.bytes >= BATCH_BYTES {
             self.commit(index)?;
+            return Ok(true);
         }
-        Ok(())
+        Ok(false)
     }
 
     fn commit(&mut self, index: &HistoryIndex) -> StoreResult<()> {
@@ -996,7 +1168,11 @@ fn up_to_date(known: Option<&Known>, size: i64, mtime_ns: i64, text: bool) -> bo
 }
 
 /// The fields of a row that tell whether it is still the one a plan was made from.
-fn mark_of(known: &Known) -> (i64, i64, i64, i64, i64) {
+/// The columns of a file's row a refresh plans from: a parse planned from another mark is
+/// stale.
+type Mark = (i64, i64, i64, i64, i64);
+
+fn mark_of(known: &Known) -> Mark {
     (
         known.sid,
         known.size,
@@ -1235,70 +1411,84 @@ fn index_file(
     .map_err(err)
 }
 
-/// A small file's new lines read, parsed and turned into rows on a worker thread (see
-/// [`index_text`]), for the writer to insert.
-struct Parsed {
-    /// The row the plan was made from, as read when the file was handed out.
-    mark: Option<(i64, i64, i64, i64, i64)>,
-    plan_offset: u64,
-    text_offset: i64,
-    opening: Opening,
-    feeder: Feeder,
-    rows: Vec<Row>,
-    read: ReadEnd,
+/// Where [`write_ahead`] puts rows it wrote (freed on another thread) and tells progress.
+struct Written<'a> {
+    trash: &'a std::sync::mpsc::Sender<Vec<Row>>,
+    told: &'a mut Told,
 }
 
-/// Rows kept for the writer (a small file's, whole).
-impl RowSink for Vec<Row> {
-    fn row(&mut self, _: i64, row: Row) -> rusqlite::Result<()> {
-        self.push(row);
-        Ok(())
-    }
+/// What a parsing thread sends of a file handed to it, in this order: `Start` (or
+/// `Unopened`), `Rows` as they are made, then `End`; `Failed` stops the file anywhere.
+enum Piece {
+    /// The file could not be opened: the writer does what [`index_file`] does with it.
+    Unopened,
+    /// The plan made from the row as it was when the file was handed out.
+    Start {
+        plan_offset: u64,
+        text_offset: i64,
+        opening: Opening,
+    },
+    Rows(Vec<Row>),
+    End {
+        feeder: Box<Feeder>,
+        read: ReadEnd,
+    },
+    Failed(std::io::Error),
 }
 
-/// Reads and parses a file's new lines from the row `known` (text rows and summary);
-/// `Ok(None)` when the file cannot be opened (the writer then does what
-/// [`index_file`] does with it).
-fn parse_file(
+/// Reads and parses a file's new lines from the row `known` (text rows and summary) on a
+/// parsing thread, and sends what it makes to `to` (see [`Piece`]); stops early when the
+/// writer no longer listens.
+fn parse_ahead(
     path: &Path,
     size: i64,
     mtime_ns: i64,
     known: Option<Known>,
-) -> std::io::Result<Option<Parsed>> {
+    to: &std::sync::mpsc::SyncSender<Piece>,
+) {
     let Ok(mut file) = File::open(path) else {
-        return Ok(None);
+        let _ = to.send(Piece::Unopened);
+        return;
     };
-    let mark = known.as_ref().map(mark_of);
     let plan = plan(&mut file, known, size, mtime_ns, true);
-    let mut rows = Vec::new();
-    let (feeder, consumed, boundary) = match feed_job(&mut file, plan.feeder, plan.job, &mut rows) {
-        Ok(fed) => fed,
-        Err(TailError::Io(e)) => return Err(e),
-        // A `Vec` takes every row.
-        Err(TailError::Db(_)) => return Ok(None),
-    };
-    let head = head_of(&mut file, plan.head, consumed)?;
-    Ok(Some(Parsed {
-        mark,
+    let start = Piece::Start {
         plan_offset: plan.offset,
         text_offset: plan.text_offset,
         opening: plan.opening,
-        feeder,
-        rows,
-        read: ReadEnd {
-            consumed,
-            boundary,
-            head,
+    };
+    if to.send(start).is_err() {
+        return;
+    }
+    let mut queue = Queue::new(to.clone());
+    let fed = feed_job(&mut file, plan.feeder, plan.job, &mut queue);
+    queue.flush();
+    let end = match fed {
+        Ok((feeder, consumed, boundary)) => match head_of(&mut file, plan.head, consumed) {
+            Ok(head) => Piece::End {
+                feeder: Box::new(feeder),
+                read: ReadEnd {
+                    consumed,
+                    boundary,
+                    head,
+                },
+            },
+            Err(e) => Piece::Failed(e),
         },
-    }))
+        Err(TailError::Io(e)) => Piece::Failed(e),
+        // A [`Queue`] takes every row.
+        Err(TailError::Db(e)) => Piece::Failed(std::io::Error::other(e)),
+    };
+    let _ = to.send(end);
 }
 
-/// Writes what [`parse_file`] made of a file, if its row is still the one the parse
-/// started from; else (another process indexed it meanwhile) indexes it the ordinary way.
+/// Writes what [`parse_ahead`] makes of a file as it arrives, if the file's row is still
+/// the one the parse started from; else (another process indexed it meanwhile) indexes it
+/// the ordinary way.
 #[allow(clippy::too_many_arguments)]
-fn write_parsed(
+fn write_ahead(
     index: &mut HistoryIndex,
-    parsed: Parsed,
+    handed: Ahead,
+    written: Written<'_>,
     path: &Path,
     key: &str,
     dir: &str,
@@ -1308,31 +1498,54 @@ fn write_parsed(
 ) -> StoreResult<()> {
     let location = index.location();
     let err = |e| StoreError::db("update history index", location.clone(), e);
+    let io = |source| StoreError::Io {
+        action: "read",
+        path: path.to_path_buf(),
+        source,
+    };
     let tx = &index.conn;
     let known = read_known(tx, key).map_err(err)?;
     if up_to_date(known.as_ref(), size, mtime_ns, true) {
         return Ok(());
     }
-    if known.as_ref().map(mark_of) != parsed.mark {
+    if known.as_ref().map(mark_of) != handed.mark {
         return index_file(index, path, key, dir, size, mtime_ns, Parts::All, report);
     }
-    let Parsed {
-        plan_offset,
-        text_offset,
-        opening,
-        mut feeder,
-        rows,
-        read,
-        ..
-    } = parsed;
+    let (plan_offset, text_offset, opening) = match handed.from.recv() {
+        Ok(Piece::Start {
+            plan_offset,
+            text_offset,
+            opening,
+        }) => (plan_offset, text_offset, opening),
+        Ok(Piece::Failed(e)) => return Err(io(e)),
+        // Unopened, or the parsing thread panicked before starting: do it here.
+        _ => return index_file(index, path, key, dir, size, mtime_ns, Parts::All, report),
+    };
     let path_display = path.display().to_string();
     let sid = open_row(tx, opening, key, dir, &path_display, report).map_err(err)?;
-    feeder.sid = sid;
     let mut inserts = Inserts::new(tx).map_err(err)?;
-    for row in &rows {
-        inserts.row(sid, row).map_err(err)?;
-    }
+    let (mut feeder, read) = loop {
+        match handed.from.recv() {
+            Ok(Piece::Rows(rows)) => {
+                let mut lines = 0;
+                for row in &rows {
+                    inserts.row(sid, row).map_err(err)?;
+                    lines += row.at.map_or(0, |(_, len)| len as u64 + 1);
+                }
+                written.told.add(lines);
+                // No one to free them only when the writer is ending anyway.
+                let _ = written.trash.send(rows);
+            }
+            Ok(Piece::End { feeder, read }) => break (feeder, read),
+            Ok(Piece::Failed(e)) => return Err(io(e)),
+            // Rows are written already: the batch is rolled back with this error.
+            Ok(Piece::Unopened | Piece::Start { .. }) | Err(_) => {
+                return Err(io(std::io::Error::other("the parsing thread stopped")))
+            }
+        }
+    };
     drop(inserts);
+    feeder.sid = sid;
     close_row(
         tx,
         &feeder,
@@ -1392,25 +1605,24 @@ fn feed_pipelined(
     job: TailJob,
 ) -> Result<(Feeder, u64, Option<i64>), TailError> {
     let sid = feeder.sid;
-    let (to, from) = std::sync::mpsc::sync_channel::<Vec<Row>>(16);
+    let (to, from) = std::sync::mpsc::sync_channel::<Piece>(16);
     std::thread::scope(|scope| {
         let reader = scope.spawn(move || {
-            let mut queue = Queue {
-                to,
-                batch: Vec::with_capacity(BATCH_ROWS),
-            };
+            let mut queue = Queue::new(to);
             let fed = feed_job(file, feeder, job, &mut queue);
             queue.flush();
             fed
         });
         let written = (|| {
             let mut inserts = Inserts::new(conn)?;
-            for batch in &from {
-                batch.iter().try_for_each(|row| inserts.row(sid, row))?;
+            for piece in &from {
+                if let Piece::Rows(rows) = piece {
+                    rows.iter().try_for_each(|row| inserts.row(sid, row))?;
+                }
             }
             Ok(())
         })();
-        // Dropping the receiver stops the reader at its next batch if writing failed.
+        // If writing failed, the reader's sends fail from here on instead of waiting.
         drop(from);
         let fed = match reader.join() {
             Ok(fed) => fed,
@@ -1659,17 +1871,56 @@ mod tests {
         let dir_name = dir.display().to_string();
         let count =
             |index: &HistoryIndex, word: &str| index.search(&SearchQuery::new(word)).unwrap().len();
-        let write = |a: &mut HistoryIndex, parsed: Parsed, (size, mtime): (i64, i64)| {
+        let write = |a: &mut HistoryIndex, parsed: Ahead, (size, mtime): (i64, i64)| {
             let mut report = RefreshReport::default();
             a.conn.execute_batch("BEGIN IMMEDIATE").unwrap();
-            write_parsed(a, parsed, &file, &key, &dir_name, size, mtime, &mut report).unwrap();
+            let trash = std::sync::mpsc::channel().0;
+            let mut told = Told {
+                progress: None,
+                done: 0,
+                total: 0,
+            };
+            let written = Written {
+                trash: &trash,
+                told: &mut told,
+            };
+            write_ahead(
+                a,
+                parsed,
+                written,
+                &file,
+                &key,
+                &dir_name,
+                size,
+                mtime,
+                &mut report,
+            )
+            .unwrap();
             a.conn.execute_batch("COMMIT").unwrap();
             report
+        };
+        // The file parsed whole, as a parsing thread does; returns it and its rows' count.
+        let parse = |(size, mtime): (i64, i64), known: Option<Known>| {
+            let mark = known.as_ref().map(mark_of);
+            let (to, from) = std::sync::mpsc::sync_channel(64);
+            parse_ahead(&file, size, mtime, known, &to);
+            let pieces: Vec<Piece> = from.try_iter().collect();
+            let rows: usize = pieces
+                .iter()
+                .map(|p| match p {
+                    Piece::Rows(rows) => rows.len(),
+                    _ => 0,
+                })
+                .sum();
+            for piece in pieces {
+                to.send(piece).unwrap();
+            }
+            (Ahead { mark, from }, rows)
         };
 
         // Parsed as a new file, which the other handle then indexes whole.
         let (size, mtime) = stat(&file);
-        let parsed = parse_file(&file, size, mtime, None).unwrap().unwrap();
+        let (parsed, _) = parse((size, mtime), None);
         b.refresh_jsonl(&store).unwrap();
         let report = write(&mut a, parsed, (size, mtime));
         assert_eq!(report.sessions_updated, 0, "already current: {report:?}");
@@ -1679,8 +1930,8 @@ mod tests {
         append(&file, &user("u2", "second walrus"));
         let grown = stat(&file);
         let known = read_known(&a.conn, &key).unwrap();
-        let parsed = parse_file(&file, grown.0, grown.1, known).unwrap().unwrap();
-        assert_eq!(parsed.rows.len(), 1);
+        let (parsed, rows) = parse(grown, known);
+        assert_eq!(rows, 1);
         append(&file, &user("u3", "third narwhal"));
         b.refresh_jsonl(&store).unwrap();
         let report = write(&mut a, parsed, grown);

@@ -583,6 +583,69 @@ fn mixed_store(tmp: &Path) -> (PathBuf, JsonlStore) {
     (dir, store)
 }
 
+/// What a file watcher reports is all a `refresh_jsonl_files` looks at: changes it was not
+/// told of wait for a later refresh, and the index ends as a full refresh leaves it.
+#[test]
+fn a_refresh_of_reported_files_looks_at_those_only() {
+    let tmp = tempfile::tempdir().unwrap();
+    let (dir, store) = mixed_store(tmp.path());
+    let mut index = HistoryIndex::open(&tmp.path().join("i.sqlite"), &store.describe()).unwrap();
+    let full = index.refresh_jsonl(&store).unwrap();
+    assert!(full.sessions_seen > 2, "{full:?}");
+    let count =
+        |index: &HistoryIndex, word: &str| index.search(&SearchQuery::new(word)).unwrap().len();
+    let said = |id: &str, word: &str| {
+        format!(
+            r#"{{"type":"message","id":"{id}","parentId":"u1","timestamp":"2026-01-05T00:00:00.000Z","message":{{"role":"user","content":"a {word} here"}}}}"#
+        )
+    };
+
+    // Two files change; one is reported, with paths that are no sessions of the store.
+    let a = dir.join("a_s1.jsonl");
+    append_line(&a, &said("late1", "gribbleton"));
+    let b = write_session(
+        &dir,
+        "b_new.jsonl",
+        &HEADER.replace("\"s1\"", "\"s9\""),
+        &[said("u9", "snorfwick")],
+    );
+    let elsewhere = tmp.path().join("elsewhere.jsonl");
+    fs::write(
+        &elsewhere,
+        format!("{HEADER}\n{}\n", said("e1", "plonkavert")),
+    )
+    .unwrap();
+    let reported = [a.clone(), dir.join("notes.txt"), elsewhere];
+    let report = index.refresh_jsonl_files(&store, &reported).unwrap();
+    assert_eq!(
+        (report.sessions_seen, report.sessions_updated),
+        (1, 1),
+        "{report:?}"
+    );
+    let gribbletons = count(&index, "gribbleton");
+    assert!(gribbletons > 0);
+    assert_eq!(count(&index, "snorfwick"), 0, "not reported yet");
+    assert_eq!(count(&index, "plonkavert"), 0, "not in the store");
+
+    let report = index.refresh_jsonl_files(&store, &[b.clone()]).unwrap();
+    assert_eq!(report.sessions_reindexed, 1, "{report:?}");
+    let snorfwicks = count(&index, "snorfwick");
+    assert!(snorfwicks > 0);
+
+    // A deleted file, reported: its rows go, every other file's stay.
+    fs::remove_file(&b).unwrap();
+    let report = index.refresh_jsonl_files(&store, &[b]).unwrap();
+    assert_eq!(report.sessions_removed, 1, "{report:?}");
+    assert_eq!(count(&index, "snorfwick"), 0);
+    assert_eq!(count(&index, "gribbleton"), gribbletons);
+
+    // Where the watched refreshes leave it is where a full refresh does.
+    let mut fresh =
+        HistoryIndex::open(&tmp.path().join("fresh.sqlite"), &store.describe()).unwrap();
+    fresh.refresh_jsonl(&store).unwrap();
+    assert_eq!(contents(&index, &store), contents(&fresh, &store));
+}
+
 #[test]
 fn summaries_first_list_like_the_store_and_text_catches_up() {
     let tmp = tempfile::tempdir().unwrap();

@@ -8,7 +8,8 @@ use std::io::{IsTerminal, Write};
 
 use anyhow::{anyhow, bail, Context as _};
 use clap::Args;
-use pi_storage::history::{HistoryIndex, HistorySource, SearchHit, SearchQuery};
+use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
+use pi_storage::history::{HistoryIndex, HistorySource, Progress, SearchHit, SearchQuery};
 use pi_storage::{PostgresStore, StoreOptions, StoreSpec};
 
 use super::store::StoreArgs;
@@ -59,10 +60,24 @@ pub fn open_index(spec: &StoreSpec, options: &StoreOptions) -> anyhow::Result<Hi
         );
     }
     let started = std::time::Instant::now();
-    let (index, report) = source
-        .open_index(&path)
+    let bar = std::io::stderr().is_terminal().then(progress_bar);
+    let progress = bar.clone().map(|bar| {
+        Progress::new(move |done, total| {
+            // A refresh of a few files ends before a bar would be read.
+            if total >= BAR_FROM_BYTES {
+                bar.set_length(total);
+                bar.set_position(done);
+            }
+        })
+    });
+    let opened = source
+        .open_index_reporting(&path, progress)
         .map_err(|e| anyhow!("{e}"))
-        .with_context(|| format!("history index {}", path.display()))?;
+        .with_context(|| format!("history index {}", path.display()));
+    if let Some(bar) = bar {
+        bar.finish_and_clear();
+    }
+    let (index, report) = opened?;
     if let Some(why) = index.rebuilt() {
         eprintln!("pi: history index {} rebuilt ({why})", path.display());
     }
@@ -76,6 +91,22 @@ pub fn open_index(spec: &StoreSpec, options: &StoreOptions) -> anyhow::Result<Hi
         );
     }
     Ok(index)
+}
+
+/// Bytes to read from which a refresh shows a progress bar on a terminal.
+const BAR_FROM_BYTES: u64 = 16 << 20;
+
+/// The bar a long refresh draws on standard error: bytes read of bytes to read, the rate
+/// and the time left. Nothing is drawn until it has a length.
+fn progress_bar() -> ProgressBar {
+    let bar = ProgressBar::with_draw_target(None, ProgressDrawTarget::stderr());
+    bar.set_style(
+        ProgressStyle::with_template(
+            "{bar:30} {binary_bytes}/{binary_total_bytes} {binary_bytes_per_sec}, {eta} left",
+        )
+        .unwrap_or_else(|_| ProgressStyle::default_bar()),
+    );
+    bar
 }
 
 pub fn run(args: SearchArgs, store: &StoreArgs) -> anyhow::Result<i32> {

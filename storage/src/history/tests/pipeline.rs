@@ -1,6 +1,7 @@
-//! Large reads are indexed on two threads (`scan::feed_pipelined`), and small files are parsed
-//! on other threads ahead of the inserts (`scan::index_text`): the index they make must be
-//! the one the single-threaded path makes from the same lines.
+//! A large read of one file is indexed on two threads (`scan::feed_pipelined`), and files
+//! refreshed together are parsed on other threads ahead of the inserts and streamed to them
+//! (`scan::index_text`): the index they make must be the one the single-threaded path makes
+//! from the same lines.
 
 use super::*;
 
@@ -92,12 +93,14 @@ fn a_big_file_indexes_as_it_does_in_small_appends() {
     assert_eq!(found, hits(&listed));
 }
 
-/// `count` small sessions named `n_000.jsonl`…, each a few rounds of [`lines`] with ids of
-/// its own (a different number of rounds each, so their sizes differ).
+/// `count` sessions named `n_000.jsonl`…, each a few rounds of [`lines`] with ids of its own
+/// (a different number of rounds each, so their sizes differ), and one in 50 over a MiB
+/// (streamed to the writer in many batches, more than a parsing thread may make ahead).
 fn small_sessions(dir: &Path, count: usize) -> Vec<PathBuf> {
     (0..count)
         .map(|n| {
-            let lines: Vec<String> = big_lines(1 + n % 7)
+            let rounds = if n % 50 == 7 { 1_500 } else { 1 + n % 7 };
+            let lines: Vec<String> = big_lines(rounds)
                 .into_iter()
                 .map(|l| l.replace("\"id\":\"", &format!("\"id\":\"n{n}-")))
                 .collect();
@@ -108,7 +111,7 @@ fn small_sessions(dir: &Path, count: usize) -> Vec<PathBuf> {
 }
 
 #[test]
-fn small_files_parsed_ahead_index_as_one_at_a_time() {
+fn files_parsed_ahead_index_as_one_at_a_time() {
     let tmp = tempfile::tempdir().unwrap();
     let count = 150;
 
@@ -122,6 +125,13 @@ fn small_files_parsed_ahead_index_as_one_at_a_time() {
         report.sessions_reindexed as usize,
         report.sessions_seen as usize
     );
+    // Checkpoints ran on their own connection during the build (tests commit every 64 KB);
+    // the writer's automatic ones are back.
+    let auto: i64 = all
+        .conn
+        .pragma_query_value(None, "wal_autocheckpoint", |r| r.get(0))
+        .unwrap();
+    assert_eq!(auto, super::super::WAL_AUTOCHECKPOINT);
     assert!(report.sessions_seen as usize > count, "{report:?}");
 
     // Listed first, then the text of every file caught up at once.
@@ -198,4 +208,43 @@ fn small_files_parsed_ahead_index_as_one_at_a_time() {
     assert!(found.len() > 1_000, "{}", found.len());
     assert_eq!(hits(&all), found);
     assert_eq!(hits(&listed), found);
+}
+
+#[test]
+fn a_refresh_tells_its_progress_up_to_every_byte_it_reads() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("sessions");
+    let files = small_sessions(&dir, 60);
+    let store = JsonlStore::open(JsonlLayout::Flat { dir: dir.clone() }, FsyncPolicy::Never);
+    let told = std::rc::Rc::new(std::cell::RefCell::new(Vec::<(u64, u64)>::new()));
+    let mut index = HistoryIndex::open(&tmp.path().join("i.sqlite"), &store.describe()).unwrap();
+    let sink = told.clone();
+    index.report_progress(Progress::new(move |done, total| {
+        sink.borrow_mut().push((done, total))
+    }));
+
+    let check = |report: &RefreshReport, told: &[(u64, u64)]| {
+        let all = report.bytes_read;
+        assert!(told.iter().all(|&(_, total)| total == all), "{told:?}");
+        assert!(told.windows(2).all(|w| w[0].0 <= w[1].0), "{told:?}");
+        assert_eq!(told.last(), Some(&(all, all)));
+    };
+    let report = index.refresh_jsonl(&store).unwrap();
+    {
+        let told = told.borrow();
+        check(&report, &told);
+        // Every file, and the batches of the one over a MiB in between.
+        assert!(told.len() > 60 + 4, "{}", told.len());
+        let big = fs::metadata(&files[7]).unwrap().len();
+        assert!(told.windows(2).all(|w| w[1].0 - w[0].0 <= big));
+    }
+
+    // Later refreshes count only what they read: the appended lines.
+    told.borrow_mut().clear();
+    let tail = r#"{"type":"message","id":"late","parentId":"b1-0","timestamp":"2026-01-04T00:00:00.000Z","message":{"role":"user","content":"an ibis"}}"#;
+    append_line(&files[3], tail);
+    append_line(&files[9], &tail.replace("late", "later"));
+    let report = index.refresh_jsonl(&store).unwrap();
+    assert_eq!(report.bytes_read, 2 * (tail.len() as u64 + 1) + 1);
+    check(&report, &told.borrow());
 }
