@@ -627,7 +627,9 @@ fn a_refresh_of_reported_files_looks_at_those_only() {
     assert_eq!(count(&index, "snorfwick"), 0, "not reported yet");
     assert_eq!(count(&index, "plonkavert"), 0, "not in the store");
 
-    let report = index.refresh_jsonl_files(&store, &[b.clone()]).unwrap();
+    let report = index
+        .refresh_jsonl_files(&store, std::slice::from_ref(&b))
+        .unwrap();
     assert_eq!(report.sessions_reindexed, 1, "{report:?}");
     let snorfwicks = count(&index, "snorfwick");
     assert!(snorfwicks > 0);
