@@ -140,7 +140,14 @@ async fn refresh_models_replaces_the_providers_models() {
     .unwrap();
     let (code, out, err) = run(
         &s,
-        &["-e", &ext, "--model", "live-cat/live-offline-api_key", "-p", "hi"],
+        &[
+            "-e",
+            &ext,
+            "--model",
+            "live-cat/live-offline-api_key",
+            "-p",
+            "hi",
+        ],
     );
     assert_eq!(code, 0, "{err}");
     assert_eq!(out, "From the live catalog.\n");

@@ -1274,7 +1274,9 @@ impl AgentSession {
         // Structured content replaced, or dropped with replaced content (it may no longer
         // match); usage replaced.
         match patch.get("structuredContent") {
-            Some(structured) => output.structured = Some(structured.clone()).filter(|v| !v.is_null()),
+            Some(structured) => {
+                output.structured = Some(structured.clone()).filter(|v| !v.is_null())
+            }
             None if patch.get("content").is_some() => output.structured = None,
             None => {}
         }

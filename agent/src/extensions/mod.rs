@@ -1580,7 +1580,13 @@ impl crate::agent::AgentHooks for Extensions {
         if let Some(parent) = parent {
             payload["parentToolCallId"] = parent.into();
         }
-        for key in ["content", "details", "structuredContent", "isError", "usage"] {
+        for key in [
+            "content",
+            "details",
+            "structuredContent",
+            "isError",
+            "usage",
+        ] {
             if let Some(v) = result.get(key) {
                 payload[key] = v.clone();
             }

@@ -323,7 +323,10 @@ impl ApiKeyForm {
 /// Where the answer to a running login's question goes (once); dropping every copy
 /// unanswered cancels the question.
 #[derive(Clone)]
-pub struct LoginReply(Arc<Mutex<Option<oneshot::Sender<Option<String>>>>>);
+pub struct LoginReply(Arc<ReplySlot>);
+
+/// The answer's way back until it is sent.
+type ReplySlot = Mutex<Option<oneshot::Sender<Option<String>>>>;
 
 impl LoginReply {
     /// A reply and the receiver its answer arrives at.
@@ -535,7 +538,8 @@ mod tests {
     #[test]
     fn an_extension_logins_questions_are_answered_or_cancelled() {
         let keys = Keymap::default();
-        let press = |q: &mut LoginQuestion, code| q.key(&keys, &KeyEvent::new(code, KeyModifiers::NONE));
+        let press =
+            |q: &mut LoginQuestion, code| q.key(&keys, &KeyEvent::new(code, KeyModifiers::NONE));
         // A text question: the page shown before it, the placeholder, the typed answer.
         let (mut q, mut answer) = question("text");
         for c in "42".chars() {

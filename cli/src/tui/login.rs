@@ -397,10 +397,7 @@ fn start_extension_login(
                         user_code,
                         verification_uri,
                     } => {
-                        *lines = vec![
-                            verification_uri.clone(),
-                            format!("Enter code: {user_code}"),
-                        ];
+                        *lines = vec![verification_uri.clone(), format!("Enter code: {user_code}")];
                         format!("Enter code {user_code} at {verification_uri}")
                     }
                     LoginEvent::Progress(message) => {
