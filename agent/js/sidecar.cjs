@@ -88,6 +88,7 @@ const state = {
   streamApis: new Map(), // api → {provider, streamSimple, extension}: providers that stream here
   providerStreams: new Map(), // streamId → AbortController of a running provider stream
   oauthProviders: new Map(), // provider → {oauth, extension}: registerProvider's `oauth` (/login)
+  modelRefreshers: new Map(), // provider → {refreshModels, extension}: registerProvider's `refreshModels`
   oauthLogins: new Map(), // loginId → AbortController of a running oauth.login
   shortcuts: new Map(), // lower-cased key → {shortcut, options, extension}
 };
@@ -146,6 +147,26 @@ function treeOf() {
   return roots;
 }
 
+// Pi's buildContextEntries: the leaf's path, or after a compaction on it the latest
+// compaction, the entries it kept (from firstKeptEntryId, without system messages) and
+// everything after it.
+function contextEntriesOf() {
+  const path = branchOf();
+  let at = -1;
+  path.forEach((entry, i) => {
+    if (entry.type === "compaction") at = i;
+  });
+  if (at < 0) return path;
+  const compaction = path[at];
+  const out = [compaction];
+  let kept = false;
+  for (const entry of path.slice(0, at)) {
+    if (entry.id === compaction.firstKeptEntryId) kept = true;
+    if (kept && !(entry.type === "message" && entry.message && entry.message.role === "system")) out.push(entry);
+  }
+  return out.concat(path.slice(at + 1));
+}
+
 const sessionManager = {
   getCwd: () => state.cwd,
   getSessionDir: () => (state.sessionFile ? path.dirname(state.sessionFile) : undefined),
@@ -156,6 +177,7 @@ const sessionManager = {
   getEntries: () => state.entries.slice(),
   getEntry: (id) => state.byId.get(id),
   getBranch: (fromId) => branchOf(fromId),
+  buildContextEntries: () => contextEntriesOf(),
   getTree: () => treeOf(),
   getChildren: (parentId) => state.entries.filter((e) => e.parentId === parentId),
   getLeafId: () => state.leafId,
@@ -589,11 +611,18 @@ function makeApi(extension) {
         state.oauthProviders.set(name, { oauth: c.oauth, extension });
         plain.oauth = { name: typeof c.oauth.name === "string" && c.oauth.name ? c.oauth.name : name };
       }
+      // `refreshModels` stays here too: the host's model refreshes call it (refresh_models).
+      state.modelRefreshers.delete(name);
+      if (typeof c.refreshModels === "function") {
+        state.modelRefreshers.set(name, { refreshModels: c.refreshModels, extension });
+        plain.refreshModels = true;
+      }
       state.providers.set(name, { name, config: plain });
       if (extension.loaded) notify("providers_changed", { providers: providerDeclarations() });
     },
     unregisterProvider(name) {
       state.oauthProviders.delete(name);
+      state.modelRefreshers.delete(name);
       for (const [api, entry] of state.streamApis) if (entry.provider === name) state.streamApis.delete(api);
       if (state.providers.delete(name) && extension.loaded) {
         notify("providers_changed", { providers: providerDeclarations() });
@@ -757,13 +786,16 @@ async function emit(event, payload, emitId) {
     return text !== payload.text || images !== payload.images ? { action: "transform", text, images } : { action: "continue" };
   }
   if (event === "tool_result") {
-    const current = { content: payload.content, details: payload.details, isError: payload.isError };
+    // Pi's chain: each handler sees what the previous ones returned; a replaced `content`
+    // without a `structuredContent` of its own drops the old one (it may no longer match).
+    const current = { content: payload.content, details: payload.details, structuredContent: payload.structuredContent, isError: payload.isError, usage: payload.usage };
     let changed = false;
     for (const { extension, handler } of handlersOf(event)) {
       try {
         const r = await handler({ type: event, ...payload, ...current }, ctx);
         if (r && typeof r === "object") {
-          for (const key of ["content", "details", "isError"]) {
+          if (r.content !== undefined && r.structuredContent === undefined) current.structuredContent = undefined;
+          for (const key of ["content", "details", "structuredContent", "isError", "usage"]) {
             if (r[key] !== undefined) {
               current[key] = r[key];
               changed = true;
@@ -1167,8 +1199,8 @@ const methods = {
   },
   // `/login` or `pi auth login` for a provider registered with `oauth`: its login(callbacks)
   // runs here. What it shows (onAuth, onDeviceCode, onProgress) goes to the host as
-  // `oauth_event` notifications; what it asks (onPrompt, onManualCodeInput) is an
-  // `oauth_prompt` request the host answers with the user's text.
+  // `oauth_event` notifications; what it asks (onPrompt, onManualCodeInput, onSelect) is an
+  // `oauth_prompt` request the host answers with the user's text or choice.
   async oauth_login(params) {
     const entry = state.oauthProviders.get(params.provider);
     if (!entry) throw new Error(`No OAuth login registered for provider: ${params.provider}`);
@@ -1176,8 +1208,10 @@ const methods = {
     const controller = new AbortController();
     state.oauthLogins.set(loginId, controller);
     const show = (event) => notify("oauth_event", { loginId, ...event });
-    const ask = async (message, placeholder) => {
-      const answer = await requestHost("oauth_prompt", { loginId, message, placeholder });
+    // Pi's prompt types: `text` (onPrompt), `manual_code` (onManualCodeInput) and `select`
+    // (onSelect, answered with the chosen option's id).
+    const ask = async (prompt) => {
+      const answer = await requestHost("oauth_prompt", { loginId, ...prompt });
       if (answer === null || answer === undefined) throw new Error("Login cancelled");
       return String(answer);
     };
@@ -1185,8 +1219,17 @@ const methods = {
       onAuth: (info) => show({ kind: "auth", url: String((info && info.url) || ""), instructions: (info && info.instructions) || "" }),
       onDeviceCode: (info) => show({ kind: "device", userCode: String((info && info.userCode) || ""), verificationUri: String((info && (info.verificationUri || info.verificationUrl)) || "") }),
       onProgress: (message) => show({ kind: "progress", message: String(message) }),
-      onPrompt: (prompt) => ask(String((prompt && prompt.message) || ""), prompt && prompt.placeholder),
-      onManualCodeInput: () => ask("Paste the authorization code or the redirect URL:"),
+      onPrompt: (prompt) => ask({ type: "text", message: String((prompt && prompt.message) || ""), placeholder: prompt && typeof prompt.placeholder === "string" ? prompt.placeholder : undefined }),
+      onManualCodeInput: () => ask({ type: "manual_code", message: "Paste the authorization code" }),
+      onSelect: (prompt) => ask({
+        type: "select",
+        message: String((prompt && prompt.message) || ""),
+        options: (prompt && Array.isArray(prompt.options) ? prompt.options : []).map((o) => ({
+          id: String(o && o.id),
+          label: String((o && (o.label ?? o.id)) ?? ""),
+          description: o && typeof o.description === "string" ? o.description : undefined,
+        })),
+      }),
       signal: controller.signal,
     };
     try {
@@ -1201,6 +1244,47 @@ const methods = {
     const c = state.oauthLogins.get(params.loginId);
     if (c) c.abort();
     return {};
+  },
+  // Pi's model refresh of the providers registered with `refreshModels`: each one's
+  // refreshModels(context) with Pi's context (the stored credential, `allowNetwork`, a
+  // signal, the provider's baseUrl; nothing is persisted between runs, so `stored` is
+  // undefined and `publish` only applies an `update`). A returned list replaces the
+  // provider's models; a failing refresh keeps them.
+  async refresh_models(params) {
+    const names = Array.isArray(params.providers) ? params.providers : [...state.modelRefreshers.keys()];
+    const credentials = params.credentials || {};
+    let changed = false;
+    const errors = {};
+    await Promise.all(names.map(async (name) => {
+      const refresher = state.modelRefreshers.get(name);
+      const entry = state.providers.get(name);
+      if (!refresher || !entry) return;
+      const signal = AbortSignal.timeout(15_000);
+      try {
+        const models = await refresher.refreshModels({
+          credential: credentials[name],
+          stored: undefined,
+          allowNetwork: !!params.allowNetwork,
+          force: undefined,
+          signal,
+          baseUrl: entry.config.baseUrl,
+          publish: async (publication) => {
+            if (signal.aborted) return false;
+            if (publication && typeof publication.update === "function") publication.update();
+            return true;
+          },
+        });
+        if (signal.aborted || !Array.isArray(models)) return;
+        // The registration may have changed meanwhile: only its current entry is updated.
+        const current = state.providers.get(name);
+        if (current !== entry) return;
+        state.providers.set(name, { name, config: { ...entry.config, models: JSON.parse(JSON.stringify(models)) } });
+        changed = true;
+      } catch (err) {
+        errors[name] = errorText(err);
+      }
+    }));
+    return { changed, errors, providers: providerDeclarations() };
   },
   // An expired credential of such a provider: its refreshToken(credentials, signal).
   async oauth_refresh(params) {

@@ -276,6 +276,9 @@ async fn tool_result_and_context_handlers_shape_what_the_model_sees() {
     let results = tool_results(&entries);
     assert_eq!(results[0]["content"][0]["text"], "the [redacted] is 42\n");
     assert_eq!(results[0]["details"], json!({"redacted": true}));
+    // The second handler's usage, as Pi records a result's usage.
+    assert_eq!(results[0]["usage"]["totalTokens"], 10);
+    assert_eq!(results[0]["usage"]["cost"]["total"], 0.3);
     assert!(entries.iter().any(|e| e["message"]["role"] == "user"
         && e["message"]["content"].to_string().contains("forget me")));
 }

@@ -121,7 +121,15 @@ async fn context_usage_and_compaction_from_a_command() {
     assert!(requests[2].to_string().contains("Keep it short"));
     assert!(requests[3].to_string().contains("Keep it short"));
 
-    let (code, out, err) = s.pi(&["-e", &ext, "-c", "-p", "after", "/usage"]);
+    let (code, out, err) = s.pi(&[
+        "-e",
+        &ext,
+        "-c",
+        "-p",
+        "after",
+        "/usage",
+        "/context-entries",
+    ]);
     assert_eq!(code, 0, "{err}");
     assert_eq!(out, "After.\n");
     let entries = s.session_entries();
@@ -131,6 +139,30 @@ async fn context_usage_and_compaction_from_a_command() {
         usages[1],
         json!({"tokens": 910, "contextWindow": 128000, "percent": 910.0 / 128000.0 * 100.0})
     );
+    // `ctx.sessionManager.buildContextEntries()`: the compaction, the entries it kept (from
+    // its firstKeptEntryId, without system messages), then everything after it.
+    let at = |id: &Value| entries.iter().position(|e| e["id"] == *id).unwrap();
+    let compaction_at = at(&compaction["id"]);
+    let listed_at = entries
+        .iter()
+        .position(|e| e["customType"] == "context-entries")
+        .unwrap();
+    let mut expected = vec![compaction["id"].clone()];
+    expected.extend(
+        entries[at(&more_id)..compaction_at]
+            .iter()
+            .filter(|e| e["message"]["role"] != "system")
+            .map(|e| e["id"].clone()),
+    );
+    expected.extend(
+        entries[compaction_at + 1..listed_at]
+            .iter()
+            .map(|e| e["id"].clone()),
+    );
+    let listed = custom(&entries, "context-entries");
+    assert_eq!(listed, [Value::Array(expected.clone())]);
+    // Not the whole branch: the summarized start is left out.
+    assert!(expected.len() < listed_at - 1, "{entries:#?}");
 }
 
 /// `ctx.newSession({setup})` writes into the new session before it is used, with the ids

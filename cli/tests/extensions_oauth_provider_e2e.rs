@@ -172,3 +172,71 @@ async fn an_extension_login_is_stored_refreshed_once_and_its_key_sent() {
         format!("Bearer {access}.via-getApiKey")
     );
 }
+
+/// `pi auth login` with a login that asks (fixtures/extensions/oauth-questions.ts): the
+/// `onPrompt` question in Pi's form `<message> (<placeholder>): ` answered from stdin, and
+/// the `onSelect` taken as Pi takes a choice of sign-in method: the first option by default,
+/// with `--no-browser` a numbered question among the others (asked again after an answer
+/// that is not one of the numbers).
+#[test]
+fn an_extension_login_asks_its_questions_on_the_terminal() {
+    let tmp = tempfile::tempdir().unwrap();
+    let agent = tmp.path().join("agent");
+    let cwd = tmp.path().join("project");
+    std::fs::create_dir_all(agent.join("extensions")).unwrap();
+    std::fs::create_dir_all(&cwd).unwrap();
+    std::fs::copy(
+        fixture("oauth-questions.ts"),
+        agent.join("extensions").join("oauth-questions.ts"),
+    )
+    .unwrap();
+    let login = |args: &[&str], input: &str| {
+        let mut child = std::process::Command::new(pi_bin())
+            .args(["auth", "login", "corp-pick"])
+            .args(args)
+            .current_dir(&cwd)
+            .env("PI_CODING_AGENT_DIR", &agent)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        child
+            .stdin
+            .take()
+            .unwrap()
+            .write_all(input.as_bytes())
+            .unwrap();
+        let out = child.wait_with_output().unwrap();
+        let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+        let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+        assert!(out.status.success(), "{stdout}\n{stderr}");
+        assert!(stdout.starts_with("Logged in to Corp Pick."), "{stdout}");
+        let auth: Value =
+            serde_json::from_str(&std::fs::read_to_string(agent.join("auth.json")).unwrap())
+                .unwrap();
+        (stderr, auth["corp-pick"].clone())
+    };
+
+    let (shown, stored) = login(&[], "555\n");
+    assert!(!shown.contains("Choose a workspace:"), "{shown}");
+    assert!(
+        shown.contains("Enter the one-time code: (123456): "),
+        "{shown}"
+    );
+    assert_eq!(stored["access"], "pick-ws-main-555");
+    assert_eq!(stored["workspace"], "ws-main");
+
+    let (shown, stored) = login(&["--no-browser"], "9\n2\n777\n");
+    for line in [
+        "Choose a workspace:\n",
+        "  1. Lab workspace\n",
+        "  2. Ops workspace - on call\n",
+        "Select 1-2: Enter a number from 1 to 2.\n",
+        "Enter the one-time code: (123456): ",
+    ] {
+        assert!(shown.contains(line), "{line:?} missing:\n{shown}");
+    }
+    assert_eq!(stored["access"], "pick-ws-ops-777");
+    assert_eq!(stored["workspace"], "ws-ops");
+}

@@ -112,3 +112,83 @@ async fn a_provider_registered_by_a_command_can_be_selected() {
     assert_eq!(requests.len(), 1);
     assert_eq!(requests[0].body["model"], "late-model");
 }
+
+/// `registerProvider`'s `refreshModels` (fixtures/extensions/refresh-models.ts): Pi's
+/// refresh after the extensions load runs it without network and with the stored
+/// credential, and its list replaces the provider's models before the model is chosen
+/// (`--list-models`, `--model`); RPC's background refresh runs it again with network, and
+/// the new list reaches the session's catalog.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn refresh_models_replaces_the_providers_models() {
+    let s = Setup::new(json!([{"text": "From the live catalog."}, {"text": "Online."}])).await;
+    let ext = fixture("refresh-models.ts");
+
+    let (code, out, err) = run(&s, &["-e", &ext, "--list-models", "live"]);
+    assert_eq!(code, 0, "{err}");
+    let ids: Vec<&str> = out
+        .lines()
+        .filter(|l| l.starts_with("live-cat"))
+        .filter_map(|l| l.split_whitespace().nth(1))
+        .collect();
+    assert_eq!(ids, ["live-offline-anon"], "{out}");
+
+    // The stored credential reaches the refresh.
+    std::fs::write(
+        s.agent.join("auth.json"),
+        json!({"live-cat": {"type": "api_key", "key": "stored-live-key"}}).to_string(),
+    )
+    .unwrap();
+    let (code, out, err) = run(
+        &s,
+        &[
+            "-e",
+            &ext,
+            "--model",
+            "live-cat/live-offline-api_key",
+            "-p",
+            "hi",
+        ],
+    );
+    assert_eq!(code, 0, "{err}");
+    assert_eq!(out, "From the live catalog.\n");
+    assert_eq!(s.fake.requests()[0].body["model"], "live-offline-api_key");
+
+    // RPC refreshes again with network in the background.
+    let url = format!("http://127.0.0.1:{}/v1", s.fake.port());
+    let mut rpc = Rpc::start_with_env(
+        &s,
+        &["-e", &ext],
+        &[
+            ("LOCAL_PROXY_URL", &url),
+            ("LOCAL_PROXY_KEY", "proxy-secret"),
+        ],
+    );
+    let mut asked = 0;
+    loop {
+        asked += 1;
+        let id = format!("l{asked}");
+        rpc.send(json!({"type": "get_available_models", "id": id}));
+        let listed = rpc.response(&id);
+        let ids: Vec<String> = listed["data"]["models"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|m| m["provider"] == "live-cat")
+            .map(|m| m["id"].as_str().unwrap().to_string())
+            .collect();
+        if ids == ["live-online-api_key"] {
+            break;
+        }
+        assert!(
+            ids == ["live-offline-api_key"] && asked < 200,
+            "{ids:?} after {asked} asks"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    rpc.send(json!({"type": "set_model", "id": "m1", "provider": "live-cat", "modelId": "live-online-api_key"}));
+    assert_eq!(rpc.response("m1")["success"], true);
+    rpc.send(json!({"type": "prompt", "id": "p1", "message": "hello"}));
+    rpc.until(|r| r["type"] == "agent_end");
+    assert!(rpc.finish());
+    assert_eq!(s.fake.requests()[1].body["model"], "live-online-api_key");
+}

@@ -255,3 +255,130 @@ async fn themes_from_theme_paths_are_used_and_offered() {
         .to_string();
     assert!(row.contains("ext-ocean"), "{row}\n{screen}");
 }
+
+/// `/login` for a provider an extension registers with `oauth` (oauth-questions.ts): the
+/// login's `onSelect` and `onPrompt` open Pi's login dialog, with the sign-in page and
+/// instructions `onAuth` showed above the question and the placeholder as "e.g., …";
+/// escape cancels the login without an error, and a later login stores the credentials
+/// made of the answers.
+#[tokio::test(flavor = "multi_thread")]
+async fn an_extension_login_asks_its_questions_in_the_login_dialog() {
+    if !enabled() {
+        eprintln!("skipped: set PI_TUI_E2E=1 (needs tmux)");
+        return;
+    }
+    let setup = Setup::new(json!([])).await;
+    let command = format!(
+        "env PI_CODING_AGENT_DIR={} XDG_CACHE_HOME={} {} --session-dir {} --model fakeoai/fake-model -e {}; sleep 30",
+        quote(&setup.agent.display().to_string()),
+        quote(&setup.agent.join("cache").display().to_string()),
+        quote(pi_bin()),
+        quote(&setup.sessions.display().to_string()),
+        quote(&fixture("oauth-questions.ts")),
+    );
+    let tmux = Tmux::start(
+        &format!("pi-ext-login-{}", std::process::id()),
+        &setup.cwd,
+        &command,
+    );
+    tmux.wait_for("fake-model");
+
+    // Cancelled at the code: nothing is stored, no failure is reported.
+    tmux.keys(&["-l", "/login corp-pick"]);
+    tmux.keys(&["Enter"]);
+    let screen = tmux.wait_for("Choose a workspace:");
+    assert!(screen.contains("Ops workspace"), "{screen}");
+    tmux.keys(&["Enter"]);
+    tmux.wait_for("Enter the one-time code:");
+    tmux.keys(&["Escape"]);
+    tmux.wait_until("the question closed", |s| {
+        !s.contains("Enter the one-time code:")
+    });
+
+    // Answered: the second workspace and a typed code.
+    tmux.keys(&["-l", "/login corp-pick"]);
+    tmux.keys(&["Enter"]);
+    tmux.wait_for("Choose a workspace:");
+    tmux.keys(&["Down", "Enter"]);
+    let screen = tmux.wait_for("Enter the one-time code:");
+    for line in [
+        "Login to Corp Pick",
+        "https://sso.example.test/pick",
+        "Approve the sign-in there.",
+        "e.g., 123456",
+    ] {
+        assert!(screen.contains(line), "{line} missing:\n{screen}");
+    }
+    tmux.keys(&["-l", "4242"]);
+    tmux.keys(&["Enter"]);
+    let screen = tmux.wait_for("Logged in to Corp Pick");
+    assert!(!screen.contains("Failed to login"), "{screen}");
+    let auth: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(setup.agent.join("auth.json")).unwrap())
+            .unwrap();
+    assert_eq!(auth["corp-pick"]["access"], "pick-ws-lab-4242");
+    assert_eq!(auth["corp-pick"]["workspace"], "ws-lab");
+    assert_eq!(auth["corp-pick"]["type"], "oauth");
+}
+
+/// `registerProvider`'s `refreshModels` (refresh-models.ts) in the interactive mode: the
+/// catalog refresh after start-up runs it with network and the stored credential, and the
+/// model it returns replaces the start-up one in `/model` and answers prompts.
+#[tokio::test(flavor = "multi_thread")]
+async fn the_start_up_refresh_runs_refresh_models_with_network() {
+    if !enabled() {
+        eprintln!("skipped: set PI_TUI_E2E=1 (needs tmux)");
+        return;
+    }
+    let setup = Setup::new(json!([{"text": "Online answer."}])).await;
+    std::fs::write(
+        setup.agent.join("auth.json"),
+        json!({"live-cat": {"type": "api_key", "key": "stored-live-key"}}).to_string(),
+    )
+    .unwrap();
+    let command = format!(
+        "env PI_CODING_AGENT_DIR={} XDG_CACHE_HOME={} LOCAL_PROXY_URL={} LOCAL_PROXY_KEY=k {} --session-dir {} --model fakeoai/fake-model -e {}; sleep 30",
+        quote(&setup.agent.display().to_string()),
+        quote(&setup.agent.join("cache").display().to_string()),
+        quote(&format!("http://127.0.0.1:{}/v1", setup.fake.port())),
+        quote(pi_bin()),
+        quote(&setup.sessions.display().to_string()),
+        quote(&fixture("refresh-models.ts")),
+    );
+    let tmux = Tmux::start(
+        &format!("pi-ext-refresh-{}", std::process::id()),
+        &setup.cwd,
+        &command,
+    );
+    tmux.wait_for("fake-model");
+    // The picker lists what the catalog holds when it opens: reopened until the refresh
+    // with network has replaced the start-up model.
+    let mut attempts = 0;
+    loop {
+        attempts += 1;
+        tmux.keys(&["-l", "/model live-"]);
+        tmux.keys(&["Enter"]);
+        let screen = tmux.wait_until("the picker's live-cat rows", |s| {
+            s.contains("Search: live-") && s.contains("[live-cat]")
+        });
+        if screen.contains("live-online-api_key") {
+            assert!(!screen.contains("live-offline"), "{screen}");
+            break;
+        }
+        assert!(
+            screen.contains("live-offline-api_key") && attempts < 100,
+            "{screen}"
+        );
+        tmux.keys(&["Escape"]);
+        tmux.wait_until("the picker closed", |s| !s.contains("Search: live-"));
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    tmux.keys(&["Enter"]);
+    tmux.keys(&["-l", "hello"]);
+    tmux.keys(&["Enter"]);
+    tmux.wait_for("Online answer.");
+    assert_eq!(
+        setup.fake.requests()[0].body["model"],
+        "live-online-api_key"
+    );
+}

@@ -76,8 +76,8 @@ pub trait AgentHooks: Send + Sync {
         RunStart::default()
     }
 
-    /// After a tool ran: `Some` replaces the result (`{content, details, isError}`, each
-    /// field optional) before it is recorded.
+    /// After a tool ran: `Some` replaces the result (`{content, details, structuredContent,
+    /// isError, usage}`, each field optional) before it is recorded.
     async fn tool_result(
         &self,
         _call_id: &str,

@@ -1263,8 +1263,8 @@ impl AgentSession {
             .collect()
     }
 
-    /// Pi's `afterToolCall`: `tool_result` handlers may replace the content, details or
-    /// error flag of a result before it is recorded.
+    /// Pi's `afterToolCall`: `tool_result` handlers may replace the content, details,
+    /// structured content, error flag or usage of a result before it is recorded.
     pub(super) async fn reshaped_result(
         &self,
         call_id: &str,
@@ -1293,6 +1293,18 @@ impl AgentSession {
         }
         if let Some(is_error) = patch.get("isError").and_then(Value::as_bool) {
             output.is_error = is_error;
+        }
+        // Structured content replaced, or dropped with replaced content (it may no longer
+        // match); usage replaced.
+        match patch.get("structuredContent") {
+            Some(structured) => {
+                output.structured = Some(structured.clone()).filter(|v| !v.is_null())
+            }
+            None if patch.get("content").is_some() => output.structured = None,
+            None => {}
+        }
+        if let Some(usage) = patch.get("usage") {
+            output.usage = Some(usage.clone()).filter(|v| !v.is_null());
         }
         output
     }

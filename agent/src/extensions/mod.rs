@@ -49,6 +49,10 @@ pub const DEFAULT_HOOK_TIMEOUT: Duration = Duration::from_secs(30);
 /// How long loading (transpiling and running the factories) may take at least.
 pub const DEFAULT_LOAD_TIMEOUT: Duration = Duration::from_secs(60);
 
+/// How long the providers' `refreshModels` may take together (Pi's catalog refreshes give
+/// up after 15 s and keep the models they had).
+const MODEL_REFRESH_TIMEOUT: Duration = Duration::from_secs(15);
+
 /// Which front end runs the extensions: Pi's `ctx.mode` and whether `ctx.hasUI`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum UiMode {
@@ -167,8 +171,6 @@ pub struct Extensions {
     /// Virtual models as declared (`{provider, id, name, thinkingLevels, …}`); see
     /// [`with_virtual_models`].
     pub virtual_models: Vec<Value>,
-    /// Providers registered in the config form (`{name, config}`); see [`with_providers`].
-    pub providers: Vec<Value>,
     /// Keyboard shortcuts (`pi.registerShortcut`): `(key as registered, description)`.
     pub shortcuts: Vec<(String, Option<String>)>,
     /// The file each command comes from, by command name (`get_commands`' `sourceInfo`).
@@ -221,6 +223,9 @@ struct Shared {
     provider_streams: providers::ProviderStreams,
     /// Logins of providers registered with `oauth`.
     oauth_logins: oauth::OAuthLogins,
+    /// Providers registered in the config form (`{name, config}`; see [`with_providers`]),
+    /// as last declared or refreshed.
+    providers: Mutex<Vec<Value>>,
 }
 
 fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
@@ -237,6 +242,21 @@ impl std::fmt::Debug for Extensions {
 }
 
 impl Shared {
+    /// The providers as now declared (registered, unregistered or refreshed): their
+    /// streams and logins are registered, and the attached agent's catalog follows.
+    fn providers_changed(self: &Arc<Self>, declared: Vec<Value>) {
+        *lock(&self.providers) = declared.clone();
+        if let Some(agent) = self.agent() {
+            providers::register_stream_apis(self, &declared);
+            oauth::register_flows(self, &declared);
+            let (registry, errors) = with_providers(agent.registry(), &declared);
+            for e in errors {
+                self.report_error("<extension>", "registerProvider", &e);
+            }
+            agent.set_registry(registry, None);
+        }
+    }
+
     fn report_error(&self, extension_path: &str, event: &str, error: &str) {
         match &self.records {
             Some(records) => records(json!({
@@ -343,20 +363,12 @@ impl Shared {
                 }
             }
             "providers_changed" => {
-                if let Some(agent) = self.agent() {
-                    let declared = params
-                        .get("providers")
-                        .and_then(Value::as_array)
-                        .cloned()
-                        .unwrap_or_default();
-                    providers::register_stream_apis(self, &declared);
-                    oauth::register_flows(self, &declared);
-                    let (registry, errors) = with_providers(agent.registry(), &declared);
-                    for e in errors {
-                        self.report_error("<extension>", "registerProvider", &e);
-                    }
-                    agent.set_registry(registry, None);
-                }
+                let declared = params
+                    .get("providers")
+                    .and_then(Value::as_array)
+                    .cloned()
+                    .unwrap_or_default();
+                self.providers_changed(declared);
             }
             "set_active_tools" => {
                 if let Some(agent) = self.agent() {
@@ -935,7 +947,6 @@ impl Extensions {
                         events: Vec::new(),
                         unknown_flags: Vec::new(),
                         virtual_models: Vec::new(),
-                        providers: Vec::new(),
                         shortcuts: Vec::new(),
                         command_paths: HashMap::new(),
                         errors,
@@ -953,6 +964,7 @@ impl Extensions {
         };
         let str_of = |v: &Value, k: &str| v.get(k).and_then(Value::as_str).map(str::to_string);
         errors.extend(load_errors(&loaded));
+        *lock(&shared.providers) = list("providers");
         let extensions = Arc::new(Extensions {
             tools: list("tools"),
             commands: list("commands")
@@ -962,7 +974,6 @@ impl Extensions {
             events: string_list(&loaded, "events"),
             unknown_flags: string_list(&loaded, "unknownFlags"),
             virtual_models: list("virtualModels"),
-            providers: list("providers"),
             shortcuts: list("shortcuts")
                 .iter()
                 .filter_map(|c| Some((str_of(c, "shortcut")?, str_of(c, "description"))))
@@ -1014,6 +1025,7 @@ impl Extensions {
             runtime: tokio::runtime::Handle::current(),
             provider_streams: providers::ProviderStreams::default(),
             oauth_logins: oauth::OAuthLogins::default(),
+            providers: Mutex::new(Vec::new()),
         });
         let inbound_shared = shared.clone();
         let exit_shared = shared.clone();
@@ -1071,12 +1083,83 @@ impl Extensions {
             .await
     }
 
+    /// Providers registered in the config form (`{name, config}`; see [`with_providers`]),
+    /// with the models their `refreshModels` returned last.
+    pub fn providers(&self) -> Vec<Value> {
+        lock(&self.shared.providers).clone()
+    }
+
+    /// Pi's model refresh for the providers extensions register with `refreshModels` (all,
+    /// or those of `only`): each one's `refreshModels(context)` runs in the sidecar with
+    /// `allowNetwork`, the provider's credential from auth.json and its `baseUrl`; a list it
+    /// returns replaces the provider's models, in the catalog [`Extensions::catalog`] builds
+    /// and in the attached agent's. `true` when some provider's models were replaced. A
+    /// provider whose refresh fails keeps its models (Pi reports nothing either).
+    pub async fn refresh_models(
+        &self,
+        agent_dir: &std::path::Path,
+        allow_network: bool,
+        only: Option<&[String]>,
+    ) -> bool {
+        let wanted: Vec<String> = self
+            .providers()
+            .iter()
+            .filter(|p| {
+                p.get("config")
+                    .and_then(|c| c.get("refreshModels"))
+                    .and_then(Value::as_bool)
+                    == Some(true)
+            })
+            .filter_map(|p| p.get("name")?.as_str().map(str::to_string))
+            .filter(|name| only.is_none_or(|only| only.contains(name)))
+            .collect();
+        if wanted.is_empty() {
+            return false;
+        }
+        let stored: Value = std::fs::read_to_string(agent_dir.join("auth.json"))
+            .ok()
+            .and_then(|text| serde_json::from_str(&text).ok())
+            .unwrap_or(Value::Null);
+        let credentials: serde_json::Map<String, Value> = wanted
+            .iter()
+            .filter_map(|name| Some((name.clone(), stored.get(name)?.clone())))
+            .collect();
+        let params = json!({
+            "providers": wanted,
+            "allowNetwork": allow_network,
+            "credentials": credentials,
+        });
+        // On the sidecar's runtime: callers may run on another one (the TUI's threads).
+        let sidecar = self.sidecar.clone();
+        let (tx, rx) = tokio::sync::oneshot::channel();
+        self.shared.runtime.spawn(async move {
+            let answer = sidecar
+                .request_bounded("refresh_models", params, MODEL_REFRESH_TIMEOUT)
+                .await;
+            let _ = tx.send(answer);
+        });
+        let Ok(Ok(answer)) = rx.await else {
+            return false;
+        };
+        if answer.get("changed").and_then(Value::as_bool) != Some(true) {
+            return false;
+        }
+        let declared = answer
+            .get("providers")
+            .and_then(Value::as_array)
+            .cloned()
+            .unwrap_or_default();
+        self.shared.providers_changed(declared);
+        true
+    }
+
     /// `base` with what the extensions add to the catalog: their providers, then their
     /// virtual models. A provider that cannot be added is reported and left out.
     pub fn catalog(&self, base: crate::llm::ModelRegistry) -> crate::llm::ModelRegistry {
-        providers::register_stream_apis(&self.shared, &self.providers);
+        let declared = self.providers();
+        providers::register_stream_apis(&self.shared, &declared);
         self.register_logins();
-        let (registry, errors) = with_providers(base, &self.providers);
+        let (registry, errors) = with_providers(base, &declared);
         for e in errors {
             self.shared
                 .report_error("<extensions>", "registerProvider", &e);
@@ -1090,7 +1173,7 @@ impl Extensions {
     /// Makes the logins of providers registered with `oauth` known to `/login`,
     /// `pi auth login` and the token refresh (also done by [`Extensions::catalog`]).
     pub fn register_logins(&self) {
-        oauth::register_flows(&self.shared, &self.providers);
+        oauth::register_flows(&self.shared, &self.providers());
     }
 
     /// The agent that `appendEntry`, `sendMessage` and session calls act on.
@@ -1535,7 +1618,13 @@ impl crate::agent::AgentHooks for Extensions {
         if let Some(parent) = parent {
             payload["parentToolCallId"] = parent.into();
         }
-        for key in ["content", "details", "isError"] {
+        for key in [
+            "content",
+            "details",
+            "structuredContent",
+            "isError",
+            "usage",
+        ] {
             if let Some(v) = result.get(key) {
                 payload[key] = v.clone();
             }

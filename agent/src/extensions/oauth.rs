@@ -3,8 +3,9 @@
 //! [`crate::llm::oauth::extension::ExtensionFlow`] whose calls become sidecar requests
 //! (`oauth_login`, `oauth_refresh`, `oauth_api_key`). While a login runs, what it shows comes
 //! back as `oauth_event` notifications (the authorize URL, a device code, progress) and what
-//! it asks as `oauth_prompt` requests, answered with the next line the front end's
-//! [`Interaction`] supplies (a pasted code or redirect URL).
+//! it asks (`onPrompt`, `onManualCodeInput`, `onSelect`) as `oauth_prompt` requests, which
+//! the front end's [`Interaction::ask`] answers (`/login`'s dialog, `pi auth login`'s
+//! questions).
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -16,12 +17,13 @@ use tokio::sync::mpsc;
 
 use super::{lock, Shared};
 use crate::llm::oauth::extension::{self, ExtensionFlow};
-use crate::llm::oauth::{Interaction, LoginEvent};
+use crate::llm::oauth::{AskFn, Interaction, LoginEvent, LoginOption, LoginPrompt};
 
 /// A login in progress: where its events go and where its answers come from.
 struct RunningLogin {
     notify: Arc<dyn Fn(LoginEvent) + Send + Sync>,
     input: Option<Arc<tokio::sync::Mutex<mpsc::Receiver<String>>>>,
+    ask: Option<AskFn>,
 }
 
 /// The logins running in the sidecar and the providers registered for them.
@@ -63,32 +65,64 @@ impl OAuthLogins {
         notify(event);
     }
 
-    /// An `oauth_prompt` request: the question is shown, the next non-empty line answers it
-    /// (`null` when the front end cannot answer, which fails the login).
+    /// An `oauth_prompt` request (`onPrompt`, `onManualCodeInput`, `onSelect`): the front
+    /// end's [`Interaction::ask`] answers it; without one the question is shown as progress
+    /// and the next non-empty line answers it (a `select` takes its first choice). `null`
+    /// answers a cancelled question, which fails the login.
     pub(super) fn prompt(&self, shared: &Arc<Shared>, params: &Value, id: Value) {
         let login = params.get("loginId").and_then(Value::as_str).unwrap_or("");
-        let (notify, input) = match lock(&self.running).get(login) {
-            Some(l) => (Some(l.notify.clone()), l.input.clone()),
-            None => (None, None),
+        let (notify, input, ask) = match lock(&self.running).get(login) {
+            Some(l) => (Some(l.notify.clone()), l.input.clone(), l.ask.clone()),
+            None => (None, None, None),
         };
-        let message = params.get("message").and_then(Value::as_str).unwrap_or("");
-        if let (Some(notify), false) = (notify, message.is_empty()) {
-            notify(LoginEvent::Progress(message.to_string()));
-        }
+        let prompt = prompt_of(params);
         let shared = shared.clone();
         shared.runtime.clone().spawn(async move {
-            let mut answer = Value::Null;
-            if let Some(input) = input {
-                let mut rx = input.lock().await;
-                while let Some(line) = rx.recv().await {
-                    if !line.trim().is_empty() {
-                        answer = Value::String(line.trim().to_string());
-                        break;
+            let answer = match ask {
+                Some(ask) => ask(prompt).await,
+                None if prompt.kind == "select" => prompt.options.first().map(|o| o.id.clone()),
+                None => {
+                    if let (Some(notify), false) = (notify, prompt.message.is_empty()) {
+                        notify(LoginEvent::Progress(prompt.message.clone()));
                     }
+                    let mut answer = None;
+                    if let Some(input) = input {
+                        let mut rx = input.lock().await;
+                        while let Some(line) = rx.recv().await {
+                            if !line.trim().is_empty() {
+                                answer = Some(line.trim().to_string());
+                                break;
+                            }
+                        }
+                    }
+                    answer
                 }
-            }
-            shared.answer_sidecar(id, answer);
+            };
+            shared.answer_sidecar(id, answer.map_or(Value::Null, Value::String));
         });
+    }
+}
+
+/// The question of an `oauth_prompt` request.
+fn prompt_of(params: &Value) -> LoginPrompt {
+    let text = |v: &Value, k: &str| v.get(k).and_then(Value::as_str).map(str::to_string);
+    LoginPrompt {
+        kind: text(params, "type").unwrap_or_else(|| "text".to_string()),
+        message: text(params, "message").unwrap_or_default(),
+        placeholder: text(params, "placeholder").filter(|p| !p.is_empty()),
+        options: params
+            .get("options")
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten()
+            .filter_map(|o| {
+                Some(LoginOption {
+                    id: text(o, "id")?,
+                    label: text(o, "label").or_else(|| text(o, "id"))?,
+                    description: text(o, "description"),
+                })
+            })
+            .collect(),
     }
 }
 
@@ -176,6 +210,7 @@ impl ExtensionFlow for SidecarOAuth {
                 input: interaction
                     .manual_input
                     .map(|rx| Arc::new(tokio::sync::Mutex::new(rx))),
+                ask: interaction.ask.clone(),
             },
         );
         let call = self.call(

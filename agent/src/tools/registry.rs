@@ -130,32 +130,29 @@ fn wildcard_match(pattern: &str, name: &str) -> bool {
     true
 }
 
-/// The tool names the options select before the allowlist and exclusions apply: `--tools`
-/// plain names, else `defaultTools` (or the defaults) changed by `--tools` `+name`/`-name`
-/// entries. Names of tools that are not built in (`codemode`, `tool_search`) are kept.
-pub fn selected_tool_names(selection: &ToolSelection) -> Vec<String> {
-    let defaults: Vec<String> = if selection.no_tools != NoTools::None {
-        Vec::new()
-    } else {
-        selection
-            .default_tools
-            .clone()
-            .unwrap_or_else(|| DEFAULT_TOOL_NAMES.iter().map(|s| s.to_string()).collect())
-    };
-    match &selection.tools {
-        Some(tools) if tools.iter().any(|t| is_modifier(t)) => apply_modifiers(&defaults, tools),
-        Some(tools) => tools.clone(),
-        None => defaults,
+/// What the tool options allow: the allowlist (`--tools` plain names or patterns, `--no-tools`)
+/// and the `--exclude-tools` patterns. Built-in and extension tools go through the same one.
+pub(super) struct ToolFilter {
+    pub(super) allowed: Option<Vec<String>>,
+    excluded: Vec<String>,
+}
+
+impl ToolFilter {
+    /// Whether the options keep a tool named `name` registered.
+    pub(super) fn keeps(&self, name: &str) -> bool {
+        !matches_any(&self.excluded, name)
+            && self
+                .allowed
+                .as_ref()
+                .is_none_or(|allowed| matches_any(allowed, name))
     }
 }
 
-/// The built-in tools a session starts with, in the order Pi activates them.
-///
-/// Errors with Pi's `Invalid tools option: …` when `tools` mixes names and modifiers.
-pub fn select_builtin_tools(selection: &ToolSelection) -> Result<Vec<Arc<dyn Tool>>, String> {
-    if let Some(error) = selection.tools.as_deref().and_then(tool_list_error) {
-        return Err(format!("Invalid tools option: {error}"));
-    }
+/// What `selection` says: the default tool names, the names `--tools` selects (plain names, or
+/// the defaults changed by `+name`/`-name` entries) if it does, and the filter.
+pub(super) fn tool_filter(
+    selection: &ToolSelection,
+) -> (Vec<String>, Option<Vec<String>>, ToolFilter) {
     let defaults: Vec<String> = if selection.no_tools != NoTools::None {
         Vec::new()
     } else {
@@ -172,28 +169,44 @@ pub fn select_builtin_tools(selection: &ToolSelection) -> Result<Vec<Arc<dyn Too
         Some(modifiers) => Some(apply_modifiers(&defaults, modifiers)),
         None => selection.tools.clone(),
     };
-    let allowed: Option<Vec<String>> = match modifiers {
-        Some(_) if selection.no_tools == NoTools::All => selected.clone(),
-        Some(_) => None,
-        None => selection
-            .tools
-            .clone()
-            .or_else(|| (selection.no_tools == NoTools::All).then(Vec::new)),
+    let filter = ToolFilter {
+        allowed: match modifiers {
+            Some(_) if selection.no_tools == NoTools::All => selected.clone(),
+            Some(_) => None,
+            None => selection
+                .tools
+                .clone()
+                .or_else(|| (selection.no_tools == NoTools::All).then(Vec::new)),
+        },
+        excluded: selection.exclude_tools.clone().unwrap_or_default(),
     };
-    let excluded = selection.exclude_tools.clone().unwrap_or_default();
-    let is_allowed = |name: &str| {
-        !matches_any(&excluded, name)
-            && allowed
-                .as_ref()
-                .is_none_or(|allowed| matches_any(allowed, name))
-    };
+    (defaults, selected, filter)
+}
+
+/// The tool names the options select before the allowlist and exclusions apply: `--tools`
+/// plain names, else `defaultTools` (or the defaults) changed by `--tools` `+name`/`-name`
+/// entries. Names of tools that are not built in (`codemode`, `tool_search`) are kept.
+pub fn selected_tool_names(selection: &ToolSelection) -> Vec<String> {
+    let (defaults, selected, _) = tool_filter(selection);
+    selected.unwrap_or(defaults)
+}
+
+/// The built-in tools a session starts with, in the order Pi activates them.
+///
+/// Errors with Pi's `Invalid tools option: …` when `tools` mixes names and modifiers.
+pub fn select_builtin_tools(selection: &ToolSelection) -> Result<Vec<Arc<dyn Tool>>, String> {
+    if let Some(error) = selection.tools.as_deref().and_then(tool_list_error) {
+        return Err(format!("Invalid tools option: {error}"));
+    }
+    let (defaults, selected, filter) = tool_filter(selection);
+    let is_allowed = |name: &str| filter.keeps(name);
     let mut active: Vec<String> = selected
         .unwrap_or(defaults)
         .into_iter()
         .filter(|name| is_allowed(name))
         .collect();
     // Naming or matching a tool in the allowlist activates it even when it is not a default.
-    if let Some(allowed) = &allowed {
+    if let Some(allowed) = &filter.allowed {
         for name in ALL_BUILTIN_TOOL_NAMES {
             if matches_any(allowed, name) && is_allowed(name) {
                 active.push(name.to_string());

@@ -18,13 +18,10 @@
 
 use std::sync::Arc;
 
-use super::registry::apply_modifiers;
-use super::registry::is_modifier;
-use super::registry::matches_any;
+use super::registry::tool_filter;
 use super::registry::tool_list_error;
-use super::registry::NoTools;
+use super::registry::ToolFilter;
 use super::registry::ToolSelection;
-use super::registry::DEFAULT_TOOL_NAMES;
 use super::Tool;
 use super::ToolExposure;
 
@@ -45,59 +42,11 @@ pub struct SessionTools {
     pub active: Vec<Arc<dyn Tool>>,
 }
 
-/// What the tool options allow: the allowlist (if any) and the exclusions.
-struct Filter {
-    allowed: Option<Vec<String>>,
-    excluded: Vec<String>,
-}
-
-impl Filter {
-    fn keeps(&self, name: &str) -> bool {
-        !matches_any(&self.excluded, name)
-            && self
-                .allowed
-                .as_ref()
-                .is_none_or(|allowed| matches_any(allowed, name))
-    }
-}
-
-/// The default tool names, the names `--tools` selects (if it does) and the filter.
-fn filter_of(selection: &ToolSelection) -> (Vec<String>, Option<Vec<String>>, Filter) {
-    let defaults: Vec<String> = if selection.no_tools != NoTools::None {
-        Vec::new()
-    } else {
-        selection
-            .default_tools
-            .clone()
-            .unwrap_or_else(|| DEFAULT_TOOL_NAMES.iter().map(|s| s.to_string()).collect())
-    };
-    let modifiers = selection
-        .tools
-        .as_ref()
-        .filter(|tools| tools.iter().any(|t| is_modifier(t)));
-    let selected = match modifiers {
-        Some(modifiers) => Some(apply_modifiers(&defaults, modifiers)),
-        None => selection.tools.clone(),
-    };
-    let filter = Filter {
-        allowed: match modifiers {
-            Some(_) if selection.no_tools == NoTools::All => selected.clone(),
-            Some(_) => None,
-            None => selection
-                .tools
-                .clone()
-                .or_else(|| (selection.no_tools == NoTools::All).then(Vec::new)),
-        },
-        excluded: selection.exclude_tools.clone().unwrap_or_default(),
-    };
-    (defaults, selected, filter)
-}
-
 /// Whether the tool options keep a tool named `name` registered (the `--tools` allowlist,
 /// `--exclude-tools`, `--no-tools`), as they keep `codemode` and `tool_search`, which Pi
 /// always registers.
 pub fn keeps_tool(selection: &ToolSelection, name: &str) -> bool {
-    filter_of(selection).2.keeps(name)
+    tool_filter(selection).2.keeps(name)
 }
 
 /// The registered and active tools of a session with `extension_tools` under `selection`.
@@ -110,7 +59,7 @@ pub fn select_session_tools(
     if let Some(error) = selection.tools.as_deref().and_then(tool_list_error) {
         return Err(format!("Invalid tools option: {error}"));
     }
-    let (defaults, selected, filter) = filter_of(selection);
+    let (defaults, selected, filter) = tool_filter(selection);
     let registered = registry(extension_tools, &filter);
     let mut names: Vec<String> = selected.unwrap_or(defaults);
     if filter.allowed.is_some() {
@@ -145,7 +94,7 @@ pub fn select_session_tools(
 
 /// Every built-in tool (an extension tool of the same name in its place), then the other
 /// extension tools, as far as the options keep them.
-fn registry(extension_tools: &[RegisteredTool], filter: &Filter) -> Vec<Arc<dyn Tool>> {
+fn registry(extension_tools: &[RegisteredTool], filter: &ToolFilter) -> Vec<Arc<dyn Tool>> {
     let mut tools: Vec<Arc<dyn Tool>> = super::all_builtin_tools();
     for extension in extension_tools {
         match tools.iter_mut().find(|t| t.name() == extension.tool.name()) {
@@ -160,6 +109,7 @@ fn registry(extension_tools: &[RegisteredTool], filter: &Filter) -> Vec<Arc<dyn 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::tools::registry::NoTools;
     use crate::tools::{ToolContext, ToolError, ToolOutput, ToolUpdateFn};
     use serde_json::{json, Value};
     use tokio_util::sync::CancellationToken;

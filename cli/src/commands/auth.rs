@@ -215,7 +215,7 @@ fn login(request: &LoginRequest) -> Result<(), String> {
         // Not one of Pi's: an extension's `registerProvider({ oauth })` may sign in to it
         // (its prompts are answered from stdin, terminal or not).
         if !request.api_key {
-            if let Some(done) = super::auth_extension::login(&request.provider) {
+            if let Some(done) = super::auth_extension::login(&request.provider, request.browser) {
                 return done;
             }
         }
@@ -303,6 +303,7 @@ fn login_account(provider: OAuthProvider, no_browser: bool) -> Result<(), String
                 enterprise_domain,
                 notify,
                 manual_input: Some(rx),
+                ask: None,
                 cancel: CancellationToken::new(),
             })
             .await

@@ -210,6 +210,12 @@ pub fn start(
     if let Some(flag) = ext.unknown_flags.first() {
         bail!("unknown option {flag} (no loaded extension registers it)");
     }
+    // Pi's refresh after the extensions registered their providers (without network, as at
+    // every start-up and reload): `refreshModels` lists join the catalog before a model is
+    // chosen.
+    tokio::task::block_in_place(|| {
+        handle.block_on(ext.refresh_models(&env.home.agent_dir, false, None))
+    });
     Ok(Some(ext))
 }
 
@@ -255,6 +261,10 @@ pub fn reload(
         }
     };
     if let Some(ext) = &next {
+        // As at start-up: the new providers' `refreshModels` lists, without network.
+        tokio::task::block_in_place(|| {
+            handle.block_on(ext.refresh_models(&env.home.agent_dir, false, None))
+        });
         super::reload::install(ext, host, args, &env.settings);
     }
     {
@@ -266,6 +276,22 @@ pub fn reload(
     }
     tokio::task::block_in_place(|| handle.block_on(host.replace_extensions(next)));
     warning
+}
+
+/// Pi's catalog refresh with network (the interactive mode's after start-up and after a
+/// login): the extensions' `refreshModels` run again, on their runtime, from any thread;
+/// `true` when some provider's models changed.
+pub fn refresh_models_blocking(agent_dir: &Path, only: Option<&[String]>) -> bool {
+    let Some(ext) = current() else {
+        return false;
+    };
+    let Ok(runtime) = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+    else {
+        return false;
+    };
+    runtime.block_on(ext.refresh_models(agent_dir, true, only))
 }
 
 /// Sends `session_shutdown` and stops every sidecar this process started.

@@ -3,12 +3,16 @@
 //! one by one (the flows of [`crate::commands::api_key_flow`]; Vertex and Bedrock first ask
 //! for a method in a selector titled by the question). As in Pi's dialog the typed answer is
 //! shown as typed (only `pi auth login` hides secrets), and an answered question stays above
-//! the next as `> answer`. Both are drawn as the question widget ([`Confirm`]).
+//! the next as `> answer`. Both are drawn as the question widget ([`Confirm`]), as is a
+//! running extension login's question ([`LoginQuestion`]).
 
 use std::collections::VecDeque;
+use std::sync::{Arc, Mutex};
 
 use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
+use pi_agent::llm::oauth::LoginPrompt;
 use serde_json::Value;
+use tokio::sync::oneshot;
 
 use super::app::Effect;
 use super::dialogs::Confirm;
@@ -316,11 +320,128 @@ impl ApiKeyForm {
     }
 }
 
+/// Where the answer to a running login's question goes (once); dropping every copy
+/// unanswered cancels the question.
+#[derive(Clone)]
+pub struct LoginReply(Arc<ReplySlot>);
+
+/// The answer's way back until it is sent.
+type ReplySlot = Mutex<Option<oneshot::Sender<Option<String>>>>;
+
+impl LoginReply {
+    /// A reply and the receiver its answer arrives at.
+    pub fn channel() -> (LoginReply, oneshot::Receiver<Option<String>>) {
+        let (tx, rx) = oneshot::channel();
+        (LoginReply(Arc::new(Mutex::new(Some(tx)))), rx)
+    }
+
+    /// Answers the question (`None`: cancelled).
+    fn send(&self, answer: Option<String>) {
+        let tx = self.0.lock().unwrap_or_else(|e| e.into_inner()).take();
+        if let Some(tx) = tx {
+            let _ = tx.send(answer);
+        }
+    }
+}
+
+impl std::fmt::Debug for LoginReply {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("LoginReply")
+    }
+}
+
+impl PartialEq for LoginReply {
+    fn eq(&self, other: &Self) -> bool {
+        Arc::ptr_eq(&self.0, &other.0)
+    }
+}
+
+/// A question an extension's login asks (`onPrompt`, `onManualCodeInput`, `onSelect`), in
+/// Pi's login dialog: "Login to <provider>" with what the login showed so far (its
+/// authorize URL and instructions, progress, earlier answers), then the question and its
+/// input line; a `select` is a selector titled by the question. Enter answers, escape
+/// cancels the login.
+#[derive(Debug, Clone, PartialEq)]
+pub struct LoginQuestion {
+    pub title: String,
+    pub shown: Vec<String>,
+    pub prompt: LoginPrompt,
+    pub input: String,
+    pub selected: usize,
+    pub reply: LoginReply,
+}
+
+impl LoginQuestion {
+    fn key(&mut self, keys: &Keymap, k: &KeyEvent) -> LoginKey {
+        if keys.matches("tui.select.cancel", k) {
+            self.reply.send(None);
+            return LoginKey::Closed;
+        }
+        if self.prompt.kind == "select" {
+            let len = self.prompt.options.len();
+            if keys.matches("tui.select.confirm", k) {
+                let id = self.prompt.options.get(self.selected).map(|o| o.id.clone());
+                self.reply.send(id);
+                return LoginKey::Closed;
+            }
+            if len > 0 && keys.matches("tui.select.up", k) {
+                self.selected = (self.selected + len - 1) % len;
+            } else if len > 0 && keys.matches("tui.select.down", k) {
+                self.selected = (self.selected + 1) % len;
+            }
+            return LoginKey::Open;
+        }
+        if keys.matches("tui.input.submit", k) || keys.matches("tui.select.confirm", k) {
+            self.reply.send(Some(std::mem::take(&mut self.input)));
+            return LoginKey::Closed;
+        }
+        edit_text(&mut self.input, k);
+        LoginKey::Open
+    }
+
+    fn view(&self) -> Confirm {
+        if self.prompt.kind == "select" {
+            return Confirm {
+                title: self.prompt.message.clone(),
+                message: String::new(),
+                options: self
+                    .prompt
+                    .options
+                    .iter()
+                    .map(|o| (o.label.clone(), None))
+                    .collect(),
+                cancelled: String::new(),
+                selected: self.selected,
+            };
+        }
+        let mut lines = self.shown.clone();
+        lines.push(self.prompt.message.clone());
+        if let Some(placeholder) = &self.prompt.placeholder {
+            lines.push(format!("e.g., {placeholder}"));
+        }
+        lines.push(format!("> {}█", self.input));
+        lines.push(if self.prompt.kind == "manual_code" {
+            "(escape to cancel)".into()
+        } else {
+            "(escape to cancel, enter to submit)".into()
+        });
+        Confirm {
+            title: self.title.clone(),
+            message: lines.join("\n"),
+            options: Vec::new(),
+            cancelled: String::new(),
+            selected: 0,
+        }
+    }
+}
+
 /// `/login`'s dialogs after the method selector.
 #[derive(Debug, Clone, PartialEq)]
 pub enum LoginDialog {
     Providers(ProviderPicker),
     Form(Box<ApiKeyForm>),
+    /// A running extension login's question.
+    Question(Box<LoginQuestion>),
 }
 
 impl LoginDialog {
@@ -328,6 +449,7 @@ impl LoginDialog {
         match self {
             LoginDialog::Providers(p) => p.key(keys, k),
             LoginDialog::Form(f) => f.key(keys, k),
+            LoginDialog::Question(q) => q.key(keys, k),
         }
     }
 
@@ -338,6 +460,11 @@ impl LoginDialog {
                 p.selected = 0;
             }
             LoginDialog::Form(f) => f.paste(text),
+            LoginDialog::Question(q) => {
+                if q.prompt.kind != "select" {
+                    q.input.push_str(&text.replace(['\r', '\n'], ""));
+                }
+            }
         }
     }
 
@@ -346,6 +473,7 @@ impl LoginDialog {
         match self {
             LoginDialog::Providers(p) => p.view(),
             LoginDialog::Form(f) => f.view(),
+            LoginDialog::Question(q) => q.view(),
         }
     }
 }
@@ -379,6 +507,65 @@ mod tests {
         for c in text.chars() {
             assert_eq!(press(form, keys, KeyCode::Char(c)), LoginKey::Open);
         }
+    }
+
+    fn question(kind: &str) -> (LoginQuestion, oneshot::Receiver<Option<String>>) {
+        let (reply, answer) = LoginReply::channel();
+        let prompt = LoginPrompt {
+            kind: kind.into(),
+            message: "Enter the code:".into(),
+            placeholder: Some("123456".into()),
+            options: ["a", "b"]
+                .iter()
+                .map(|id| pi_agent::llm::oauth::LoginOption {
+                    id: format!("id-{id}"),
+                    label: format!("Option {id}"),
+                    description: None,
+                })
+                .collect(),
+        };
+        let q = LoginQuestion {
+            title: "Login to Corp".into(),
+            shown: vec!["https://sso.example.test".into()],
+            prompt,
+            input: String::new(),
+            selected: 0,
+            reply,
+        };
+        (q, answer)
+    }
+
+    #[test]
+    fn an_extension_logins_questions_are_answered_or_cancelled() {
+        let keys = Keymap::default();
+        let press =
+            |q: &mut LoginQuestion, code| q.key(&keys, &KeyEvent::new(code, KeyModifiers::NONE));
+        // A text question: the page shown before it, the placeholder, the typed answer.
+        let (mut q, mut answer) = question("text");
+        for c in "42".chars() {
+            assert_eq!(press(&mut q, KeyCode::Char(c)), LoginKey::Open);
+        }
+        let view = q.view();
+        assert_eq!(view.title, "Login to Corp");
+        assert_eq!(
+            view.message,
+            "https://sso.example.test\nEnter the code:\ne.g., 123456\n> 42█\n(escape to cancel, enter to submit)"
+        );
+        assert_eq!(press(&mut q, KeyCode::Enter), LoginKey::Closed);
+        assert_eq!(answer.try_recv().unwrap(), Some("42".to_string()));
+        // A select answers the chosen option's id.
+        let (mut q, mut answer) = question("select");
+        assert_eq!(q.view().title, "Enter the code:");
+        press(&mut q, KeyCode::Down);
+        assert_eq!(press(&mut q, KeyCode::Enter), LoginKey::Closed);
+        assert_eq!(answer.try_recv().unwrap(), Some("id-b".to_string()));
+        // Escape cancels; a question dropped unanswered too.
+        let (mut q, mut answer) = question("text");
+        assert_eq!(press(&mut q, KeyCode::Esc), LoginKey::Closed);
+        assert_eq!(answer.try_recv().unwrap(), None);
+        let (q, mut answer) = question("text");
+        drop(q);
+        assert!(answer.try_recv().is_err());
     }
 
     #[test]

@@ -49,6 +49,10 @@ pub enum Msg {
         provider: String,
         action: String,
     },
+    /// A running extension login asks something: its question opens in the login dialog.
+    LoginQuestion(Box<super::api_key_login::LoginQuestion>),
+    /// The catalog changed off the UI thread (an extension's `refreshModels`).
+    ModelsChanged,
 }
 
 /// The output line of a `!cmd` until it finishes.
@@ -91,6 +95,8 @@ pub enum Effect {
     OpenLogout,
     /// Remove a provider's stored credential.
     Logout(String),
+    /// Read the model list again (the catalog changed).
+    RefreshModelList,
     Steer(String),
     FollowUp(String),
     Abort,
@@ -1695,6 +1701,12 @@ pub fn update(app: &mut App, msg: Msg) -> Vec<Effect> {
         Msg::Llama(u) => return super::llama_view::on_update(app, u),
         Msg::Radius(u) => return super::login::on_radius(app, u),
         Msg::LoggedIn { provider, action } => return vec![Effect::LoginDone { provider, action }],
+        Msg::ModelsChanged => return vec![Effect::RefreshModelList],
+        Msg::LoginQuestion(question) => {
+            app.dialog = Some(Dialog::Login(Box::new(
+                super::api_key_login::LoginDialog::Question(question),
+            )));
+        }
         Msg::FileTotals(file) => {
             // A switch since start-up computed its own totals; these are stale then.
             if app.footer.file_totals_pending {

@@ -18,18 +18,21 @@
 //! Enterprise domain instead of a prompt; a redirect URL cannot be pasted into the editor
 //! (use `pi auth login` for headless logins); the browser is not opened for you; after
 //! `/login radius` the default model is chosen once the catalog is read, so the "Logged in"
-//! notice comes after the catalog refresh rather than before it.
+//! notice comes after the catalog refresh rather than before it. What a login shows is also
+//! given as notices; only an extension login's questions open Pi's login dialog.
 
 use std::path::Path;
 use std::sync::mpsc;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 
 use pi_agent::llm::llama_cpp;
 use pi_agent::llm::oauth::{self, Interaction, LoginEvent, OAuthProvider};
 use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
-use super::api_key_login::{ApiKeyForm, LoginDialog, ProviderPicker, ProviderRow};
+use super::api_key_login::{
+    ApiKeyForm, LoginDialog, LoginQuestion, LoginReply, ProviderPicker, ProviderRow,
+};
 use super::app::{App, Effect, Msg};
 use super::dialogs::{Confirm, Dialog};
 use super::driver::{AgentDriver, ModelInfo};
@@ -334,6 +337,7 @@ pub fn start_account(app: &mut App, agent_dir: &Path, arg: &str, tx: mpsc::Sende
                     enterprise_domain,
                     notify,
                     manual_input: None,
+                    ask: None,
                     cancel: CancellationToken::new(),
                 }))
             })
@@ -357,9 +361,10 @@ pub fn start_account(app: &mut App, agent_dir: &Path, arg: &str, tx: mpsc::Sende
 }
 
 /// `/login` for a provider an extension registered with `oauth`: its `login(callbacks)`
-/// runs in the extension process; what it shows becomes notices. This dialog cannot answer
-/// its `onPrompt` questions yet (the login then fails; `pi auth login <provider>` answers
-/// them from stdin).
+/// runs in the extension process; what it shows becomes notices, and what it asks
+/// (`onPrompt`, `onManualCodeInput`, `onSelect`) opens Pi's login dialog over the editor
+/// with what the login showed so far ([`LoginQuestion`]). Escape there cancels the login
+/// (nothing is reported, as in Pi); a failure is Pi's "Failed to login to <provider>: …".
 fn start_extension_login(
     app: &mut App,
     agent_dir: &Path,
@@ -372,18 +377,64 @@ fn start_extension_login(
     let agent_dir = agent_dir.to_path_buf();
     let id = id.to_string();
     std::thread::spawn(move || {
+        // What Pi's login dialog holds: an authorize URL or device code replaces what was
+        // shown, progress and answered questions are added.
+        let shown: Arc<Mutex<Vec<String>>> = Arc::default();
         let say = tx.clone();
-        let notify = Arc::new(move |event: LoginEvent| {
-            let text = match event {
-                LoginEvent::AuthUrl { url, instructions } => format!("{instructions}\n{url}"),
-                LoginEvent::DeviceCode {
-                    user_code,
-                    verification_uri,
-                } => format!("Enter code {user_code} at {verification_uri}"),
-                LoginEvent::Progress(message) => message,
-            };
-            let _ = say.send(Msg::Notice(text));
-        });
+        let notify = {
+            let shown = shown.clone();
+            Arc::new(move |event: LoginEvent| {
+                let mut lines = shown.lock().unwrap_or_else(|e| e.into_inner());
+                let text = match event {
+                    LoginEvent::AuthUrl { url, instructions } => {
+                        *lines = vec![url.clone()];
+                        if !instructions.is_empty() {
+                            lines.push(instructions.clone());
+                        }
+                        format!("{instructions}\n{url}")
+                    }
+                    LoginEvent::DeviceCode {
+                        user_code,
+                        verification_uri,
+                    } => {
+                        *lines = vec![verification_uri.clone(), format!("Enter code: {user_code}")];
+                        format!("Enter code {user_code} at {verification_uri}")
+                    }
+                    LoginEvent::Progress(message) => {
+                        lines.push(message.clone());
+                        message
+                    }
+                };
+                let _ = say.send(Msg::Notice(text));
+            })
+        };
+        let ask: oauth::AskFn = {
+            let title = format!("Login to {name}");
+            let tx = tx.clone();
+            Arc::new(move |prompt: oauth::LoginPrompt| -> oauth::AskFuture {
+                let (reply, answer) = LoginReply::channel();
+                let question = LoginQuestion {
+                    title: title.clone(),
+                    shown: shown.lock().unwrap_or_else(|e| e.into_inner()).clone(),
+                    prompt: prompt.clone(),
+                    input: String::new(),
+                    selected: 0,
+                    reply,
+                };
+                let _ = tx.send(Msg::LoginQuestion(Box::new(question)));
+                let shown = shown.clone();
+                Box::pin(async move {
+                    let answer = answer.await.ok().flatten()?;
+                    // As Pi's dialog, an answered question stays above what comes next.
+                    if prompt.kind != "select" {
+                        let mut lines = shown.lock().unwrap_or_else(|e| e.into_inner());
+                        lines.push(prompt.message.clone());
+                        lines.push(format!("> {answer}"));
+                    }
+                    Some(answer)
+                })
+            })
+        };
         let result = tokio::runtime::Builder::new_current_thread()
             .enable_all()
             .build()
@@ -394,6 +445,7 @@ fn start_extension_login(
                     enterprise_domain: None,
                     notify,
                     manual_input: None,
+                    ask: Some(ask),
                     cancel: CancellationToken::new(),
                 }))
             })
@@ -403,10 +455,27 @@ fn start_extension_login(
                 "Logged in to {name}. Credentials saved to {}",
                 agent_dir.join("auth.json").display()
             ),
-            Err(e) => format!("Login failed: {e}"),
+            Err(e) if is_cancelled(e) => return,
+            Err(e) => format!("Failed to login to {name}: {e}"),
         };
         let _ = tx.send(Msg::Notice(text));
+        if result.is_ok()
+            && crate::modes::radius_refresh::network_allowed()
+            && crate::modes::extensions::refresh_models_blocking(
+                &agent_dir,
+                Some(std::slice::from_ref(&id)),
+            )
+        {
+            // Pi refreshes the provider's catalog after a login (its `refreshModels` now
+            // sees the credential).
+            let _ = tx.send(Msg::ModelsChanged);
+        }
     });
+}
+
+/// Whether a login failed because its question was cancelled (Pi reports nothing then).
+fn is_cancelled(error: &str) -> bool {
+    error == "Login cancelled" || error.ends_with(": Login cancelled")
 }
 
 /// What the UI thread does after a Radius sign-in or catalog refresh.

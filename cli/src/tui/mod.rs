@@ -434,6 +434,16 @@ pub fn run(mut opts: TuiOptions) -> anyhow::Result<i32> {
             let _ = tx.send(Msg::Radius(login::RadiusUpdate::catalog(models)));
         });
     }
+    if crate::modes::radius_refresh::network_allowed() {
+        // Pi's catalog refresh after start-up also runs the extensions' `refreshModels`.
+        let tx = tx.clone();
+        let agent_dir = opts.agent_dir.clone();
+        std::thread::spawn(move || {
+            if crate::modes::extensions::refresh_models_blocking(&agent_dir, None) {
+                let _ = tx.send(Msg::ModelsChanged);
+            }
+        });
+    }
     if opts.open_resume {
         apply_effect(
             &mut app,
@@ -682,6 +692,7 @@ fn apply_effect(
         Effect::OpenLogout => login::open_logout(app, &opts.agent_dir),
         Effect::Logout(provider) => login::logout(app, &opts.agent_dir, &provider),
         Effect::Llama(action) => llama_view::apply(app, driver, &opts.agent_dir, tx, action),
+        Effect::RefreshModelList => app.models = driver.models(),
         Effect::SetRadiusModels(models) => {
             driver.set_radius_models(models);
             app.models = driver.models();

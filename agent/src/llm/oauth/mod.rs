@@ -31,6 +31,7 @@ mod xai;
 use std::sync::Arc;
 use std::time::Duration;
 
+use futures::future::BoxFuture;
 use serde_json::Value;
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
@@ -217,6 +218,35 @@ pub enum LoginEvent {
     Progress(String),
 }
 
+/// A question a login asks the user (an extension login's `onPrompt`, `onManualCodeInput`
+/// and `onSelect`, Pi's `text`, `manual_code` and `select` prompts).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LoginPrompt {
+    /// Pi's prompt type: `text`, `manual_code` or `select`.
+    pub kind: String,
+    /// The question.
+    pub message: String,
+    /// An example answer (`text`).
+    pub placeholder: Option<String>,
+    /// The choices of a `select`: the answer is the chosen one's `id`.
+    pub options: Vec<LoginOption>,
+}
+
+/// One choice of a `select` login prompt.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LoginOption {
+    pub id: String,
+    pub label: String,
+    pub description: Option<String>,
+}
+
+/// How a front end answers a [`LoginPrompt`]: the answer, or `None` when the user cancelled
+/// (the login then fails with "Login cancelled").
+pub type AskFn = Arc<dyn Fn(LoginPrompt) -> AskFuture + Send + Sync>;
+
+/// A [`LoginPrompt`]'s answer to come.
+pub type AskFuture = BoxFuture<'static, Option<String>>;
+
 /// The front end's side of a login: where to report, the user's choices and pasted input.
 pub struct Interaction {
     /// The chosen method (one of [`OAuthProvider::methods`]).
@@ -228,6 +258,9 @@ pub struct Interaction {
     /// Lines the user pastes: the redirect URL or code when the browser cannot reach the
     /// loopback listener. `None` when the front end cannot ask.
     pub manual_input: Option<mpsc::Receiver<String>>,
+    /// Answers an extension login's questions; without it they take the next pasted line
+    /// (a `select` its first choice).
+    pub ask: Option<AskFn>,
     /// Cancels the login.
     pub cancel: CancellationToken,
 }
