@@ -35,8 +35,15 @@ const ownPending = new Map();
 // Set when a reload replaced this process's extensions (Pi's runner.invalidate): what the
 // old context asks of the host from then on fails with Pi's message.
 let staleMessage;
+// A session replacement a command asked for (`ctx.newSession`, `ctx.fork`,
+// `ctx.switchSession`) loads the extensions afresh in a new process and turns this one stale;
+// the command's `setup` and `withSession` callbacks still run here, against the new session
+// (Pi hands them the new runtime's session manager and context). What they start runs in
+// this scope, which stale does not stop.
+const { AsyncLocalStorage } = require("node:async_hooks");
+const replacedSessionScope = new AsyncLocalStorage();
 function requestHost(method, params) {
-  if (staleMessage) return Promise.reject(new Error(staleMessage));
+  if (staleMessage && !replacedSessionScope.getStore()) return Promise.reject(new Error(staleMessage));
   const id = `s${nextOwnId++}`;
   return new Promise((resolve) => {
     ownPending.set(id, resolve);
@@ -392,12 +399,15 @@ function makeCommandContext() {
     const r = await requestHost("replace_session", params);
     if (r && r.error) throw new Error(r.error);
     const cancelled = !!(r && r.cancelled);
-    if (!cancelled && params.op === "new" && options && typeof options.setup === "function") {
-      await runSetup(options.setup);
-    }
-    if (!cancelled && options && typeof options.withSession === "function") {
-      await options.withSession(makeCommandContext());
-    }
+    if (cancelled) return { cancelled };
+    await replacedSessionScope.run(true, async () => {
+      if (params.op === "new" && options && typeof options.setup === "function") {
+        await runSetup(options.setup);
+      }
+      if (options && typeof options.withSession === "function") {
+        await options.withSession(makeCommandContext());
+      }
+    });
     return { cancelled };
   };
   ctx.newSession = (options) => replace({ op: "new", parentSession: options && options.parentSession }, options);

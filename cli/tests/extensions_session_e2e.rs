@@ -176,3 +176,88 @@ async fn session_before_compact_cancels_or_supplies_the_summary() {
             "summary": compactions[0]["summary"], "fromHook": true})
     );
 }
+
+/// Pi builds a new extension runtime for every session: after `new_session`,
+/// `switch_session` and `fork` the extensions are loaded again in a new process (module
+/// state starts afresh), hear `session_start` with the reason and the file left, then
+/// `resources_discover` (`startup`); the process of the session left stops.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn every_session_gets_a_fresh_extension_runtime() {
+    let s = Setup::new(json!([{"text": "One."}])).await;
+    let mut rpc = Rpc::start(&s, &["-e", &fixture("session-runtime.ts")]);
+    rpc.send(json!({"id": "1", "type": "prompt", "message": "first"}));
+    rpc.until(|r| r["type"] == "agent_settled");
+    let first = session_file(&mut rpc, "s1");
+
+    rpc.send(json!({"id": "2", "type": "new_session"}));
+    assert_eq!(rpc.response("2")["data"], json!({"cancelled": false}));
+    let second = session_file(&mut rpc, "s2");
+
+    rpc.send(json!({"id": "3", "type": "switch_session", "sessionPath": first}));
+    assert_eq!(rpc.response("3")["data"], json!({"cancelled": false}));
+
+    rpc.send(json!({"id": "fm", "type": "get_fork_messages"}));
+    let entry_id = rpc.response("fm")["data"]["messages"][0]["entryId"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    rpc.send(json!({"id": "4", "type": "fork", "entryId": entry_id}));
+    assert_eq!(rpc.response("4")["data"]["cancelled"], false);
+    assert!(rpc.finish());
+
+    let log = std::fs::read_to_string(s.cwd.join("session-runtime.jsonl")).unwrap();
+    let events: Vec<Value> = log
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    let shape: Vec<Value> = events
+        .iter()
+        .map(|e| {
+            json!([
+                e["event"],
+                e["reason"],
+                e["previousSessionFile"],
+                e["started"]
+            ])
+        })
+        .collect();
+    assert_eq!(
+        shape,
+        [
+            json!(["session_start", "startup", null, 1]),
+            json!(["resources_discover", "startup", null, 1]),
+            json!(["session_start", "new", first, 1]),
+            json!(["resources_discover", "startup", null, 1]),
+            json!(["session_start", "resume", second, 1]),
+            json!(["resources_discover", "startup", null, 1]),
+            json!(["session_start", "fork", first, 1]),
+            json!(["resources_discover", "startup", null, 1]),
+        ],
+        "{log}"
+    );
+    // Each session's events come from a process of its own; those of the sessions left
+    // have stopped.
+    let pids: Vec<u64> = events
+        .iter()
+        .step_by(2)
+        .map(|e| e["pid"].as_u64().unwrap())
+        .collect();
+    for (i, e) in events.iter().enumerate() {
+        assert_eq!(e["pid"].as_u64().unwrap(), pids[i / 2], "{log}");
+    }
+    let mut distinct = pids.clone();
+    distinct.dedup();
+    assert_eq!(distinct.len(), 4, "{log}");
+    for pid in &pids {
+        let alive = (0..50).all(|_| {
+            let gone = !std::path::Path::new(&format!("/proc/{pid}")).exists()
+                || std::fs::read_to_string(format!("/proc/{pid}/stat"))
+                    .is_ok_and(|st| st.split(' ').nth(2) == Some("Z"));
+            if !gone {
+                std::thread::sleep(std::time::Duration::from_millis(100));
+            }
+            !gone
+        });
+        assert!(!alive, "extension process {pid} still runs");
+    }
+}

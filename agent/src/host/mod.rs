@@ -23,7 +23,7 @@ use crate::llm::Model;
 use crate::protocol::{response, Command, Event, Outcome, Request, StreamingBehavior};
 
 pub use lifecycle::{HostError, MissingCwd, MissingSessionCwd};
-pub use replace::{Replaced, Replacement};
+pub use replace::{ExtensionLoader, Replaced, Replacement, SessionStart};
 pub use sessions::SessionHome;
 pub use views::{model_json, tree_json};
 
@@ -61,6 +61,9 @@ pub struct Host {
     /// The front end runs extensions' prompts itself ([`Host::run_extension_prompts`]), for
     /// the extensions a reload loads too.
     runs_extension_prompts: std::sync::atomic::AtomicBool,
+    /// Loads the extensions afresh for a replaced session (set by the front end; see
+    /// [`Host::replace_session`]).
+    extension_loader: Mutex<Option<ExtensionLoader>>,
 }
 
 /// What becomes of typed input once extensions have seen it.
@@ -89,6 +92,7 @@ impl Host {
             bash_cancel: Mutex::new(None),
             extensions: Mutex::new(None),
             runs_extension_prompts: std::sync::atomic::AtomicBool::new(false),
+            extension_loader: Mutex::new(None),
         })
     }
 
@@ -171,11 +175,42 @@ impl Host {
     /// The end of a reload: the extensions loaded now hear `session_start` and then
     /// `resources_discover` (`reason: "reload"`); returns the resources they point at.
     pub async fn reload_end(&self) -> crate::extensions::DiscoveredResources {
+        self.start_extensions(&SessionStart {
+            reason: "reload",
+            previous: None,
+        })
+        .await
+    }
+
+    /// Tells the extensions loaded now that their session started (`session_start` with
+    /// `start`'s reason and previous file), then asks `resources_discover` (`reason`
+    /// `reload` after a reload, `startup` otherwise, as Pi's `bindExtensions`); returns the
+    /// resources they point at.
+    pub async fn start_extensions(
+        &self,
+        start: &SessionStart,
+    ) -> crate::extensions::DiscoveredResources {
         let Some(ext) = self.extensions() else {
             return Default::default();
         };
-        ext.session_start("reload", None).await;
-        ext.resources_discover("reload").await
+        ext.session_start(start.reason, start.previous.as_deref())
+            .await;
+        let discover = if start.reason == "reload" {
+            "reload"
+        } else {
+            "startup"
+        };
+        ext.resources_discover(discover).await
+    }
+
+    /// How the extensions are loaded afresh for each replaced session (the front end's
+    /// discovery and process start-up; without it the running extensions carry on).
+    pub fn set_extension_loader(&self, loader: ExtensionLoader) {
+        *lock(&self.extension_loader) = Some(loader);
+    }
+
+    fn extension_loader(&self) -> Option<ExtensionLoader> {
+        lock(&self.extension_loader).clone()
     }
 
     /// A reload's new extensions (`None`: none are configured now) replace the running

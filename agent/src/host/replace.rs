@@ -1,14 +1,16 @@
 //! Replacing the session as extensions see it (Pi's "Session Events"): `/new`, `/resume`,
 //! `/fork` and `/clone` first ask the `session_before_switch` / `session_before_fork`
-//! handlers, which may cancel; then the session being left gets `session_shutdown` and the
-//! one entered `session_start` with the file that was left.
-//!
-//! Pi tears the extension runtime down and loads it afresh for the new session; here the
-//! same extension process carries on and its copy of the session is reset (state.rs), so
-//! extensions see the same events in the same order but module-level variables survive.
+//! handlers, which may cancel; then the session being left gets `session_shutdown`, and the
+//! one entered starts with extensions loaded afresh for it, as Pi builds a new extension
+//! runtime for every session: the front end's [`ExtensionLoader`] finds the extension files
+//! for the session's directory and starts them in a new process (module state starts
+//! afresh, the old process turns stale), which then hear `session_start` with the file that
+//! was left and `resources_discover`.
 
+use futures::future::BoxFuture;
 use pi_engine::session::Session;
 use serde_json::{json, Value};
+use std::sync::Arc;
 
 use super::{Host, HostError, MissingCwd};
 
@@ -30,6 +32,21 @@ pub enum Replacement {
     /// through any entry of the session.
     ForkAt { entry_id: String },
 }
+
+/// The `session_start` a replaced (or reloaded) session's extensions hear.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SessionStart {
+    /// `new`, `resume`, `fork` or `reload`.
+    pub reason: &'static str,
+    /// `previousSessionFile`: the file of the session left.
+    pub previous: Option<String>,
+}
+
+/// Loads the extensions for the session the host has just entered, in a new process that
+/// replaces the running one ([`Host::replace_extensions`]), and starts them
+/// ([`Host::start_extensions`]) — Pi's new extension runtime per session. Set by the front
+/// end, which knows where extensions are configured ([`Host::set_extension_loader`]).
+pub type ExtensionLoader = Arc<dyn Fn(SessionStart) -> BoxFuture<'static, ()> + Send + Sync>;
 
 /// What became of a [`Replacement`].
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -53,19 +70,23 @@ impl Replacement {
 
 impl Host {
     /// Carries out `change` unless an extension cancels it, with Pi's events around it.
-    /// Without extensions this is exactly the plain operation.
+    /// Without extensions or a loader this is exactly the plain operation.
     pub async fn replace_session(&self, change: Replacement) -> Result<Replaced, HostError> {
-        let Some(ext) = self.extensions() else {
+        let ext = self.extensions();
+        let loader = self.extension_loader();
+        if ext.is_none() && loader.is_none() {
             return self.replace_now(&change);
-        };
+        }
         if self.agent.is_streaming() {
             // The plain operation refuses with Pi's message; no handler should be asked.
             return self.replace_now(&change);
         }
-        let (event, payload) = self.gate_event(&change)?;
-        if let Some(result) = ext.before(event, payload).await {
-            if result.get("cancel").and_then(Value::as_bool) == Some(true) {
-                return Ok(Replaced::Cancelled);
+        if let Some(ext) = &ext {
+            let (event, payload) = self.gate_event(&change)?;
+            if let Some(result) = ext.before(event, payload).await {
+                if result.get("cancel").and_then(Value::as_bool) == Some(true) {
+                    return Ok(Replaced::Cancelled);
+                }
             }
         }
         let previous = self.current_file();
@@ -73,13 +94,26 @@ impl Host {
             Replacement::Resume { location, .. } => Some(location.clone()),
             _ => None,
         };
-        ext.session_shutdown(change.reason(), target.as_deref())
-            .await;
+        if let Some(ext) = &ext {
+            ext.session_shutdown(change.reason(), target.as_deref())
+                .await;
+        }
         let outcome = self.replace_now(&change);
-        // The extensions were told the old session ended, so they hear of the session that
-        // is current now even when the change failed (it is then the old one again).
-        ext.session_start(change.reason(), previous.as_deref())
-            .await;
+        let start = SessionStart {
+            reason: change.reason(),
+            previous,
+        };
+        match (&outcome, loader) {
+            (Ok(_), Some(load)) => load(start).await,
+            // The extensions were told the old session ended, so they hear of the session
+            // that is current now even when the change failed (the old one again).
+            _ => {
+                if let Some(ext) = &ext {
+                    ext.session_start(start.reason, start.previous.as_deref())
+                        .await;
+                }
+            }
+        }
         outcome
     }
 

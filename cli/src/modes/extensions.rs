@@ -236,11 +236,17 @@ pub fn reload(
     if paths.is_empty() && host.extensions().is_none() {
         return None;
     }
+    let (mode, records) = front_end(args);
+    if mode == UiMode::Tui {
+        // What the running extensions put on the screen (statuses, widgets, header, footer)
+        // goes with them, before the new ones' `session_start` handlers draw theirs (Pi's
+        // `resetExtensionUI`); through the relay, so it comes in order with their records.
+        tui_relay::send(serde_json::json!({ "type": EXTENSIONS_REPLACED }));
+    }
     let mut warning = None;
     let next = if paths.is_empty() {
         None
     } else {
-        let (mode, records) = front_end(args);
         let options = StartOptions {
             paths,
             cwd: std::path::PathBuf::from(&env.home.cwd),
@@ -276,6 +282,34 @@ pub fn reload(
     }
     tokio::task::block_in_place(|| handle.block_on(host.replace_extensions(next)));
     warning
+}
+
+/// The record that tells the interactive mode the running extensions are being replaced.
+pub const EXTENSIONS_REPLACED: &str = "extensions_replaced";
+
+/// The record that tells the interactive mode the extensions loaded in their place are
+/// ready (their commands, shortcuts and providers can be read).
+pub const EXTENSIONS_LOADED: &str = "extensions_loaded";
+
+/// Tells the interactive mode the extensions were loaded afresh (after a session
+/// replacement or a command's `ctx.reload()`; its own `/reload` reads them itself).
+pub fn announce_loaded(args: &RunArgs) {
+    if front_end(args).0 == UiMode::Tui {
+        tui_relay::send(serde_json::json!({ "type": EXTENSIONS_LOADED }));
+    }
+}
+
+/// A problem loading extensions after start-up: on stderr, or in the interactive mode (whose
+/// screen stderr would garble) as a notice.
+pub fn warn(args: &RunArgs, warning: &str) {
+    match front_end(args).0 {
+        UiMode::Tui => tui_relay::send(serde_json::json!({
+            "type": "extension_error",
+            "extensionPath": "<extensions>",
+            "error": warning,
+        })),
+        _ => eprintln!("Warning: {warning}"),
+    }
 }
 
 /// Pi's catalog refresh with network (the interactive mode's after start-up and after a

@@ -9,6 +9,7 @@ pub mod print;
 pub mod radius_refresh;
 pub(crate) mod reload;
 pub mod rpc;
+mod session_extensions;
 mod settings;
 
 use std::io::{IsTerminal, Read};
@@ -217,12 +218,9 @@ impl Env {
         let agent_dir = store_probe.agent_dir.clone();
         let settings = Settings::load(&agent_dir, Path::new(&cwd), args)?;
         let (store_options, spec) = store_of(args, &settings)?;
-        let models_path = agent_dir.join("models.json");
-        let mut registry = load_models(&models_path).map_err(|e| anyhow!("{e}"))?;
         let mut warnings = Vec::new();
-        // The Radius catalog fetched at the last login, for an offline start.
-        pi_agent::llm::radius_catalog::apply_cached(&mut registry, &agent_dir);
-        llama_cpp::add_router_models(&mut registry, args, &settings, &agent_dir, &mut warnings);
+        let registry =
+            base_catalog(args, &settings, &agent_dir, &mut warnings).map_err(|e| anyhow!("{e}"))?;
         for w in warnings {
             eprintln!("Warning: {w}");
         }
@@ -243,6 +241,21 @@ impl Env {
             },
         })
     }
+}
+
+/// The model catalog before extensions add theirs: models.json (the built-in models when
+/// there is none), the Radius catalog fetched at the last login (for an offline start), and
+/// llama.cpp's router models when that built-in is on.
+pub(crate) fn base_catalog(
+    args: &RunArgs,
+    settings: &Settings,
+    agent_dir: &Path,
+    warnings: &mut Vec<String>,
+) -> Result<ModelRegistry, pi_agent::llm::ModelsJsonError> {
+    let mut registry = load_models(&agent_dir.join("models.json"))?;
+    pi_agent::llm::radius_catalog::apply_cached(&mut registry, agent_dir);
+    llama_cpp::add_router_models(&mut registry, args, settings, agent_dir, warnings);
+    Ok(registry)
 }
 
 /// The prompts of a run after Pi's `@file` arguments are read: the files' text goes in
@@ -639,6 +652,7 @@ pub fn build_host(args: &RunArgs, env: &Env, sink: EventSink) -> anyhow::Result<
         reload::install(&ext, &host, args, &env.settings);
         host.set_extensions(ext);
     }
+    session_extensions::install(&host, args, &env.home.cwd);
     Ok(host)
 }
 

@@ -33,12 +33,14 @@ pub fn install(extensions: &Extensions, host: &Arc<Host>, args: &RunArgs, settin
         Box::pin(async move {
             let host = weak.upgrade().ok_or("the session has ended")?;
             host.reload_begin().await?;
+            let announce = args.clone();
             let outcome = tokio::task::spawn_blocking(move || reload(&weak, &args, &applied))
                 .await
                 .map_err(|e| e.to_string())
                 .and_then(|r| r);
             let found = host.reload_end().await;
             add_discovered(&host, &found);
+            super::extensions::announce_loaded(&announce);
             outcome
         })
     });

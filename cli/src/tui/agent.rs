@@ -250,6 +250,10 @@ impl AgentDriver for AgentSessionDriver {
             .unwrap_or_default()
     }
 
+    fn extension_commands(&self) -> Vec<super::app::Command> {
+        extension_commands(&self.host)
+    }
+
     fn run_shortcut(&mut self, shortcut: &str) {
         if let Some(ext) = self.host.extensions() {
             let shortcut = shortcut.to_string();
@@ -514,17 +518,8 @@ impl AgentSessionDriver {
         }
         // models.json too, so the picker and ctrl+p see added or changed models. A broken
         // file keeps the models we have, as Pi keeps running with its error shown.
-        match pi_agent::llm::load_models(&env.home.agent_dir.join("models.json")) {
-            Ok(mut registry) => {
-                // The kept Radius catalog, as at start-up.
-                pi_agent::llm::radius_catalog::apply_cached(&mut registry, &env.home.agent_dir);
-                crate::modes::llama_cpp::add_router_models(
-                    &mut registry,
-                    &args,
-                    &env.settings,
-                    &env.home.agent_dir,
-                    &mut warnings,
-                );
+        match crate::modes::base_catalog(&args, &env.settings, &env.home.agent_dir, &mut warnings) {
+            Ok(registry) => {
                 env.registry = registry;
                 let resolver = crate::modes::api_key_resolver_quiet(env, &mut warnings);
                 // With the extensions' providers and virtual models, as at start-up.

@@ -97,6 +97,8 @@ pub enum Effect {
     Logout(String),
     /// Read the model list again (the catalog changed).
     RefreshModelList,
+    /// Extensions were loaded afresh: their commands, shortcuts and models replace the old.
+    ExtensionsLoaded,
     Steer(String),
     FollowUp(String),
     Abort,
@@ -1697,7 +1699,14 @@ pub fn update(app: &mut App, msg: Msg) -> Vec<Effect> {
             app.editor.set_text(t.strip_suffix('\n').unwrap_or(&t));
         }
         Msg::Notice(t) => app.notice(t),
-        Msg::Extension(record) => super::ext_ui::apply(app, &record),
+        Msg::Extension(record) => {
+            if record.get("type").and_then(serde_json::Value::as_str)
+                == Some(crate::modes::extensions::EXTENSIONS_LOADED)
+            {
+                return vec![Effect::ExtensionsLoaded];
+            }
+            super::ext_ui::apply(app, &record)
+        }
         Msg::Llama(u) => return super::llama_view::on_update(app, u),
         Msg::Radius(u) => return super::login::on_radius(app, u),
         Msg::LoggedIn { provider, action } => return vec![Effect::LoginDone { provider, action }],

@@ -436,6 +436,11 @@ pub trait AgentDriver {
         Vec::new()
     }
 
+    /// The slash commands extensions registered (other than built-in names).
+    fn extension_commands(&self) -> Vec<super::app::Command> {
+        Vec::new()
+    }
+
     /// Runs the handler of an extension's shortcut (in the background).
     fn run_shortcut(&mut self, _shortcut: &str) {}
 

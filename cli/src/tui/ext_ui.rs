@@ -11,7 +11,7 @@ use std::collections::VecDeque;
 
 use serde_json::{json, Value};
 
-use super::app::App;
+use super::app::{App, Command};
 use super::dialogs::{Confirm, ConfirmOutcome};
 use super::keys::Keymap;
 use super::transcript::Item;
@@ -36,6 +36,37 @@ pub struct ExtUi {
     /// Keys extensions registered (`pi.registerShortcut`): the key and the shortcut as
     /// registered, which names it to the sidecar.
     pub shortcuts: Vec<(super::keys::KeySpec, String)>,
+    /// The names of the slash commands extensions registered, as last listed.
+    pub commands: Vec<String>,
+}
+
+impl ExtUi {
+    /// The running extensions were replaced (a reload, a new session): what they put on
+    /// the screen goes with them, as Pi's `resetExtensionUI` removes it. Their keys and
+    /// commands are replaced once the new ones are loaded ([`refresh_registrations`]).
+    pub fn clear_drawn(&mut self) {
+        self.statuses.clear();
+        self.above.clear();
+        self.below.clear();
+        self.header.clear();
+        self.footer.clear();
+        self.waiting.clear();
+    }
+}
+
+/// The loaded extensions' shortcuts and slash commands replace those of the extensions
+/// before them. `commands` are the extensions' commands now.
+pub fn refresh_registrations(app: &mut App, shortcuts: &[String], commands: Vec<Command>) {
+    let (keys, skipped) = shortcuts_of(shortcuts, &app.keys);
+    app.ext_ui.shortcuts = keys;
+    for warning in skipped {
+        app.notice(format!("Warning: {warning}"));
+    }
+    let old = std::mem::take(&mut app.ext_ui.commands);
+    app.commands
+        .retain(|c| !old.contains(&c.name) && !commands.iter().any(|n| n.name == c.name));
+    app.ext_ui.commands = commands.iter().map(|c| c.name.clone()).collect();
+    app.commands.extend(commands);
 }
 
 /// Pi's editor-global actions an extension shortcut may not take over (its
@@ -310,6 +341,12 @@ fn set_keyed<T>(list: &mut Vec<(String, T)>, key: &str, value: Option<T>) {
 /// Applies one extension record to the screen.
 pub fn apply(app: &mut App, record: &Value) {
     let text = |k: &str| record.get(k).and_then(Value::as_str).unwrap_or("");
+    if record.get("type").and_then(Value::as_str)
+        == Some(crate::modes::extensions::EXTENSIONS_REPLACED)
+    {
+        app.ext_ui.clear_drawn();
+        return;
+    }
     if record.get("type").and_then(Value::as_str) == Some("extension_error") {
         let path = record
             .get("extensionPath")

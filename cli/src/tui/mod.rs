@@ -225,6 +225,11 @@ pub fn initial_app(opts: &TuiOptions, driver: &dyn AgentDriver) -> App {
     app.model = opts.model.clone().or_else(|| app.models.first().cloned());
     app.thinking = opts.thinking;
     app.commands = opts.commands.clone();
+    app.ext_ui.commands = driver
+        .extension_commands()
+        .into_iter()
+        .map(|c| c.name)
+        .collect();
     app.footer.git_branch = git_branch(&opts.cwd);
     app.footer.auto_compact = opts.auto_compact;
     app.prefs = opts.prefs.clone();
@@ -693,6 +698,14 @@ fn apply_effect(
         Effect::Logout(provider) => login::logout(app, &opts.agent_dir, &provider),
         Effect::Llama(action) => llama_view::apply(app, driver, &opts.agent_dir, tx, action),
         Effect::RefreshModelList => app.models = driver.models(),
+        Effect::ExtensionsLoaded => {
+            ext_ui::refresh_registrations(
+                app,
+                &driver.extension_shortcuts(),
+                driver.extension_commands(),
+            );
+            app.models = driver.models();
+        }
         Effect::SetRadiusModels(models) => {
             driver.set_radius_models(models);
             app.models = driver.models();
