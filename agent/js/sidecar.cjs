@@ -86,6 +86,7 @@ const state = {
   sessionId: undefined,
   model: undefined,
   models: [],
+  themes: [], // the TUI's themes, [{name, path}] (set_state)
   thinkingLevel: "off",
   isIdle: true,
   running: new Map(), // toolCallId → AbortController
@@ -326,13 +327,60 @@ function makeUi() {
     getEditorText: () => "",
     custom: async () => (state.hasUI ? withUiPrompt("custom", undefined, async () => undefined) : undefined),
     getToolsExpanded: () => false,
-    getAllThemes: () => [],
-    getTheme: () => undefined,
-    setTheme: () => ({ success: false, error: "Theme switching not supported" }),
+    // Themes: the TUI's list (the host sends it with the state); RPC and print mode
+    // answer as Pi's do there.
+    getAllThemes: () =>
+      state.mode === "tui"
+        ? state.themes.map(({ name, path }) => ({ name, path: path ?? undefined })).sort((a, b) => a.name.localeCompare(b.name))
+        : [],
+    getTheme: (name) => {
+      if (state.mode !== "tui") return undefined;
+      const found = state.themes.find((t) => t.name === name);
+      return found ? themeObject(found) : undefined;
+    },
+    setTheme: (themeOrName) => {
+      if (state.mode === "rpc") return { success: false, error: "Theme switching not supported in RPC mode" };
+      if (state.mode !== "tui") return { success: false, error: "UI not available" };
+      // A theme getTheme() gave is shown as it is, and not saved (Pi's in-memory theme).
+      if (themeOrName && typeof themeOrName === "object" && themeOrName[THEME_MARK]) {
+        notify("ui", { method: "setTheme", theme: themeOrName.name, save: false });
+        return { success: true };
+      }
+      const name = String(themeOrName);
+      const known = state.themes.some((t) => t.name === name);
+      // Pi's fallback: an unknown theme shows the default one and leaves the setting alone.
+      notify("ui", { method: "setTheme", theme: known ? name : "", save: known });
+      return known ? { success: true } : { success: false, error: `Theme not found: ${name}` };
+    },
     onTerminalInput: () => () => {},
   };
   // Methods this host does not offer are no-ops, as RPC mode makes TUI-only methods.
   return new Proxy(ui, { get: (t, k) => (k in t ? t[k] : () => undefined) });
+}
+
+// A theme as getTheme() returns it: Pi's Theme has the name and source path of the
+// theme plus styling methods; here the methods leave text as it is (lines reach the
+// screen as text, as the `theme` stand-ins above).
+const THEME_MARK = Symbol("pi.theme");
+function themeObject({ name, path }) {
+  const same = (text) => text;
+  return {
+    [THEME_MARK]: true,
+    name,
+    sourcePath: path ?? undefined,
+    fg: (_color, text) => text,
+    bg: (_color, text) => text,
+    bold: same,
+    italic: same,
+    underline: same,
+    inverse: same,
+    strikethrough: same,
+    getFgAnsi: () => "",
+    getBgAnsi: () => "",
+    getColorMode: () => "truecolor",
+    getThinkingBorderColor: () => same,
+    getBashModeBorderColor: () => same,
+  };
 }
 
 function makeContext(signal) {
@@ -1106,7 +1154,7 @@ const methods = {
       state.labels = new Map();
     }
     for (const entry of params.entries || []) addEntry(entry);
-    for (const key of ["leafId", "header", "sessionId", "sessionName", "model", "thinkingLevel", "isIdle", "activeTools", "allTools", "models"]) {
+    for (const key of ["leafId", "header", "sessionId", "sessionName", "model", "thinkingLevel", "isIdle", "activeTools", "allTools", "models", "themes"]) {
       if (key in params) state[key] = params[key];
     }
     if ("contextUsage" in params) state.contextUsage = params.contextUsage ?? undefined;

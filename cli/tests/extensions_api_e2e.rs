@@ -4,7 +4,8 @@
 //! (dynamic-tools.ts), labels and names (bookmark.ts, session-name.ts), status per turn
 //! over RPC (status-line.ts), a replaced system prompt (pirate.ts), `sendUserMessage` from a
 //! command (send-user-message.ts), `tool_result` and `context` handlers (result-shaper.ts)
-//! and `setActiveTools` (read-only-mode.ts). Needs `node` (>= 20) on PATH, as CI installs.
+//! and `setActiveTools` (read-only-mode.ts), the theme methods outside the TUI
+//! (themes-ui.ts). Needs `node` (>= 20) on PATH, as CI installs.
 
 // A test fails by panicking: unwrapping is how it reports.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
@@ -429,5 +430,63 @@ async fn a_next_turn_message_goes_in_after_the_next_prompt() {
     assert!(
         texts[0].contains("hello") && texts[1].contains("Remember the note."),
         "{texts:?}"
+    );
+}
+
+/// `ctx.ui.getAllThemes()`, `getTheme()` and `setTheme()` outside the interactive mode
+/// answer as Pi's do (themes-ui.ts): no themes and no theme in print and RPC mode;
+/// `setTheme` fails with "UI not available" in print mode and "Theme switching not
+/// supported in RPC mode" over RPC.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn themes_are_not_available_in_print_and_rpc_mode() {
+    let s = Setup::new(json!([])).await;
+    let ext = fixture("themes-ui.ts");
+    let (code, stdout, stderr) = s.pi(&["-e", &ext, "-p", "/themes-list", "/theme-set dark"]);
+    assert_eq!(code, 0, "{stdout}{stderr}");
+    for line in [
+        "themes: \n",
+        "getTheme dark: undefined none \n",
+        "setTheme dark: {\"success\":false,\"error\":\"UI not available\"}",
+    ] {
+        assert!(stderr.contains(line), "{line:?} missing:\n{stderr}");
+    }
+
+    let mut child = s
+        .command(&["-e", &ext, "--mode", "rpc"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
+    writeln!(
+        stdin,
+        r#"{{"id":"1","type":"prompt","message":"/themes-list"}}"#
+    )
+    .unwrap();
+    writeln!(
+        stdin,
+        r#"{{"id":"2","type":"prompt","message":"/theme-set dark"}}"#
+    )
+    .unwrap();
+    let mut notices = Vec::new();
+    while notices.len() < 4 {
+        let Some(Ok(line)) = lines.next() else { break };
+        let v: Value = serde_json::from_str(&line).unwrap();
+        if v["type"] == "extension_ui_request" && v["method"] == "notify" {
+            notices.push(v["message"].as_str().unwrap().to_string());
+        }
+    }
+    drop(stdin);
+    assert!(child.wait().unwrap().success());
+    assert_eq!(
+        notices,
+        [
+            "themes: ",
+            "getTheme dark: undefined none ",
+            "getTheme nosuch: undefined",
+            "setTheme dark: {\"success\":false,\"error\":\"Theme switching not supported in RPC mode\"}",
+        ]
     );
 }

@@ -80,6 +80,31 @@ impl Tmux {
         String::from_utf8_lossy(&out.stdout).into_owned()
     }
 
+    /// The screen with its colours (SGR escapes).
+    fn capture_ansi(&self) -> String {
+        let out = self
+            .tmux()
+            .args(["capture-pane", "-p", "-e", "-t", "t"])
+            .output()
+            .expect("capture-pane");
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    }
+
+    /// Waits until the screen with its colours satisfies `done`.
+    fn wait_until_ansi(&self, what: &str, done: impl Fn(&str) -> bool) -> String {
+        let deadline = Instant::now() + Duration::from_secs(20);
+        loop {
+            let screen = self.capture_ansi();
+            if done(&screen) {
+                return screen;
+            }
+            if Instant::now() > deadline {
+                panic!("timed out waiting for {what:?}; screen:\n{screen}");
+            }
+            std::thread::sleep(Duration::from_millis(100));
+        }
+    }
+
     /// Waits until the screen contains `text`; the screen is in the panic message otherwise.
     fn wait_for(&self, text: &str) -> String {
         self.wait_until(text, |s| s.contains(text))
@@ -254,6 +279,131 @@ async fn themes_from_theme_paths_are_used_and_offered() {
         .unwrap_or_default()
         .to_string();
     assert!(row.contains("ext-ocean"), "{row}\n{screen}");
+}
+
+/// `ctx.ui.getAllThemes()`, `getTheme()` and `setTheme()` in the interactive mode
+/// (themes-ui.ts): the list is every theme the screen can show (built-ins, the user's theme
+/// files, the themes `resources_discover` contributed), sorted by name; `setTheme` by name
+/// repaints the screen in that theme and saves the setting; an unknown name is Pi's error
+/// and the default theme; a theme object from `getTheme` is shown without being saved.
+#[tokio::test(flavor = "multi_thread")]
+async fn extensions_list_get_and_set_themes_on_screen() {
+    if !enabled() {
+        eprintln!("skipped: set PI_TUI_E2E=1 (needs tmux)");
+        return;
+    }
+    let setup = Setup::new(json!([])).await;
+    let themes = setup.cwd.join("ext-themes");
+    std::fs::create_dir_all(&themes).unwrap();
+    // Every colour of the screen's chrome in one hue, so the repaint shows.
+    let ocean: serde_json::Map<String, serde_json::Value> = [
+        "accent",
+        "border",
+        "borderMuted",
+        "muted",
+        "dim",
+        "success",
+        "warning",
+    ]
+    .iter()
+    .map(|k| (k.to_string(), json!("#2080c0")))
+    .collect();
+    std::fs::write(
+        themes.join("ocean.json"),
+        json!({"name": "ext-ocean", "colors": ocean}).to_string(),
+    )
+    .unwrap();
+    std::fs::create_dir_all(setup.agent.join("themes")).unwrap();
+    std::fs::write(
+        setup.agent.join("themes").join("mine.json"),
+        json!({"name": "mine", "colors": {"accent": "#c02080"}}).to_string(),
+    )
+    .unwrap();
+    let command = format!(
+        "env PI_CODING_AGENT_DIR={} XDG_CACHE_HOME={} DISCOVER_THEMES={} THEME_PROBE=ext-ocean {} --session-dir {} --model fakeoai/fake-model -e {}; sleep 30",
+        quote(&setup.agent.display().to_string()),
+        quote(&setup.agent.join("cache").display().to_string()),
+        quote(&themes.display().to_string()),
+        quote(pi_bin()),
+        quote(&setup.sessions.display().to_string()),
+        quote(&fixture("themes-ui.ts")),
+    );
+    let tmux = Tmux::start(
+        &format!("pi-ext-settheme-{}", std::process::id()),
+        &setup.cwd,
+        &command,
+    );
+    const OCEAN: &str = "38;2;32;128;192";
+    tmux.wait_for("fake-model");
+    assert!(!tmux.capture_ansi().contains(OCEAN));
+
+    tmux.keys(&["/themes-list", "Enter"]);
+    tmux.wait_for("themes: dark,ext-ocean+,light,mine+");
+    tmux.wait_for("getTheme ext-ocean: ext-ocean ocean.json styled");
+    tmux.wait_for("getTheme nosuch: undefined");
+
+    // By name: the screen repaints in the theme, and the setting is saved.
+    tmux.keys(&["/theme-set ext-ocean", "Enter"]);
+    tmux.wait_for("setTheme ext-ocean: {\"success\":true}");
+    tmux.wait_until_ansi("the ocean colours", |s| s.contains(OCEAN));
+    let settings: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(setup.agent.join("settings.json")).unwrap())
+            .unwrap();
+    assert_eq!(settings["theme"], "ext-ocean", "{settings}");
+
+    // An unknown name: Pi's error, and the default theme on screen; the setting stays.
+    tmux.keys(&["/theme-set nosuch", "Enter"]);
+    tmux.wait_for("setTheme nosuch: {\"success\":false,\"error\":\"Theme not found: nosuch\"}");
+    tmux.wait_until_ansi("the default colours", |s| !s.contains(OCEAN));
+    let settings: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(setup.agent.join("settings.json")).unwrap())
+            .unwrap();
+    assert_eq!(settings["theme"], "ext-ocean", "{settings}");
+
+    // A theme object getTheme() gave: shown, not saved.
+    tmux.keys(&["/theme-object ext-ocean", "Enter"]);
+    tmux.wait_for("setTheme object ext-ocean: {\"success\":true}");
+    tmux.wait_until_ansi("the ocean colours again", |s| s.contains(OCEAN));
+}
+
+/// A command's `ctx.reload()` in the interactive mode is the screen's /reload: keybindings
+/// edited meanwhile take effect (here `app.model.select` on alt+y) without typing /reload.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_command_reload_refreshes_the_screen() {
+    if !enabled() {
+        eprintln!("skipped: set PI_TUI_E2E=1 (needs tmux)");
+        return;
+    }
+    let setup = Setup::new(json!([])).await;
+    let command = format!(
+        "env PI_CODING_AGENT_DIR={} XDG_CACHE_HOME={} {} --session-dir {} --model fakeoai/fake-model -e {}; sleep 30",
+        quote(&setup.agent.display().to_string()),
+        quote(&setup.agent.join("cache").display().to_string()),
+        quote(pi_bin()),
+        quote(&setup.sessions.display().to_string()),
+        quote(&fixture("themes-ui.ts")),
+    );
+    let tmux = Tmux::start(
+        &format!("pi-ext-cmdreload-{}", std::process::id()),
+        &setup.cwd,
+        &command,
+    );
+    tmux.wait_for("fake-model");
+    std::fs::write(
+        setup.agent.join("keybindings.json"),
+        json!({"app.model.select": "alt+y"}).to_string(),
+    )
+    .unwrap();
+    tmux.keys(&["/reload-now", "Enter"]);
+    tmux.wait_for("session_start after reload");
+    tmux.wait_until("idle after /reload-now", |s| !s.contains("Working..."));
+    tmux.keys(&["M-y"]);
+    tmux.wait_for("Select model");
+    // With /reload's notice.
+    tmux.keys(&["Escape"]);
+    let screen = tmux.wait_until("the picker closed", |s| !s.contains("Select model"));
+    assert!(screen.contains("Reloaded keybindings"), "{screen}");
+    assert!(!screen.contains("Reload failed"), "{screen}");
 }
 
 /// `/login` for a provider an extension registers with `oauth` (oauth-questions.ts): the

@@ -165,8 +165,9 @@ pub struct Resources {
     /// Enabled extension files of installed packages (filled by the caller that resolved
     /// the packages; [`Resources::load`] leaves it empty).
     pub package_extensions: Vec<PathBuf>,
-    /// Theme files and directories extensions contributed (`resources_discover`'s
-    /// `themePaths`), for the interactive mode's themes.
+    /// Theme files and directories for the interactive mode's themes: the ones the caller
+    /// found (the project's, the user's, packages'), then the ones extensions contributed
+    /// (`resources_discover`'s `themePaths`).
     pub theme_paths: Vec<PathBuf>,
 }
 

@@ -37,6 +37,7 @@ pub use discover::{extension_paths, DiscoverOptions};
 use execute_tool::ToolMessage;
 pub use providers::with_providers;
 pub use sidecar::Sidecar;
+pub use state::set_ui_themes;
 pub use tool::ExtensionTool;
 pub use virtual_models::{virtual_model_of, with_virtual_models};
 

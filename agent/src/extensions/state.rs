@@ -26,6 +26,23 @@ pub(super) struct SyncMark {
     models_sent: bool,
     /// What the context usage last sent was computed for: (entries, leaf, model).
     usage_for: Option<(usize, Option<String>, Option<String>)>,
+    /// The generation of the UI's theme list last sent (0: none sent).
+    themes_sent: u64,
+}
+
+/// The themes the interactive mode can show, as it last listed them (`[{name, path}]`),
+/// with a generation that grows at every change. `ctx.ui.getAllThemes()` and `getTheme()`
+/// are synchronous, so every sidecar of the process gets the list with its state.
+static UI_THEMES: std::sync::Mutex<(u64, Option<Value>)> = std::sync::Mutex::new((0, None));
+
+/// Sets the theme list the extensions' `ctx.ui.getAllThemes()` sees (the TUI, at start-up
+/// and after a reload): `[{"name", "path"}]`, `path` null for a built-in theme.
+pub fn set_ui_themes(themes: Value) {
+    let mut slot = UI_THEMES.lock().unwrap_or_else(|e| e.into_inner());
+    if slot.1.as_ref() != Some(&themes) {
+        slot.0 += 1;
+        slot.1 = Some(themes);
+    }
 }
 
 /// The `set_state` parameters that bring the sidecar's copy up to date, as JSON text
@@ -107,6 +124,13 @@ pub(super) fn state_update(agent: &AgentSession, mark: &mut SyncMark) -> String 
         });
         let _ = write!(out, ",\"contextUsage\":{}", usage.unwrap_or(Value::Null));
         mark.usage_for = usage_for;
+    }
+    {
+        let slot = UI_THEMES.lock().unwrap_or_else(|e| e.into_inner());
+        if let (true, Some(themes)) = (slot.0 != mark.themes_sent, &slot.1) {
+            let _ = write!(out, ",\"themes\":{themes}");
+            mark.themes_sent = slot.0;
+        }
     }
     if !mark.models_sent {
         let models: Vec<Value> = agent

@@ -383,6 +383,32 @@ pub mod tui_relay {
         *relay = Relay::Attached(Box::new(deliver));
     }
 
+    type Reload = Box<dyn Fn(tokio::sync::mpsc::UnboundedSender<()>) + Send>;
+
+    static RELOAD: Mutex<Option<Reload>> = Mutex::new(None);
+
+    /// From now on a command's `ctx.reload()` asks the screen (`ask`, any thread), which
+    /// reloads as its /reload does and then answers on the channel it was given.
+    pub fn attach_reload(ask: impl Fn(tokio::sync::mpsc::UnboundedSender<()>) + Send + 'static) {
+        *RELOAD.lock().unwrap_or_else(|e| e.into_inner()) = Some(Box::new(ask));
+    }
+
+    /// Has the screen reload (see [`attach_reload`]) and waits for it; `false` when no
+    /// screen is attached (the caller reloads itself).
+    pub async fn reload_on_screen() -> bool {
+        let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
+        {
+            let ask = RELOAD.lock().unwrap_or_else(|e| e.into_inner());
+            let Some(ask) = ask.as_ref() else {
+                return false;
+            };
+            ask(tx);
+        }
+        // The screen gone (quitting) counts as done.
+        let _ = rx.recv().await;
+        true
+    }
+
     #[cfg(test)]
     mod tests {
         use serde_json::json;

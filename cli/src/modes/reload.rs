@@ -4,8 +4,8 @@
 //! host; the extensions are loaded again in a new process ([`super::extensions::reload`]);
 //! then `session_start` and `resources_discover` follow ([`Host::reload_end`]).
 //!
-//! The interactive mode's own `/reload` also refreshes its screen (keybindings, themes, the
-//! model picker); a command's reload there updates the session only.
+//! In the interactive mode a command's reload is the screen's own `/reload`, which also
+//! refreshes keybindings, themes and the model picker (`tui_relay::reload_on_screen`).
 
 use std::sync::{Arc, Mutex, Weak};
 
@@ -31,6 +31,10 @@ pub fn install(extensions: &Extensions, host: &Arc<Host>, args: &RunArgs, settin
         let args = args.clone();
         let applied = applied.clone();
         Box::pin(async move {
+            // In the TUI the screen reloads, as its /reload (keybindings, themes, ...).
+            if super::extensions::tui_relay::reload_on_screen().await {
+                return Ok(());
+            }
             let host = weak.upgrade().ok_or("the session has ended")?;
             host.reload_begin().await?;
             let announce = args.clone();

@@ -97,6 +97,15 @@ impl Settings {
         options.package_prompt_paths = packages.enabled(Kind::Prompts);
         let mut resources = Resources::load(&options);
         resources.package_extensions = packages.enabled(Kind::Extensions);
+        // The interactive mode's themes, before the ones extensions contribute: the
+        // project's `.pi/themes` (when trusted), `<agent>/themes`, installed packages' themes.
+        if self.trusted {
+            resources
+                .theme_paths
+                .push(pi_agent::config::project_config_dir(cwd).join("themes"));
+        }
+        resources.theme_paths.push(agent_dir.join("themes"));
+        resources.theme_paths.extend(packages.enabled(Kind::Themes));
         for failure in &packages.failures {
             resources.diagnostics.push(pi_agent::config::Diagnostic {
                 kind: "warning",

@@ -503,7 +503,11 @@ impl AgentSessionDriver {
         );
         env.settings = settings;
         // The themes extensions contributed stay (they are not asked again here).
-        env.resources.theme_paths = self.host.setup().resources.theme_paths;
+        for path in self.host.setup().resources.theme_paths {
+            if !env.resources.theme_paths.contains(&path) {
+                env.resources.theme_paths.push(path);
+            }
+        }
         self.host.set_resources(
             env.resources.clone(),
             env.settings.config.enable_skill_commands(),

@@ -53,6 +53,8 @@ pub enum Msg {
     LoginQuestion(Box<super::api_key_login::LoginQuestion>),
     /// The catalog changed off the UI thread (an extension's `refreshModels`).
     ModelsChanged,
+    /// A command's `ctx.reload()`: the loop reloads as /reload does, then answers.
+    ExtensionReload(tokio::sync::mpsc::UnboundedSender<()>),
 }
 
 /// The output line of a `!cmd` until it finishes.
@@ -206,6 +208,12 @@ pub enum Effect {
     SaveSetting {
         key: String,
         value: serde_json::Value,
+    },
+    /// An extension's `ctx.ui.setTheme()`: show the theme `name` (`""` or an unknown name:
+    /// the default), and with `save` make it the `theme` setting.
+    SetTheme {
+        name: String,
+        save: bool,
     },
     SaveScopedModels(Vec<String>),
     /// `/session`: show the session's file, id, message counts, tokens and cost.
@@ -1705,12 +1713,20 @@ pub fn update(app: &mut App, msg: Msg) -> Vec<Effect> {
             {
                 return vec![Effect::ExtensionsLoaded];
             }
+            if record.get("method").and_then(serde_json::Value::as_str) == Some("setTheme") {
+                return vec![Effect::SetTheme {
+                    name: record["theme"].as_str().unwrap_or_default().to_string(),
+                    save: record["save"].as_bool().unwrap_or(false),
+                }];
+            }
             super::ext_ui::apply(app, &record)
         }
         Msg::Llama(u) => return super::llama_view::on_update(app, u),
         Msg::Radius(u) => return super::login::on_radius(app, u),
         Msg::LoggedIn { provider, action } => return vec![Effect::LoginDone { provider, action }],
         Msg::ModelsChanged => return vec![Effect::RefreshModelList],
+        // The loop runs it (it needs the driver).
+        Msg::ExtensionReload(_) => {}
         Msg::LoginQuestion(question) => {
             app.dialog = Some(Dialog::Login(Box::new(
                 super::api_key_login::LoginDialog::Question(question),

@@ -414,14 +414,23 @@ pub fn run(mut opts: TuiOptions) -> anyhow::Result<i32> {
     let mut search = session_search::SessionSearch::default();
     let (tx, rx) = mpsc::channel::<Msg>();
     {
-        let tx = std::sync::Mutex::new(tx.clone());
+        let record_tx = std::sync::Mutex::new(tx.clone());
         crate::modes::extensions::tui_relay::attach(move |record| {
-            let _ = tx
+            let _ = record_tx
                 .lock()
                 .unwrap_or_else(|e| e.into_inner())
                 .send(Msg::Extension(record));
         });
+        // A command's `ctx.reload()` is this screen's /reload.
+        let reload_tx = std::sync::Mutex::new(tx.clone());
+        crate::modes::extensions::tui_relay::attach_reload(move |done| {
+            let _ = reload_tx
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .send(Msg::ExtensionReload(done));
+        });
     }
+    theme::publish(&opts.agent_dir, &app.settings.theme_paths);
     if app.footer.file_totals_pending {
         if let Some(snapshot) = driver.session() {
             let tx = tx.clone();
@@ -501,6 +510,11 @@ pub fn run(mut opts: TuiOptions) -> anyhow::Result<i32> {
             effects.extend(app::update(&mut app, Msg::Agent(ev)));
         }
         while let Ok(msg) = rx.try_recv() {
+            if let Msg::ExtensionReload(done) = msg {
+                session_ops::reload_for_extension(&mut app, driver.as_mut(), &opts.agent_dir);
+                let _ = done.send(());
+                continue;
+            }
             effects.extend(app::update(&mut app, msg));
         }
         if app.working || app.compacting || app.summarizing_branch {
@@ -865,6 +879,17 @@ fn apply_effect(
             let _ = write!(out, "\x1b]52;c;{b64}\x07");
             let _ = out.flush();
             app.notice("Copied last message to clipboard");
+        }
+        Effect::SetTheme { name, save } => {
+            let (theme, _) = theme::Theme::load(&name, &opts.agent_dir, &app.settings.theme_paths);
+            app.theme = theme;
+            app.transcript.theme_changed();
+            if save && app.settings.theme != name {
+                app.settings.theme = name.clone();
+                if let Err(e) = save_setting(&opts.agent_dir, "theme", name.into()) {
+                    app.notice(format!("Could not save theme: {e}"));
+                }
+            }
         }
         Effect::SaveSetting { key, value } => {
             if let Err(e) = save_setting(&opts.agent_dir, &key, value) {

@@ -296,6 +296,20 @@ pub fn reload(app: &mut App, driver: &mut dyn AgentDriver, agent_dir: &Path) {
         app.notice("Wait for compaction to finish before reloading.");
         return;
     }
+    reload_now(app, driver, agent_dir);
+}
+
+/// A command's `ctx.reload()`: /reload, while the command that asked runs on (Pi's
+/// `handleReloadCommand()`; the agent's streaming state decides, not the UI's).
+pub fn reload_for_extension(app: &mut App, driver: &mut dyn AgentDriver, agent_dir: &Path) {
+    if app.compacting {
+        app.notice("Wait for compaction to finish before reloading.");
+        return;
+    }
+    reload_now(app, driver, agent_dir);
+}
+
+fn reload_now(app: &mut App, driver: &mut dyn AgentDriver, agent_dir: &Path) {
     match driver.reload() {
         Ok(r) => {
             // models.json was read again: the picker lists what the registry has now.
@@ -306,10 +320,12 @@ pub fn reload(app: &mut App, driver: &mut dyn AgentDriver, agent_dir: &Path) {
                 }
             }
             apply_reloaded(app, agent_dir, r);
-            // The reloaded extensions' shortcuts replace the old ones.
-            let (shortcuts, _) =
-                super::ext_ui::shortcuts_of(&driver.extension_shortcuts(), &app.keys);
-            app.ext_ui.shortcuts = shortcuts;
+            // The reloaded extensions' shortcuts and commands replace the old ones.
+            super::ext_ui::refresh_registrations(
+                app,
+                &driver.extension_shortcuts(),
+                driver.extension_commands(),
+            );
         }
         Err(e) => app
             .transcript
@@ -341,6 +357,7 @@ fn apply_reloaded_quietly(app: &mut App, agent_dir: &Path, r: Reloaded) {
     app.settings.double_escape = r.double_escape;
     app.settings.theme = r.theme;
     app.settings.theme_paths = r.theme_paths;
+    super::theme::publish(agent_dir, &app.settings.theme_paths);
     app.settings.skip_branch_prompt = r.skip_branch_prompt;
     app.settings.external_editor = r.external_editor;
     app.footer.auto_compact = r.auto_compact;

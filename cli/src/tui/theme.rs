@@ -194,7 +194,15 @@ fn theme_files(paths: &[PathBuf]) -> Vec<PathBuf> {
 /// The theme files under `paths` that parse, with their names (the JSON's `name`, else the
 /// file's stem), first of each name.
 fn named_themes(paths: &[PathBuf]) -> Vec<(String, Value)> {
-    let mut out: Vec<(String, Value)> = Vec::new();
+    named_theme_files(paths)
+        .into_iter()
+        .map(|(n, v, _)| (n, v))
+        .collect()
+}
+
+/// [`named_themes`] with the file each came from.
+fn named_theme_files(paths: &[PathBuf]) -> Vec<(String, Value, PathBuf)> {
+    let mut out: Vec<(String, Value, PathBuf)> = Vec::new();
     for file in theme_files(paths) {
         let Some(v) = std::fs::read_to_string(&file)
             .ok()
@@ -209,8 +217,8 @@ fn named_themes(paths: &[PathBuf]) -> Vec<(String, Value)> {
                 .map(|s| s.to_string_lossy().into_owned())
                 .unwrap_or_default(),
         };
-        if !name.is_empty() && !out.iter().any(|(n, _)| *n == name) {
-            out.push((name, v));
+        if !name.is_empty() && !out.iter().any(|(n, _, _)| *n == name) {
+            out.push((name, v, file));
         }
     }
     out
@@ -230,6 +238,42 @@ pub fn find_named(name: &str, paths: &[PathBuf]) -> Option<Theme> {
 /// The names of the themes under `paths`, in the order they were found.
 pub fn theme_names(paths: &[PathBuf]) -> Vec<String> {
     named_themes(paths).into_iter().map(|(n, _)| n).collect()
+}
+
+/// Every theme [`Theme::load`] can show, first of each name, with its file (none for the
+/// built-in `dark` and `light`): the built-ins, `<agent-dir>/themes/<name>.json`, then the
+/// themes under `paths`. Pi's `getAvailableThemesWithPaths()` without its generated
+/// `system` theme, which this interface does not have.
+pub fn available(agent_dir: &Path, paths: &[PathBuf]) -> Vec<(String, Option<PathBuf>)> {
+    let mut out: Vec<(String, Option<PathBuf>)> =
+        vec![("dark".into(), None), ("light".into(), None)];
+    let mut add = |name: String, path: PathBuf| {
+        if !out.iter().any(|(n, _)| *n == name) {
+            out.push((name, Some(path)));
+        }
+    };
+    // Found there by their file name (the ones that parse).
+    for (_, _, file) in named_theme_files(&[agent_dir.join("themes")]) {
+        if let Some(stem) = file.file_stem().map(|s| s.to_string_lossy().into_owned()) {
+            add(stem, file);
+        }
+    }
+    for (name, _, file) in named_theme_files(paths) {
+        add(name, file);
+    }
+    out
+}
+
+/// Tells the extensions which themes there are ([`available`]), for their synchronous
+/// `ctx.ui.getAllThemes()` and `getTheme()`.
+pub fn publish(agent_dir: &Path, paths: &[PathBuf]) {
+    let list: Vec<Value> = available(agent_dir, paths)
+        .into_iter()
+        .map(|(name, path)| {
+            serde_json::json!({"name": name, "path": path.map(|p| p.display().to_string())})
+        })
+        .collect();
+    pi_agent::extensions::set_ui_themes(Value::Array(list));
 }
 
 /// `"#rrggbb"`, a 256-colour index, `""` (terminal default) or a var name (depth-limited,
@@ -289,6 +333,23 @@ mod tests {
         assert_eq!((t.accent, warning), (Color::Rgb(1, 2, 3), None));
         let (t, warning) = Theme::load("forest", &agent, &paths);
         assert_eq!((t.accent, warning), (Color::Indexed(2), None));
+        // Every theme there is: built-ins, the user's by file name, then the contributed.
+        std::fs::create_dir_all(agent.join("themes")).unwrap();
+        std::fs::write(agent.join("themes/mine.json"), r#"{"colors": {}}"#).unwrap();
+        std::fs::write(agent.join("themes/broken.json"), "{").unwrap();
+        let names: Vec<(String, bool)> = available(&agent, &paths)
+            .into_iter()
+            .map(|(n, p)| (n, p.is_some()))
+            .collect();
+        let expected = [("dark", false), ("light", false), ("mine", true)]
+            .into_iter()
+            .chain([("ocean", true), ("forest", true)]);
+        assert_eq!(
+            names,
+            expected
+                .map(|(n, p)| (n.to_string(), p))
+                .collect::<Vec<_>>()
+        );
         let (t, warning) = Theme::load("ocean", &agent, &[]);
         assert_eq!(t.accent, Theme::dark().accent);
         assert!(warning.is_some());
