@@ -610,6 +610,9 @@ function makeApi(extension) {
       if (c.oauth && typeof c.oauth.login === "function") {
         state.oauthProviders.set(name, { oauth: c.oauth, extension });
         plain.oauth = { name: typeof c.oauth.name === "string" && c.oauth.name ? c.oauth.name : name };
+        // `modifyModels(models, credentials)` stays here: the host asks it (modify_models)
+        // whenever the provider's stored OAuth credential is known or changes.
+        if (typeof c.oauth.modifyModels === "function") plain.oauth.modifyModels = true;
       }
       // `refreshModels` stays here too: the host's model refreshes call it (refresh_models).
       state.modelRefreshers.delete(name);
@@ -1247,12 +1250,16 @@ const methods = {
   },
   // Pi's model refresh of the providers registered with `refreshModels`: each one's
   // refreshModels(context) with Pi's context (the stored credential, `allowNetwork`, a
-  // signal, the provider's baseUrl; nothing is persisted between runs, so `stored` is
-  // undefined and `publish` only applies an `update`). A returned list replaces the
-  // provider's models; a failing refresh keeps them.
+  // signal, the provider's baseUrl, `stored`: the provider's entry of models-store.json as
+  // the host read it). `publish({persist, update})` records `persist` (an entry, or null to
+  // delete it), which the host writes to models-store.json when the answer arrives, then
+  // applies `update`. A returned list replaces the provider's models; a failing refresh
+  // keeps them.
   async refresh_models(params) {
     const names = Array.isArray(params.providers) ? params.providers : [...state.modelRefreshers.keys()];
     const credentials = params.credentials || {};
+    const storedEntries = params.stored || {};
+    const persist = {};
     let changed = false;
     const errors = {};
     await Promise.all(names.map(async (name) => {
@@ -1260,16 +1267,19 @@ const methods = {
       const entry = state.providers.get(name);
       if (!refresher || !entry) return;
       const signal = AbortSignal.timeout(15_000);
+      const stored = storedEntries[name];
       try {
         const models = await refresher.refreshModels({
           credential: credentials[name],
-          stored: undefined,
+          stored: stored && typeof stored === "object" ? JSON.parse(JSON.stringify(stored)) : undefined,
           allowNetwork: !!params.allowNetwork,
           force: undefined,
           signal,
           baseUrl: entry.config.baseUrl,
           publish: async (publication) => {
             if (signal.aborted) return false;
+            if (publication && publication.persist === null) persist[name] = null;
+            else if (publication && publication.persist !== undefined) persist[name] = JSON.parse(JSON.stringify(publication.persist));
             if (publication && typeof publication.update === "function") publication.update();
             return true;
           },
@@ -1284,7 +1294,17 @@ const methods = {
         errors[name] = errorText(err);
       }
     }));
-    return { changed, errors, providers: providerDeclarations() };
+    return { changed, errors, persist, providers: providerDeclarations() };
+  },
+  // Pi's `oauth.modifyModels(models, credentials)` of a provider whose stored credential is
+  // an OAuth one: the host sends the provider's models (Pi's Model objects, as the catalog
+  // has them without this step) and takes the returned list.
+  async modify_models(params) {
+    const entry = state.oauthProviders.get(params.provider);
+    if (!entry || typeof entry.oauth.modifyModels !== "function") return { models: null };
+    const models = entry.oauth.modifyModels(Array.isArray(params.models) ? params.models : [], params.credentials || {});
+    if (!Array.isArray(models)) throw new Error("modifyModels returned no list");
+    return { models: JSON.parse(JSON.stringify(models)) };
   },
   // An expired credential of such a provider: its refreshToken(credentials, signal).
   async oauth_refresh(params) {

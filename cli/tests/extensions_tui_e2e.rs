@@ -382,3 +382,51 @@ async fn the_start_up_refresh_runs_refresh_models_with_network() {
         "live-online-api_key"
     );
 }
+
+/// Pi refreshes the catalogs when `/model <term>` names no model and when `/scoped-models`
+/// opens (fixtures/extensions/file-catalog.ts, whose `refreshModels` reads a file; offline,
+/// so no start-up refresh with network interferes): a model that appeared since start-up is
+/// taken at once by `/model`, and one that appears later is listed by `/scoped-models`.
+#[tokio::test(flavor = "multi_thread")]
+async fn model_and_scoped_models_refresh_the_catalogs() {
+    if !enabled() {
+        eprintln!("skipped: set PI_TUI_E2E=1 (needs tmux)");
+        return;
+    }
+    let setup = Setup::new(json!([{"text": "From the file catalog."}])).await;
+    let catalog = setup.agent.join("catalog.txt");
+    let command = format!(
+        "env PI_OFFLINE=1 PI_CODING_AGENT_DIR={} XDG_CACHE_HOME={} LOCAL_PROXY_URL={} LOCAL_PROXY_KEY=k CATALOG_FILE={} {} --session-dir {} --model fakeoai/fake-model -e {}; sleep 30",
+        quote(&setup.agent.display().to_string()),
+        quote(&setup.agent.join("cache").display().to_string()),
+        quote(&format!("http://127.0.0.1:{}/v1", setup.fake.port())),
+        quote(&catalog.display().to_string()),
+        quote(pi_bin()),
+        quote(&setup.sessions.display().to_string()),
+        quote(&fixture("file-catalog.ts")),
+    );
+    let tmux = Tmux::start(
+        &format!("pi-ext-catalogs-{}", std::process::id()),
+        &setup.cwd,
+        &command,
+    );
+    tmux.wait_for("fake-model");
+    std::fs::write(&catalog, "filecat-new\n").unwrap();
+    tmux.keys(&["-l", "/model filecat-new"]);
+    tmux.keys(&["Enter"]);
+    let screen = tmux.wait_until("the new model in the footer", |s| {
+        s.contains("Refreshing model catalogs")
+            && s.lines()
+                .any(|l| l.contains("filecat-new") && !l.contains("/model"))
+    });
+    assert!(!screen.contains("Search: filecat-new"), "{screen}");
+    tmux.keys(&["-l", "hello"]);
+    tmux.keys(&["Enter"]);
+    tmux.wait_for("From the file catalog.");
+    assert_eq!(setup.fake.requests()[0].body["model"], "filecat-new");
+
+    std::fs::write(&catalog, "filecat-new\nfilecat-later\n").unwrap();
+    tmux.keys(&["-l", "/scoped-models"]);
+    tmux.keys(&["Enter"]);
+    tmux.wait_for("filecat-later");
+}

@@ -211,8 +211,9 @@ pub fn start(
         bail!("unknown option {flag} (no loaded extension registers it)");
     }
     // Pi's refresh after the extensions registered their providers (without network, as at
-    // every start-up and reload): `refreshModels` lists join the catalog before a model is
-    // chosen.
+    // every start-up and reload): `refreshModels` lists and `oauth.modifyModels` join the
+    // catalog before a model is chosen.
+    ext.set_base_catalog(env.registry.clone());
     tokio::task::block_in_place(|| {
         handle.block_on(ext.refresh_models(&env.home.agent_dir, false, None))
     });
@@ -262,6 +263,7 @@ pub fn reload(
     };
     if let Some(ext) = &next {
         // As at start-up: the new providers' `refreshModels` lists, without network.
+        ext.set_base_catalog(env.registry.clone());
         tokio::task::block_in_place(|| {
             handle.block_on(ext.refresh_models(&env.home.agent_dir, false, None))
         });
@@ -278,10 +280,15 @@ pub fn reload(
     warning
 }
 
-/// Pi's catalog refresh with network (the interactive mode's after start-up and after a
-/// login): the extensions' `refreshModels` run again, on their runtime, from any thread;
-/// `true` when some provider's models changed.
-pub fn refresh_models_blocking(agent_dir: &Path, only: Option<&[String]>) -> bool {
+/// Pi's catalog refresh (the interactive mode's after start-up, with network, and after a
+/// login, with network unless `PI_OFFLINE`): the extensions' `refreshModels` and
+/// `oauth.modifyModels` run again, on their runtime, from any thread; `true` when some
+/// provider's models changed.
+pub fn refresh_models_blocking(
+    agent_dir: &Path,
+    only: Option<&[String]>,
+    allow_network: bool,
+) -> bool {
     let Some(ext) = current() else {
         return false;
     };
@@ -291,7 +298,7 @@ pub fn refresh_models_blocking(agent_dir: &Path, only: Option<&[String]>) -> boo
     else {
         return false;
     };
-    runtime.block_on(ext.refresh_models(agent_dir, true, only))
+    runtime.block_on(ext.refresh_models(agent_dir, allow_network, only))
 }
 
 /// Sends `session_shutdown` and stops every sidecar this process started.

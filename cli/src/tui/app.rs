@@ -53,6 +53,11 @@ pub enum Msg {
     LoginQuestion(Box<super::api_key_login::LoginQuestion>),
     /// The catalog changed off the UI thread (an extension's `refreshModels`).
     ModelsChanged,
+    /// The catalog refresh `/model` or `/scoped-models` asked for ended; `query` is the
+    /// `/model <term>` that had no match before it.
+    CatalogsRefreshed {
+        query: Option<String>,
+    },
 }
 
 /// The output line of a `!cmd` until it finishes.
@@ -206,6 +211,12 @@ pub enum Effect {
         value: serde_json::Value,
     },
     SaveScopedModels(Vec<String>),
+    /// Pi's catalog refresh when `/model` or `/scoped-models` opens (the extensions'
+    /// `refreshModels`, off the UI thread); `Some(term)`: `/model <term>` had no match and is
+    /// looked up again afterwards.
+    RefreshCatalogs(Option<String>),
+    /// `/model <term>` after the catalog refresh: the model, else the picker.
+    ModelQuery(String),
     /// `/session`: show the session's file, id, message counts, tokens and cost.
     SessionInfo,
 }
@@ -868,6 +879,59 @@ impl App {
         }
     }
 
+    /// `/model <term>`: the model whose `provider/id` or id is the term, else the picker
+    /// filtered by it (refreshing the catalogs again as it opens, as Pi's picker does).
+    pub fn model_query(&mut self, q: String, out: &mut Vec<Effect>) {
+        match self
+            .models
+            .iter()
+            .find(|m| m.key() == q || m.id == q)
+            .cloned()
+        {
+            Some(m) => self.set_model(m, out),
+            None => {
+                self.open_model_picker();
+                if let Some(Dialog::ModelPicker(p)) = self.dialog.as_mut() {
+                    p.query = q;
+                    p.selected = 0;
+                }
+                out.push(Effect::RefreshCatalogs(None));
+            }
+        }
+    }
+
+    /// The catalog changed: an open model picker or `/scoped-models` list shows the new one
+    /// (choices made in the list kept; a new model enabled when the settings name it).
+    pub fn catalog_changed(&mut self) {
+        match self.dialog.as_mut() {
+            Some(Dialog::ModelPicker(p)) => {
+                p.models = self.models.clone();
+                p.selected = p.selected.min(p.filtered().len().saturating_sub(1));
+            }
+            Some(Dialog::ScopedModels(s)) => {
+                let was: Vec<(String, bool)> = s
+                    .models
+                    .iter()
+                    .zip(&s.enabled)
+                    .map(|(m, on)| (m.key(), *on))
+                    .collect();
+                s.enabled = self
+                    .models
+                    .iter()
+                    .map(|m| {
+                        let key = m.key();
+                        was.iter()
+                            .find(|(k, _)| *k == key)
+                            .map_or_else(|| self.scoped.contains(&key), |(_, on)| *on)
+                    })
+                    .collect();
+                s.models = self.models.clone();
+                s.selected = s.selected.min(s.models.len().saturating_sub(1));
+            }
+            _ => {}
+        }
+    }
+
     pub fn open_model_picker(&mut self) {
         let current = self.model.as_ref().map(ModelInfo::key);
         let selected = self
@@ -1281,28 +1345,25 @@ impl App {
         };
         let arg = (!args.is_empty()).then(|| args.to_string());
         match name {
-            "model" => {
-                if let Some(q) = arg {
-                    match self
-                        .models
-                        .iter()
-                        .find(|m| m.key() == q || m.id == q)
-                        .cloned()
-                    {
-                        Some(m) => self.set_model(m, out),
-                        None => {
-                            self.open_model_picker();
-                            if let Some(Dialog::ModelPicker(p)) = self.dialog.as_mut() {
-                                p.query = q;
-                                p.selected = 0;
-                            }
-                        }
-                    }
-                } else {
-                    self.open_model_picker();
+            "model" => match arg {
+                // Pi refreshes the catalogs first when the term names no model (unless
+                // scoped models limit the choice), then looks again.
+                Some(q)
+                    if self.scoped.is_empty()
+                        && !self.models.iter().any(|m| m.key() == q || m.id == q) =>
+                {
+                    self.notice("Refreshing model catalogs…");
+                    out.push(Effect::RefreshCatalogs(Some(q)));
                 }
-            }
+                Some(q) => self.model_query(q, out),
+                None => {
+                    self.open_model_picker();
+                    out.push(Effect::RefreshCatalogs(None));
+                }
+            },
             "scoped-models" => {
+                // Pi refreshes the catalogs while the list is open.
+                out.push(Effect::RefreshCatalogs(None));
                 let enabled = self
                     .models
                     .iter()
@@ -1702,6 +1763,11 @@ pub fn update(app: &mut App, msg: Msg) -> Vec<Effect> {
         Msg::Radius(u) => return super::login::on_radius(app, u),
         Msg::LoggedIn { provider, action } => return vec![Effect::LoginDone { provider, action }],
         Msg::ModelsChanged => return vec![Effect::RefreshModelList],
+        Msg::CatalogsRefreshed { query } => {
+            let mut out = vec![Effect::RefreshModelList];
+            out.extend(query.map(Effect::ModelQuery));
+            return out;
+        }
         Msg::LoginQuestion(question) => {
             app.dialog = Some(Dialog::Login(Box::new(
                 super::api_key_login::LoginDialog::Question(question),

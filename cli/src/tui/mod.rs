@@ -439,7 +439,7 @@ pub fn run(mut opts: TuiOptions) -> anyhow::Result<i32> {
         let tx = tx.clone();
         let agent_dir = opts.agent_dir.clone();
         std::thread::spawn(move || {
-            if crate::modes::extensions::refresh_models_blocking(&agent_dir, None) {
+            if crate::modes::extensions::refresh_models_blocking(&agent_dir, None, true) {
                 let _ = tx.send(Msg::ModelsChanged);
             }
         });
@@ -692,7 +692,30 @@ fn apply_effect(
         Effect::OpenLogout => login::open_logout(app, &opts.agent_dir),
         Effect::Logout(provider) => login::logout(app, &opts.agent_dir, &provider),
         Effect::Llama(action) => llama_view::apply(app, driver, &opts.agent_dir, tx, action),
-        Effect::RefreshModelList => app.models = driver.models(),
+        Effect::RefreshModelList => {
+            app.models = driver.models();
+            app.catalog_changed();
+        }
+        Effect::RefreshCatalogs(query) => {
+            let (tx, agent_dir) = (tx.clone(), opts.agent_dir.clone());
+            std::thread::spawn(move || {
+                crate::modes::extensions::refresh_models_blocking(
+                    &agent_dir,
+                    None,
+                    crate::modes::radius_refresh::network_allowed(),
+                );
+                let _ = tx.send(Msg::CatalogsRefreshed { query });
+            });
+        }
+        Effect::ModelQuery(q) => {
+            let mut out = Vec::new();
+            app.model_query(q, &mut out);
+            for effect in out {
+                if apply_effect(app, driver, opts, terminal, tx, search, effect)? {
+                    return Ok(true);
+                }
+            }
+        }
         Effect::SetRadiusModels(models) => {
             driver.set_radius_models(models);
             app.models = driver.models();
