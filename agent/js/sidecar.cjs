@@ -753,7 +753,38 @@ function handlersOf(event) {
 // The AbortControllers of emits the host may abort (`session_before_*`), by emit id.
 const abortableEmits = new Map();
 
-async function emit(event, payload, emitId) {
+// Pi's context of `project_trust` handlers (its cli/project-trust.js): `cwd`, `mode`,
+// `hasUI` and a `ui` of `select`, `confirm`, `input` and `notify`. With `hasUI` (the
+// interactive mode's start, before the session's screen exists) the dialogs are the host's
+// start-up questions (`trust_dialog`); without, they answer at once as Pi's do, and
+// `notify` writes to stderr outside the interactive mode.
+function projectTrustContext(hasUI) {
+  const ask = (fields) => (hasUI ? requestHost("trust_dialog", fields) : Promise.resolve(null));
+  return {
+    cwd: state.cwd,
+    mode: state.mode,
+    hasUI,
+    ui: {
+      select: async (title, options) => {
+        const r = await ask({ title: String(title), options: (options || []).map(String) });
+        return r && typeof r.value === "string" ? r.value : undefined;
+      },
+      confirm: async (title, message) => {
+        const r = await ask({ title: `${title}\n${message}`, options: ["Yes", "No"] });
+        return !!(r && r.value === "Yes");
+      },
+      input: async (title, placeholder) => {
+        const r = await ask({ title: String(title), placeholder: placeholder === undefined ? undefined : String(placeholder), input: true });
+        return r && typeof r.value === "string" ? r.value : undefined;
+      },
+      notify: (message, type) => {
+        if (state.mode !== "tui") process.stderr.write(`${message}\n`);
+      },
+    },
+  };
+}
+
+async function emit(event, payload, emitId, trustUI) {
   const ctx = makeContext(undefined);
   if (event === "tool_call") {
     let result;
@@ -899,10 +930,11 @@ async function emit(event, payload, emitId) {
   }
   if (event === "project_trust") {
     // The first "yes" or "no" decides; "undecided" (or nothing) lets later handlers, then
-    // the built-in flow, decide.
+    // the built-in flow, decide. Handlers get Pi's project-trust context, not the session's.
+    const trustCtx = projectTrustContext(!!trustUI);
     for (const { extension, handler } of handlersOf(event)) {
       try {
-        const r = await handler({ type: event, ...payload }, ctx);
+        const r = await handler({ type: event, ...payload }, trustCtx);
         if (r && (r.trusted === "yes" || r.trusted === "no")) {
           return { trusted: r.trusted, remember: r.remember === true };
         }
@@ -1108,7 +1140,7 @@ const methods = {
     if (state.model === null) state.model = undefined;
     return {};
   },
-  emit: (params) => emit(params.event, params.payload || {}, params.emitId),
+  emit: (params) => emit(params.event, params.payload || {}, params.emitId, params.trustUI),
   // A reload replaced these extensions (after their session_shutdown): as Pi's
   // invalidate(), the old context turns stale and `pi.events` subscriptions end. The
   // process runs on only while the command that called ctx.reload() finishes.

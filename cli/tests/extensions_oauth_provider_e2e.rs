@@ -301,5 +301,8 @@ async fn modify_models_projects_the_providers_models_for_the_stored_login() {
     assert_eq!(stdout, "From the account endpoint.\n");
     let sent = s.fake.requests();
     assert_eq!(sent.len(), 1);
-    assert_eq!(sent[0].headers["authorization"], "Bearer fake-access-token-acct-t1");
+    assert_eq!(
+        sent[0].headers["authorization"],
+        "Bearer fake-access-token-acct-t1"
+    );
 }

@@ -22,6 +22,7 @@ mod request_hooks;
 mod sidecar;
 mod state;
 mod tool;
+pub mod trust;
 mod virtual_models;
 
 use std::collections::HashMap;
@@ -225,6 +226,9 @@ struct Shared {
     oauth_logins: oauth::OAuthLogins,
     /// What `oauth.modifyModels` made of providers' models.
     credential_models: providers::CredentialModels,
+    /// Answers `project_trust` handlers' dialogs while [`Preloaded::project_trust`] runs
+    /// with one.
+    trust_dialog: Mutex<Option<trust::TrustDialog>>,
     /// Providers registered in the config form (`{name, config}`; see [`with_providers`]),
     /// as last declared or refreshed.
     providers: Mutex<Vec<Value>>,
@@ -359,6 +363,11 @@ impl Shared {
             }
             "abort_builtin_stream" => providers::abort_builtin_stream(self, &params),
             "oauth_event" => self.oauth_logins.event(&params),
+            "trust_dialog" => {
+                if let Some(id) = id {
+                    trust::dialog(self, &params, id);
+                }
+            }
             "oauth_prompt" => {
                 if let Some(id) = id {
                     self.oauth_logins.prompt(self, &params, id);
@@ -1028,6 +1037,7 @@ impl Extensions {
             provider_streams: providers::ProviderStreams::default(),
             oauth_logins: oauth::OAuthLogins::default(),
             credential_models: providers::CredentialModels::default(),
+            trust_dialog: Mutex::new(None),
             providers: Mutex::new(Vec::new()),
         });
         let inbound_shared = shared.clone();
@@ -1764,18 +1774,35 @@ impl Preloaded {
 
     /// Pi's `project_trust` for `cwd`: the first handler answering `"yes"` or `"no"` decides;
     /// `None` when none does (`"undecided"`, no handler, or a failure, which is reported).
-    pub async fn project_trust(&self, cwd: &Path) -> Option<TrustAnswer> {
+    /// With `dialog` (the interactive mode's start) handlers see `ctx.hasUI` true and their
+    /// `ctx.ui.select` / `confirm` / `input` are asked through it, without a time limit (the
+    /// user answers); without, they answer at once.
+    pub async fn project_trust(
+        &self,
+        cwd: &Path,
+        dialog: Option<trust::TrustDialog>,
+    ) -> Option<TrustAnswer> {
         if !self.events.iter().any(|e| e == "project_trust") || self.sidecar.exited() {
             return None;
         }
-        let answer = self
-            .sidecar
-            .request_bounded(
-                "emit",
-                json!({"event": "project_trust", "payload": {"cwd": cwd.display().to_string()}}),
-                self.timeout,
-            )
-            .await;
+        let params = json!({
+            "event": "project_trust",
+            "payload": {"cwd": cwd.display().to_string()},
+            "trustUI": dialog.is_some(),
+        });
+        let answer = match dialog {
+            Some(dialog) => {
+                *lock(&self.shared.trust_dialog) = Some(dialog);
+                let answer = self.sidecar.request("emit", params).await;
+                *lock(&self.shared.trust_dialog) = None;
+                answer
+            }
+            None => {
+                self.sidecar
+                    .request_bounded("emit", params, self.timeout)
+                    .await
+            }
+        };
         let answer = match answer {
             Ok(v) => v,
             Err(e) => {

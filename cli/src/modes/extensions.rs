@@ -70,6 +70,14 @@ pub fn decide_trust(args: &RunArgs, cwd: &str) -> anyhow::Result<()> {
         return Ok(());
     }
     let (mode, records) = front_end(args);
+    // Pi's interactive start gives the handlers start-up dialogs (`ctx.hasUI` true), shown
+    // before the session's screen; the other modes (and `--list-models`) none.
+    let dialog: Option<pi_agent::extensions::trust::TrustDialog> =
+        (mode == UiMode::Tui && args.list_models.is_none()).then(|| {
+            let agent_dir = agent_dir.clone();
+            Arc::new(move |question| crate::tui::startup::ask_trust_question(&agent_dir, question))
+                as pi_agent::extensions::trust::TrustDialog
+        });
     let options = StartOptions {
         paths,
         cwd: dir.to_path_buf(),
@@ -82,7 +90,7 @@ pub fn decide_trust(args: &RunArgs, cwd: &str) -> anyhow::Result<()> {
     let (preloaded, answer) = tokio::task::block_in_place(|| {
         handle.block_on(async {
             let preloaded = Extensions::preload(options).await?;
-            let answer = preloaded.project_trust(dir).await;
+            let answer = preloaded.project_trust(dir, dialog).await;
             Ok::<_, String>((preloaded, answer))
         })
     })

@@ -1926,6 +1926,7 @@ fn on_key(app: &mut App, k: KeyEvent, out: &mut Vec<Effect>) {
     }
     if m("app.model.select") {
         app.open_model_picker();
+        out.push(Effect::RefreshCatalogs(None));
         return;
     }
     if m("app.session.fork") {

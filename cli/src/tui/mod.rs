@@ -690,7 +690,19 @@ fn apply_effect(
             login::finish_login(app, driver, &opts.agent_dir, &provider, &action)
         }
         Effect::OpenLogout => login::open_logout(app, &opts.agent_dir),
-        Effect::Logout(provider) => login::logout(app, &opts.agent_dir, &provider),
+        Effect::Logout(provider) => {
+            login::logout(app, &opts.agent_dir, &provider);
+            // As Pi after a logout: the provider's refresh without network, so its
+            // `refreshModels` and `oauth.modifyModels` no longer see the credential.
+            let (tx, agent_dir) = (tx.clone(), opts.agent_dir.clone());
+            std::thread::spawn(move || {
+                let only = [provider];
+                if crate::modes::extensions::refresh_models_blocking(&agent_dir, Some(&only), false)
+                {
+                    let _ = tx.send(Msg::ModelsChanged);
+                }
+            });
+        }
         Effect::Llama(action) => llama_view::apply(app, driver, &opts.agent_dir, tx, action),
         Effect::RefreshModelList => {
             app.models = driver.models();
