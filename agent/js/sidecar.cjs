@@ -1281,12 +1281,14 @@ const methods = {
     return {};
   },
   // Pi's model refresh of the providers registered with `refreshModels`: each one's
-  // refreshModels(context) with Pi's context (the stored credential, `allowNetwork`, a
-  // signal, the provider's baseUrl, `stored`: the provider's entry of models-store.json as
-  // the host read it). `publish({persist, update})` records `persist` (an entry, or null to
-  // delete it), which the host writes to models-store.json when the answer arrives, then
-  // applies `update`. A returned list replaces the provider's models; a failing refresh
-  // keeps them.
+  // refreshModels(context) with Pi's context (the credential, `allowNetwork`, a signal, the
+  // provider's baseUrl, `stored`: the provider's entry of models-store.json). As in Pi it
+  // runs first without network with the stored credential, then, when the refresh allows
+  // network and the host resolved a credential for it (`networkCredentials`), with network
+  // and that credential. `publish({persist, update})` records `persist` (an entry, or null
+  // to delete it; the next phase's `stored`), which the host writes to models-store.json
+  // when the answer arrives, then applies `update`. A returned list replaces the
+  // provider's models; a failing phase keeps them.
   async refresh_models(params) {
     const names = Array.isArray(params.providers) ? params.providers : [...state.modelRefreshers.keys()];
     const credentials = params.credentials || {};
@@ -1299,19 +1301,26 @@ const methods = {
       const entry = state.providers.get(name);
       if (!refresher || !entry) return;
       const signal = AbortSignal.timeout(15_000);
-      const stored = storedEntries[name];
-      try {
+      let stored = storedEntries[name];
+      let mine; // the declaration this refresh set (the network phase may replace it)
+      const networkCredentials = params.networkCredentials || {};
+      const phase = async (allowNetwork, credential) => {
         const models = await refresher.refreshModels({
-          credential: credentials[name],
+          credential,
           stored: stored && typeof stored === "object" ? JSON.parse(JSON.stringify(stored)) : undefined,
-          allowNetwork: !!params.allowNetwork,
+          allowNetwork,
           force: undefined,
           signal,
           baseUrl: entry.config.baseUrl,
           publish: async (publication) => {
             if (signal.aborted) return false;
-            if (publication && publication.persist === null) persist[name] = null;
-            else if (publication && publication.persist !== undefined) persist[name] = JSON.parse(JSON.stringify(publication.persist));
+            if (publication && publication.persist === null) {
+              persist[name] = null;
+              stored = undefined;
+            } else if (publication && publication.persist !== undefined) {
+              persist[name] = JSON.parse(JSON.stringify(publication.persist));
+              stored = persist[name];
+            }
             if (publication && typeof publication.update === "function") publication.update();
             return true;
           },
@@ -1319,9 +1328,16 @@ const methods = {
         if (signal.aborted || !Array.isArray(models)) return;
         // The registration may have changed meanwhile: only its current entry is updated.
         const current = state.providers.get(name);
-        if (current !== entry) return;
-        state.providers.set(name, { name, config: { ...entry.config, models: JSON.parse(JSON.stringify(models)) } });
+        if (current !== entry && current !== mine) return;
+        mine = { name, config: { ...entry.config, models: JSON.parse(JSON.stringify(models)) } };
+        state.providers.set(name, mine);
         changed = true;
+      };
+      try {
+        await phase(false, credentials[name]);
+        if (params.allowNetwork && !signal.aborted && networkCredentials[name] !== undefined) {
+          await phase(true, networkCredentials[name]);
+        }
       } catch (err) {
         errors[name] = errorText(err);
       }

@@ -132,6 +132,38 @@ async fn refresh_models_replaces_the_providers_models() {
         .collect();
     assert_eq!(ids, ["live-offline-anon"], "{out}");
 
+    // Pi's network phase resolves the provider's credential first: with nothing stored, the
+    // configured `apiKey` ($LOCAL_PROXY_KEY) as an API key.
+    let url = format!("http://127.0.0.1:{}/v1", s.fake.port());
+    let mut rpc = Rpc::start_with_env(
+        &s,
+        &["-e", &ext],
+        &[
+            ("LOCAL_PROXY_URL", &url),
+            ("LOCAL_PROXY_KEY", "proxy-secret"),
+        ],
+    );
+    for asked in 1.. {
+        let id = format!("c{asked}");
+        rpc.send(json!({"type": "get_available_models", "id": id}));
+        let ids: Vec<String> = rpc.response(&id)["data"]["models"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|m| m["provider"] == "live-cat")
+            .map(|m| m["id"].as_str().unwrap().to_string())
+            .collect();
+        if ids == ["live-online-api_key"] {
+            break;
+        }
+        assert!(
+            ids == ["live-offline-anon"] && asked < 200,
+            "{ids:?} after {asked} asks"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    assert!(rpc.finish());
+
     // The stored credential reaches the refresh.
     std::fs::write(
         s.agent.join("auth.json"),

@@ -183,7 +183,7 @@ pub(super) async fn refresh_models(
     if refreshers.is_empty() && modifiers.is_empty() {
         return false;
     }
-    let stored = read_object(&agent_dir.join("auth.json"));
+    let mut stored = read_object(&agent_dir.join("auth.json"));
     let mut changed = false;
     if !refreshers.is_empty() {
         let store = read_object(&agent_dir.join(MODELS_STORE));
@@ -193,10 +193,16 @@ pub(super) async fn refresh_models(
                 .filter_map(|name| Some((name.clone(), from.get(name)?.clone())))
                 .collect()
         };
+        let network = if allow_network {
+            network_credentials(ext, agent_dir, &refreshers, &declared).await
+        } else {
+            serde_json::Map::new()
+        };
         let params = json!({
             "providers": refreshers,
             "allowNetwork": allow_network,
             "credentials": pick(&stored),
+            "networkCredentials": network,
             "stored": pick(&store),
         });
         if let Ok(answer) = ask_sidecar(ext, "refresh_models", params).await {
@@ -214,11 +220,70 @@ pub(super) async fn refresh_models(
             }
         }
     }
+    if allow_network && !refreshers.is_empty() {
+        // A login the network phase refreshed is what `modifyModels` sees, as in Pi.
+        stored = read_object(&agent_dir.join("auth.json"));
+    }
     if !modifiers.is_empty() && modify_models(ext, &stored, &modifiers).await {
         ext.shared.providers_changed(ext.providers());
         changed = true;
     }
     changed
+}
+
+/// The credentials of Pi's network refresh phase (its `resolveNetworkRefresh`), by
+/// provider: a stored OAuth login (refreshed first when it has expired, with the
+/// provider's `refreshToken`), else an API key (stored, else the provider's configured
+/// `apiKey`) as `{type: "api_key", key}`. A provider without any gets no network phase.
+async fn network_credentials(
+    ext: &Extensions,
+    agent_dir: &std::path::Path,
+    providers: &[String],
+    declared: &[Value],
+) -> serde_json::Map<String, Value> {
+    let base = lock(&ext.shared.credential_models.base)
+        .clone()
+        .or_else(|| ext.shared.agent().map(|a| a.registry()))
+        .unwrap_or_else(ModelRegistry::builtin);
+    let (registry, _) = with_providers(base, declared);
+    let mut found = serde_json::Map::new();
+    for provider in providers {
+        let stored = read_object(&agent_dir.join("auth.json")).remove(provider);
+        let kind = stored
+            .as_ref()
+            .and_then(|c| c.get("type"))
+            .and_then(Value::as_str)
+            .unwrap_or("");
+        let credential = if kind == "oauth" {
+            if crate::llm::oauth::extension::lookup(provider).is_none() {
+                // Pi: an OAuth credential of a provider without a login flow.
+                None
+            } else {
+                let (dir, name) = (agent_dir.to_path_buf(), provider.clone());
+                let refreshed = tokio::task::spawn_blocking(move || {
+                    crate::llm::oauth::store::refresh_if_expiring_within(&dir, &name, 0.0)
+                })
+                .await;
+                match refreshed {
+                    Ok(Ok(_)) => read_object(&agent_dir.join("auth.json")).remove(provider),
+                    _ => None,
+                }
+            }
+        } else {
+            let key = stored
+                .as_ref()
+                .filter(|_| kind == "api_key")
+                .and_then(|c| c.get("key"))
+                .and_then(Value::as_str)
+                .map(str::to_string)
+                .or_else(|| registry.resolve_api_key(provider));
+            key.map(|key| json!({"type": "api_key", "key": key}))
+        };
+        if let Some(credential) = credential {
+            found.insert(provider.clone(), credential);
+        }
+    }
+    found
 }
 
 /// Pi's `oauth.modifyModels` for `providers`: with an OAuth credential stored, the
