@@ -384,9 +384,11 @@ async fn the_start_up_refresh_runs_refresh_models_with_network() {
 }
 
 /// Pi refreshes the catalogs when `/model <term>` names no model and when `/scoped-models`
-/// opens (fixtures/extensions/file-catalog.ts, whose `refreshModels` reads a file; offline,
-/// so no start-up refresh with network interferes): a model that appeared since start-up is
-/// taken at once by `/model`, and one that appears later is listed by `/scoped-models`.
+/// opens, and when the picker opens (fixtures/extensions/file-catalog.ts, whose
+/// `refreshModels` reads a file; offline, so no start-up refresh with network interferes):
+/// a model that appeared since start-up is taken at once by `/model`, one that appears
+/// later is listed by `/scoped-models`, and the picker says "Model catalogs refreshed."
+/// and lists the next one.
 #[tokio::test(flavor = "multi_thread")]
 async fn model_and_scoped_models_refresh_the_catalogs() {
     if !enabled() {
@@ -429,6 +431,24 @@ async fn model_and_scoped_models_refresh_the_catalogs() {
     tmux.keys(&["-l", "/scoped-models"]);
     tmux.keys(&["Enter"]);
     tmux.wait_for("filecat-later");
+    tmux.keys(&["Escape"]);
+    tmux.wait_until("the list closed", |s| !s.contains("Scoped models"));
+
+    // The picker refreshes as it opens, saying so under the list as Pi's does.
+    std::fs::write(
+        &catalog,
+        "filecat-new
+filecat-later
+filecat-last
+",
+    )
+    .unwrap();
+    tmux.keys(&["-l", "/model"]);
+    tmux.keys(&["Enter"]);
+    let screen = tmux.wait_for("Model catalogs refreshed.");
+    assert!(screen.contains("Select model"), "{screen}");
+    tmux.keys(&["-l", "filecat-la"]);
+    tmux.wait_for("filecat-last");
 }
 
 /// `oauth.modifyModels` after `/login` (fixtures/extensions/oauth-modify-models.ts), also

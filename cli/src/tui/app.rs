@@ -890,12 +890,11 @@ impl App {
         {
             Some(m) => self.set_model(m, out),
             None => {
-                self.open_model_picker();
+                self.open_model_picker_refreshing(out);
                 if let Some(Dialog::ModelPicker(p)) = self.dialog.as_mut() {
                     p.query = q;
                     p.selected = 0;
                 }
-                out.push(Effect::RefreshCatalogs(None));
             }
         }
     }
@@ -944,7 +943,18 @@ impl App {
             query: String::new(),
             selected,
             current,
+            refresh_status: None,
         }));
+    }
+
+    /// The model picker as Pi opens it: the catalog as it is now, refreshed meanwhile
+    /// (the extensions' `refreshModels`), with the refresh's status under the list.
+    pub fn open_model_picker_refreshing(&mut self, out: &mut Vec<Effect>) {
+        self.open_model_picker();
+        if let Some(Dialog::ModelPicker(p)) = self.dialog.as_mut() {
+            p.refresh_status = Some(("Refreshing model catalogs…".into(), false));
+        }
+        out.push(Effect::RefreshCatalogs(None));
     }
 
     pub fn open_settings(&mut self) {
@@ -1356,10 +1366,7 @@ impl App {
                     out.push(Effect::RefreshCatalogs(Some(q)));
                 }
                 Some(q) => self.model_query(q, out),
-                None => {
-                    self.open_model_picker();
-                    out.push(Effect::RefreshCatalogs(None));
-                }
+                None => self.open_model_picker_refreshing(out),
             },
             "scoped-models" => {
                 // Pi refreshes the catalogs while the list is open.
@@ -1764,6 +1771,11 @@ pub fn update(app: &mut App, msg: Msg) -> Vec<Effect> {
         Msg::LoggedIn { provider, action } => return vec![Effect::LoginDone { provider, action }],
         Msg::ModelsChanged => return vec![Effect::RefreshModelList],
         Msg::CatalogsRefreshed { query } => {
+            if let Some(Dialog::ModelPicker(p)) = app.dialog.as_mut() {
+                if p.refresh_status.is_some() {
+                    p.refresh_status = Some(("Model catalogs refreshed.".into(), true));
+                }
+            }
             let mut out = vec![Effect::RefreshModelList];
             out.extend(query.map(Effect::ModelQuery));
             return out;
@@ -1925,8 +1937,7 @@ fn on_key(app: &mut App, k: KeyEvent, out: &mut Vec<Effect>) {
         return;
     }
     if m("app.model.select") {
-        app.open_model_picker();
-        out.push(Effect::RefreshCatalogs(None));
+        app.open_model_picker_refreshing(out);
         return;
     }
     if m("app.session.fork") {
