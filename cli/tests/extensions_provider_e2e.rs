@@ -293,3 +293,37 @@ async fn refresh_models_keeps_what_it_persists_for_the_next_start() {
     assert_eq!(store(&s), json!({}));
     assert_eq!(listed(&s), ["snap-static"]);
 }
+
+/// Pi refreshes the catalogs (without network) whenever a provider is registered: one
+/// registered by a command (refresh-models.ts's `/add-live`) gets its `refreshModels` run
+/// at once, and its list replaces the registered one.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_provider_registered_later_is_refreshed() {
+    let s = Setup::new(json!([])).await;
+    let ext = fixture("refresh-models.ts");
+    let url = format!("http://127.0.0.1:{}/v1", s.fake.port());
+    let mut rpc = Rpc::start_with_env(
+        &s,
+        &["-e", &ext],
+        &[("LOCAL_PROXY_URL", &url), ("LOCAL_PROXY_KEY", "k")],
+    );
+    rpc.send(json!({"type": "prompt", "id": "p1", "message": "/add-live"}));
+    rpc.until(|r| r["type"] == "extension_ui_request" && r["message"] == "live-late registered");
+    for asked in 1.. {
+        let id = format!("l{asked}");
+        rpc.send(json!({"type": "get_available_models", "id": id}));
+        let ids: Vec<String> = rpc.response(&id)["data"]["models"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|m| m["provider"] == "live-late")
+            .map(|m| m["id"].as_str().unwrap().to_string())
+            .collect();
+        if ids == ["late-offline-anon"] {
+            break;
+        }
+        assert!(asked < 200, "{ids:?} after {asked} asks");
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    assert!(rpc.finish());
+}

@@ -380,6 +380,7 @@ impl Shared {
                     .cloned()
                     .unwrap_or_default();
                 self.providers_changed(declared);
+                providers::refresh_after_registration(self);
             }
             "set_active_tools" => {
                 if let Some(agent) = self.agent() {

@@ -57,6 +57,24 @@ pub(super) struct CredentialModels {
     pub(super) base: Mutex<Option<ModelRegistry>>,
     /// Provider → the models `modifyModels` returned.
     pub(super) modified: Mutex<std::collections::BTreeMap<String, Vec<Model>>>,
+    /// The agent dir of the last refresh: where a refresh after a later registration reads
+    /// credentials and the models store.
+    pub(super) agent_dir: Mutex<Option<std::path::PathBuf>>,
+}
+
+/// Pi refreshes the catalogs without network whenever a provider is registered or
+/// unregistered: after a registration made once the extensions loaded (a command's), the
+/// providers' `refreshModels` and `oauth.modifyModels` run again, in the background.
+pub(super) fn refresh_after_registration(shared: &Arc<Shared>) {
+    let Some(agent_dir) = lock(&shared.credential_models.agent_dir).clone() else {
+        return;
+    };
+    let Some(ext) = lock(&shared.this).upgrade() else {
+        return;
+    };
+    shared.runtime.spawn(async move {
+        ext.refresh_models(&agent_dir, false, None).await;
+    });
 }
 
 /// Whether `provider` is declared with `oauth.modifyModels`.
@@ -166,6 +184,7 @@ pub(super) async fn refresh_models(
     allow_network: bool,
     only: Option<&[String]>,
 ) -> bool {
+    *lock(&ext.shared.credential_models.agent_dir) = Some(agent_dir.to_path_buf());
     let declared = ext.providers();
     let named = |p: &&Value| p.get("name").and_then(Value::as_str).map(str::to_string);
     let wanted = |flag: &str| -> Vec<String> {
