@@ -668,6 +668,9 @@ function makeApi(extension) {
       if (c.oauth && typeof c.oauth.login === "function") {
         state.oauthProviders.set(name, { oauth: c.oauth, extension });
         plain.oauth = { name: typeof c.oauth.name === "string" && c.oauth.name ? c.oauth.name : name };
+        // `modifyModels(models, credentials)` stays here: the host asks it (modify_models)
+        // whenever the provider's stored OAuth credential is known or changes.
+        if (typeof c.oauth.modifyModels === "function") plain.oauth.modifyModels = true;
       }
       // `refreshModels` stays here too: the host's model refreshes call it (refresh_models).
       state.modelRefreshers.delete(name);
@@ -808,7 +811,38 @@ function handlersOf(event) {
 // The AbortControllers of emits the host may abort (`session_before_*`), by emit id.
 const abortableEmits = new Map();
 
-async function emit(event, payload, emitId) {
+// Pi's context of `project_trust` handlers (its cli/project-trust.js): `cwd`, `mode`,
+// `hasUI` and a `ui` of `select`, `confirm`, `input` and `notify`. With `hasUI` (the
+// interactive mode's start, before the session's screen exists) the dialogs are the host's
+// start-up questions (`trust_dialog`); without, they answer at once as Pi's do, and
+// `notify` writes to stderr outside the interactive mode.
+function projectTrustContext(hasUI) {
+  const ask = (fields) => (hasUI ? requestHost("trust_dialog", fields) : Promise.resolve(null));
+  return {
+    cwd: state.cwd,
+    mode: state.mode,
+    hasUI,
+    ui: {
+      select: async (title, options) => {
+        const r = await ask({ title: String(title), options: (options || []).map(String) });
+        return r && typeof r.value === "string" ? r.value : undefined;
+      },
+      confirm: async (title, message) => {
+        const r = await ask({ title: `${title}\n${message}`, options: ["Yes", "No"] });
+        return !!(r && r.value === "Yes");
+      },
+      input: async (title, placeholder) => {
+        const r = await ask({ title: String(title), placeholder: placeholder === undefined ? undefined : String(placeholder), input: true });
+        return r && typeof r.value === "string" ? r.value : undefined;
+      },
+      notify: (message, type) => {
+        if (state.mode !== "tui") process.stderr.write(`${message}\n`);
+      },
+    },
+  };
+}
+
+async function emit(event, payload, emitId, trustUI) {
   const ctx = makeContext(undefined);
   if (event === "tool_call") {
     let result;
@@ -954,10 +988,11 @@ async function emit(event, payload, emitId) {
   }
   if (event === "project_trust") {
     // The first "yes" or "no" decides; "undecided" (or nothing) lets later handlers, then
-    // the built-in flow, decide.
+    // the built-in flow, decide. Handlers get Pi's project-trust context, not the session's.
+    const trustCtx = projectTrustContext(!!trustUI);
     for (const { extension, handler } of handlersOf(event)) {
       try {
-        const r = await handler({ type: event, ...payload }, ctx);
+        const r = await handler({ type: event, ...payload }, trustCtx);
         if (r && (r.trusted === "yes" || r.trusted === "no")) {
           return { trusted: r.trusted, remember: r.remember === true };
         }
@@ -1163,7 +1198,7 @@ const methods = {
     if (state.model === null) state.model = undefined;
     return {};
   },
-  emit: (params) => emit(params.event, params.payload || {}, params.emitId),
+  emit: (params) => emit(params.event, params.payload || {}, params.emitId, params.trustUI),
   // A reload replaced these extensions (after their session_shutdown): as Pi's
   // invalidate(), the old context turns stale and `pi.events` subscriptions end. The
   // process runs on only while the command that called ctx.reload() finishes.
@@ -1304,13 +1339,19 @@ const methods = {
     return {};
   },
   // Pi's model refresh of the providers registered with `refreshModels`: each one's
-  // refreshModels(context) with Pi's context (the stored credential, `allowNetwork`, a
-  // signal, the provider's baseUrl; nothing is persisted between runs, so `stored` is
-  // undefined and `publish` only applies an `update`). A returned list replaces the
-  // provider's models; a failing refresh keeps them.
+  // refreshModels(context) with Pi's context (the credential, `allowNetwork`, a signal, the
+  // provider's baseUrl, `stored`: the provider's entry of models-store.json). As in Pi it
+  // runs first without network with the stored credential, then, when the refresh allows
+  // network and the host resolved a credential for it (`networkCredentials`), with network
+  // and that credential. `publish({persist, update})` records `persist` (an entry, or null
+  // to delete it; the next phase's `stored`), which the host writes to models-store.json
+  // when the answer arrives, then applies `update`. A returned list replaces the
+  // provider's models; a failing phase keeps them.
   async refresh_models(params) {
     const names = Array.isArray(params.providers) ? params.providers : [...state.modelRefreshers.keys()];
     const credentials = params.credentials || {};
+    const storedEntries = params.stored || {};
+    const persist = {};
     let changed = false;
     const errors = {};
     await Promise.all(names.map(async (name) => {
@@ -1318,16 +1359,26 @@ const methods = {
       const entry = state.providers.get(name);
       if (!refresher || !entry) return;
       const signal = AbortSignal.timeout(15_000);
-      try {
+      let stored = storedEntries[name];
+      let mine; // the declaration this refresh set (the network phase may replace it)
+      const networkCredentials = params.networkCredentials || {};
+      const phase = async (allowNetwork, credential) => {
         const models = await refresher.refreshModels({
-          credential: credentials[name],
-          stored: undefined,
-          allowNetwork: !!params.allowNetwork,
+          credential,
+          stored: stored && typeof stored === "object" ? JSON.parse(JSON.stringify(stored)) : undefined,
+          allowNetwork,
           force: undefined,
           signal,
           baseUrl: entry.config.baseUrl,
           publish: async (publication) => {
             if (signal.aborted) return false;
+            if (publication && publication.persist === null) {
+              persist[name] = null;
+              stored = undefined;
+            } else if (publication && publication.persist !== undefined) {
+              persist[name] = JSON.parse(JSON.stringify(publication.persist));
+              stored = persist[name];
+            }
             if (publication && typeof publication.update === "function") publication.update();
             return true;
           },
@@ -1335,14 +1386,31 @@ const methods = {
         if (signal.aborted || !Array.isArray(models)) return;
         // The registration may have changed meanwhile: only its current entry is updated.
         const current = state.providers.get(name);
-        if (current !== entry) return;
-        state.providers.set(name, { name, config: { ...entry.config, models: JSON.parse(JSON.stringify(models)) } });
+        if (current !== entry && current !== mine) return;
+        mine = { name, config: { ...entry.config, models: JSON.parse(JSON.stringify(models)) } };
+        state.providers.set(name, mine);
         changed = true;
+      };
+      try {
+        await phase(false, credentials[name]);
+        if (params.allowNetwork && !signal.aborted && networkCredentials[name] !== undefined) {
+          await phase(true, networkCredentials[name]);
+        }
       } catch (err) {
         errors[name] = errorText(err);
       }
     }));
-    return { changed, errors, providers: providerDeclarations() };
+    return { changed, errors, persist, providers: providerDeclarations() };
+  },
+  // Pi's `oauth.modifyModels(models, credentials)` of a provider whose stored credential is
+  // an OAuth one: the host sends the provider's models (Pi's Model objects, as the catalog
+  // has them without this step) and takes the returned list.
+  async modify_models(params) {
+    const entry = state.oauthProviders.get(params.provider);
+    if (!entry || typeof entry.oauth.modifyModels !== "function") return { models: null };
+    const models = entry.oauth.modifyModels(Array.isArray(params.models) ? params.models : [], params.credentials || {});
+    if (!Array.isArray(models)) throw new Error("modifyModels returned no list");
+    return { models: JSON.parse(JSON.stringify(models)) };
   },
   // An expired credential of such a provider: its refreshToken(credentials, signal).
   async oauth_refresh(params) {

@@ -240,3 +240,69 @@ fn an_extension_login_asks_its_questions_on_the_terminal() {
     assert_eq!(stored["access"], "pick-ws-ops-777");
     assert_eq!(stored["workspace"], "ws-ops");
 }
+
+/// `oauth.modifyModels(models, credentials)` (fixtures/extensions/oauth-modify-models.ts):
+/// as Pi's start-up refresh does with a stored OAuth credential, the provider's models
+/// (whole: provider and `baseUrl` included) go through it before a model is chosen, so the
+/// account's endpoint answers (the declared one listens nowhere) and RPC lists the name it
+/// gave. Without a stored credential (or with an API key) the declared models stay.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn modify_models_projects_the_providers_models_for_the_stored_login() {
+    let s = Setup::new(json!([{"text": "From the account endpoint."}])).await;
+    let ext = fixture("oauth-modify-models.ts");
+    let llm_url = format!("http://127.0.0.1:{}/v1", s.fake.port());
+    let names = |s: &Setup| -> Vec<String> {
+        let mut rpc = Rpc::start_with_env(s, &["-e", &ext], &[]);
+        rpc.send(json!({"type": "get_available_models", "id": "l"}));
+        let listed = rpc.response("l");
+        assert!(rpc.finish());
+        listed["data"]["models"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|m| m["provider"] == "acct")
+            .map(|m| format!("{} @ {}", m["name"].as_str().unwrap(), m["baseUrl"]))
+            .collect()
+    };
+
+    // An API key only: the declared model as it is.
+    std::fs::write(
+        s.agent.join("auth.json"),
+        json!({"acct": {"type": "api_key", "key": "k"}}).to_string(),
+    )
+    .unwrap();
+    assert_eq!(names(&s), ["Acct Model @ \"http://127.0.0.1:9/v1\""]);
+
+    std::fs::write(
+        s.agent.join("auth.json"),
+        json!({"acct": {
+            "access": "fake-access-token-acct-t1", "refresh": "r", "expires": 4_000_000_000_000u64,
+            "tenant": "t1", "endpoint": llm_url, "type": "oauth"}})
+        .to_string(),
+    )
+    .unwrap();
+    assert_eq!(
+        names(&s),
+        [format!(
+            "Acct Model for t1 (was acct at http://127.0.0.1:9/v1) @ \"{llm_url}\""
+        )]
+    );
+    let out = s
+        .command_without_model(&["-e", &ext, "--model", "acct/acct-model", "-p", "hi"])
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{stdout}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(stdout, "From the account endpoint.\n");
+    let sent = s.fake.requests();
+    assert_eq!(sent.len(), 1);
+    assert_eq!(
+        sent[0].headers["authorization"],
+        "Bearer fake-access-token-acct-t1"
+    );
+}

@@ -132,6 +132,38 @@ async fn refresh_models_replaces_the_providers_models() {
         .collect();
     assert_eq!(ids, ["live-offline-anon"], "{out}");
 
+    // Pi's network phase resolves the provider's credential first: with nothing stored, the
+    // configured `apiKey` ($LOCAL_PROXY_KEY) as an API key.
+    let url = format!("http://127.0.0.1:{}/v1", s.fake.port());
+    let mut rpc = Rpc::start_with_env(
+        &s,
+        &["-e", &ext],
+        &[
+            ("LOCAL_PROXY_URL", &url),
+            ("LOCAL_PROXY_KEY", "proxy-secret"),
+        ],
+    );
+    for asked in 1.. {
+        let id = format!("c{asked}");
+        rpc.send(json!({"type": "get_available_models", "id": id}));
+        let ids: Vec<String> = rpc.response(&id)["data"]["models"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|m| m["provider"] == "live-cat")
+            .map(|m| m["id"].as_str().unwrap().to_string())
+            .collect();
+        if ids == ["live-online-api_key"] {
+            break;
+        }
+        assert!(
+            ids == ["live-offline-anon"] && asked < 200,
+            "{ids:?} after {asked} asks"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    assert!(rpc.finish());
+
     // The stored credential reaches the refresh.
     std::fs::write(
         s.agent.join("auth.json"),
@@ -191,4 +223,107 @@ async fn refresh_models_replaces_the_providers_models() {
     rpc.until(|r| r["type"] == "agent_end");
     assert!(rpc.finish());
     assert_eq!(s.fake.requests()[1].body["model"], "live-online-api_key");
+}
+
+/// `refreshModels` with Pi's models store (fixtures/extensions/persisted-models.ts): what a
+/// refresh publishes with `persist` is kept in models-store.json under the provider, the
+/// next start-up's refresh (without network) gets it as `context.stored` and restores the
+/// list from it, and `persist: null` deletes the entry. Real Pi 1.6.0 with the same
+/// extension listed `snap-static`, then (RPC, network refresh) `snap-fetched-1` and wrote
+/// `{"snap": {"models": [...], "fetches": 1, "checkedAt": ...}}`; the next
+/// `--list-models snap` listed `snap-fetched-1`; with `SNAP_FORGET` the file became `{}`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn refresh_models_keeps_what_it_persists_for_the_next_start() {
+    let s = Setup::new(json!([])).await;
+    let ext = fixture("persisted-models.ts");
+    let listed = |s: &Setup| -> Vec<String> {
+        let (code, out, err) = run(s, &["-e", &ext, "--list-models", "snap"]);
+        assert_eq!(code, 0, "{err}");
+        out.lines()
+            .filter(|l| l.starts_with("snap "))
+            .filter_map(|l| l.split_whitespace().nth(1))
+            .map(str::to_string)
+            .collect()
+    };
+    let store = |s: &Setup| -> Value {
+        serde_json::from_str(
+            &std::fs::read_to_string(s.agent.join("models-store.json")).unwrap_or_default(),
+        )
+        .unwrap_or(Value::Null)
+    };
+    // An RPC session's background refresh (with network) until `wanted` is listed.
+    let refresh_until = |s: &Setup, wanted: &str, forget: bool| {
+        let url = format!("http://127.0.0.1:{}/v1", s.fake.port());
+        let mut env = vec![("LOCAL_PROXY_URL", url.as_str()), ("LOCAL_PROXY_KEY", "k")];
+        if forget {
+            env.push(("SNAP_FORGET", "1"));
+        }
+        let mut rpc = Rpc::start_with_env(s, &["-e", &ext], &env);
+        for asked in 1.. {
+            let id = format!("l{asked}");
+            rpc.send(json!({"type": "get_available_models", "id": id}));
+            let ids: Vec<String> = rpc.response(&id)["data"]["models"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .filter(|m| m["provider"] == "snap")
+                .map(|m| m["id"].as_str().unwrap().to_string())
+                .collect();
+            if ids == [wanted] {
+                break;
+            }
+            assert!(asked < 200, "{ids:?} after {asked} asks");
+            std::thread::sleep(std::time::Duration::from_millis(50));
+        }
+        assert!(rpc.finish());
+    };
+
+    assert_eq!(listed(&s), ["snap-static"]);
+    refresh_until(&s, "snap-fetched-1", false);
+    let kept = store(&s);
+    assert_eq!(kept["snap"]["fetches"], 1, "{kept}");
+    assert_eq!(kept["snap"]["models"][0]["id"], "snap-fetched-1", "{kept}");
+    // The next start-up restores the kept list before any network refresh.
+    assert_eq!(listed(&s), ["snap-fetched-1"]);
+    // The next network refresh sees the entry too.
+    refresh_until(&s, "snap-fetched-2", false);
+    assert_eq!(store(&s)["snap"]["fetches"], 2);
+
+    refresh_until(&s, "snap-forgotten", true);
+    assert_eq!(store(&s), json!({}));
+    assert_eq!(listed(&s), ["snap-static"]);
+}
+
+/// Pi refreshes the catalogs (without network) whenever a provider is registered: one
+/// registered by a command (refresh-models.ts's `/add-live`) gets its `refreshModels` run
+/// at once, and its list replaces the registered one.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_provider_registered_later_is_refreshed() {
+    let s = Setup::new(json!([])).await;
+    let ext = fixture("refresh-models.ts");
+    let url = format!("http://127.0.0.1:{}/v1", s.fake.port());
+    let mut rpc = Rpc::start_with_env(
+        &s,
+        &["-e", &ext],
+        &[("LOCAL_PROXY_URL", &url), ("LOCAL_PROXY_KEY", "k")],
+    );
+    rpc.send(json!({"type": "prompt", "id": "p1", "message": "/add-live"}));
+    rpc.until(|r| r["type"] == "extension_ui_request" && r["message"] == "live-late registered");
+    for asked in 1.. {
+        let id = format!("l{asked}");
+        rpc.send(json!({"type": "get_available_models", "id": id}));
+        let ids: Vec<String> = rpc.response(&id)["data"]["models"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|m| m["provider"] == "live-late")
+            .map(|m| m["id"].as_str().unwrap().to_string())
+            .collect();
+        if ids == ["late-offline-anon"] {
+            break;
+        }
+        assert!(asked < 200, "{ids:?} after {asked} asks");
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    assert!(rpc.finish());
 }

@@ -356,3 +356,25 @@ async fn pis_custom_compaction_example_summarizes_through_the_model_registry() {
     assert_eq!(compaction["summary"], "Custom summary text.");
     assert_eq!(compaction["fromHook"], true);
 }
+
+/// The headers a `streamSimple` provider is handed (fixtures/extensions/header-echo-provider.ts)
+/// are those `before_provider_headers` handlers left, as Pi hands them: the provider's
+/// configured headers, the handler's addition, and `null` for the one it removed. Real Pi
+/// 1.6.0 answered `{"x-added":"one","x-config":null,"x-kept":"kept"}` with the same
+/// extension.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_stream_provider_gets_the_headers_handlers_left_with_their_nulls() {
+    let s = Setup::new(json!([])).await;
+    let ext = fixture("header-echo-provider.ts");
+    let out = s
+        .command_without_model(&["-e", &ext, "--model", "echo/echo-model", "-p", "hi"])
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    assert_eq!(
+        String::from_utf8_lossy(&out.stdout),
+        "{\"x-added\":\"one\",\"x-config\":null,\"x-kept\":\"kept\"}\n"
+    );
+}

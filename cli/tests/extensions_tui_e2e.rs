@@ -532,3 +532,173 @@ async fn the_start_up_refresh_runs_refresh_models_with_network() {
         "live-online-api_key"
     );
 }
+
+/// Pi refreshes the catalogs when `/model <term>` names no model and when `/scoped-models`
+/// opens, and when the picker opens (fixtures/extensions/file-catalog.ts, whose
+/// `refreshModels` reads a file; offline, so no start-up refresh with network interferes):
+/// a model that appeared since start-up is taken at once by `/model`, one that appears
+/// later is listed by `/scoped-models`, and the picker says "Model catalogs refreshed."
+/// and lists the next one.
+#[tokio::test(flavor = "multi_thread")]
+async fn model_and_scoped_models_refresh_the_catalogs() {
+    if !enabled() {
+        eprintln!("skipped: set PI_TUI_E2E=1 (needs tmux)");
+        return;
+    }
+    let setup = Setup::new(json!([{"text": "From the file catalog."}])).await;
+    let catalog = setup.agent.join("catalog.txt");
+    let command = format!(
+        "env PI_OFFLINE=1 PI_CODING_AGENT_DIR={} XDG_CACHE_HOME={} LOCAL_PROXY_URL={} LOCAL_PROXY_KEY=k CATALOG_FILE={} {} --session-dir {} --model fakeoai/fake-model -e {}; sleep 30",
+        quote(&setup.agent.display().to_string()),
+        quote(&setup.agent.join("cache").display().to_string()),
+        quote(&format!("http://127.0.0.1:{}/v1", setup.fake.port())),
+        quote(&catalog.display().to_string()),
+        quote(pi_bin()),
+        quote(&setup.sessions.display().to_string()),
+        quote(&fixture("file-catalog.ts")),
+    );
+    let tmux = Tmux::start(
+        &format!("pi-ext-catalogs-{}", std::process::id()),
+        &setup.cwd,
+        &command,
+    );
+    tmux.wait_for("fake-model");
+    std::fs::write(&catalog, "filecat-new\n").unwrap();
+    tmux.keys(&["-l", "/model filecat-new"]);
+    tmux.keys(&["Enter"]);
+    let screen = tmux.wait_until("the new model in the footer", |s| {
+        s.contains("Refreshing model catalogs")
+            && s.lines()
+                .any(|l| l.contains("filecat-new") && !l.contains("/model"))
+    });
+    assert!(!screen.contains("Search: filecat-new"), "{screen}");
+    tmux.keys(&["-l", "hello"]);
+    tmux.keys(&["Enter"]);
+    tmux.wait_for("From the file catalog.");
+    assert_eq!(setup.fake.requests()[0].body["model"], "filecat-new");
+
+    std::fs::write(&catalog, "filecat-new\nfilecat-later\n").unwrap();
+    tmux.keys(&["-l", "/scoped-models"]);
+    tmux.keys(&["Enter"]);
+    tmux.wait_for("filecat-later");
+    tmux.keys(&["Escape"]);
+    tmux.wait_until("the list closed", |s| !s.contains("Scoped models"));
+
+    // The picker refreshes as it opens, saying so under the list as Pi's does.
+    std::fs::write(
+        &catalog,
+        "filecat-new
+filecat-later
+filecat-last
+",
+    )
+    .unwrap();
+    tmux.keys(&["-l", "/model"]);
+    tmux.keys(&["Enter"]);
+    let screen = tmux.wait_for("Model catalogs refreshed.");
+    assert!(screen.contains("Select model"), "{screen}");
+    tmux.keys(&["-l", "filecat-la"]);
+    tmux.wait_for("filecat-last");
+}
+
+/// `oauth.modifyModels` after `/login` (fixtures/extensions/oauth-modify-models.ts), also
+/// offline, as Pi's refresh after a login runs without network under `PI_OFFLINE`: the
+/// declared model listens nowhere, the one `modifyModels` made of it for the new
+/// credential answers through the account's endpoint with the login's key.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_login_projects_the_providers_models_through_modify_models() {
+    if !enabled() {
+        eprintln!("skipped: set PI_TUI_E2E=1 (needs tmux)");
+        return;
+    }
+    let setup = Setup::new(json!([{"text": "From the account endpoint."}])).await;
+    let command = format!(
+        "env PI_OFFLINE=1 PI_CODING_AGENT_DIR={} XDG_CACHE_HOME={} ACCT_LLM_URL={} {} --session-dir {} --model fakeoai/fake-model -e {}; sleep 30",
+        quote(&setup.agent.display().to_string()),
+        quote(&setup.agent.join("cache").display().to_string()),
+        quote(&format!("http://127.0.0.1:{}/v1", setup.fake.port())),
+        quote(pi_bin()),
+        quote(&setup.sessions.display().to_string()),
+        quote(&fixture("oauth-modify-models.ts")),
+    );
+    let tmux = Tmux::start(
+        &format!("pi-ext-modify-{}", std::process::id()),
+        &setup.cwd,
+        &command,
+    );
+    tmux.wait_for("fake-model");
+    tmux.keys(&["-l", "/login acct"]);
+    tmux.keys(&["Enter"]);
+    tmux.wait_for("Tenant:");
+    tmux.keys(&["-l", "t9"]);
+    tmux.keys(&["Enter"]);
+    tmux.wait_for("Logged in to Acct SSO");
+    tmux.keys(&["-l", "/model acct/acct-model"]);
+    tmux.keys(&["Enter"]);
+    tmux.wait_until("the account's model in the footer", |s| {
+        s.lines()
+            .any(|l| l.contains("acct-model") && !l.contains("/model"))
+    });
+    tmux.keys(&["-l", "hello"]);
+    tmux.keys(&["Enter"]);
+    tmux.wait_for("From the account endpoint.");
+    let sent = setup.fake.requests();
+    assert_eq!(sent.len(), 1);
+    assert_eq!(sent[0].body["model"], "acct-model");
+    assert_eq!(
+        sent[0].headers["authorization"],
+        "Bearer fake-access-token-acct-t9"
+    );
+}
+
+/// `project_trust` handlers at the interactive mode's start get Pi's start-up dialogs
+/// (fixtures/extensions/trust-decider.ts with `TRUST_ANSWER=ask`): `ctx.hasUI` is true, its
+/// `ctx.ui.select` and `ctx.ui.input` are screens of their own before the session's, and
+/// the answer decides (and with `remember` is saved) without the built-in trust prompt.
+#[tokio::test(flavor = "multi_thread")]
+async fn project_trust_handlers_ask_on_start_up_screens() {
+    if !enabled() {
+        eprintln!("skipped: set PI_TUI_E2E=1 (needs tmux)");
+        return;
+    }
+    let setup = Setup::new(json!([])).await;
+    std::fs::create_dir_all(setup.cwd.join(".pi")).unwrap();
+    std::fs::write(setup.cwd.join(".pi/SYSTEM.md"), "Project prompt.\n").unwrap();
+    let log = setup.agent.join("trust.log");
+    let command = format!(
+        "env TRUST_ANSWER=ask TRUST_REMEMBER=1 TRUST_LOG={} PI_CODING_AGENT_DIR={} XDG_CACHE_HOME={} {} --session-dir {} --model fakeoai/fake-model -e {}; sleep 30",
+        quote(&log.display().to_string()),
+        quote(&setup.agent.display().to_string()),
+        quote(&setup.agent.join("cache").display().to_string()),
+        quote(pi_bin()),
+        quote(&setup.sessions.display().to_string()),
+        quote(&fixture("trust-decider.ts")),
+    );
+    let tmux = Tmux::start(
+        &format!("pi-ext-trust-{}", std::process::id()),
+        &setup.cwd,
+        &command,
+    );
+    let screen = tmux.wait_for("Decide this project's trust:");
+    assert!(screen.contains("Keep it untrusted"), "{screen}");
+    tmux.keys(&["Down", "Enter"]);
+    let screen = tmux.wait_for("Who decides?");
+    assert!(screen.contains("your name"), "{screen}");
+    tmux.keys(&["-l", "ann"]);
+    tmux.keys(&["Enter"]);
+    let screen = tmux.wait_for("fake-model");
+    assert!(!screen.contains("Trust project folder?"), "{screen}");
+    let cwd = std::fs::canonicalize(&setup.cwd).unwrap();
+    let logged = std::fs::read_to_string(&log).unwrap();
+    assert!(
+        logged
+            .lines()
+            .any(|l| l.starts_with("project_trust ") && l.ends_with(" hasUI=true")),
+        "{logged}"
+    );
+    assert!(logged.contains("asked Keep it untrusted ann"), "{logged}");
+    let trust: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(setup.agent.join("trust.json")).unwrap())
+            .unwrap();
+    assert_eq!(trust[cwd.display().to_string()], false);
+}

@@ -22,6 +22,7 @@ mod request_hooks;
 mod sidecar;
 mod state;
 mod tool;
+pub mod trust;
 mod virtual_models;
 
 use std::collections::HashMap;
@@ -224,6 +225,11 @@ struct Shared {
     provider_streams: providers::ProviderStreams,
     /// Logins of providers registered with `oauth`.
     oauth_logins: oauth::OAuthLogins,
+    /// What `oauth.modifyModels` made of providers' models.
+    credential_models: providers::CredentialModels,
+    /// Answers `project_trust` handlers' dialogs while [`Preloaded::project_trust`] runs
+    /// with one.
+    trust_dialog: Mutex<Option<trust::TrustDialog>>,
     /// Providers registered in the config form (`{name, config}`; see [`with_providers`]),
     /// as last declared or refreshed.
     providers: Mutex<Vec<Value>>,
@@ -250,7 +256,7 @@ impl Shared {
         if let Some(agent) = self.agent() {
             providers::register_stream_apis(self, &declared);
             oauth::register_flows(self, &declared);
-            let (registry, errors) = with_providers(agent.registry(), &declared);
+            let (registry, errors) = providers::with_declared(self, agent.registry(), &declared);
             for e in errors {
                 self.report_error("<extension>", "registerProvider", &e);
             }
@@ -358,6 +364,11 @@ impl Shared {
             }
             "abort_builtin_stream" => providers::abort_builtin_stream(self, &params),
             "oauth_event" => self.oauth_logins.event(&params),
+            "trust_dialog" => {
+                if let Some(id) = id {
+                    trust::dialog(self, &params, id);
+                }
+            }
             "oauth_prompt" => {
                 if let Some(id) = id {
                     self.oauth_logins.prompt(self, &params, id);
@@ -370,6 +381,7 @@ impl Shared {
                     .cloned()
                     .unwrap_or_default();
                 self.providers_changed(declared);
+                providers::refresh_after_registration(self);
             }
             "set_active_tools" => {
                 if let Some(agent) = self.agent() {
@@ -1026,6 +1038,8 @@ impl Extensions {
             runtime: tokio::runtime::Handle::current(),
             provider_streams: providers::ProviderStreams::default(),
             oauth_logins: oauth::OAuthLogins::default(),
+            credential_models: providers::CredentialModels::default(),
+            trust_dialog: Mutex::new(None),
             providers: Mutex::new(Vec::new()),
         });
         let inbound_shared = shared.clone();
@@ -1090,68 +1104,27 @@ impl Extensions {
         lock(&self.shared.providers).clone()
     }
 
-    /// Pi's model refresh for the providers extensions register with `refreshModels` (all,
-    /// or those of `only`): each one's `refreshModels(context)` runs in the sidecar with
-    /// `allowNetwork`, the provider's credential from auth.json and its `baseUrl`; a list it
-    /// returns replaces the provider's models, in the catalog [`Extensions::catalog`] builds
-    /// and in the attached agent's. `true` when some provider's models were replaced. A
-    /// provider whose refresh fails keeps its models (Pi reports nothing either).
+    /// Pi's model refresh for the providers extensions register (all, or those of `only`):
+    /// each `refreshModels(context)` runs in the sidecar with `allowNetwork`, the provider's
+    /// credential from auth.json, its `baseUrl` and its models-store.json entry (`stored`);
+    /// what it publishes with `persist` is written there, and a list it returns replaces the
+    /// provider's models. Then `oauth.modifyModels` runs for the providers with a stored
+    /// OAuth credential. Both reach the catalog [`Extensions::catalog`] builds and the
+    /// attached agent's; `true` when some provider's models changed. A refresh that fails
+    /// keeps the models (Pi reports nothing either). See [`providers::refresh_models`].
     pub async fn refresh_models(
         &self,
         agent_dir: &std::path::Path,
         allow_network: bool,
         only: Option<&[String]>,
     ) -> bool {
-        let wanted: Vec<String> = self
-            .providers()
-            .iter()
-            .filter(|p| {
-                p.get("config")
-                    .and_then(|c| c.get("refreshModels"))
-                    .and_then(Value::as_bool)
-                    == Some(true)
-            })
-            .filter_map(|p| p.get("name")?.as_str().map(str::to_string))
-            .filter(|name| only.is_none_or(|only| only.contains(name)))
-            .collect();
-        if wanted.is_empty() {
-            return false;
-        }
-        let stored: Value = std::fs::read_to_string(agent_dir.join("auth.json"))
-            .ok()
-            .and_then(|text| serde_json::from_str(&text).ok())
-            .unwrap_or(Value::Null);
-        let credentials: serde_json::Map<String, Value> = wanted
-            .iter()
-            .filter_map(|name| Some((name.clone(), stored.get(name)?.clone())))
-            .collect();
-        let params = json!({
-            "providers": wanted,
-            "allowNetwork": allow_network,
-            "credentials": credentials,
-        });
-        // On the sidecar's runtime: callers may run on another one (the TUI's threads).
-        let sidecar = self.sidecar.clone();
-        let (tx, rx) = tokio::sync::oneshot::channel();
-        self.shared.runtime.spawn(async move {
-            let answer = sidecar
-                .request_bounded("refresh_models", params, MODEL_REFRESH_TIMEOUT)
-                .await;
-            let _ = tx.send(answer);
-        });
-        let Ok(Ok(answer)) = rx.await else {
-            return false;
-        };
-        if answer.get("changed").and_then(Value::as_bool) != Some(true) {
-            return false;
-        }
-        let declared = answer
-            .get("providers")
-            .and_then(Value::as_array)
-            .cloned()
-            .unwrap_or_default();
-        self.shared.providers_changed(declared);
-        true
+        providers::refresh_models(self, agent_dir, allow_network, only).await
+    }
+
+    /// The catalog the extensions' providers apply to (models.json's included), for
+    /// `oauth.modifyModels` before [`Extensions::catalog`] is first asked.
+    pub fn set_base_catalog(&self, base: crate::llm::ModelRegistry) {
+        *lock(&self.shared.credential_models.base) = Some(base);
     }
 
     /// `base` with what the extensions add to the catalog: their providers, then their
@@ -1160,7 +1133,8 @@ impl Extensions {
         let declared = self.providers();
         providers::register_stream_apis(&self.shared, &declared);
         self.register_logins();
-        let (registry, errors) = with_providers(base, &declared);
+        self.set_base_catalog(base.clone());
+        let (registry, errors) = providers::with_declared(&self.shared, base, &declared);
         for e in errors {
             self.shared
                 .report_error("<extensions>", "registerProvider", &e);
@@ -1802,18 +1776,35 @@ impl Preloaded {
 
     /// Pi's `project_trust` for `cwd`: the first handler answering `"yes"` or `"no"` decides;
     /// `None` when none does (`"undecided"`, no handler, or a failure, which is reported).
-    pub async fn project_trust(&self, cwd: &Path) -> Option<TrustAnswer> {
+    /// With `dialog` (the interactive mode's start) handlers see `ctx.hasUI` true and their
+    /// `ctx.ui.select` / `confirm` / `input` are asked through it, without a time limit (the
+    /// user answers); without, they answer at once.
+    pub async fn project_trust(
+        &self,
+        cwd: &Path,
+        dialog: Option<trust::TrustDialog>,
+    ) -> Option<TrustAnswer> {
         if !self.events.iter().any(|e| e == "project_trust") || self.sidecar.exited() {
             return None;
         }
-        let answer = self
-            .sidecar
-            .request_bounded(
-                "emit",
-                json!({"event": "project_trust", "payload": {"cwd": cwd.display().to_string()}}),
-                self.timeout,
-            )
-            .await;
+        let params = json!({
+            "event": "project_trust",
+            "payload": {"cwd": cwd.display().to_string()},
+            "trustUI": dialog.is_some(),
+        });
+        let answer = match dialog {
+            Some(dialog) => {
+                *lock(&self.shared.trust_dialog) = Some(dialog);
+                let answer = self.sidecar.request("emit", params).await;
+                *lock(&self.shared.trust_dialog) = None;
+                answer
+            }
+            None => {
+                self.sidecar
+                    .request_bounded("emit", params, self.timeout)
+                    .await
+            }
+        };
         let answer = match answer {
             Ok(v) => v,
             Err(e) => {

@@ -13,7 +13,7 @@ use std::sync::{Arc, Mutex, Weak};
 use serde_json::{json, Value};
 use tokio::sync::mpsc::UnboundedSender;
 
-use super::{lock, Shared};
+use super::{lock, Extensions, Shared};
 use pi_formats::message::{AgentMessage, ThinkingLevel, Tool};
 use tokio_util::sync::CancellationToken;
 
@@ -44,6 +44,324 @@ pub fn with_providers(
         }
     }
     (registry, errors)
+}
+
+/// Pi's `oauth.modifyModels(models, credentials)` (the legacy credential-dependent model
+/// projection): the lists it returned for the stored OAuth credentials, by provider. They
+/// replace the provider's models wherever the declared providers are applied
+/// ([`with_declared`]), so the projection always starts from the declared models.
+#[derive(Default)]
+pub(super) struct CredentialModels {
+    /// The catalog the providers are applied to (what [`super::Extensions::catalog`] was
+    /// last given): where `modifyModels`' input comes from.
+    pub(super) base: Mutex<Option<ModelRegistry>>,
+    /// Provider → the models `modifyModels` returned.
+    pub(super) modified: Mutex<std::collections::BTreeMap<String, Vec<Model>>>,
+    /// The agent dir of the last refresh: where a refresh after a later registration reads
+    /// credentials and the models store.
+    pub(super) agent_dir: Mutex<Option<std::path::PathBuf>>,
+}
+
+/// Pi refreshes the catalogs without network whenever a provider is registered or
+/// unregistered: after a registration made once the extensions loaded (a command's), the
+/// providers' `refreshModels` and `oauth.modifyModels` run again, in the background.
+pub(super) fn refresh_after_registration(shared: &Arc<Shared>) {
+    let Some(agent_dir) = lock(&shared.credential_models.agent_dir).clone() else {
+        return;
+    };
+    let Some(ext) = lock(&shared.this).upgrade() else {
+        return;
+    };
+    shared.runtime.spawn(async move {
+        ext.refresh_models(&agent_dir, false, None).await;
+    });
+}
+
+/// Whether `provider` is declared with `oauth.modifyModels`.
+pub(super) fn modifies_models(declared: &[Value], provider: &str) -> bool {
+    declared.iter().any(|p| {
+        p.get("name").and_then(Value::as_str) == Some(provider)
+            && p.pointer("/config/oauth/modifyModels")
+                .and_then(Value::as_bool)
+                == Some(true)
+    })
+}
+
+/// [`with_providers`], then the lists `modifyModels` returned in place of those providers'
+/// models (at the position of their first model).
+pub(super) fn with_declared(
+    shared: &Shared,
+    registry: ModelRegistry,
+    declared: &[Value],
+) -> (ModelRegistry, Vec<String>) {
+    let (mut registry, errors) = with_providers(registry, declared);
+    let modified = lock(&shared.credential_models.modified);
+    for (provider, models) in modified.iter() {
+        if !modifies_models(declared, provider) {
+            continue;
+        }
+        let list = Arc::make_mut(&mut registry.models);
+        let at = list
+            .iter()
+            .position(|m| m.provider == *provider)
+            .unwrap_or(list.len());
+        list.retain(|m| m.provider != *provider);
+        let at = at.min(list.len());
+        list.splice(at..at, models.iter().cloned());
+    }
+    (registry, errors)
+}
+
+/// The models of a `modify_models` answer, under `provider` (entries that are no model are
+/// reported in the error).
+pub(super) fn modified_models(provider: &str, answer: &Value) -> Result<Vec<Model>, String> {
+    let list = answer
+        .get("models")
+        .and_then(Value::as_array)
+        .ok_or("modifyModels returned no list")?;
+    list.iter()
+        .map(|m| {
+            let mut model: Model = serde_json::from_value(m.clone())
+                .map_err(|e| format!("modifyModels returned an invalid model: {e}"))?;
+            model.provider = provider.to_string();
+            Ok(model)
+        })
+        .collect()
+}
+
+/// A JSON file of the agent dir as an object (empty when missing or unreadable).
+fn read_object(path: &std::path::Path) -> serde_json::Map<String, Value> {
+    std::fs::read_to_string(path)
+        .ok()
+        .and_then(|text| serde_json::from_str(&text).ok())
+        .unwrap_or_default()
+}
+
+/// Writes what refreshes published with `persist` to models-store.json (Pi's models store,
+/// 0600, other providers' entries kept): an entry replaces the provider's, `null` deletes it.
+fn persist_entries(agent_dir: &std::path::Path, persist: &serde_json::Map<String, Value>) {
+    if persist.is_empty() {
+        return;
+    }
+    let path = agent_dir.join(MODELS_STORE);
+    let mut store = read_object(&path);
+    for (provider, entry) in persist {
+        match entry {
+            Value::Null => store.remove(provider),
+            entry => store.insert(provider.clone(), entry.clone()),
+        };
+    }
+    let text = serde_json::to_string_pretty(&Value::Object(store)).unwrap_or_default();
+    let _ = crate::config::error::write_atomic(&path, text.as_bytes(), Some(0o600));
+}
+
+/// Pi's models store in the agent dir (`{<provider>: entry}`).
+const MODELS_STORE: &str = "models-store.json";
+
+/// A request to the sidecar made on its own runtime (callers may run on another one, the
+/// TUI's threads), bounded by Pi's 15 s model refresh limit.
+async fn ask_sidecar(
+    ext: &Extensions,
+    method: &'static str,
+    params: Value,
+) -> Result<Value, String> {
+    let sidecar = ext.sidecar.clone();
+    let (tx, rx) = tokio::sync::oneshot::channel();
+    ext.shared.runtime.spawn(async move {
+        let answer = sidecar
+            .request_bounded(method, params, super::MODEL_REFRESH_TIMEOUT)
+            .await;
+        let _ = tx.send(answer);
+    });
+    rx.await
+        .map_err(|_| "the extension process stopped".to_string())?
+}
+
+/// See [`Extensions::refresh_models`].
+pub(super) async fn refresh_models(
+    ext: &Extensions,
+    agent_dir: &std::path::Path,
+    allow_network: bool,
+    only: Option<&[String]>,
+) -> bool {
+    *lock(&ext.shared.credential_models.agent_dir) = Some(agent_dir.to_path_buf());
+    let declared = ext.providers();
+    let named = |p: &&Value| p.get("name").and_then(Value::as_str).map(str::to_string);
+    let wanted = |flag: &str| -> Vec<String> {
+        declared
+            .iter()
+            .filter(|p| p.pointer(flag).and_then(Value::as_bool) == Some(true))
+            .filter_map(|p| named(&p))
+            .filter(|name| only.is_none_or(|only| only.contains(name)))
+            .collect()
+    };
+    let (refreshers, modifiers) = (
+        wanted("/config/refreshModels"),
+        wanted("/config/oauth/modifyModels"),
+    );
+    if refreshers.is_empty() && modifiers.is_empty() {
+        return false;
+    }
+    let mut stored = read_object(&agent_dir.join("auth.json"));
+    let mut changed = false;
+    if !refreshers.is_empty() {
+        let store = read_object(&agent_dir.join(MODELS_STORE));
+        let pick = |from: &serde_json::Map<String, Value>| -> serde_json::Map<String, Value> {
+            refreshers
+                .iter()
+                .filter_map(|name| Some((name.clone(), from.get(name)?.clone())))
+                .collect()
+        };
+        let network = if allow_network {
+            network_credentials(ext, agent_dir, &refreshers, &declared).await
+        } else {
+            serde_json::Map::new()
+        };
+        let params = json!({
+            "providers": refreshers,
+            "allowNetwork": allow_network,
+            "credentials": pick(&stored),
+            "networkCredentials": network,
+            "stored": pick(&store),
+        });
+        if let Ok(answer) = ask_sidecar(ext, "refresh_models", params).await {
+            if let Some(persist) = answer.get("persist").and_then(Value::as_object) {
+                persist_entries(agent_dir, persist);
+            }
+            if answer.get("changed").and_then(Value::as_bool) == Some(true) {
+                let declared = answer
+                    .get("providers")
+                    .and_then(Value::as_array)
+                    .cloned()
+                    .unwrap_or_default();
+                ext.shared.providers_changed(declared);
+                changed = true;
+            }
+        }
+    }
+    if allow_network && !refreshers.is_empty() {
+        // A login the network phase refreshed is what `modifyModels` sees, as in Pi.
+        stored = read_object(&agent_dir.join("auth.json"));
+    }
+    if !modifiers.is_empty() && modify_models(ext, &stored, &modifiers).await {
+        ext.shared.providers_changed(ext.providers());
+        changed = true;
+    }
+    changed
+}
+
+/// The credentials of Pi's network refresh phase (its `resolveNetworkRefresh`), by
+/// provider: a stored OAuth login (refreshed first when it has expired, with the
+/// provider's `refreshToken`), else an API key (stored, else the provider's configured
+/// `apiKey`) as `{type: "api_key", key}`. A provider without any gets no network phase.
+async fn network_credentials(
+    ext: &Extensions,
+    agent_dir: &std::path::Path,
+    providers: &[String],
+    declared: &[Value],
+) -> serde_json::Map<String, Value> {
+    let base = lock(&ext.shared.credential_models.base)
+        .clone()
+        .or_else(|| ext.shared.agent().map(|a| a.registry()))
+        .unwrap_or_else(ModelRegistry::builtin);
+    let (registry, _) = with_providers(base, declared);
+    let mut found = serde_json::Map::new();
+    for provider in providers {
+        let stored = read_object(&agent_dir.join("auth.json")).remove(provider);
+        let kind = stored
+            .as_ref()
+            .and_then(|c| c.get("type"))
+            .and_then(Value::as_str)
+            .unwrap_or("");
+        let credential = if kind == "oauth" {
+            if crate::llm::oauth::extension::lookup(provider).is_none() {
+                // Pi: an OAuth credential of a provider without a login flow.
+                None
+            } else {
+                let (dir, name) = (agent_dir.to_path_buf(), provider.clone());
+                let refreshed = tokio::task::spawn_blocking(move || {
+                    crate::llm::oauth::store::refresh_if_expiring_within(&dir, &name, 0.0)
+                })
+                .await;
+                match refreshed {
+                    Ok(Ok(_)) => read_object(&agent_dir.join("auth.json")).remove(provider),
+                    _ => None,
+                }
+            }
+        } else {
+            let key = stored
+                .as_ref()
+                .filter(|_| kind == "api_key")
+                .and_then(|c| c.get("key"))
+                .and_then(Value::as_str)
+                .map(str::to_string)
+                .or_else(|| registry.resolve_api_key(provider));
+            key.map(|key| json!({"type": "api_key", "key": key}))
+        };
+        if let Some(credential) = credential {
+            found.insert(provider.clone(), credential);
+        }
+    }
+    found
+}
+
+/// Pi's `oauth.modifyModels` for `providers`: with an OAuth credential stored, the
+/// provider's models (as the declarations make them from the base catalog) go to the
+/// sidecar and the returned list is kept; without one the provider's models are its own
+/// again. `true` when some provider's list changed. A failing `modifyModels` is reported
+/// and leaves the models unmodified.
+async fn modify_models(
+    ext: &Extensions,
+    stored: &serde_json::Map<String, Value>,
+    providers: &[String],
+) -> bool {
+    let shared = &ext.shared;
+    let declared = ext.providers();
+    let base = lock(&shared.credential_models.base)
+        .clone()
+        .or_else(|| shared.agent().map(|a| a.registry()))
+        .unwrap_or_else(ModelRegistry::builtin);
+    let (plain, _) = with_providers(base, &declared);
+    let mut changed = false;
+    for provider in providers {
+        let credential = stored
+            .get(provider)
+            .filter(|c| c.get("type").and_then(Value::as_str) == Some("oauth"));
+        let next = match credential {
+            None => None,
+            Some(credential) => {
+                let models: Vec<&Model> = plain
+                    .models
+                    .iter()
+                    .filter(|m| m.provider == *provider)
+                    .collect();
+                let params =
+                    json!({"provider": provider, "models": models, "credentials": credential});
+                match ask_sidecar(ext, "modify_models", params)
+                    .await
+                    .and_then(|answer| modified_models(provider, &answer))
+                {
+                    Ok(models) => Some(models),
+                    Err(e) => {
+                        shared.report_error(
+                            "<extension>",
+                            "modifyModels",
+                            &format!("Provider \"{provider}\": {e}"),
+                        );
+                        None
+                    }
+                }
+            }
+        };
+        let mut modified = lock(&shared.credential_models.modified);
+        let before = modified.get(provider).cloned();
+        match next.clone() {
+            Some(models) => modified.insert(provider.clone(), models),
+            None => modified.remove(provider),
+        };
+        changed |= before != next;
+    }
+    changed
 }
 
 /// The provider streams running in the sidecar and the APIs registered for them.
@@ -161,14 +479,21 @@ fn options_of(value: &Value) -> StreamOptions {
     let text = |k: &str| value.get(k).and_then(Value::as_str).map(str::to_string);
     let budgets = value.get("thinkingBudgets");
     let budget = |k: &str| budgets.and_then(|b| b.get(k)).and_then(Value::as_u64);
+    let headers = value.get("headers").and_then(Value::as_object);
     StreamOptions {
         api_key: text("apiKey"),
-        headers: value
-            .get("headers")
-            .and_then(Value::as_object)
+        headers: headers
             .into_iter()
             .flatten()
             .filter_map(|(k, v)| Some((k.clone(), v.as_str()?.to_string())))
+            .collect(),
+        // A `null` header (one a `before_provider_headers` handler removed) is left out
+        // of the request, whoever adds it, as for the host's own requests.
+        removed_headers: headers
+            .into_iter()
+            .flatten()
+            .filter(|(_, v)| v.is_null())
+            .map(|(k, _)| k.clone())
             .collect(),
         max_tokens: value.get("maxTokens").and_then(Value::as_u64),
         temperature: value.get("temperature").and_then(Value::as_f64),

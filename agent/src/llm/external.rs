@@ -99,8 +99,18 @@ fn request_of(model: &Model, context: &Context, options: &StreamOptions) -> Valu
     if let Some(id) = &options.session_id {
         opts.insert("sessionId".into(), id.clone().into());
     }
-    if !options.headers.is_empty() {
-        opts.insert("headers".into(), json!(options.headers));
+    // As Pi hands a stream function the headers `before_provider_headers` handlers left:
+    // the strings, and `null` for those they removed.
+    if !options.headers.is_empty() || !options.removed_headers.is_empty() {
+        let mut headers: serde_json::Map<String, Value> = options
+            .headers
+            .iter()
+            .map(|(k, v)| (k.clone(), Value::String(v.clone())))
+            .collect();
+        for name in &options.removed_headers {
+            headers.entry(name.clone()).or_insert(Value::Null);
+        }
+        opts.insert("headers".into(), Value::Object(headers));
     }
     let b = options.thinking_budgets;
     let budgets: serde_json::Map<String, Value> = [

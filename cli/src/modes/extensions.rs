@@ -70,6 +70,14 @@ pub fn decide_trust(args: &RunArgs, cwd: &str) -> anyhow::Result<()> {
         return Ok(());
     }
     let (mode, records) = front_end(args);
+    // Pi's interactive start gives the handlers start-up dialogs (`ctx.hasUI` true), shown
+    // before the session's screen; the other modes (and `--list-models`) none.
+    let dialog: Option<pi_agent::extensions::trust::TrustDialog> =
+        (mode == UiMode::Tui && args.list_models.is_none()).then(|| {
+            let agent_dir = agent_dir.clone();
+            Arc::new(move |question| crate::tui::startup::ask_trust_question(&agent_dir, question))
+                as pi_agent::extensions::trust::TrustDialog
+        });
     let options = StartOptions {
         paths,
         cwd: dir.to_path_buf(),
@@ -82,7 +90,7 @@ pub fn decide_trust(args: &RunArgs, cwd: &str) -> anyhow::Result<()> {
     let (preloaded, answer) = tokio::task::block_in_place(|| {
         handle.block_on(async {
             let preloaded = Extensions::preload(options).await?;
-            let answer = preloaded.project_trust(dir).await;
+            let answer = preloaded.project_trust(dir, dialog).await;
             Ok::<_, String>((preloaded, answer))
         })
     })
@@ -211,8 +219,9 @@ pub fn start(
         bail!("unknown option {flag} (no loaded extension registers it)");
     }
     // Pi's refresh after the extensions registered their providers (without network, as at
-    // every start-up and reload): `refreshModels` lists join the catalog before a model is
-    // chosen.
+    // every start-up and reload): `refreshModels` lists and `oauth.modifyModels` join the
+    // catalog before a model is chosen.
+    ext.set_base_catalog(env.registry.clone());
     tokio::task::block_in_place(|| {
         handle.block_on(ext.refresh_models(&env.home.agent_dir, false, None))
     });
@@ -268,6 +277,7 @@ pub fn reload(
     };
     if let Some(ext) = &next {
         // As at start-up: the new providers' `refreshModels` lists, without network.
+        ext.set_base_catalog(env.registry.clone());
         tokio::task::block_in_place(|| {
             handle.block_on(ext.refresh_models(&env.home.agent_dir, false, None))
         });
@@ -312,10 +322,15 @@ pub fn warn(args: &RunArgs, warning: &str) {
     }
 }
 
-/// Pi's catalog refresh with network (the interactive mode's after start-up and after a
-/// login): the extensions' `refreshModels` run again, on their runtime, from any thread;
-/// `true` when some provider's models changed.
-pub fn refresh_models_blocking(agent_dir: &Path, only: Option<&[String]>) -> bool {
+/// Pi's catalog refresh (the interactive mode's after start-up, with network, and after a
+/// login, with network unless `PI_OFFLINE`): the extensions' `refreshModels` and
+/// `oauth.modifyModels` run again, on their runtime, from any thread; `true` when some
+/// provider's models changed.
+pub fn refresh_models_blocking(
+    agent_dir: &Path,
+    only: Option<&[String]>,
+    allow_network: bool,
+) -> bool {
     let Some(ext) = current() else {
         return false;
     };
@@ -325,7 +340,7 @@ pub fn refresh_models_blocking(agent_dir: &Path, only: Option<&[String]>) -> boo
     else {
         return false;
     };
-    runtime.block_on(ext.refresh_models(agent_dir, true, only))
+    runtime.block_on(ext.refresh_models(agent_dir, allow_network, only))
 }
 
 /// Sends `session_shutdown` and stops every sidecar this process started.

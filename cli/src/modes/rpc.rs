@@ -36,7 +36,9 @@ pub async fn run(args: RunArgs) -> anyhow::Result<i32> {
     // So do the extensions' `refreshModels` (their answers reach the agent's catalog).
     if super::radius_refresh::network_allowed() {
         let agent_dir = env.home.agent_dir.clone();
-        std::thread::spawn(move || super::extensions::refresh_models_blocking(&agent_dir, None));
+        std::thread::spawn(move || {
+            super::extensions::refresh_models_blocking(&agent_dir, None, true)
+        });
     }
     super::mcp_command::report_after_startup(output);
     let mut reader = BufReader::new(tokio::io::stdin());

@@ -55,6 +55,11 @@ pub enum Msg {
     ModelsChanged,
     /// A command's `ctx.reload()`: the loop reloads as /reload does, then answers.
     ExtensionReload(tokio::sync::mpsc::UnboundedSender<()>),
+    /// The catalog refresh `/model` or `/scoped-models` asked for ended; `query` is the
+    /// `/model <term>` that had no match before it.
+    CatalogsRefreshed {
+        query: Option<String>,
+    },
 }
 
 /// The output line of a `!cmd` until it finishes.
@@ -216,6 +221,12 @@ pub enum Effect {
         save: bool,
     },
     SaveScopedModels(Vec<String>),
+    /// Pi's catalog refresh when `/model` or `/scoped-models` opens (the extensions'
+    /// `refreshModels`, off the UI thread); `Some(term)`: `/model <term>` had no match and is
+    /// looked up again afterwards.
+    RefreshCatalogs(Option<String>),
+    /// `/model <term>` after the catalog refresh: the model, else the picker.
+    ModelQuery(String),
     /// `/session`: show the session's file, id, message counts, tokens and cost.
     SessionInfo,
 }
@@ -878,6 +889,58 @@ impl App {
         }
     }
 
+    /// `/model <term>`: the model whose `provider/id` or id is the term, else the picker
+    /// filtered by it (refreshing the catalogs again as it opens, as Pi's picker does).
+    pub fn model_query(&mut self, q: String, out: &mut Vec<Effect>) {
+        match self
+            .models
+            .iter()
+            .find(|m| m.key() == q || m.id == q)
+            .cloned()
+        {
+            Some(m) => self.set_model(m, out),
+            None => {
+                self.open_model_picker_refreshing(out);
+                if let Some(Dialog::ModelPicker(p)) = self.dialog.as_mut() {
+                    p.query = q;
+                    p.selected = 0;
+                }
+            }
+        }
+    }
+
+    /// The catalog changed: an open model picker or `/scoped-models` list shows the new one
+    /// (choices made in the list kept; a new model enabled when the settings name it).
+    pub fn catalog_changed(&mut self) {
+        match self.dialog.as_mut() {
+            Some(Dialog::ModelPicker(p)) => {
+                p.models = self.models.clone();
+                p.selected = p.selected.min(p.filtered().len().saturating_sub(1));
+            }
+            Some(Dialog::ScopedModels(s)) => {
+                let was: Vec<(String, bool)> = s
+                    .models
+                    .iter()
+                    .zip(&s.enabled)
+                    .map(|(m, on)| (m.key(), *on))
+                    .collect();
+                s.enabled = self
+                    .models
+                    .iter()
+                    .map(|m| {
+                        let key = m.key();
+                        was.iter()
+                            .find(|(k, _)| *k == key)
+                            .map_or_else(|| self.scoped.contains(&key), |(_, on)| *on)
+                    })
+                    .collect();
+                s.models = self.models.clone();
+                s.selected = s.selected.min(s.models.len().saturating_sub(1));
+            }
+            _ => {}
+        }
+    }
+
     pub fn open_model_picker(&mut self) {
         let current = self.model.as_ref().map(ModelInfo::key);
         let selected = self
@@ -890,7 +953,18 @@ impl App {
             query: String::new(),
             selected,
             current,
+            refresh_status: None,
         }));
+    }
+
+    /// The model picker as Pi opens it: the catalog as it is now, refreshed meanwhile
+    /// (the extensions' `refreshModels`), with the refresh's status under the list.
+    pub fn open_model_picker_refreshing(&mut self, out: &mut Vec<Effect>) {
+        self.open_model_picker();
+        if let Some(Dialog::ModelPicker(p)) = self.dialog.as_mut() {
+            p.refresh_status = Some(("Refreshing model catalogs…".into(), false));
+        }
+        out.push(Effect::RefreshCatalogs(None));
     }
 
     pub fn open_settings(&mut self) {
@@ -1291,28 +1365,22 @@ impl App {
         };
         let arg = (!args.is_empty()).then(|| args.to_string());
         match name {
-            "model" => {
-                if let Some(q) = arg {
-                    match self
-                        .models
-                        .iter()
-                        .find(|m| m.key() == q || m.id == q)
-                        .cloned()
-                    {
-                        Some(m) => self.set_model(m, out),
-                        None => {
-                            self.open_model_picker();
-                            if let Some(Dialog::ModelPicker(p)) = self.dialog.as_mut() {
-                                p.query = q;
-                                p.selected = 0;
-                            }
-                        }
-                    }
-                } else {
-                    self.open_model_picker();
+            "model" => match arg {
+                // Pi refreshes the catalogs first when the term names no model (unless
+                // scoped models limit the choice), then looks again.
+                Some(q)
+                    if self.scoped.is_empty()
+                        && !self.models.iter().any(|m| m.key() == q || m.id == q) =>
+                {
+                    self.notice("Refreshing model catalogs…");
+                    out.push(Effect::RefreshCatalogs(Some(q)));
                 }
-            }
+                Some(q) => self.model_query(q, out),
+                None => self.open_model_picker_refreshing(out),
+            },
             "scoped-models" => {
+                // Pi refreshes the catalogs while the list is open.
+                out.push(Effect::RefreshCatalogs(None));
                 let enabled = self
                     .models
                     .iter()
@@ -1727,6 +1795,16 @@ pub fn update(app: &mut App, msg: Msg) -> Vec<Effect> {
         Msg::ModelsChanged => return vec![Effect::RefreshModelList],
         // The loop runs it (it needs the driver).
         Msg::ExtensionReload(_) => {}
+        Msg::CatalogsRefreshed { query } => {
+            if let Some(Dialog::ModelPicker(p)) = app.dialog.as_mut() {
+                if p.refresh_status.is_some() {
+                    p.refresh_status = Some(("Model catalogs refreshed.".into(), true));
+                }
+            }
+            let mut out = vec![Effect::RefreshModelList];
+            out.extend(query.map(Effect::ModelQuery));
+            return out;
+        }
         Msg::LoginQuestion(question) => {
             app.dialog = Some(Dialog::Login(Box::new(
                 super::api_key_login::LoginDialog::Question(question),
@@ -1884,7 +1962,7 @@ fn on_key(app: &mut App, k: KeyEvent, out: &mut Vec<Effect>) {
         return;
     }
     if m("app.model.select") {
-        app.open_model_picker();
+        app.open_model_picker_refreshing(out);
         return;
     }
     if m("app.session.fork") {

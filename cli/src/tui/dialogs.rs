@@ -35,6 +35,9 @@ pub struct ModelPicker {
     pub query: String,
     pub selected: usize,
     pub current: Option<String>,
+    /// Pi's line under the list while the catalogs refresh ("Refreshing model catalogs…")
+    /// and after ("Model catalogs refreshed.", `true`: shown as a success).
+    pub refresh_status: Option<(String, bool)>,
 }
 
 impl ModelPicker {

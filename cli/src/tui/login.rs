@@ -460,14 +460,15 @@ fn start_extension_login(
         };
         let _ = tx.send(Msg::Notice(text));
         if result.is_ok()
-            && crate::modes::radius_refresh::network_allowed()
             && crate::modes::extensions::refresh_models_blocking(
                 &agent_dir,
                 Some(std::slice::from_ref(&id)),
+                crate::modes::radius_refresh::network_allowed(),
             )
         {
-            // Pi refreshes the provider's catalog after a login (its `refreshModels` now
-            // sees the credential).
+            // Pi refreshes the provider's catalog after a login, without network under
+            // `PI_OFFLINE` (its `refreshModels` and `oauth.modifyModels` now see the
+            // credential).
             let _ = tx.send(Msg::ModelsChanged);
         }
     });

@@ -453,7 +453,7 @@ pub fn run(mut opts: TuiOptions) -> anyhow::Result<i32> {
         let tx = tx.clone();
         let agent_dir = opts.agent_dir.clone();
         std::thread::spawn(move || {
-            if crate::modes::extensions::refresh_models_blocking(&agent_dir, None) {
+            if crate::modes::extensions::refresh_models_blocking(&agent_dir, None, true) {
                 let _ = tx.send(Msg::ModelsChanged);
             }
         });
@@ -709,9 +709,44 @@ fn apply_effect(
             login::finish_login(app, driver, &opts.agent_dir, &provider, &action)
         }
         Effect::OpenLogout => login::open_logout(app, &opts.agent_dir),
-        Effect::Logout(provider) => login::logout(app, &opts.agent_dir, &provider),
+        Effect::Logout(provider) => {
+            login::logout(app, &opts.agent_dir, &provider);
+            // As Pi after a logout: the provider's refresh without network, so its
+            // `refreshModels` and `oauth.modifyModels` no longer see the credential.
+            let (tx, agent_dir) = (tx.clone(), opts.agent_dir.clone());
+            std::thread::spawn(move || {
+                let only = [provider];
+                if crate::modes::extensions::refresh_models_blocking(&agent_dir, Some(&only), false)
+                {
+                    let _ = tx.send(Msg::ModelsChanged);
+                }
+            });
+        }
         Effect::Llama(action) => llama_view::apply(app, driver, &opts.agent_dir, tx, action),
-        Effect::RefreshModelList => app.models = driver.models(),
+        Effect::RefreshModelList => {
+            app.models = driver.models();
+            app.catalog_changed();
+        }
+        Effect::RefreshCatalogs(query) => {
+            let (tx, agent_dir) = (tx.clone(), opts.agent_dir.clone());
+            std::thread::spawn(move || {
+                crate::modes::extensions::refresh_models_blocking(
+                    &agent_dir,
+                    None,
+                    crate::modes::radius_refresh::network_allowed(),
+                );
+                let _ = tx.send(Msg::CatalogsRefreshed { query });
+            });
+        }
+        Effect::ModelQuery(q) => {
+            let mut out = Vec::new();
+            app.model_query(q, &mut out);
+            for effect in out {
+                if apply_effect(app, driver, opts, terminal, tx, search, effect)? {
+                    return Ok(true);
+                }
+            }
+        }
         Effect::ExtensionsLoaded => {
             ext_ui::refresh_registrations(
                 app,
@@ -719,6 +754,7 @@ fn apply_effect(
                 driver.extension_commands(),
             );
             app.models = driver.models();
+            app.catalog_changed();
         }
         Effect::SetRadiusModels(models) => {
             driver.set_radius_models(models);

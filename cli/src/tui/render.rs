@@ -472,7 +472,8 @@ fn draw_dialog(app: &App, d: &Dialog, area: Rect, buf: &mut Buffer) {
             let inner = block.inner(area);
             block.render(area, buf);
             let list = p.filtered();
-            let h = usize::from(inner.height.saturating_sub(2));
+            let status_rows = if p.refresh_status.is_some() { 2 } else { 0 };
+            let h = usize::from(inner.height.saturating_sub(2 + status_rows));
             let start = window_start(p.selected, list.len(), h);
             let mut lines = vec![
                 Line::from(vec![
@@ -494,6 +495,11 @@ fn draw_dialog(app: &App, d: &Dialog, area: Rect, buf: &mut Buffer) {
             }
             if list.is_empty() {
                 lines.push(Line::styled("  No matching models", theme.fg(theme.dim)));
+            }
+            if let Some((status, success)) = &p.refresh_status {
+                lines.push(Line::default());
+                let color = if *success { theme.success } else { theme.muted };
+                lines.push(Line::styled(format!("  {status}"), theme.fg(color)));
             }
             paint_lines(lines, inner, buf);
         }

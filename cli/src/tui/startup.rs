@@ -136,3 +136,103 @@ pub fn draw(theme: &Theme, prompt: &Confirm, area: Rect, buf: &mut ratatui::buff
     super::render::draw_confirm(theme, prompt, Rect { height, ..area }, buf);
     super::render::show_controls(area, buf);
 }
+
+/// A `project_trust` handler's question at the interactive mode's start (Pi's
+/// `showStartupSelector` / `showStartupInput`): the chosen option or the text typed, `None`
+/// when the user cancelled (or the terminal failed).
+pub fn ask_trust_question(
+    agent_dir: &Path,
+    question: pi_agent::extensions::trust::TrustQuestion,
+) -> Option<String> {
+    if question.input {
+        return input_on_terminal(agent_dir, &question.title, question.placeholder.as_deref())
+            .ok()
+            .flatten();
+    }
+    // `confirm` sends "title\nmessage" as Pi's selector title does.
+    let (title, message) = question
+        .title
+        .split_once('\n')
+        .unwrap_or((question.title.as_str(), ""));
+    let prompt = Confirm {
+        title: title.to_string(),
+        message: message.to_string(),
+        options: question.options.iter().map(|o| (o.clone(), None)).collect(),
+        cancelled: String::new(),
+        selected: 0,
+    };
+    let chosen = ask_on_terminal(agent_dir, prompt).ok().flatten()?;
+    question.options.get(chosen).cloned()
+}
+
+/// A line of text asked alone on the alternate screen: enter answers, escape (or ctrl+c)
+/// cancels.
+pub fn input_on_terminal(
+    agent_dir: &Path,
+    title: &str,
+    placeholder: Option<&str>,
+) -> anyhow::Result<Option<String>> {
+    use crossterm::event::{KeyCode, KeyModifiers};
+    use ratatui::style::{Modifier, Style};
+    use ratatui::text::{Line, Span};
+    use ratatui::widgets::{Block, Borders, Paragraph, Widget, Wrap};
+    let theme_name = Settings::load_global(agent_dir)
+        .theme()
+        .unwrap_or("dark")
+        .to_string();
+    let (theme, _) = Theme::load(&theme_name, agent_dir, &[]);
+    terminal::enable_raw_mode()?;
+    let result = (|| -> anyhow::Result<Option<String>> {
+        execute!(std::io::stdout(), EnterAlternateScreen)?;
+        let mut term = Terminal::new(CrosstermBackend::new(std::io::stdout()))?;
+        let mut text = String::new();
+        loop {
+            term.draw(|f| {
+                let area = f.area();
+                let shown = match (text.is_empty(), placeholder) {
+                    (true, Some(p)) => Span::styled(p.to_string(), theme.fg(theme.dim)),
+                    _ => Span::raw(format!("{text}▏")),
+                };
+                let lines = vec![
+                    Line::default(),
+                    Line::from(vec![Span::raw("> "), shown]),
+                    Line::default(),
+                    Line::styled("enter to submit · escape to cancel", theme.fg(theme.dim)),
+                ];
+                let block = Block::default()
+                    .borders(Borders::ALL)
+                    .border_style(theme.fg(theme.border))
+                    .title(Span::styled(
+                        title.to_string(),
+                        Style::default().add_modifier(Modifier::BOLD),
+                    ));
+                let height = 6.min(area.height);
+                Paragraph::new(lines)
+                    .block(block)
+                    .wrap(Wrap { trim: false })
+                    .render(Rect { height, ..area }, f.buffer_mut());
+                super::render::show_controls(area, f.buffer_mut());
+            })?;
+            if let Event::Key(k) = event::read()? {
+                if k.kind == KeyEventKind::Release {
+                    continue;
+                }
+                match k.code {
+                    KeyCode::Enter => return Ok(Some(text)),
+                    KeyCode::Esc => return Ok(None),
+                    KeyCode::Char('c') if k.modifiers.contains(KeyModifiers::CONTROL) => {
+                        return Ok(None)
+                    }
+                    KeyCode::Backspace => {
+                        text.pop();
+                    }
+                    KeyCode::Char(c) => text.push(c),
+                    _ => {}
+                }
+            }
+        }
+    })();
+    let _ = execute!(std::io::stdout(), LeaveAlternateScreen);
+    let _ = terminal::disable_raw_mode();
+    result
+}
