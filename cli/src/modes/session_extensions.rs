@@ -85,8 +85,12 @@ fn load(host: &Weak<Host>, args: &RunArgs, start_cwd: &str) -> Vec<String> {
         home,
     };
     let handle = tokio::runtime::Handle::current();
+    let had_extensions = host.extensions().is_some();
     warnings.extend(super::extensions::reload(&args, &env, &host, &handle));
-    if registry.is_some() {
+    // Without extensions before or after, the catalog has nothing to swap: it stays as it
+    // is (a live catalog fetched since start-up included).
+    let involved = had_extensions || host.extensions().is_some();
+    if registry.is_some() && involved {
         // The new extensions' providers and virtual models replace the old ones'.
         let resolver = api_key_resolver_quiet(&env, &mut warnings);
         let catalog = catalog_with_extensions(&env, host.extensions().as_deref());
