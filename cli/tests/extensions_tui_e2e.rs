@@ -702,3 +702,43 @@ async fn project_trust_handlers_ask_on_start_up_screens() {
             .unwrap();
     assert_eq!(trust[cwd.display().to_string()], false);
 }
+
+/// `/new` loads the extensions afresh, as Pi does: what the old ones drew goes (the first
+/// session's widget), the new instance's status says it started one session, and slash
+/// completion offers the commands of the files as they are now.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_new_session_gets_fresh_extensions_on_screen() {
+    if !enabled() {
+        eprintln!("skipped: set PI_TUI_E2E=1 (needs tmux)");
+        return;
+    }
+    let setup = Setup::new(json!([])).await;
+    std::fs::write(setup.cwd.join("cmdname.txt"), "alpha").unwrap();
+    let command = format!(
+        "env PI_CODING_AGENT_DIR={} XDG_CACHE_HOME={} {} --session-dir {} --model fakeoai/fake-model -e {}; sleep 30",
+        quote(&setup.agent.display().to_string()),
+        quote(&setup.agent.join("cache").display().to_string()),
+        quote(pi_bin()),
+        quote(&setup.sessions.display().to_string()),
+        quote(&fixture("session-status.ts")),
+    );
+    let tmux = Tmux::start(
+        &format!("pi-ext-new-{}", std::process::id()),
+        &setup.cwd,
+        &command,
+    );
+    tmux.wait_for("runtime 1 startup");
+    tmux.wait_for("first-session widget");
+    std::fs::write(setup.cwd.join("cmdname.txt"), "beta").unwrap();
+    tmux.keys(&["/new", "Enter"]);
+    let screen = tmux.wait_for("runtime 1 new");
+    assert!(!screen.contains("first-session widget"), "{screen}");
+    tmux.keys(&["/bet"]);
+    tmux.wait_for("from beta");
+    tmux.keys(&["C-c"]);
+    tmux.wait_until("the editor cleared", |s| !s.contains("/bet"));
+    tmux.keys(&["/alph"]);
+    std::thread::sleep(Duration::from_millis(800));
+    let screen = tmux.capture();
+    assert!(!screen.contains("from alpha"), "{screen}");
+}
