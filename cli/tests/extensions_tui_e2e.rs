@@ -136,6 +136,34 @@ fn quote(p: &str) -> String {
     format!("'{}'", p.replace('\'', "'\\''"))
 }
 
+/// Starts pi with the fake model in a tmux session of its own (socket `pi-ext-NAME-PID`),
+/// in `setup`'s directories, with `env` set and `-e` for each of `fixtures`; the pane stays
+/// for 30 s after pi exits, so its last screen can be read.
+fn start_pi(setup: &Setup, name: &str, env: &[(&str, &str)], fixtures: &[&str]) -> Tmux {
+    let mut command = format!(
+        "env PI_CODING_AGENT_DIR={} XDG_CACHE_HOME={}",
+        quote(&setup.agent.display().to_string()),
+        quote(&setup.agent.join("cache").display().to_string()),
+    );
+    for (key, value) in env {
+        command.push_str(&format!(" {key}={}", quote(value)));
+    }
+    command.push_str(&format!(
+        " {} --session-dir {} --model fakeoai/fake-model",
+        quote(pi_bin()),
+        quote(&setup.sessions.display().to_string()),
+    ));
+    for file in fixtures {
+        command.push_str(&format!(" -e {}", quote(&fixture(file))));
+    }
+    command.push_str("; sleep 30");
+    Tmux::start(
+        &format!("pi-ext-{name}-{}", std::process::id()),
+        &setup.cwd,
+        &command,
+    )
+}
+
 #[tokio::test(flavor = "multi_thread")]
 async fn dialogs_gates_and_text_lines_in_the_interactive_mode() {
     if !enabled() {
@@ -143,20 +171,15 @@ async fn dialogs_gates_and_text_lines_in_the_interactive_mode() {
         return;
     }
     let setup = Setup::new(json!([{"text": "First answer."}])).await;
-    let command = format!(
-        "env PI_CODING_AGENT_DIR={} XDG_CACHE_HOME={} {} --session-dir {} --model fakeoai/fake-model -e {} -e {} -e {}; sleep 30",
-        quote(&setup.agent.display().to_string()),
-        quote(&setup.agent.join("cache").display().to_string()),
-        quote(pi_bin()),
-        quote(&setup.sessions.display().to_string()),
-        quote(&fixture("confirm-destructive.ts")),
-        quote(&fixture("ui-dialogs.ts")),
-        quote(&fixture("select-events.ts")),
-    );
-    let tmux = Tmux::start(
-        &format!("pi-ext-tui-{}", std::process::id()),
-        &setup.cwd,
-        &command,
+    let tmux = start_pi(
+        &setup,
+        "tui",
+        &[],
+        &[
+            "confirm-destructive.ts",
+            "ui-dialogs.ts",
+            "select-events.ts",
+        ],
     );
     tmux.wait_for("fake-model");
     tmux.keys(&["Say hello", "Enter"]);
@@ -211,19 +234,7 @@ async fn extension_shortcuts_in_the_interactive_mode() {
         return;
     }
     let setup = Setup::new(json!([])).await;
-    let command = format!(
-        "env PI_CODING_AGENT_DIR={} XDG_CACHE_HOME={} {} --session-dir {} --model fakeoai/fake-model -e {}; sleep 30",
-        quote(&setup.agent.display().to_string()),
-        quote(&setup.agent.join("cache").display().to_string()),
-        quote(pi_bin()),
-        quote(&setup.sessions.display().to_string()),
-        quote(&fixture("shortcuts.ts")),
-    );
-    let tmux = Tmux::start(
-        &format!("pi-ext-keys-{}", std::process::id()),
-        &setup.cwd,
-        &command,
-    );
+    let tmux = start_pi(&setup, "keys", &[], &["shortcuts.ts"]);
     tmux.wait_for("fake-model");
     tmux.wait_for("Extension shortcut 'ctrl+c' conflicts with built-in shortcut. Skipping.");
     tmux.keys(&["M-x"]);
@@ -255,19 +266,11 @@ async fn themes_from_theme_paths_are_used_and_offered() {
         json!({"theme": "ext-ocean"}).to_string(),
     )
     .unwrap();
-    let command = format!(
-        "env PI_CODING_AGENT_DIR={} XDG_CACHE_HOME={} DISCOVER_THEMES={} {} --session-dir {} --model fakeoai/fake-model -e {}; sleep 30",
-        quote(&setup.agent.display().to_string()),
-        quote(&setup.agent.join("cache").display().to_string()),
-        quote(&themes.display().to_string()),
-        quote(pi_bin()),
-        quote(&setup.sessions.display().to_string()),
-        quote(&fixture("discover-themes.ts")),
-    );
-    let tmux = Tmux::start(
-        &format!("pi-ext-themes-{}", std::process::id()),
-        &setup.cwd,
-        &command,
+    let tmux = start_pi(
+        &setup,
+        "themes",
+        &[("DISCOVER_THEMES", &themes.display().to_string())],
+        &["discover-themes.ts"],
     );
     let screen = tmux.wait_for("fake-model");
     assert!(!screen.contains("using dark"), "{screen}");
@@ -319,19 +322,14 @@ async fn extensions_list_get_and_set_themes_on_screen() {
         json!({"name": "mine", "colors": {"accent": "#c02080"}}).to_string(),
     )
     .unwrap();
-    let command = format!(
-        "env PI_CODING_AGENT_DIR={} XDG_CACHE_HOME={} DISCOVER_THEMES={} THEME_PROBE=ext-ocean {} --session-dir {} --model fakeoai/fake-model -e {}; sleep 30",
-        quote(&setup.agent.display().to_string()),
-        quote(&setup.agent.join("cache").display().to_string()),
-        quote(&themes.display().to_string()),
-        quote(pi_bin()),
-        quote(&setup.sessions.display().to_string()),
-        quote(&fixture("themes-ui.ts")),
-    );
-    let tmux = Tmux::start(
-        &format!("pi-ext-settheme-{}", std::process::id()),
-        &setup.cwd,
-        &command,
+    let tmux = start_pi(
+        &setup,
+        "settheme",
+        &[
+            ("DISCOVER_THEMES", &themes.display().to_string()),
+            ("THEME_PROBE", "ext-ocean"),
+        ],
+        &["themes-ui.ts"],
     );
     const OCEAN: &str = "38;2;32;128;192";
     tmux.wait_for("fake-model");
@@ -375,19 +373,7 @@ async fn a_command_reload_refreshes_the_screen() {
         return;
     }
     let setup = Setup::new(json!([])).await;
-    let command = format!(
-        "env PI_CODING_AGENT_DIR={} XDG_CACHE_HOME={} {} --session-dir {} --model fakeoai/fake-model -e {}; sleep 30",
-        quote(&setup.agent.display().to_string()),
-        quote(&setup.agent.join("cache").display().to_string()),
-        quote(pi_bin()),
-        quote(&setup.sessions.display().to_string()),
-        quote(&fixture("themes-ui.ts")),
-    );
-    let tmux = Tmux::start(
-        &format!("pi-ext-cmdreload-{}", std::process::id()),
-        &setup.cwd,
-        &command,
-    );
+    let tmux = start_pi(&setup, "cmdreload", &[], &["themes-ui.ts"]);
     tmux.wait_for("fake-model");
     std::fs::write(
         setup.agent.join("keybindings.json"),
@@ -418,19 +404,7 @@ async fn an_extension_login_asks_its_questions_in_the_login_dialog() {
         return;
     }
     let setup = Setup::new(json!([])).await;
-    let command = format!(
-        "env PI_CODING_AGENT_DIR={} XDG_CACHE_HOME={} {} --session-dir {} --model fakeoai/fake-model -e {}; sleep 30",
-        quote(&setup.agent.display().to_string()),
-        quote(&setup.agent.join("cache").display().to_string()),
-        quote(pi_bin()),
-        quote(&setup.sessions.display().to_string()),
-        quote(&fixture("oauth-questions.ts")),
-    );
-    let tmux = Tmux::start(
-        &format!("pi-ext-login-{}", std::process::id()),
-        &setup.cwd,
-        &command,
-    );
+    let tmux = start_pi(&setup, "login", &[], &["oauth-questions.ts"]);
     tmux.wait_for("fake-model");
 
     // Cancelled at the code: nothing is stored, no failure is reported.
@@ -486,19 +460,17 @@ async fn the_start_up_refresh_runs_refresh_models_with_network() {
         json!({"live-cat": {"type": "api_key", "key": "stored-live-key"}}).to_string(),
     )
     .unwrap();
-    let command = format!(
-        "env PI_CODING_AGENT_DIR={} XDG_CACHE_HOME={} LOCAL_PROXY_URL={} LOCAL_PROXY_KEY=k {} --session-dir {} --model fakeoai/fake-model -e {}; sleep 30",
-        quote(&setup.agent.display().to_string()),
-        quote(&setup.agent.join("cache").display().to_string()),
-        quote(&format!("http://127.0.0.1:{}/v1", setup.fake.port())),
-        quote(pi_bin()),
-        quote(&setup.sessions.display().to_string()),
-        quote(&fixture("refresh-models.ts")),
-    );
-    let tmux = Tmux::start(
-        &format!("pi-ext-refresh-{}", std::process::id()),
-        &setup.cwd,
-        &command,
+    let tmux = start_pi(
+        &setup,
+        "refresh",
+        &[
+            (
+                "LOCAL_PROXY_URL",
+                &format!("http://127.0.0.1:{}/v1", setup.fake.port()),
+            ),
+            ("LOCAL_PROXY_KEY", "k"),
+        ],
+        &["refresh-models.ts"],
     );
     tmux.wait_for("fake-model");
     // The picker lists what the catalog holds when it opens: reopened until the refresh
@@ -547,20 +519,19 @@ async fn model_and_scoped_models_refresh_the_catalogs() {
     }
     let setup = Setup::new(json!([{"text": "From the file catalog."}])).await;
     let catalog = setup.agent.join("catalog.txt");
-    let command = format!(
-        "env PI_OFFLINE=1 PI_CODING_AGENT_DIR={} XDG_CACHE_HOME={} LOCAL_PROXY_URL={} LOCAL_PROXY_KEY=k CATALOG_FILE={} {} --session-dir {} --model fakeoai/fake-model -e {}; sleep 30",
-        quote(&setup.agent.display().to_string()),
-        quote(&setup.agent.join("cache").display().to_string()),
-        quote(&format!("http://127.0.0.1:{}/v1", setup.fake.port())),
-        quote(&catalog.display().to_string()),
-        quote(pi_bin()),
-        quote(&setup.sessions.display().to_string()),
-        quote(&fixture("file-catalog.ts")),
-    );
-    let tmux = Tmux::start(
-        &format!("pi-ext-catalogs-{}", std::process::id()),
-        &setup.cwd,
-        &command,
+    let tmux = start_pi(
+        &setup,
+        "catalogs",
+        &[
+            ("PI_OFFLINE", "1"),
+            (
+                "LOCAL_PROXY_URL",
+                &format!("http://127.0.0.1:{}/v1", setup.fake.port()),
+            ),
+            ("LOCAL_PROXY_KEY", "k"),
+            ("CATALOG_FILE", &catalog.display().to_string()),
+        ],
+        &["file-catalog.ts"],
     );
     tmux.wait_for("fake-model");
     std::fs::write(&catalog, "filecat-new\n").unwrap();
@@ -612,19 +583,17 @@ async fn a_login_projects_the_providers_models_through_modify_models() {
         return;
     }
     let setup = Setup::new(json!([{"text": "From the account endpoint."}])).await;
-    let command = format!(
-        "env PI_OFFLINE=1 PI_CODING_AGENT_DIR={} XDG_CACHE_HOME={} ACCT_LLM_URL={} {} --session-dir {} --model fakeoai/fake-model -e {}; sleep 30",
-        quote(&setup.agent.display().to_string()),
-        quote(&setup.agent.join("cache").display().to_string()),
-        quote(&format!("http://127.0.0.1:{}/v1", setup.fake.port())),
-        quote(pi_bin()),
-        quote(&setup.sessions.display().to_string()),
-        quote(&fixture("oauth-modify-models.ts")),
-    );
-    let tmux = Tmux::start(
-        &format!("pi-ext-modify-{}", std::process::id()),
-        &setup.cwd,
-        &command,
+    let tmux = start_pi(
+        &setup,
+        "modify",
+        &[
+            ("PI_OFFLINE", "1"),
+            (
+                "ACCT_LLM_URL",
+                &format!("http://127.0.0.1:{}/v1", setup.fake.port()),
+            ),
+        ],
+        &["oauth-modify-models.ts"],
     );
     tmux.wait_for("fake-model");
     tmux.keys(&["-l", "/login acct"]);
@@ -665,19 +634,15 @@ async fn project_trust_handlers_ask_on_start_up_screens() {
     std::fs::create_dir_all(setup.cwd.join(".pi")).unwrap();
     std::fs::write(setup.cwd.join(".pi/SYSTEM.md"), "Project prompt.\n").unwrap();
     let log = setup.agent.join("trust.log");
-    let command = format!(
-        "env TRUST_ANSWER=ask TRUST_REMEMBER=1 TRUST_LOG={} PI_CODING_AGENT_DIR={} XDG_CACHE_HOME={} {} --session-dir {} --model fakeoai/fake-model -e {}; sleep 30",
-        quote(&log.display().to_string()),
-        quote(&setup.agent.display().to_string()),
-        quote(&setup.agent.join("cache").display().to_string()),
-        quote(pi_bin()),
-        quote(&setup.sessions.display().to_string()),
-        quote(&fixture("trust-decider.ts")),
-    );
-    let tmux = Tmux::start(
-        &format!("pi-ext-trust-{}", std::process::id()),
-        &setup.cwd,
-        &command,
+    let tmux = start_pi(
+        &setup,
+        "trust",
+        &[
+            ("TRUST_ANSWER", "ask"),
+            ("TRUST_REMEMBER", "1"),
+            ("TRUST_LOG", &log.display().to_string()),
+        ],
+        &["trust-decider.ts"],
     );
     let screen = tmux.wait_for("Decide this project's trust:");
     assert!(screen.contains("Keep it untrusted"), "{screen}");
@@ -714,19 +679,7 @@ async fn a_new_session_gets_fresh_extensions_on_screen() {
     }
     let setup = Setup::new(json!([])).await;
     std::fs::write(setup.cwd.join("cmdname.txt"), "alpha").unwrap();
-    let command = format!(
-        "env PI_CODING_AGENT_DIR={} XDG_CACHE_HOME={} {} --session-dir {} --model fakeoai/fake-model -e {}; sleep 30",
-        quote(&setup.agent.display().to_string()),
-        quote(&setup.agent.join("cache").display().to_string()),
-        quote(pi_bin()),
-        quote(&setup.sessions.display().to_string()),
-        quote(&fixture("session-status.ts")),
-    );
-    let tmux = Tmux::start(
-        &format!("pi-ext-new-{}", std::process::id()),
-        &setup.cwd,
-        &command,
-    );
+    let tmux = start_pi(&setup, "new", &[], &["session-status.ts"]);
     tmux.wait_for("runtime 1 startup");
     tmux.wait_for("first-session widget");
     std::fs::write(setup.cwd.join("cmdname.txt"), "beta").unwrap();
