@@ -460,22 +460,22 @@ async fn themes_are_not_available_in_print_and_rpc_mode() {
         .unwrap();
     let mut stdin = child.stdin.take().unwrap();
     let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
-    writeln!(
-        stdin,
-        r#"{{"id":"1","type":"prompt","message":"/themes-list"}}"#
-    )
-    .unwrap();
-    writeln!(
-        stdin,
-        r#"{{"id":"2","type":"prompt","message":"/theme-set dark"}}"#
-    )
-    .unwrap();
     let mut notices = Vec::new();
-    while notices.len() < 4 {
-        let Some(Ok(line)) = lines.next() else { break };
-        let v: Value = serde_json::from_str(&line).unwrap();
-        if v["type"] == "extension_ui_request" && v["method"] == "notify" {
-            notices.push(v["message"].as_str().unwrap().to_string());
+    // One command at a time: RPC runs commands concurrently, so their notices would
+    // interleave.
+    for (id, command, wanted) in [("1", "/themes-list", 3), ("2", "/theme-set dark", 4)] {
+        writeln!(
+            stdin,
+            "{}",
+            serde_json::json!({"id": id, "type": "prompt", "message": command})
+        )
+        .unwrap();
+        while notices.len() < wanted {
+            let Some(Ok(line)) = lines.next() else { break };
+            let v: Value = serde_json::from_str(&line).unwrap();
+            if v["type"] == "extension_ui_request" && v["method"] == "notify" {
+                notices.push(v["message"].as_str().unwrap().to_string());
+            }
         }
     }
     drop(stdin);
