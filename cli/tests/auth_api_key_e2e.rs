@@ -382,8 +382,7 @@ fn the_key_is_not_echoed_in_a_terminal_and_ctrl_c_cancels() {
     tmux.keys(&["-l", "xai-hidden-4242"]);
     // Backspace edits the hidden value, as in Pi.
     tmux.keys(&["BSpace"]);
-    tmux.keys(&["-l", "3"]);
-    tmux.keys(&["Enter"]);
+    tmux.submit("3");
     let screen = tmux.wait_for("EXITED-0");
     assert!(!screen.contains("hidden"), "{screen}");
     assert!(
@@ -441,8 +440,7 @@ async fn slash_login_saves_an_api_key_that_the_next_prompt_uses() {
     let tmux = Tmux::start(&name, &home.home, &command);
     tmux.wait_for("to interrupt");
 
-    tmux.keys(&["-l", "/login"]);
-    tmux.keys(&["Enter"]);
+    tmux.submit("/login");
     tmux.wait_for("Select authentication method:");
     tmux.keys(&["Down"]);
     tmux.keys(&["Enter"]);
@@ -452,8 +450,7 @@ async fn slash_login_saves_an_api_key_that_the_next_prompt_uses() {
     tmux.keys(&["Enter"]);
     tmux.wait_for("Login to Groq");
     tmux.wait_for("Enter Groq API key");
-    tmux.keys(&["-l", "gsk-tui-key-5"]);
-    tmux.keys(&["Enter"]);
+    tmux.submit("gsk-tui-key-5");
     tmux.wait_for(&format!(
         "Saved API key for Groq. Credentials saved to {}",
         home.auth_path()
@@ -464,8 +461,7 @@ async fn slash_login_saves_an_api_key_that_the_next_prompt_uses() {
     );
     assert_eq!(mode(&home.agent.join("auth.json")), 0o600);
 
-    tmux.keys(&["-l", "hello"]);
-    tmux.keys(&["Enter"]);
+    tmux.submit("hello");
     tmux.wait_for("groq answers via tui");
     let requests = llm.requests();
     assert_eq!(requests.len(), 1);
@@ -474,17 +470,14 @@ async fn slash_login_saves_an_api_key_that_the_next_prompt_uses() {
 
     // Vertex starts with Pi's choice of method; Application Default Credentials asks for
     // the project and location and stores them as the credential's env.
-    tmux.keys(&["-l", "/login google-vertex"]);
-    tmux.keys(&["Enter"]);
+    tmux.submit("/login google-vertex");
     tmux.wait_for("Select Google Vertex AI authentication method:");
     tmux.keys(&["Down"]);
     tmux.keys(&["Enter"]);
     tmux.wait_for("Enter Google Cloud project ID");
-    tmux.keys(&["-l", "my-proj"]);
-    tmux.keys(&["Enter"]);
+    tmux.submit("my-proj");
     tmux.wait_for("Enter Google Cloud location");
-    tmux.keys(&["-l", "us-central1"]);
-    tmux.keys(&["Enter"]);
+    tmux.submit("us-central1");
     tmux.wait_for("Saved API key for Google Vertex AI.");
     assert_eq!(
         home.auth_json()["google-vertex"],
@@ -527,8 +520,7 @@ async fn slash_login_without_a_model_selects_the_providers_default_and_escape_go
     let tmux = Tmux::start(&name, &home.home, &command);
     tmux.wait_for("to interrupt");
 
-    tmux.keys(&["-l", "/login"]);
-    tmux.keys(&["Enter"]);
+    tmux.submit("/login");
     tmux.wait_for("Select authentication method:");
     tmux.keys(&["Down"]);
     tmux.keys(&["Enter"]);
@@ -573,11 +565,9 @@ async fn slash_login_without_a_model_selects_the_providers_default_and_escape_go
     assert!(!home.agent.join("auth.json").exists());
 
     // A saved key selects the provider's default model.
-    tmux.keys(&["-l", "/login groq"]);
-    tmux.keys(&["Enter"]);
+    tmux.submit("/login groq");
     tmux.wait_for("Enter Groq API key");
-    tmux.keys(&["-l", "gsk-default-7"]);
-    tmux.keys(&["Enter"]);
+    tmux.submit("gsk-default-7");
     // The line is wider than the pane: the path wraps onto the next line.
     let screen =
         tmux.wait_for("Saved API key for Groq. Selected openai/gpt-oss-120b. Credentials saved to");
@@ -588,19 +578,16 @@ async fn slash_login_without_a_model_selects_the_providers_default_and_escape_go
     assert_eq!(settings["defaultProvider"], "groq");
     assert_eq!(settings["defaultModel"], "openai/gpt-oss-120b");
 
-    tmux.keys(&["-l", "hello"]);
-    tmux.keys(&["Enter"]);
+    tmux.submit("hello");
     tmux.wait_for("default model answers");
     let requests = llm.requests();
     assert_eq!(requests.len(), 1);
     assert_eq!(requests[0].body["model"], "openai/gpt-oss-120b");
 
     // With a model selected, a login keeps it.
-    tmux.keys(&["-l", "/login cerebras"]);
-    tmux.keys(&["Enter"]);
+    tmux.submit("/login cerebras");
     tmux.wait_for("Enter Cerebras API key");
-    tmux.keys(&["-l", "csk-other"]);
-    tmux.keys(&["Enter"]);
+    tmux.submit("csk-other");
     tmux.wait_for(&format!(
         "Saved API key for Cerebras. Credentials saved to {}",
         home.auth_path()

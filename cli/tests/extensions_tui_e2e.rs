@@ -10,131 +10,14 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod extensions_common;
+mod tmux_common;
 
 use std::path::Path;
-use std::process::Command;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use extensions_common::{fixture, pi_bin, Setup};
 use serde_json::json;
-
-fn enabled() -> bool {
-    std::env::var("PI_TUI_E2E").is_ok_and(|v| v == "1")
-        && Command::new("tmux")
-            .arg("-V")
-            .output()
-            .is_ok_and(|o| o.status.success())
-}
-
-/// A tmux session on a private server (its own socket), killed on drop.
-struct Tmux {
-    socket: String,
-}
-
-impl Tmux {
-    fn start(socket: &str, cwd: &Path, command: &str) -> Tmux {
-        let status = Command::new("tmux")
-            .args([
-                "-L",
-                socket,
-                "-f",
-                "/dev/null",
-                "new-session",
-                "-d",
-                "-s",
-                "t",
-            ])
-            .args(["-x", "100", "-y", "30", "-c"])
-            .arg(cwd)
-            .arg(command)
-            .status()
-            .expect("tmux new-session");
-        assert!(status.success());
-        Tmux {
-            socket: socket.to_string(),
-        }
-    }
-
-    fn tmux(&self) -> Command {
-        let mut c = Command::new("tmux");
-        c.args(["-L", &self.socket]);
-        c
-    }
-
-    fn keys(&self, keys: &[&str]) {
-        let status = self
-            .tmux()
-            .args(["send-keys", "-t", "t"])
-            .args(keys)
-            .status()
-            .expect("send-keys");
-        assert!(status.success());
-    }
-
-    fn capture(&self) -> String {
-        let out = self
-            .tmux()
-            .args(["capture-pane", "-p", "-t", "t"])
-            .output()
-            .expect("capture-pane");
-        String::from_utf8_lossy(&out.stdout).into_owned()
-    }
-
-    /// The screen with its colours (SGR escapes).
-    fn capture_ansi(&self) -> String {
-        let out = self
-            .tmux()
-            .args(["capture-pane", "-p", "-e", "-t", "t"])
-            .output()
-            .expect("capture-pane");
-        String::from_utf8_lossy(&out.stdout).into_owned()
-    }
-
-    /// Waits until the screen with its colours satisfies `done`.
-    fn wait_until_ansi(&self, what: &str, done: impl Fn(&str) -> bool) -> String {
-        let deadline = Instant::now() + Duration::from_secs(20);
-        loop {
-            let screen = self.capture_ansi();
-            if done(&screen) {
-                return screen;
-            }
-            if Instant::now() > deadline {
-                panic!("timed out waiting for {what:?}; screen:\n{screen}");
-            }
-            std::thread::sleep(Duration::from_millis(100));
-        }
-    }
-
-    /// Waits until the screen contains `text`; the screen is in the panic message otherwise.
-    fn wait_for(&self, text: &str) -> String {
-        self.wait_until(text, |s| s.contains(text))
-    }
-
-    /// Waits until the screen satisfies `done` (`what` names it in the panic message).
-    fn wait_until(&self, what: &str, done: impl Fn(&str) -> bool) -> String {
-        let deadline = Instant::now() + Duration::from_secs(20);
-        loop {
-            let screen = self.capture();
-            if done(&screen) {
-                return screen;
-            }
-            if Instant::now() > deadline {
-                panic!("timed out waiting for {what:?}; screen:\n{screen}");
-            }
-            std::thread::sleep(Duration::from_millis(100));
-        }
-    }
-}
-
-impl Drop for Tmux {
-    fn drop(&mut self) {
-        let _ = self.tmux().arg("kill-server").status();
-    }
-}
-
-fn quote(p: &str) -> String {
-    format!("'{}'", p.replace('\'', "'\\''"))
-}
+use tmux_common::{enabled, shell_quote, Tmux};
 
 /// Starts pi with the fake model in a tmux session of its own (socket `pi-ext-NAME-PID`),
 /// in `setup`'s directories, with `env` set and `-e` for each of `fixtures`; the pane stays
@@ -142,23 +25,24 @@ fn quote(p: &str) -> String {
 fn start_pi(setup: &Setup, name: &str, env: &[(&str, &str)], fixtures: &[&str]) -> Tmux {
     let mut command = format!(
         "env PI_CODING_AGENT_DIR={} XDG_CACHE_HOME={}",
-        quote(&setup.agent.display().to_string()),
-        quote(&setup.agent.join("cache").display().to_string()),
+        shell_quote(&setup.agent),
+        shell_quote(&setup.agent.join("cache")),
     );
     for (key, value) in env {
-        command.push_str(&format!(" {key}={}", quote(value)));
+        command.push_str(&format!(" {key}={}", shell_quote(Path::new(value))));
     }
     command.push_str(&format!(
         " {} --session-dir {} --model fakeoai/fake-model",
-        quote(pi_bin()),
-        quote(&setup.sessions.display().to_string()),
+        shell_quote(Path::new(pi_bin())),
+        shell_quote(&setup.sessions),
     ));
     for file in fixtures {
-        command.push_str(&format!(" -e {}", quote(&fixture(file))));
+        command.push_str(&format!(" -e {}", shell_quote(Path::new(&fixture(file)))));
     }
     command.push_str("; sleep 30");
-    Tmux::start(
-        &format!("pi-ext-{name}-{}", std::process::id()),
+    Tmux::start_on(
+        Some(&format!("pi-ext-{name}-{}", std::process::id())),
+        "t",
         &setup.cwd,
         &command,
     )
@@ -222,7 +106,7 @@ async fn dialogs_gates_and_text_lines_in_the_interactive_mode() {
         assert!(screen.contains(line), "{line} missing:\n{screen}");
     }
     // The command ran no agent turn: the UI is idle again, not "Working..." forever.
-    tmux.wait_until("idle after /askme", |s| !s.contains("Working..."));
+    tmux.wait_until(|s| !s.contains("Working..."), "idle after /askme");
 }
 
 /// `pi.registerShortcut`: the key runs the extension's handler (its notice shows), a
@@ -241,7 +125,7 @@ async fn extension_shortcuts_in_the_interactive_mode() {
     tmux.wait_for("Shortcut ran on fake-model");
     // ctrl+c keeps clearing the editor.
     tmux.keys(&["draft", "C-c"]);
-    let screen = tmux.wait_until("the editor cleared", |s| !s.contains("draft"));
+    let screen = tmux.wait_until(|s| !s.contains("draft"), "the editor cleared");
     assert!(!screen.contains("Reserved shortcut ran"), "{screen}");
 }
 
@@ -343,7 +227,7 @@ async fn extensions_list_get_and_set_themes_on_screen() {
     // By name: the screen repaints in the theme, and the setting is saved.
     tmux.keys(&["/theme-set ext-ocean", "Enter"]);
     tmux.wait_for("setTheme ext-ocean: {\"success\":true}");
-    tmux.wait_until_ansi("the ocean colours", |s| s.contains(OCEAN));
+    tmux.wait_until_ansi(|s| s.contains(OCEAN), "the ocean colours");
     let settings: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(setup.agent.join("settings.json")).unwrap())
             .unwrap();
@@ -352,7 +236,7 @@ async fn extensions_list_get_and_set_themes_on_screen() {
     // An unknown name: Pi's error, and the default theme on screen; the setting stays.
     tmux.keys(&["/theme-set nosuch", "Enter"]);
     tmux.wait_for("setTheme nosuch: {\"success\":false,\"error\":\"Theme not found: nosuch\"}");
-    tmux.wait_until_ansi("the default colours", |s| !s.contains(OCEAN));
+    tmux.wait_until_ansi(|s| !s.contains(OCEAN), "the default colours");
     let settings: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(setup.agent.join("settings.json")).unwrap())
             .unwrap();
@@ -361,7 +245,7 @@ async fn extensions_list_get_and_set_themes_on_screen() {
     // A theme object getTheme() gave: shown, not saved.
     tmux.keys(&["/theme-object ext-ocean", "Enter"]);
     tmux.wait_for("setTheme object ext-ocean: {\"success\":true}");
-    tmux.wait_until_ansi("the ocean colours again", |s| s.contains(OCEAN));
+    tmux.wait_until_ansi(|s| s.contains(OCEAN), "the ocean colours again");
 }
 
 /// A command's `ctx.reload()` in the interactive mode is the screen's /reload: keybindings
@@ -382,12 +266,12 @@ async fn a_command_reload_refreshes_the_screen() {
     .unwrap();
     tmux.keys(&["/reload-now", "Enter"]);
     tmux.wait_for("session_start after reload");
-    tmux.wait_until("idle after /reload-now", |s| !s.contains("Working..."));
+    tmux.wait_until(|s| !s.contains("Working..."), "idle after /reload-now");
     tmux.keys(&["M-y"]);
     tmux.wait_for("Select model");
     // With /reload's notice.
     tmux.keys(&["Escape"]);
-    let screen = tmux.wait_until("the picker closed", |s| !s.contains("Select model"));
+    let screen = tmux.wait_until(|s| !s.contains("Select model"), "the picker closed");
     assert!(screen.contains("Reloaded keybindings"), "{screen}");
     assert!(!screen.contains("Reload failed"), "{screen}");
 }
@@ -408,20 +292,19 @@ async fn an_extension_login_asks_its_questions_in_the_login_dialog() {
     tmux.wait_for("fake-model");
 
     // Cancelled at the code: nothing is stored, no failure is reported.
-    tmux.keys(&["-l", "/login corp-pick"]);
-    tmux.keys(&["Enter"]);
+    tmux.submit("/login corp-pick");
     let screen = tmux.wait_for("Choose a workspace:");
     assert!(screen.contains("Ops workspace"), "{screen}");
     tmux.keys(&["Enter"]);
     tmux.wait_for("Enter the one-time code:");
     tmux.keys(&["Escape"]);
-    tmux.wait_until("the question closed", |s| {
-        !s.contains("Enter the one-time code:")
-    });
+    tmux.wait_until(
+        |s| !s.contains("Enter the one-time code:"),
+        "the question closed",
+    );
 
     // Answered: the second workspace and a typed code.
-    tmux.keys(&["-l", "/login corp-pick"]);
-    tmux.keys(&["Enter"]);
+    tmux.submit("/login corp-pick");
     tmux.wait_for("Choose a workspace:");
     tmux.keys(&["Down", "Enter"]);
     let screen = tmux.wait_for("Enter the one-time code:");
@@ -433,8 +316,7 @@ async fn an_extension_login_asks_its_questions_in_the_login_dialog() {
     ] {
         assert!(screen.contains(line), "{line} missing:\n{screen}");
     }
-    tmux.keys(&["-l", "4242"]);
-    tmux.keys(&["Enter"]);
+    tmux.submit("4242");
     let screen = tmux.wait_for("Logged in to Corp Pick");
     assert!(!screen.contains("Failed to login"), "{screen}");
     let auth: serde_json::Value =
@@ -478,11 +360,11 @@ async fn the_start_up_refresh_runs_refresh_models_with_network() {
     let mut attempts = 0;
     loop {
         attempts += 1;
-        tmux.keys(&["-l", "/model live-"]);
-        tmux.keys(&["Enter"]);
-        let screen = tmux.wait_until("the picker's live-cat rows", |s| {
-            s.contains("Search: live-") && s.contains("[live-cat]")
-        });
+        tmux.submit("/model live-");
+        let screen = tmux.wait_until(
+            |s| s.contains("Search: live-") && s.contains("[live-cat]"),
+            "the picker's live-cat rows",
+        );
         if screen.contains("live-online-api_key") {
             assert!(!screen.contains("live-offline"), "{screen}");
             break;
@@ -492,12 +374,11 @@ async fn the_start_up_refresh_runs_refresh_models_with_network() {
             "{screen}"
         );
         tmux.keys(&["Escape"]);
-        tmux.wait_until("the picker closed", |s| !s.contains("Search: live-"));
+        tmux.wait_until(|s| !s.contains("Search: live-"), "the picker closed");
         std::thread::sleep(Duration::from_millis(100));
     }
     tmux.keys(&["Enter"]);
-    tmux.keys(&["-l", "hello"]);
-    tmux.keys(&["Enter"]);
+    tmux.submit("hello");
     tmux.wait_for("Online answer.");
     assert_eq!(
         setup.fake.requests()[0].body["model"],
@@ -535,25 +416,25 @@ async fn model_and_scoped_models_refresh_the_catalogs() {
     );
     tmux.wait_for("fake-model");
     std::fs::write(&catalog, "filecat-new\n").unwrap();
-    tmux.keys(&["-l", "/model filecat-new"]);
-    tmux.keys(&["Enter"]);
-    let screen = tmux.wait_until("the new model in the footer", |s| {
-        s.contains("Refreshing model catalogs")
-            && s.lines()
-                .any(|l| l.contains("filecat-new") && !l.contains("/model"))
-    });
+    tmux.submit("/model filecat-new");
+    let screen = tmux.wait_until(
+        |s| {
+            s.contains("Refreshing model catalogs")
+                && s.lines()
+                    .any(|l| l.contains("filecat-new") && !l.contains("/model"))
+        },
+        "the new model in the footer",
+    );
     assert!(!screen.contains("Search: filecat-new"), "{screen}");
-    tmux.keys(&["-l", "hello"]);
-    tmux.keys(&["Enter"]);
+    tmux.submit("hello");
     tmux.wait_for("From the file catalog.");
     assert_eq!(setup.fake.requests()[0].body["model"], "filecat-new");
 
     std::fs::write(&catalog, "filecat-new\nfilecat-later\n").unwrap();
-    tmux.keys(&["-l", "/scoped-models"]);
-    tmux.keys(&["Enter"]);
+    tmux.submit("/scoped-models");
     tmux.wait_for("filecat-later");
     tmux.keys(&["Escape"]);
-    tmux.wait_until("the list closed", |s| !s.contains("Scoped models"));
+    tmux.wait_until(|s| !s.contains("Scoped models"), "the list closed");
 
     // The picker refreshes as it opens, saying so under the list as Pi's does.
     std::fs::write(
@@ -564,8 +445,7 @@ filecat-last
 ",
     )
     .unwrap();
-    tmux.keys(&["-l", "/model"]);
-    tmux.keys(&["Enter"]);
+    tmux.submit("/model");
     let screen = tmux.wait_for("Model catalogs refreshed.");
     assert!(screen.contains("Select model"), "{screen}");
     tmux.keys(&["-l", "filecat-la"]);
@@ -596,20 +476,19 @@ async fn a_login_projects_the_providers_models_through_modify_models() {
         &["oauth-modify-models.ts"],
     );
     tmux.wait_for("fake-model");
-    tmux.keys(&["-l", "/login acct"]);
-    tmux.keys(&["Enter"]);
+    tmux.submit("/login acct");
     tmux.wait_for("Tenant:");
-    tmux.keys(&["-l", "t9"]);
-    tmux.keys(&["Enter"]);
+    tmux.submit("t9");
     tmux.wait_for("Logged in to Acct SSO");
-    tmux.keys(&["-l", "/model acct/acct-model"]);
-    tmux.keys(&["Enter"]);
-    tmux.wait_until("the account's model in the footer", |s| {
-        s.lines()
-            .any(|l| l.contains("acct-model") && !l.contains("/model"))
-    });
-    tmux.keys(&["-l", "hello"]);
-    tmux.keys(&["Enter"]);
+    tmux.submit("/model acct/acct-model");
+    tmux.wait_until(
+        |s| {
+            s.lines()
+                .any(|l| l.contains("acct-model") && !l.contains("/model"))
+        },
+        "the account's model in the footer",
+    );
+    tmux.submit("hello");
     tmux.wait_for("From the account endpoint.");
     let sent = setup.fake.requests();
     assert_eq!(sent.len(), 1);
@@ -649,8 +528,7 @@ async fn project_trust_handlers_ask_on_start_up_screens() {
     tmux.keys(&["Down", "Enter"]);
     let screen = tmux.wait_for("Who decides?");
     assert!(screen.contains("your name"), "{screen}");
-    tmux.keys(&["-l", "ann"]);
-    tmux.keys(&["Enter"]);
+    tmux.submit("ann");
     let screen = tmux.wait_for("fake-model");
     assert!(!screen.contains("Trust project folder?"), "{screen}");
     let cwd = std::fs::canonicalize(&setup.cwd).unwrap();
@@ -689,7 +567,7 @@ async fn a_new_session_gets_fresh_extensions_on_screen() {
     tmux.keys(&["/bet"]);
     tmux.wait_for("from beta");
     tmux.keys(&["C-c"]);
-    tmux.wait_until("the editor cleared", |s| !s.contains("/bet"));
+    tmux.wait_until(|s| !s.contains("/bet"), "the editor cleared");
     tmux.keys(&["/alph"]);
     std::thread::sleep(Duration::from_millis(800));
     let screen = tmux.capture();

@@ -140,8 +140,7 @@ async fn slash_mcp_sign_in_completes_with_a_redirect_url_submitted_in_the_editor
         .unwrap();
     let location = resp.headers()["location"].to_str().unwrap().to_string();
     assert!(location.starts_with("http://127.0.0.1:"), "{location}");
-    tmux.keys(&["-l", &location]);
-    tmux.keys(&["Enter"]);
+    tmux.submit(&location);
     tmux.wait_for("Redirect URL received");
     tmux.wait_for("Signed in to MCP server \"protected\"");
     assert_eq!(server.authorization_code_grants(), 1);

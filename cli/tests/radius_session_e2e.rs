@@ -165,8 +165,7 @@ async fn slash_login_radius_keeps_the_catalog_and_offers_the_mcp_server() {
     assert!(resized.success());
     tmux.wait_for("to interrupt");
 
-    tmux.keys(&["-l", "/login radius"]);
-    tmux.keys(&["Enter"]);
+    tmux.submit("/login radius");
     // Radius takes an account or an API key: Pi asks which first.
     tmux.wait_for("Select authentication method for Radius:");
     tmux.keys(&["Enter"]);
@@ -197,10 +196,8 @@ async fn slash_login_radius_keeps_the_catalog_and_offers_the_mcp_server() {
     );
 
     // The gateway-only model is offered now and answers through the gateway.
-    tmux.keys(&["-l", "/model radius/org-only"]);
-    tmux.keys(&["Enter"]);
-    tmux.keys(&["-l", "Say hi"]);
-    tmux.keys(&["Enter"]);
+    tmux.submit("/model radius/org-only");
+    tmux.submit("Say hi");
     tmux.wait_for("gateway says hi");
     let req = llm.requests().pop().unwrap();
     assert_eq!(

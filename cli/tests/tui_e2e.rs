@@ -536,8 +536,7 @@ async fn import_follows_or_replaces_the_session_directory() {
     tmux.keys(&["Enter"]);
     tmux.wait_for("Session imported from: other.jsonl");
     tmux.wait_for("Working in");
-    tmux.keys(&["-l", "!!echo \"PWD=$(pwd)\""]);
-    tmux.keys(&["Enter"]);
+    tmux.submit("!!echo \"PWD=$(pwd)\"");
     let canonical = other.canonicalize().expect("other");
     tmux.wait_until(
         |s| {
@@ -596,8 +595,7 @@ async fn session_flag_from_another_directory() {
     let tmux = Tmux::start(&name, &cwd, &command);
     let screen = tmux.wait_for("From elsewhere");
     assert!(screen.contains("elsewhere-proj"), "footer: {screen}");
-    tmux.keys(&["-l", "!!echo \"PWD=$(pwd)\""]);
-    tmux.keys(&["Enter"]);
+    tmux.submit("!!echo \"PWD=$(pwd)\"");
     tmux.wait_for(&format!("PWD={}", other.display()));
     tmux.keys(&["C-d"]);
     tmux.wait_for("EXITED-0");
@@ -634,8 +632,7 @@ async fn session_flag_from_another_directory() {
     tmux.wait_for("(asks again next time)");
     tmux.keys(&["Enter"]);
     tmux.wait_for("From elsewhere");
-    tmux.keys(&["-l", "!!echo \"PWD=$(pwd)\""]);
-    tmux.keys(&["Enter"]);
+    tmux.submit("!!echo \"PWD=$(pwd)\"");
     tmux.wait_for(&format!("PWD={}", here.display()));
     tmux.keys(&["C-d"]);
     tmux.wait_for("EXITED-0");

@@ -7,7 +7,7 @@
 use super::dialogs::{Confirm, ConfirmOutcome};
 use super::keys::Keymap;
 use super::theme::Theme;
-use crossterm::event::{self, Event, KeyEventKind};
+use crossterm::event::{self, Event, KeyEvent, KeyEventKind};
 use crossterm::execute;
 use crossterm::terminal::{self, EnterAlternateScreen, LeaveAlternateScreen};
 use pi_agent::config::{
@@ -101,26 +101,42 @@ pub fn resolve_startup_trust(
 /// the terminal. Keys and theme come from the agent dir as in the session.
 pub fn ask_on_terminal(agent_dir: &Path, prompt: Confirm) -> anyhow::Result<Option<usize>> {
     let (keys, _) = Keymap::load(agent_dir);
+    on_own_screen(agent_dir, prompt, draw, |prompt, k| {
+        match prompt.key(&keys, k) {
+            ConfirmOutcome::Open => None,
+            ConfirmOutcome::Chosen(i) => Some(Some(i)),
+            ConfirmOutcome::Cancelled => Some(None),
+        }
+    })
+}
+
+/// Runs a question alone on the alternate screen in the theme the session will use:
+/// `paint` draws it, `answer` takes each key press and returns the answer once there is
+/// one. `state` is what the question shows and keys change (the selection, the text typed).
+/// The terminal is restored however the question ends.
+fn on_own_screen<S, T>(
+    agent_dir: &Path,
+    mut state: S,
+    paint: impl Fn(&Theme, &S, Rect, &mut ratatui::buffer::Buffer),
+    mut answer: impl FnMut(&mut S, &KeyEvent) -> Option<T>,
+) -> anyhow::Result<T> {
     let theme_name = Settings::load_global(agent_dir)
         .theme()
         .unwrap_or("dark")
         .to_string();
     let (theme, _) = Theme::load(&theme_name, agent_dir, &[]);
     terminal::enable_raw_mode()?;
-    let result = (|| -> anyhow::Result<Option<usize>> {
+    let result = (|| -> anyhow::Result<T> {
         execute!(std::io::stdout(), EnterAlternateScreen)?;
         let mut term = Terminal::new(CrosstermBackend::new(std::io::stdout()))?;
-        let mut prompt = prompt;
         loop {
-            term.draw(|f| draw(&theme, &prompt, f.area(), f.buffer_mut()))?;
+            term.draw(|f| paint(&theme, &state, f.area(), f.buffer_mut()))?;
             if let Event::Key(k) = event::read()? {
                 if k.kind == KeyEventKind::Release {
                     continue;
                 }
-                match prompt.key(&keys, &k) {
-                    ConfirmOutcome::Open => {}
-                    ConfirmOutcome::Chosen(i) => return Ok(Some(i)),
-                    ConfirmOutcome::Cancelled => return Ok(None),
+                if let Some(done) = answer(&mut state, &k) {
+                    return Ok(done);
                 }
             }
         }
@@ -176,63 +192,43 @@ pub fn input_on_terminal(
     use ratatui::style::{Modifier, Style};
     use ratatui::text::{Line, Span};
     use ratatui::widgets::{Block, Borders, Paragraph, Widget, Wrap};
-    let theme_name = Settings::load_global(agent_dir)
-        .theme()
-        .unwrap_or("dark")
-        .to_string();
-    let (theme, _) = Theme::load(&theme_name, agent_dir, &[]);
-    terminal::enable_raw_mode()?;
-    let result = (|| -> anyhow::Result<Option<String>> {
-        execute!(std::io::stdout(), EnterAlternateScreen)?;
-        let mut term = Terminal::new(CrosstermBackend::new(std::io::stdout()))?;
-        let mut text = String::new();
-        loop {
-            term.draw(|f| {
-                let area = f.area();
-                let shown = match (text.is_empty(), placeholder) {
-                    (true, Some(p)) => Span::styled(p.to_string(), theme.fg(theme.dim)),
-                    _ => Span::raw(format!("{text}▏")),
-                };
-                let lines = vec![
-                    Line::default(),
-                    Line::from(vec![Span::raw("> "), shown]),
-                    Line::default(),
-                    Line::styled("enter to submit · escape to cancel", theme.fg(theme.dim)),
-                ];
-                let block = Block::default()
-                    .borders(Borders::ALL)
-                    .border_style(theme.fg(theme.border))
-                    .title(Span::styled(
-                        title.to_string(),
-                        Style::default().add_modifier(Modifier::BOLD),
-                    ));
-                let height = 6.min(area.height);
-                Paragraph::new(lines)
-                    .block(block)
-                    .wrap(Wrap { trim: false })
-                    .render(Rect { height, ..area }, f.buffer_mut());
-                super::render::show_controls(area, f.buffer_mut());
-            })?;
-            if let Event::Key(k) = event::read()? {
-                if k.kind == KeyEventKind::Release {
-                    continue;
-                }
-                match k.code {
-                    KeyCode::Enter => return Ok(Some(text)),
-                    KeyCode::Esc => return Ok(None),
-                    KeyCode::Char('c') if k.modifiers.contains(KeyModifiers::CONTROL) => {
-                        return Ok(None)
-                    }
-                    KeyCode::Backspace => {
-                        text.pop();
-                    }
-                    KeyCode::Char(c) => text.push(c),
-                    _ => {}
-                }
+    let paint = |theme: &Theme, text: &String, area: Rect, buf: &mut ratatui::buffer::Buffer| {
+        let shown = match (text.is_empty(), placeholder) {
+            (true, Some(p)) => Span::styled(p.to_string(), theme.fg(theme.dim)),
+            _ => Span::raw(format!("{text}▏")),
+        };
+        let lines = vec![
+            Line::default(),
+            Line::from(vec![Span::raw("> "), shown]),
+            Line::default(),
+            Line::styled("enter to submit · escape to cancel", theme.fg(theme.dim)),
+        ];
+        let block = Block::default()
+            .borders(Borders::ALL)
+            .border_style(theme.fg(theme.border))
+            .title(Span::styled(
+                title.to_string(),
+                Style::default().add_modifier(Modifier::BOLD),
+            ));
+        let height = 6.min(area.height);
+        Paragraph::new(lines)
+            .block(block)
+            .wrap(Wrap { trim: false })
+            .render(Rect { height, ..area }, buf);
+        super::render::show_controls(area, buf);
+    };
+    let answer = |text: &mut String, k: &KeyEvent| {
+        match k.code {
+            KeyCode::Enter => return Some(Some(text.clone())),
+            KeyCode::Esc => return Some(None),
+            KeyCode::Char('c') if k.modifiers.contains(KeyModifiers::CONTROL) => return Some(None),
+            KeyCode::Backspace => {
+                text.pop();
             }
+            KeyCode::Char(c) => text.push(c),
+            _ => {}
         }
-    })();
-    let _ = execute!(std::io::stdout(), LeaveAlternateScreen);
-    let _ = terminal::disable_raw_mode();
-    result
+        None
+    };
+    on_own_screen(agent_dir, String::new(), paint, answer)
 }

@@ -80,10 +80,26 @@ impl Tmux {
         assert!(status.success());
     }
 
+    /// Types `text` literally and presses Enter.
+    pub fn submit(&self, text: &str) {
+        self.keys(&["-l", text]);
+        self.keys(&["Enter"]);
+    }
+
     pub fn capture(&self) -> String {
         let out = self
             .tmux()
             .args(["capture-pane", "-p", "-t", &self.name])
+            .output()
+            .expect("capture-pane");
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    }
+
+    /// The screen with its colours (SGR escapes).
+    pub fn capture_ansi(&self) -> String {
+        let out = self
+            .tmux()
+            .args(["capture-pane", "-p", "-e", "-t", &self.name])
             .output()
             .expect("capture-pane");
         String::from_utf8_lossy(&out.stdout).into_owned()
@@ -101,10 +117,25 @@ impl Tmux {
         self.wait_until(|screen| screen.contains(text), text)
     }
 
+    /// Waits until the screen satisfies `done` (`what` names it in the panic message).
     pub fn wait_until(&self, done: impl Fn(&str) -> bool, what: &str) -> String {
+        self.wait_on(Tmux::capture, done, what)
+    }
+
+    /// Waits until the screen with its colours satisfies `done`.
+    pub fn wait_until_ansi(&self, done: impl Fn(&str) -> bool, what: &str) -> String {
+        self.wait_on(Tmux::capture_ansi, done, what)
+    }
+
+    fn wait_on(
+        &self,
+        capture: fn(&Tmux) -> String,
+        done: impl Fn(&str) -> bool,
+        what: &str,
+    ) -> String {
         let deadline = Instant::now() + Duration::from_secs(20);
         loop {
-            let screen = self.capture();
+            let screen = capture(self);
             if done(&screen) {
                 return screen;
             }
