@@ -46,7 +46,7 @@ async fn an_extension_login_is_stored_refreshed_once_and_its_key_sent() {
         extensions.join("oauth-provider.ts"),
     )
     .unwrap();
-    let llm_url = format!("http://127.0.0.1:{}/v1", s.fake.port());
+    let llm_url = s.fake_url();
     let envs = [
         ("CORP_AUTH_ORIGIN", auth.origin()),
         ("CORP_LLM_URL", llm_url.clone()),
@@ -250,7 +250,7 @@ fn an_extension_login_asks_its_questions_on_the_terminal() {
 async fn modify_models_projects_the_providers_models_for_the_stored_login() {
     let s = Setup::new(json!([{"text": "From the account endpoint."}])).await;
     let ext = fixture("oauth-modify-models.ts");
-    let llm_url = format!("http://127.0.0.1:{}/v1", s.fake.port());
+    let llm_url = s.fake_url();
     let names = |s: &Setup| -> Vec<String> {
         let mut rpc = Rpc::start_with_env(s, &["-e", &ext], &[]);
         rpc.send(json!({"type": "get_available_models", "id": "l"}));

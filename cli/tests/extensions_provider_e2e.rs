@@ -16,10 +16,7 @@ use extensions_common::*;
 fn run(s: &Setup, args: &[&str]) -> (i32, String, String) {
     let out = s
         .command_without_model(args)
-        .env(
-            "LOCAL_PROXY_URL",
-            format!("http://127.0.0.1:{}/v1", s.fake.port()),
-        )
+        .env("LOCAL_PROXY_URL", s.fake_url())
         .env("LOCAL_PROXY_KEY", "proxy-secret")
         .stdin(Stdio::null())
         .output()
@@ -77,7 +74,7 @@ async fn a_registered_provider_is_listed_selected_and_answers() {
 async fn a_provider_registered_by_a_command_can_be_selected() {
     let s = Setup::new(json!([{"text": "Late answer."}])).await;
     let ext = fixture("local-provider.ts");
-    let url = format!("http://127.0.0.1:{}/v1", s.fake.port());
+    let url = s.fake_url();
     let mut rpc = Rpc::start_with_env(
         &s,
         &["-e", &ext],
@@ -134,7 +131,7 @@ async fn refresh_models_replaces_the_providers_models() {
 
     // Pi's network phase resolves the provider's credential first: with nothing stored, the
     // configured `apiKey` ($LOCAL_PROXY_KEY) as an API key.
-    let url = format!("http://127.0.0.1:{}/v1", s.fake.port());
+    let url = s.fake_url();
     let mut rpc = Rpc::start_with_env(
         &s,
         &["-e", &ext],
@@ -143,25 +140,11 @@ async fn refresh_models_replaces_the_providers_models() {
             ("LOCAL_PROXY_KEY", "proxy-secret"),
         ],
     );
-    for asked in 1.. {
-        let id = format!("c{asked}");
-        rpc.send(json!({"type": "get_available_models", "id": id}));
-        let ids: Vec<String> = rpc.response(&id)["data"]["models"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .filter(|m| m["provider"] == "live-cat")
-            .map(|m| m["id"].as_str().unwrap().to_string())
-            .collect();
-        if ids == ["live-online-api_key"] {
-            break;
-        }
-        assert!(
-            ids == ["live-offline-anon"] && asked < 200,
-            "{ids:?} after {asked} asks"
-        );
-        std::thread::sleep(std::time::Duration::from_millis(50));
-    }
+    rpc.wait_for_models(
+        "live-cat",
+        &["live-online-api_key"],
+        Some(&["live-offline-anon"]),
+    );
     assert!(rpc.finish());
 
     // The stored credential reaches the refresh.
@@ -186,7 +169,7 @@ async fn refresh_models_replaces_the_providers_models() {
     assert_eq!(s.fake.requests()[0].body["model"], "live-offline-api_key");
 
     // RPC refreshes again with network in the background.
-    let url = format!("http://127.0.0.1:{}/v1", s.fake.port());
+    let url = s.fake_url();
     let mut rpc = Rpc::start_with_env(
         &s,
         &["-e", &ext],
@@ -195,28 +178,11 @@ async fn refresh_models_replaces_the_providers_models() {
             ("LOCAL_PROXY_KEY", "proxy-secret"),
         ],
     );
-    let mut asked = 0;
-    loop {
-        asked += 1;
-        let id = format!("l{asked}");
-        rpc.send(json!({"type": "get_available_models", "id": id}));
-        let listed = rpc.response(&id);
-        let ids: Vec<String> = listed["data"]["models"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .filter(|m| m["provider"] == "live-cat")
-            .map(|m| m["id"].as_str().unwrap().to_string())
-            .collect();
-        if ids == ["live-online-api_key"] {
-            break;
-        }
-        assert!(
-            ids == ["live-offline-api_key"] && asked < 200,
-            "{ids:?} after {asked} asks"
-        );
-        std::thread::sleep(std::time::Duration::from_millis(50));
-    }
+    rpc.wait_for_models(
+        "live-cat",
+        &["live-online-api_key"],
+        Some(&["live-offline-api_key"]),
+    );
     rpc.send(json!({"type": "set_model", "id": "m1", "provider": "live-cat", "modelId": "live-online-api_key"}));
     assert_eq!(rpc.response("m1")["success"], true);
     rpc.send(json!({"type": "prompt", "id": "p1", "message": "hello"}));
@@ -253,28 +219,13 @@ async fn refresh_models_keeps_what_it_persists_for_the_next_start() {
     };
     // An RPC session's background refresh (with network) until `wanted` is listed.
     let refresh_until = |s: &Setup, wanted: &str, forget: bool| {
-        let url = format!("http://127.0.0.1:{}/v1", s.fake.port());
+        let url = s.fake_url();
         let mut env = vec![("LOCAL_PROXY_URL", url.as_str()), ("LOCAL_PROXY_KEY", "k")];
         if forget {
             env.push(("SNAP_FORGET", "1"));
         }
         let mut rpc = Rpc::start_with_env(s, &["-e", &ext], &env);
-        for asked in 1.. {
-            let id = format!("l{asked}");
-            rpc.send(json!({"type": "get_available_models", "id": id}));
-            let ids: Vec<String> = rpc.response(&id)["data"]["models"]
-                .as_array()
-                .unwrap()
-                .iter()
-                .filter(|m| m["provider"] == "snap")
-                .map(|m| m["id"].as_str().unwrap().to_string())
-                .collect();
-            if ids == [wanted] {
-                break;
-            }
-            assert!(asked < 200, "{ids:?} after {asked} asks");
-            std::thread::sleep(std::time::Duration::from_millis(50));
-        }
+        rpc.wait_for_models("snap", &[wanted], None);
         assert!(rpc.finish());
     };
 
@@ -301,7 +252,7 @@ async fn refresh_models_keeps_what_it_persists_for_the_next_start() {
 async fn a_provider_registered_later_is_refreshed() {
     let s = Setup::new(json!([])).await;
     let ext = fixture("refresh-models.ts");
-    let url = format!("http://127.0.0.1:{}/v1", s.fake.port());
+    let url = s.fake_url();
     let mut rpc = Rpc::start_with_env(
         &s,
         &["-e", &ext],
@@ -309,21 +260,6 @@ async fn a_provider_registered_later_is_refreshed() {
     );
     rpc.send(json!({"type": "prompt", "id": "p1", "message": "/add-live"}));
     rpc.until(|r| r["type"] == "extension_ui_request" && r["message"] == "live-late registered");
-    for asked in 1.. {
-        let id = format!("l{asked}");
-        rpc.send(json!({"type": "get_available_models", "id": id}));
-        let ids: Vec<String> = rpc.response(&id)["data"]["models"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .filter(|m| m["provider"] == "live-late")
-            .map(|m| m["id"].as_str().unwrap().to_string())
-            .collect();
-        if ids == ["late-offline-anon"] {
-            break;
-        }
-        assert!(asked < 200, "{ids:?} after {asked} asks");
-        std::thread::sleep(std::time::Duration::from_millis(50));
-    }
+    rpc.wait_for_models("live-late", &["late-offline-anon"], None);
     assert!(rpc.finish());
 }

@@ -346,10 +346,7 @@ async fn the_start_up_refresh_runs_refresh_models_with_network() {
         &setup,
         "refresh",
         &[
-            (
-                "LOCAL_PROXY_URL",
-                &format!("http://127.0.0.1:{}/v1", setup.fake.port()),
-            ),
+            ("LOCAL_PROXY_URL", &setup.fake_url()),
             ("LOCAL_PROXY_KEY", "k"),
         ],
         &["refresh-models.ts"],
@@ -405,10 +402,7 @@ async fn model_and_scoped_models_refresh_the_catalogs() {
         "catalogs",
         &[
             ("PI_OFFLINE", "1"),
-            (
-                "LOCAL_PROXY_URL",
-                &format!("http://127.0.0.1:{}/v1", setup.fake.port()),
-            ),
+            ("LOCAL_PROXY_URL", &setup.fake_url()),
             ("LOCAL_PROXY_KEY", "k"),
             ("CATALOG_FILE", &catalog.display().to_string()),
         ],
@@ -466,13 +460,7 @@ async fn a_login_projects_the_providers_models_through_modify_models() {
     let tmux = start_pi(
         &setup,
         "modify",
-        &[
-            ("PI_OFFLINE", "1"),
-            (
-                "ACCT_LLM_URL",
-                &format!("http://127.0.0.1:{}/v1", setup.fake.port()),
-            ),
-        ],
+        &[("PI_OFFLINE", "1"), ("ACCT_LLM_URL", &setup.fake_url())],
         &["oauth-modify-models.ts"],
     );
     tmux.wait_for("fake-model");

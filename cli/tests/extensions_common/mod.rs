@@ -53,6 +53,11 @@ impl Setup {
         }
     }
 
+    /// The fake LLM's OpenAI-compatible base URL (`…/v1`), for fixtures that take one.
+    pub fn fake_url(&self) -> String {
+        format!("http://127.0.0.1:{}/v1", self.fake.port())
+    }
+
     pub fn command(&self, args: &[&str]) -> Command {
         let mut all = vec!["--model", "fakeoai/fake-model"];
         all.extend(args);
@@ -166,6 +171,8 @@ pub struct Rpc {
     child: std::process::Child,
     stdin: Option<std::process::ChildStdin>,
     records: std::sync::mpsc::Receiver<Value>,
+    /// Commands [`Rpc::model_ids`] sent, for their ids.
+    asked: usize,
 }
 
 impl Rpc {
@@ -204,6 +211,7 @@ impl Rpc {
             child,
             stdin,
             records,
+            asked: 0,
         }
     }
 
@@ -232,6 +240,36 @@ impl Rpc {
     /// The response to the command sent with `id`.
     pub fn response(&mut self, id: &str) -> Value {
         self.until(|r| r["type"] == "response" && r["id"] == id).0
+    }
+
+    /// The ids of `provider`'s models as `get_available_models` lists them now.
+    pub fn model_ids(&mut self, provider: &str) -> Vec<String> {
+        self.asked += 1;
+        let id = format!("models-{}", self.asked);
+        self.send(serde_json::json!({"type": "get_available_models", "id": id}));
+        self.response(&id)["data"]["models"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|m| m["provider"] == provider)
+            .map(|m| m["id"].as_str().unwrap().to_string())
+            .collect()
+    }
+
+    /// Asks for `provider`'s models until they are `wanted` (a background refresh replaced
+    /// them); when `meanwhile` is given, every earlier answer must be it.
+    pub fn wait_for_models(&mut self, provider: &str, wanted: &[&str], meanwhile: Option<&[&str]>) {
+        for asked in 1.. {
+            let ids = self.model_ids(provider);
+            if ids == wanted {
+                return;
+            }
+            assert!(
+                meanwhile.is_none_or(|m| ids == m) && asked < 200,
+                "{ids:?} after {asked} asks"
+            );
+            std::thread::sleep(std::time::Duration::from_millis(50));
+        }
     }
 
     /// Closes stdin and waits: whether `pi` exited successfully.
