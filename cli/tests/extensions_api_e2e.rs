@@ -451,35 +451,19 @@ async fn themes_are_not_available_in_print_and_rpc_mode() {
         assert!(stderr.contains(line), "{line:?} missing:\n{stderr}");
     }
 
-    let mut child = s
-        .command(&["-e", &ext, "--mode", "rpc"])
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut stdin = child.stdin.take().unwrap();
-    let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
+    let mut rpc = Rpc::start(&s, &["-e", &ext]);
     let mut notices = Vec::new();
     // One command at a time: RPC runs commands concurrently, so their notices would
     // interleave.
     for (id, command, wanted) in [("1", "/themes-list", 3), ("2", "/theme-set dark", 4)] {
-        writeln!(
-            stdin,
-            "{}",
-            serde_json::json!({"id": id, "type": "prompt", "message": command})
-        )
-        .unwrap();
+        rpc.send(json!({"id": id, "type": "prompt", "message": command}));
         while notices.len() < wanted {
-            let Some(Ok(line)) = lines.next() else { break };
-            let v: Value = serde_json::from_str(&line).unwrap();
-            if v["type"] == "extension_ui_request" && v["method"] == "notify" {
-                notices.push(v["message"].as_str().unwrap().to_string());
-            }
+            let (notice, _) =
+                rpc.until(|v| v["type"] == "extension_ui_request" && v["method"] == "notify");
+            notices.push(notice["message"].as_str().unwrap().to_string());
         }
     }
-    drop(stdin);
-    assert!(child.wait().unwrap().success());
+    assert!(rpc.finish());
     assert_eq!(
         notices,
         [
