@@ -261,3 +261,57 @@ async fn every_session_gets_a_fresh_extension_runtime() {
         assert!(!alive, "extension process {pid} still runs");
     }
 }
+
+/// Pi builds a new runtime for every session, so what changed on disk since start-up
+/// applies from the next session on: after `new_session` a context file and a prompt
+/// template added meanwhile are in the system prompt and in `get_commands`, while the
+/// first session's request had neither.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_new_session_reads_context_files_and_templates_again() {
+    let s = Setup::new(json!([{"text": "One."}, {"text": "Two."}])).await;
+    let mut rpc = Rpc::start(&s, &[]);
+    rpc.send(json!({"id": "1", "type": "prompt", "message": "first"}));
+    rpc.until(|r| r["type"] == "agent_settled");
+    let template_names = |rpc: &mut Rpc, id: &str| -> Vec<String> {
+        rpc.send(json!({"id": id, "type": "get_commands"}));
+        rpc.response(id)["data"]["commands"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|c| c["source"] == "prompt")
+            .map(|c| c["name"].as_str().unwrap().to_string())
+            .collect()
+    };
+    assert!(template_names(&mut rpc, "c1").is_empty());
+
+    std::fs::write(
+        s.agent.join("AGENTS.md"),
+        "Rule added later: answer in haiku.\n",
+    )
+    .unwrap();
+    std::fs::create_dir_all(s.agent.join("prompts")).unwrap();
+    std::fs::write(
+        s.agent.join("prompts/later.md"),
+        "---\ndescription: Added after start-up\n---\nDo the later thing.\n",
+    )
+    .unwrap();
+    rpc.send(json!({"id": "n", "type": "new_session"}));
+    assert_eq!(rpc.response("n")["success"], true);
+    assert_eq!(template_names(&mut rpc, "c2"), ["later"]);
+    rpc.send(json!({"id": "2", "type": "prompt", "message": "second"}));
+    rpc.until(|r| r["type"] == "agent_settled");
+    assert!(rpc.finish());
+
+    let requests = s.fake.requests();
+    let system = |i: usize| {
+        requests[i].body["messages"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|m| m["role"] == "system" || m["role"] == "developer")
+            .map(|m| m["content"].to_string())
+            .collect::<String>()
+    };
+    assert!(!system(0).contains("Rule added later"), "{}", system(0));
+    assert!(system(1).contains("Rule added later"), "{}", system(1));
+}

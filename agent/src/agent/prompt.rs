@@ -315,7 +315,13 @@ impl super::AgentSession {
 /// prompt before the next user message (as after `/reload`).
 pub(super) fn rebuild_prompt(st: &mut super::State) {
     if let Some(builder) = st.opts.prompt.builder.clone() {
-        st.opts.prompt.system_message = Some((builder.0)(&st.opts.tools));
+        let rebuilt = (builder.0)(&st.opts.tools);
+        // The same prompt again (a new session in the same directory with nothing changed
+        // on disk) gives the session nothing to patch.
+        if st.opts.prompt.system_message.as_ref() == Some(&rebuilt) {
+            return;
+        }
+        st.opts.prompt.system_message = Some(rebuilt);
     }
     st.opts.prompt.reloaded = true;
 }

@@ -23,7 +23,7 @@ use crate::llm::Model;
 use crate::protocol::{response, Command, Event, Outcome, Request, StreamingBehavior};
 
 pub use lifecycle::{HostError, MissingCwd, MissingSessionCwd};
-pub use replace::{ExtensionLoader, Replaced, Replacement, SessionStart};
+pub use replace::{ExtensionLoader, Replaced, Replacement, SessionRefresh, SessionStart};
 pub use sessions::SessionHome;
 pub use views::{model_json, tree_json};
 
@@ -64,6 +64,7 @@ pub struct Host {
     /// Loads the extensions afresh for a replaced session (set by the front end; see
     /// [`Host::replace_session`]).
     extension_loader: Mutex<Option<ExtensionLoader>>,
+    session_refresh: Mutex<Option<SessionRefresh>>,
 }
 
 /// What becomes of typed input once extensions have seen it.
@@ -93,6 +94,7 @@ impl Host {
             extensions: Mutex::new(None),
             runs_extension_prompts: std::sync::atomic::AtomicBool::new(false),
             extension_loader: Mutex::new(None),
+            session_refresh: Mutex::new(None),
         })
     }
 
@@ -211,6 +213,10 @@ impl Host {
 
     fn extension_loader(&self) -> Option<ExtensionLoader> {
         lock(&self.extension_loader).clone()
+    }
+
+    pub fn set_session_refresh(&self, refresh: SessionRefresh) {
+        *lock(&self.session_refresh) = Some(refresh);
     }
 
     /// A reload's new extensions (`None`: none are configured now) replace the running
@@ -374,7 +380,18 @@ impl Host {
                         respond(response(&id, kind, outcome));
                     });
                 }
-                _ => respond(response(&id, kind, self.answer(&other))),
+                _ => {
+                    let replacing = replacement_of(&other).is_some();
+                    let outcome = self.answer(&other);
+                    if replacing && outcome.is_ok() {
+                        // Before the next command: it sees the new session's settings.
+                        let refresh = lock(&self.session_refresh).clone();
+                        if let Some(refresh) = refresh {
+                            refresh();
+                        }
+                    }
+                    respond(response(&id, kind, outcome))
+                }
             },
         }
     }

@@ -48,6 +48,12 @@ pub struct SessionStart {
 /// end, which knows where extensions are configured ([`Host::set_extension_loader`]).
 pub type ExtensionLoader = Arc<dyn Fn(SessionStart) -> BoxFuture<'static, ()> + Send + Sync>;
 
+/// Reads settings and resources again for the session the host has just entered and
+/// applies them: the part of Pi's new runtime per session that needs no extensions, run on
+/// its own for a replacement made while no extensions run (the [`ExtensionLoader`] does it
+/// first otherwise). Set by the front end ([`Host::set_session_refresh`]).
+pub type SessionRefresh = Arc<dyn Fn() + Send + Sync>;
+
 /// What became of a [`Replacement`].
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Replaced {

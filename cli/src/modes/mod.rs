@@ -652,7 +652,7 @@ pub fn build_host(args: &RunArgs, env: &Env, sink: EventSink) -> anyhow::Result<
         reload::install(&ext, &host, args, &env.settings);
         host.set_extensions(ext);
     }
-    session_extensions::install(&host, args, &env.home.cwd);
+    session_extensions::install(&host, args, &env.home.cwd, &env.settings);
     Ok(host)
 }
 

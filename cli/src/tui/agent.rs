@@ -468,24 +468,33 @@ impl AgentDriver for AgentSessionDriver {
         }
         self.read_again(false)
     }
+
+    fn reread_for_screen(&mut self) -> anyhow::Result<Reloaded> {
+        // The host applied them already (`modes::session_extensions`), the resources the
+        // new extensions discovered included; the screen only reads them.
+        self.env.home.cwd = self.host.cwd();
+        let cwd = std::path::PathBuf::from(&self.env.home.cwd);
+        let (args, warnings) = self.args_for(&cwd);
+        self.env.settings =
+            crate::modes::Settings::load_quiet(&self.env.home.agent_dir, &cwd, &args)?;
+        self.env.resources = self.host.setup().resources;
+        let mut ui = read_ui(&self.env, &args);
+        ui.commands.extend(extension_commands(&self.host));
+        ui.warnings.extend(warnings);
+        Ok(ui)
+    }
 }
 
 impl AgentSessionDriver {
-    /// What `/reload` reads again (settings, resources, models.json, mcp.json), and with
-    /// `extensions` the extensions, loaded again in a new process.
-    fn read_again(&mut self, extensions: bool) -> anyhow::Result<Reloaded> {
-        // The host's directory is the one the run works in now (a session from another
-        // directory moves it).
-        self.env.home.cwd = self.host.cwd();
-        let env = &mut self.env;
-        let cwd = std::path::PathBuf::from(&env.home.cwd);
-        // The start-up trust answer is for the start-up directory; elsewhere (a session
-        // from another directory) trust.json and defaultProjectTrust decide.
+    /// The run's arguments for reading `cwd`'s settings: the start-up trust answer is for
+    /// the start-up directory; elsewhere (a session from another directory) trust.json and
+    /// defaultProjectTrust decide, with a warning when nothing decided yet.
+    fn args_for(&self, cwd: &Path) -> (crate::RunArgs, Vec<String>) {
         let mut args = self.args.clone();
         let mut warnings = Vec::new();
-        if env.home.cwd != self.start_cwd {
+        if cwd.display().to_string() != self.start_cwd {
             args.project_trusted = None;
-            if undecided_trust(&env.home.agent_dir, &cwd, &args) {
+            if undecided_trust(&self.env.home.agent_dir, cwd, &args) {
                 warnings.push(format!(
                     "{} is not a trusted project yet: its .pi settings and resources are not \
                      loaded (start pi there to decide)",
@@ -493,6 +502,18 @@ impl AgentSessionDriver {
                 ));
             }
         }
+        (args, warnings)
+    }
+
+    /// What `/reload` reads again (settings, resources, models.json, mcp.json), and with
+    /// `extensions` the extensions, loaded again in a new process.
+    fn read_again(&mut self, extensions: bool) -> anyhow::Result<Reloaded> {
+        // The host's directory is the one the run works in now (a session from another
+        // directory moves it).
+        self.env.home.cwd = self.host.cwd();
+        let cwd = std::path::PathBuf::from(&self.env.home.cwd);
+        let (args, mut warnings) = self.args_for(&cwd);
+        let env = &mut self.env;
         let settings = crate::modes::Settings::load_quiet(&env.home.agent_dir, &cwd, &args)?;
         env.resources = settings.resources(&env.home.agent_dir, &cwd, &args);
         // Tools newly added to `defaultTools` become active; `codemode.*` applies from the

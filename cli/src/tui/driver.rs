@@ -525,6 +525,12 @@ pub trait AgentDriver {
         self.reload()
     }
 
+    /// After `/new`, `/resume`, `/fork` or `/clone`: what the new session's runtime read
+    /// (settings, context files, skills, prompt templates, themes), for the screen.
+    fn reread_for_screen(&mut self) -> anyhow::Result<Reloaded> {
+        self.follow_dir()
+    }
+
     /// The directory tools run in: the session's own once a session from another directory
     /// is opened, as in Pi (`None`: the start-up directory, always).
     fn cwd(&self) -> Option<std::path::PathBuf> {

@@ -101,7 +101,13 @@ pub fn op_done(
     outcome: OpOutcome,
 ) {
     match op {
-        SessionOp::Fork(_) => fork_done(app, driver, outcome),
+        SessionOp::Fork(_) => {
+            let forked = outcome.is_ok();
+            fork_done(app, driver, outcome);
+            if forked {
+                show_new_runtime(app, driver, agent_dir, before.clone());
+            }
+        }
         SessionOp::Resume {
             location,
             missing_cwd,
@@ -117,6 +123,7 @@ pub fn op_done(
         SessionOp::New => match outcome {
             Ok(_) => {
                 after_switch(app, driver);
+                show_new_runtime(app, driver, agent_dir, before.clone());
                 app.notice("New session started");
             }
             Err(e) => app.notice(format!(
@@ -127,6 +134,7 @@ pub fn op_done(
         SessionOp::Clone => match outcome {
             Ok(_) => {
                 after_switch(app, driver);
+                show_new_runtime(app, driver, agent_dir, before.clone());
                 app.notice("Cloned the session; now working in the copy");
             }
             Err(e) => app.notice(format!("Could not clone: {}", failure_text(&e))),
@@ -214,7 +222,7 @@ fn resume_done(
     match outcome {
         Ok(_) => {
             after_switch(app, driver);
-            follow_cwd(app, driver, agent_dir, before);
+            show_new_runtime(app, driver, agent_dir, before);
             app.notice(match missing_cwd {
                 MissingCwd::Ask => format!("Resumed {location}"),
                 MissingCwd::Continue => format!("Resumed session in {}", app.cwd.display()),
@@ -278,6 +286,34 @@ pub fn follow_cwd(
         Ok(r) => {
             apply_reloaded_quietly(app, agent_dir, r);
             app.notice(format!("Working in {}", app.cwd.display()));
+        }
+        Err(e) => app.transcript.push(Item::Error(format!(
+            "Could not load the settings of {}: {e:#}",
+            app.cwd.display()
+        ))),
+    }
+}
+
+/// After `/new`, `/resume`, `/fork` or `/clone`: the new session's runtime read settings
+/// and resources again for its directory (`modes::session_extensions`), as Pi builds one
+/// for every session; the screen shows what it read (header, slash commands, keys, theme),
+/// and says so when the session works in another directory than `before`.
+fn show_new_runtime(
+    app: &mut App,
+    driver: &mut dyn AgentDriver,
+    agent_dir: &Path,
+    before: Option<PathBuf>,
+) {
+    let moved = driver.cwd().filter(|c| Some(c) != before.as_ref());
+    if let Some(cwd) = &moved {
+        app.set_cwd(cwd.clone());
+    }
+    match driver.reread_for_screen() {
+        Ok(r) => {
+            apply_reloaded_quietly(app, agent_dir, r);
+            if moved.is_some() {
+                app.notice(format!("Working in {}", app.cwd.display()));
+            }
         }
         Err(e) => app.transcript.push(Item::Error(format!(
             "Could not load the settings of {}: {e:#}",
