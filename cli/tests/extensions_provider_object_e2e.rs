@@ -251,3 +251,74 @@ export default function (pi: any) {
         "{err}"
     );
 }
+
+/// Over RPC: a prompt to the provider object's model is sent with the key `resolve` made,
+/// and the background refresh with network runs createProvider's `fetchModels` with the
+/// credential `resolve` made; its models join the session's catalog and are kept in
+/// models-store.json, from which the next start restores them without network.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn rpc_prompts_and_refreshes_use_the_providers_auth() {
+    let s = Setup::new(json!([{"text": "Over RPC."}])).await;
+    let ext = fixture("provider-object.ts");
+    store_key(&s, "fake-access-token-rpc");
+    let url = format!("http://127.0.0.1:{}/v1", s.fake.port());
+    let mut rpc = Rpc::start_with_env(
+        &s,
+        &["-e", &ext],
+        &[("LOCAL_SERVER_URL", &url), ("ECHO_OBJECT_KEY", "ek1")],
+    );
+    rpc.send(
+        json!({"type": "set_model", "id": "m1", "provider": "local-server", "modelId": "local-model"}),
+    );
+    let set = rpc.response("m1");
+    assert_eq!(set["success"], true, "{set}");
+    rpc.send(json!({"type": "prompt", "id": "p1", "message": "hello"}));
+    let (end, _) = rpc.until(|r| r["type"] == "agent_end");
+    let last: &Value = end["messages"].as_array().unwrap().last().unwrap();
+    assert_eq!(last["provider"], "local-server");
+    assert_eq!(last["content"][0]["text"], "Over RPC.");
+
+    for asked in 1.. {
+        let id = format!("c{asked}");
+        rpc.send(json!({"type": "get_available_models", "id": id}));
+        let ids: Vec<String> = rpc.response(&id)["data"]["models"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|m| m["provider"] == "echo-object")
+            .map(|m| m["id"].as_str().unwrap().to_string())
+            .collect();
+        if ids == ["echo-model", "echo-fetched-ek1"] {
+            break;
+        }
+        assert!(
+            ids == ["echo-model"] && asked < 200,
+            "{ids:?} after {asked} asks"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    assert!(rpc.finish());
+    let requests = s.fake.requests();
+    assert_eq!(requests.len(), 1);
+    assert_eq!(
+        requests[0].headers["authorization"],
+        "Bearer fake-access-token-rpc"
+    );
+    let store: Value =
+        serde_json::from_str(&std::fs::read_to_string(s.agent.join("models-store.json")).unwrap())
+            .unwrap();
+    assert_eq!(
+        store["echo-object"]["models"][0]["id"], "echo-fetched-ek1",
+        "{store}"
+    );
+
+    // The next start restores the kept models before any network refresh.
+    let (code, out, err) = run(
+        &s,
+        &["-e", &ext, "--list-models", "echo"],
+        &[("ECHO_OBJECT_KEY", "ek1")],
+    );
+    assert_eq!(code, 0, "{err}");
+    let ids: Vec<&str> = listed(&out, "echo-object").iter().map(|r| r[1]).collect();
+    assert_eq!(ids, ["echo-fetched-ek1", "echo-model"], "{out}");
+}

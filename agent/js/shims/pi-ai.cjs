@@ -1,8 +1,8 @@
 // A small stand-in for `@earendil-works/pi-ai` as extensions use it: the schema builders, a
 // few helpers, and what a custom provider's `streamSimple` needs (the event stream, the
-// transcript readers, streaming tool arguments, cost). Pi's built-in provider APIs
-// (`anthropicMessagesApi()`, …) and model registries are not available: the Rust host
-// runs those.
+// transcript readers, streaming tool arguments, cost), and `createProvider` for provider
+// objects. Pi's built-in provider APIs (`anthropicMessagesApi()`, …) are stand-ins the Rust
+// host runs; model registries are not available.
 "use strict";
 const { Type } = require("./typebox.cjs");
 const crypto = require("node:crypto");

@@ -4,7 +4,9 @@
 //! replaces every model the provider had (Pi's rule for registered providers). A provider
 //! with a `streamSimple` function keeps it in the sidecar: its `api` is registered with
 //! [`crate::llm::external`], and each request made with one of its models becomes a
-//! sidecar `stream` call whose `stream_event` notifications carry Pi's events back.
+//! sidecar `stream` call whose `stream_event` notifications carry Pi's events back. A
+//! provider object (`pi.registerProvider(provider)`) arrives as such a declaration with
+//! `nativeAuth`: its requests resolve their auth in the sidecar ([`register_auth_resolvers`]).
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
