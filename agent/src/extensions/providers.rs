@@ -737,6 +737,39 @@ mod tests {
     }
 
     #[test]
+    fn models_json_settings_stay_above_a_provider_object() {
+        let mut base = ModelRegistry::builtin();
+        base.providers.insert(
+            "local-server".into(),
+            crate::llm::models_json::ProviderConfig {
+                api_key: Some("$FROM_MODELS_JSON".into()),
+                headers: [("x-config".to_string(), "models.json".to_string())].into(),
+                auth_header: true,
+            },
+        );
+        let object = json!({"name": "local-server", "config": {
+            "baseUrl": "http://127.0.0.1:9/v1", "api": "pi-extension-provider:local-server",
+            "headers": {"x-config": "object", "x-own": "object"}, "nativeAuth": {"apiKey": true},
+            "models": [{"id": "m", "api": "openai-completions"}]}});
+        let (registry, errors) = with_providers(base.clone(), std::slice::from_ref(&object));
+        assert!(errors.is_empty(), "{errors:?}");
+        let config = &registry.providers["local-server"];
+        assert_eq!(config.api_key.as_deref(), Some("$FROM_MODELS_JSON"));
+        assert!(config.auth_header);
+        assert_eq!(config.headers["x-config"], "models.json");
+        assert_eq!(config.headers["x-own"], "object");
+        let model = registry.find("local-server", "m").unwrap();
+        assert_eq!(model.api, "openai-completions");
+        assert_eq!(model.base_url, "http://127.0.0.1:9/v1");
+
+        // The config form replaces the provider's settings, as before.
+        let mut form = object;
+        form["config"].as_object_mut().unwrap().remove("nativeAuth");
+        let (registry, _) = with_providers(base, &[form]);
+        assert_eq!(registry.providers["local-server"].api_key, None);
+    }
+
+    #[test]
     fn a_bad_provider_is_reported_and_left_out() {
         let declared = [json!({"name": "nowhere", "config": {"models": [{"id": "m"}]}})];
         let (registry, errors) = with_providers(ModelRegistry::builtin(), &declared);
