@@ -98,6 +98,7 @@ const state = {
   oauthProviders: new Map(), // provider → {oauth, extension}: registerProvider's `oauth` (/login)
   modelRefreshers: new Map(), // provider → {refreshModels, extension}: registerProvider's `refreshModels`
   oauthLogins: new Map(), // loginId → AbortController of a running oauth.login
+  nativeProviders: new Map(), // id → {provider, extension, apis}: pi.registerProvider(providerObject)
   shortcuts: new Map(), // lower-cased key → {shortcut, options, extension}
 };
 const providerDeclarations = () => [...state.providers.values()];
@@ -645,12 +646,18 @@ function makeApi(extension) {
     },
     // The config form joins the host's catalog (models.json's fields). A `streamSimple`
     // (or `stream`) function stays here and answers the requests of the provider's `api`
-    // (the host's `stream` calls); pi-ai Provider objects are not offered.
+    // (the host's `stream` calls). A pi-ai Provider object (`createProvider`) is mapped
+    // onto the same declaration (see `registerNativeProvider`).
     registerProvider(name, config) {
-      if (typeof name !== "string" || !name) {
-        reportError(extension.path, "registerProvider", "Provider objects (createProvider) are not supported yet; use pi.registerProvider(name, config)");
+      if (name && typeof name === "object") {
+        registerNativeProvider(extension, name);
         return;
       }
+      if (typeof name !== "string" || !name) {
+        reportError(extension.path, "registerProvider", "pi.registerProvider needs a provider name and config, or a Provider object");
+        return;
+      }
+      state.nativeProviders.delete(name);
       const c = config || {};
       const streamFn = typeof c.streamSimple === "function" ? c.streamSimple : typeof c.stream === "function" ? c.stream : undefined;
       if (streamFn && (typeof c.api !== "string" || !c.api)) {
@@ -682,6 +689,7 @@ function makeApi(extension) {
       if (extension.loaded) notify("providers_changed", { providers: providerDeclarations() });
     },
     unregisterProvider(name) {
+      state.nativeProviders.delete(name);
       state.oauthProviders.delete(name);
       state.modelRefreshers.delete(name);
       for (const [api, entry] of state.streamApis) if (entry.provider === name) state.streamApis.delete(api);
@@ -722,6 +730,140 @@ function makeApi(extension) {
   // Methods this host does not offer yet answer undefined instead of throwing at load.
   return new Proxy(api, { get: (t, k) => (k in t ? t[k] : () => undefined) });
 }
+
+// ---- Provider objects: `pi.registerProvider(provider)` ----
+
+// A provider object is declared to the host as the config form is: its models (from
+// `getModels()`), `baseUrl` and `headers` join the catalog, and `nativeAuth` tells the host
+// that its requests resolve their auth here (`resolve_auth`: `auth.apiKey.resolve` or
+// `auth.oauth.toAuth`). A model that one of Pi's APIs streams (`createProvider` with
+// `openAICompletionsApi()` and friends) keeps that API, which the host runs itself; any
+// other model is streamed by the provider's own `streamSimple`, here, under an API of the
+// provider's (its own `api` restored before the call). The login (`auth.oauth.login`, else
+// `auth.apiKey.login`) and `refreshModels` use the config form's machinery.
+const BUILTIN_API = Symbol.for("pi.builtinApi");
+const PROVIDER_PARTS = Symbol.for("pi.providerParts");
+const nativeApi = (id) => `pi-extension-provider:${id}`;
+
+function nativeModels(entry) {
+  const p = entry.provider;
+  const parts = p[PROVIDER_PARTS];
+  let list;
+  try {
+    list = p.getModels();
+  } catch {
+    list = []; // Pi: a throwing getModels() means no models
+  }
+  entry.apis = new Map();
+  const out = [];
+  for (const m of Array.isArray(list) ? list : []) {
+    if (!m || typeof m.id !== "string" || !m.id) continue;
+    const impl = parts ? parts.single || (parts.byApi && parts.byApi[m.api]) : undefined;
+    const builtin = impl && impl[BUILTIN_API];
+    const model = JSON.parse(JSON.stringify({ ...m, provider: p.id }));
+    if (!model.baseUrl && p.baseUrl) model.baseUrl = p.baseUrl;
+    if (builtin) {
+      model.api = builtin;
+    } else {
+      entry.apis.set(m.id, m.api);
+      model.api = nativeApi(p.id);
+    }
+    out.push(model);
+  }
+  return out;
+}
+
+function nativeConfig(entry) {
+  const p = entry.provider;
+  const auth = p.auth || {};
+  const headers = {};
+  for (const [k, v] of Object.entries(p.headers || {})) if (typeof v === "string") headers[k] = v;
+  const config = {
+    name: typeof p.name === "string" ? p.name : p.id,
+    baseUrl: typeof p.baseUrl === "string" ? p.baseUrl : undefined,
+    headers,
+    api: nativeApi(p.id),
+    streamSimple: true,
+    models: nativeModels(entry),
+    nativeAuth: { apiKey: !!auth.apiKey, oauth: !!auth.oauth },
+  };
+  if (auth.oauth && typeof auth.oauth.login === "function") {
+    config.oauth = { name: auth.oauth.name || p.name || p.id };
+  } else if (auth.apiKey && typeof auth.apiKey.login === "function") {
+    config.oauth = { name: auth.apiKey.name || p.name || p.id, apiKey: true };
+  }
+  if (typeof p.refreshModels === "function") config.refreshModels = true;
+  return JSON.parse(JSON.stringify(config));
+}
+
+function registerNativeProvider(extension, p) {
+  const fail = (message) => reportError(extension.path, "registerProvider", message);
+  const id = typeof p.id === "string" ? p.id : "";
+  if (!id.trim()) return fail("Provider id must not be empty.");
+  const auth = p.auth || {};
+  if (!auth.apiKey && !auth.oauth) return fail(`Provider ${id}: "auth" needs "apiKey" or "oauth"`);
+  if (auth.apiKey && typeof auth.apiKey.resolve !== "function") return fail(`Provider ${id}: auth.apiKey.resolve() is required`);
+  if (auth.oauth && (typeof auth.oauth.toAuth !== "function" || typeof auth.oauth.refresh !== "function")) {
+    return fail(`Provider ${id}: auth.oauth needs login(), refresh() and toAuth()`);
+  }
+  if (typeof p.getModels !== "function") return fail(`Provider ${id}: getModels() is required`);
+  if (typeof p.streamSimple !== "function") return fail(`Provider ${id}: streamSimple() is required`);
+  // What this host does not do with a provider object is said, not silently dropped.
+  if (typeof p.filterModels === "function" || typeof p.filterAllModels === "function") {
+    fail(`Provider ${id}: filterModels/filterAllModels are not supported; every model is listed`);
+  }
+  const extras = ["generateImages", "classify", "fetchDeferred"].filter((k) => typeof p[k] === "function");
+  if (extras.length > 0) fail(`Provider ${id}: ${extras.join(", ")} not supported; only chat models are used`);
+
+  const entry = { provider: p, extension, apis: new Map() };
+  for (const [api, e] of state.streamApis) if (e.provider === id) state.streamApis.delete(api);
+  state.oauthProviders.delete(id);
+  state.modelRefreshers.delete(id);
+  state.nativeProviders.set(id, entry);
+  state.streamApis.set(nativeApi(id), {
+    provider: id,
+    extension,
+    streamSimple: (model, context, options) => {
+      const api = entry.apis.get(model.id);
+      return p.streamSimple(api === undefined ? model : { ...model, api }, context, options);
+    },
+  });
+  if (auth.oauth && typeof auth.oauth.login === "function") {
+    state.oauthProviders.set(id, { native: "oauth", auth: auth.oauth, extension });
+  } else if (auth.apiKey && typeof auth.apiKey.login === "function") {
+    state.oauthProviders.set(id, { native: "api_key", auth: auth.apiKey, extension });
+  }
+  if (typeof p.refreshModels === "function") {
+    // Pi's refreshModels publishes through `update` and returns nothing: the provider's
+    // models afterwards are the new list.
+    state.modelRefreshers.set(id, {
+      refreshModels: async (context) => {
+        await p.refreshModels(context);
+        return nativeModels(entry);
+      },
+      extension,
+    });
+  }
+  state.providers.set(id, { name: id, config: nativeConfig(entry) });
+  if (extension.loaded) notify("providers_changed", { providers: providerDeclarations() });
+}
+
+// Pi's auth context of `resolve`/`check`: the environment (blank counts as unset) and files.
+const authContext = {
+  async env(name) {
+    const value = process.env[name];
+    return typeof value === "string" && value.trim().length > 0 ? value : undefined;
+  },
+  async fileExists(file) {
+    const resolved = typeof file === "string" && file.startsWith("~") ? require("node:os").homedir() + file.slice(1) : file;
+    try {
+      await require("node:fs/promises").access(resolved);
+      return true;
+    } catch {
+      return false;
+    }
+  },
+};
 
 // Pi's built-in provider APIs as the pi-ai shim offers them (`anthropicMessagesApi()`,
 // `streamSimple`, …): the host runs its own provider for the model and streams the events
@@ -781,6 +923,7 @@ async function loadOne(extensionPath) {
     const virtualBefore = new Map(state.virtualModels);
     const providersBefore = new Map(state.providers);
     const streamApisBefore = new Map(state.streamApis);
+    const nativeBefore = new Map(state.nativeProviders);
     try {
       await factory(makeApi(extension));
     } catch (err) {
@@ -790,6 +933,7 @@ async function loadOne(extensionPath) {
       state.virtualModels = virtualBefore;
       state.providers = providersBefore;
       state.streamApis = streamApisBefore;
+      state.nativeProviders = nativeBefore;
       throw err;
     }
     extension.loaded = true;
@@ -1308,6 +1452,33 @@ const methods = {
       if (answer === null || answer === undefined) throw new Error("Login cancelled");
       return String(answer);
     };
+    if (entry.native) {
+      // A provider object's login(interaction): Pi's AuthInteraction over the same prompts.
+      const interaction = {
+        signal: controller.signal,
+        prompt: (prompt) => ask({
+          type: String((prompt && prompt.type) || "text"),
+          message: String((prompt && prompt.message) || ""),
+          placeholder: prompt && typeof prompt.placeholder === "string" ? prompt.placeholder : undefined,
+          options: prompt && Array.isArray(prompt.options)
+            ? prompt.options.map((o) => ({ id: String(o && o.id), label: String((o && (o.label ?? o.id)) ?? ""), description: o && typeof o.description === "string" ? o.description : undefined }))
+            : undefined,
+        }),
+        notify: (event) => {
+          if (!event) return;
+          if (event.type === "auth_url") show({ kind: "auth", url: String(event.url || ""), instructions: event.instructions || "" });
+          else if (event.type === "device_code") show({ kind: "device", userCode: String(event.userCode || ""), verificationUri: String(event.verificationUri || "") });
+          else show({ kind: "progress", message: String(event.message || "") });
+        },
+      };
+      try {
+        const credentials = await entry.auth.login(interaction);
+        if (!credentials || typeof credentials !== "object") throw new Error("login returned no credentials");
+        return { credentials };
+      } finally {
+        state.oauthLogins.delete(loginId);
+      }
+    }
     const callbacks = {
       onAuth: (info) => show({ kind: "auth", url: String((info && info.url) || ""), instructions: (info && info.instructions) || "" }),
       onDeviceCode: (info) => show({ kind: "device", userCode: String((info && info.userCode) || ""), verificationUri: String((info && (info.verificationUri || info.verificationUrl)) || "") }),
@@ -1407,7 +1578,7 @@ const methods = {
   // has them without this step) and takes the returned list.
   async modify_models(params) {
     const entry = state.oauthProviders.get(params.provider);
-    if (!entry || typeof entry.oauth.modifyModels !== "function") return { models: null };
+    if (!entry || !entry.oauth || typeof entry.oauth.modifyModels !== "function") return { models: null };
     const models = entry.oauth.modifyModels(Array.isArray(params.models) ? params.models : [], params.credentials || {});
     if (!Array.isArray(models)) throw new Error("modifyModels returned no list");
     return { models: JSON.parse(JSON.stringify(models)) };
@@ -1416,7 +1587,12 @@ const methods = {
   async oauth_refresh(params) {
     const entry = state.oauthProviders.get(params.provider);
     if (!entry) throw new Error(`No OAuth login registered for provider: ${params.provider}`);
-    if (typeof entry.oauth.refreshToken !== "function") return { credentials: params.credentials };
+    if (entry.native === "oauth") {
+      const credentials = await entry.auth.refresh({ ...(params.credentials || {}), type: "oauth" }, AbortSignal.timeout(15_000));
+      if (!credentials || typeof credentials !== "object") throw new Error("refresh returned no credentials");
+      return { credentials };
+    }
+    if (entry.native || typeof entry.oauth.refreshToken !== "function") return { credentials: params.credentials };
     const credentials = await entry.oauth.refreshToken(params.credentials, new AbortController().signal);
     if (!credentials || typeof credentials !== "object") throw new Error("refreshToken returned no credentials");
     return { credentials };
@@ -1425,8 +1601,41 @@ const methods = {
   async oauth_api_key(params) {
     const entry = state.oauthProviders.get(params.provider);
     const creds = params.credentials || {};
-    if (!entry || typeof entry.oauth.getApiKey !== "function") return { key: creds.access };
+    if (entry && entry.native === "oauth") {
+      const auth = await entry.auth.toAuth({ ...creds, type: "oauth" });
+      return { key: auth && typeof auth.apiKey === "string" ? auth.apiKey : creds.access };
+    }
+    if (!entry || entry.native || typeof entry.oauth.getApiKey !== "function") return { key: creds.access };
     return { key: await entry.oauth.getApiKey(creds) };
+  },
+  // A request to a provider object's model: its auth as Pi's `resolveProviderAuth` makes it.
+  // A stored credential owns the provider (OAuth → `oauth.toAuth`, API key →
+  // `apiKey.resolve` with it); without one `apiKey.resolve` sees only the environment.
+  // `result: null` when the provider is not configured.
+  async resolve_auth(params) {
+    const entry = state.nativeProviders.get(params.provider);
+    if (!entry) return { result: null };
+    const auth = entry.provider.auth || {};
+    const stored = params.credential && typeof params.credential === "object" ? params.credential : undefined;
+    if (stored && stored.type === "oauth") {
+      if (!auth.oauth) return { result: null };
+      let resolved;
+      try {
+        resolved = await auth.oauth.toAuth(stored);
+      } catch (err) {
+        throw new Error(`OAuth auth derivation failed for ${params.provider}: ${errorText(err)}`);
+      }
+      return { result: { auth: resolved || {}, source: "OAuth" } };
+    }
+    if (stored && stored.type !== "api_key") return { result: null };
+    if (!auth.apiKey) return { result: null };
+    let result;
+    try {
+      result = await auth.apiKey.resolve({ ctx: authContext, credential: stored, signal: AbortSignal.timeout(30_000) });
+    } catch (err) {
+      throw new Error(`API key auth failed for provider ${params.provider}: ${errorText(err)}`);
+    }
+    return { result: result && typeof result === "object" ? JSON.parse(JSON.stringify(result)) : null };
   },
   async builtin_stream_event(params) {
     const events = builtinStreams.get(params.id);

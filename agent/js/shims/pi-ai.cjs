@@ -1,8 +1,8 @@
 // A small stand-in for `@earendil-works/pi-ai` as extensions use it: the schema builders, a
 // few helpers, and what a custom provider's `streamSimple` needs (the event stream, the
-// transcript readers, streaming tool arguments, cost). Pi's built-in provider APIs
-// (`anthropicMessagesApi()`, …) and model registries are not available: the Rust host
-// runs those.
+// transcript readers, streaming tool arguments, cost), and `createProvider` for provider
+// objects. Pi's built-in provider APIs (`anthropicMessagesApi()`, …) are stand-ins the Rust
+// host runs; model registries are not available.
 "use strict";
 const { Type } = require("./typebox.cjs");
 const crypto = require("node:crypto");
@@ -289,12 +289,87 @@ function hostStream(model, context, options) {
 const streamSimple = (model, context, options) => hostStream(model, context, options);
 const complete = (model, context, options) => hostStream(model, context, options).result();
 // `anthropicMessagesApi()` and friends: an API object whose stream functions use that wire
-// API whatever the model says, as Pi's do.
+// API whatever the model says, as Pi's do. The marker tells the sidecar which of the host's
+// protocols it stands for, so a provider object's models can be streamed by the host.
+const BUILTIN_API = Symbol.for("pi.builtinApi");
 const builtinApi = (api) => () => ({
   api,
+  [BUILTIN_API]: api,
   stream: (model, context, options) => hostStream({ ...model, api }, context, options),
   streamSimple: (model, context, options) => hostStream({ ...model, api }, context, options),
 });
+
+// ---- Provider objects (`createProvider`, for `pi.registerProvider(provider)`) ----
+
+// What `createProvider` was given, for the sidecar: which implementation streams each model.
+const PROVIDER_PARTS = Symbol.for("pi.providerParts");
+const modelType = (model) => (model && typeof model.type === "string" ? model.type : "chat");
+const KNOWN_MODEL_TYPES = ["chat", "image", "classifier"];
+function errorStream(model, message) {
+  const events = createAssistantMessageEventStream();
+  const usage = { input: 0, output: 0, cacheRead: 0, cacheWrite: 0, totalTokens: 0, cost: { input: 0, output: 0, cacheRead: 0, cacheWrite: 0, total: 0 } };
+  const error = { role: "assistant", content: [], api: model.api, provider: model.provider, model: model.id, usage, stopReason: "error", errorMessage: message, timestamp: Date.now() };
+  events.push({ type: "error", reason: "error", error });
+  events.end(error);
+  return events;
+}
+// Pi's `createProvider(input)`: a Provider whose chat models stream through `api` (one
+// implementation for all, or a map by `model.api`); `fetchModels` makes it dynamic (its
+// `refreshModels` restores `context.stored` and publishes what it fetched).
+function createProvider(input) {
+  const single = input.api && typeof input.api.stream === "function" ? input.api : undefined;
+  const byApi = single || !input.api ? undefined : input.api;
+  const streams = single ? [single] : Object.values(byApi || {}).filter((entry) => entry !== undefined);
+  const others = [...Object.values(input.images || {}), ...Object.values(input.classifiers || {})].filter((e) => e !== undefined);
+  if (streams.length === 0 && others.length === 0) {
+    throw new Error(`Provider ${input.id}: at least one of "api", "images", or "classifiers" is required.`);
+  }
+  const baseline = input.models || [];
+  let dynamic = [];
+  const current = () => {
+    const merged = [...baseline];
+    for (const model of dynamic) {
+      const at = merged.findIndex((m) => modelType(m) === modelType(model) && m.id === model.id);
+      if (at >= 0) merged[at] = model;
+      else merged.push(model);
+    }
+    return merged;
+  };
+  const apiFor = (model) => single || (byApi && byApi[model.api]);
+  const dispatch = (model, run) => {
+    const impl = apiFor(model);
+    return impl ? run(impl) : errorStream(model, `Provider ${input.id} has no API implementation for "${model.api}"`);
+  };
+  const fetchModels = input.fetchModels;
+  const provider = {
+    id: input.id,
+    name: input.name === undefined ? input.id : input.name,
+    baseUrl: input.baseUrl,
+    headers: input.headers,
+    auth: input.auth,
+    getModels: () => current().filter((m) => modelType(m) === "chat"),
+    getAllModels: current,
+    refreshModels: fetchModels
+      ? async (context) => {
+          if (context.stored) {
+            const restored = (context.stored.models || []).filter((m) => m.provider === input.id);
+            if (!(await context.publish({ update: () => { dynamic = restored; } }))) return;
+          }
+          if (!context.allowNetwork || context.signal.aborted) return;
+          const fetched = await fetchModels(context);
+          if (context.signal.aborted) return;
+          const refreshed = (fetched || []).filter((m) => KNOWN_MODEL_TYPES.includes(modelType(m)));
+          await context.publish({ persist: { models: refreshed, checkedAt: Date.now() }, update: () => { dynamic = refreshed; } });
+        }
+      : undefined,
+    filterModels: input.filterModels,
+    filterAllModels: input.filterAllModels,
+    stream: (model, context, options) => dispatch(model, (impl) => impl.stream(model, context, options)),
+    streamSimple: (model, context, options) => dispatch(model, (impl) => impl.streamSimple(model, context, options)),
+  };
+  Object.defineProperty(provider, PROVIDER_PARTS, { value: { single, byApi }, enumerable: false });
+  return provider;
+}
 
 module.exports = {
   Type,
@@ -328,4 +403,8 @@ module.exports = {
   googleVertexApi: builtinApi("google-vertex"),
   mistralConversationsApi: builtinApi("mistral-conversations"),
   piMessagesApi: builtinApi("pi-messages"),
+  bedrockConverseStreamApi: builtinApi("bedrock-converse-stream"),
+  createProvider,
+  BUILTIN_API,
+  PROVIDER_PARTS,
 };

@@ -406,8 +406,16 @@ pub fn has_configured_auth(
     if provider == llama_cpp::PROVIDER_ID && llama_cpp::connection(auth, env).is_some() {
         return true;
     }
-    let stored = auth.and_then(|a| a.get(provider));
-    if stored.is_some() || env_configures(provider, env) {
+    // A provider object's own `auth` says whether it is configured (Pi resolves it);
+    // models.json's `apiKey` above it still counts.
+    let owned = crate::llm::provider_auth::resolve_blocking(provider);
+    if matches!(owned, Some(Ok(Some(_)))) {
+        return true;
+    }
+    let stored = auth
+        .and_then(|a| a.get(provider))
+        .filter(|_| owned.is_none());
+    if owned.is_none() && (stored.is_some() || env_configures(provider, env)) {
         let credential_env = match &stored {
             Some(Credential::ApiKey { env, .. }) => Some(env),
             _ => None,

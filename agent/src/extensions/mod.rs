@@ -255,6 +255,7 @@ impl Shared {
         *lock(&self.providers) = declared.clone();
         if let Some(agent) = self.agent() {
             providers::register_stream_apis(self, &declared);
+            providers::register_auth_resolvers(self, &declared);
             oauth::register_flows(self, &declared);
             let (registry, errors) = providers::with_declared(self, agent.registry(), &declared);
             for e in errors {
@@ -1132,6 +1133,7 @@ impl Extensions {
     pub fn catalog(&self, base: crate::llm::ModelRegistry) -> crate::llm::ModelRegistry {
         let declared = self.providers();
         providers::register_stream_apis(&self.shared, &declared);
+        providers::register_auth_resolvers(&self.shared, &declared);
         self.register_logins();
         self.set_base_catalog(base.clone());
         let (registry, errors) = providers::with_declared(&self.shared, base, &declared);

@@ -129,39 +129,45 @@ fn prompt_of(params: &Value) -> LoginPrompt {
 /// Registers a flow for every declared provider with `oauth`, and forgets those no longer
 /// declared.
 pub(super) fn register_flows(shared: &Arc<Shared>, declared: &[Value]) {
-    let wanted: Vec<(String, String)> = declared
+    let wanted: Vec<(String, String, bool)> = declared
         .iter()
         .filter_map(|p| {
             let name = p.get("name")?.as_str()?;
-            let display = p.get("config")?.get("oauth")?.get("name")?.as_str()?;
-            Some((name.to_string(), display.to_string()))
+            let oauth = p.get("config")?.get("oauth")?;
+            let display = oauth.get("name")?.as_str()?;
+            let api_key = oauth.get("apiKey").and_then(Value::as_bool) == Some(true);
+            Some((name.to_string(), display.to_string(), api_key))
         })
         .collect();
     let mut providers = lock(&shared.oauth_logins.providers);
     for gone in providers
         .iter()
-        .filter(|p| !wanted.iter().any(|(w, _)| w == *p))
+        .filter(|p| !wanted.iter().any(|(w, _, _)| w == *p))
     {
         extension::unregister(gone);
     }
-    for (provider, name) in &wanted {
+    for (provider, name, api_key) in &wanted {
         extension::register(
             provider,
             Arc::new(SidecarOAuth {
                 shared: Arc::downgrade(shared),
                 provider: provider.clone(),
                 name: name.clone(),
+                api_key: *api_key,
             }),
         );
     }
-    *providers = wanted.into_iter().map(|(p, _)| p).collect();
+    *providers = wanted.into_iter().map(|(p, _, _)| p).collect();
 }
 
-/// One provider's `oauth` functions, called in the sidecar.
+/// One provider's `oauth` functions, called in the sidecar. With `api_key`, the login is a
+/// provider object's `auth.apiKey.login(interaction)`: its credential is an API key one
+/// (`{type: "api_key", key, env}`), stored as returned.
 struct SidecarOAuth {
     shared: Weak<Shared>,
     provider: String,
     name: String,
+    api_key: bool,
 }
 
 impl SidecarOAuth {
@@ -188,6 +194,19 @@ impl SidecarOAuth {
                 .map_err(|_| "the extension process stopped".to_string())?
         })
     }
+}
+
+/// An API-key login's credential as auth.json keeps it: `type`, then `key` and `env` when
+/// given (Pi's `ApiKeyCredential`).
+fn api_key_credential(credentials: Value) -> Value {
+    let mut stored = serde_json::Map::new();
+    stored.insert("type".into(), "api_key".into());
+    for field in ["key", "env"] {
+        if let Some(value) = credentials.get(field).filter(|v| !v.is_null()) {
+            stored.insert(field.into(), value.clone());
+        }
+    }
+    Value::Object(stored)
 }
 
 impl ExtensionFlow for SidecarOAuth {
@@ -219,6 +238,7 @@ impl ExtensionFlow for SidecarOAuth {
         );
         let cancel = interaction.cancel.clone();
         let abort = self.call("abort_oauth_login", json!({ "loginId": login_id }));
+        let api_key = self.api_key;
         Box::pin(async move {
             let outcome = tokio::select! {
                 r = call => r,
@@ -232,6 +252,9 @@ impl ExtensionFlow for SidecarOAuth {
                 .get("credentials")
                 .cloned()
                 .ok_or("login returned no credentials")?;
+            if api_key {
+                return Ok(api_key_credential(credentials));
+            }
             Ok(extension::stored_form(credentials))
         })
     }

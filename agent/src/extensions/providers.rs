@@ -4,7 +4,9 @@
 //! replaces every model the provider had (Pi's rule for registered providers). A provider
 //! with a `streamSimple` function keeps it in the sidecar: its `api` is registered with
 //! [`crate::llm::external`], and each request made with one of its models becomes a
-//! sidecar `stream` call whose `stream_event` notifications carry Pi's events back.
+//! sidecar `stream` call whose `stream_event` notifications carry Pi's events back. A
+//! provider object (`pi.registerProvider(provider)`) arrives as such a declaration with
+//! `nativeAuth`: its requests resolve their auth in the sidecar ([`register_auth_resolvers`]).
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -18,7 +20,9 @@ use pi_formats::message::{AgentMessage, ThinkingLevel, Tool};
 use tokio_util::sync::CancellationToken;
 
 use crate::llm::external::{self, ExternalCall, StreamFunction};
+use crate::llm::provider_auth::{self, ResolvedAuth};
 use crate::llm::{apply_provider, Context, Model, ModelRegistry, StreamOptions, ThinkingBudgets};
+use futures::future::BoxFuture;
 
 /// `registry` with the declared providers (`{name, config}`) applied in order, and the
 /// errors of those that could not be (a model without an id, no `api`, …).
@@ -38,12 +42,124 @@ pub fn with_providers(
         if config.get("models").is_some_and(Value::is_array) {
             Arc::make_mut(&mut next.models).retain(|m| m.provider != name);
         }
+        // A provider object is the base models.json's provider settings apply above (its
+        // `apiKey`, `authHeader`, and `headers` over the provider's own).
+        let configured = is_native(config)
+            .then(|| registry.providers.get(name).cloned())
+            .flatten();
         match apply_provider(&mut next, name, config) {
-            Ok(()) => registry = next,
+            Ok(()) => {
+                if let (Some(above), Some(own)) = (configured, next.providers.get_mut(name)) {
+                    own.api_key = above.api_key;
+                    own.auth_header = above.auth_header;
+                    own.headers.extend(above.headers);
+                }
+                registry = next;
+            }
             Err(e) => errors.push(format!("Provider \"{name}\": {e}")),
         }
     }
     (registry, errors)
+}
+
+/// Whether a declaration is a provider object's (`pi.registerProvider(provider)`), whose
+/// auth the extension resolves.
+fn is_native(config: &serde_json::Map<String, Value>) -> bool {
+    config.get("nativeAuth").is_some_and(Value::is_object)
+}
+
+/// Makes the requests of the declared provider objects resolve their auth in the sidecar
+/// ([`provider_auth`]), and forgets those no longer declared.
+pub(super) fn register_auth_resolvers(shared: &Arc<Shared>, declared: &[Value]) {
+    let wanted: Vec<String> = declared
+        .iter()
+        .filter(|p| {
+            p.get("config")
+                .and_then(Value::as_object)
+                .is_some_and(is_native)
+        })
+        .filter_map(|p| p.get("name").and_then(Value::as_str).map(str::to_string))
+        .collect();
+    let mut providers = lock(&shared.provider_streams.auth);
+    for gone in providers.iter().filter(|p| !wanted.contains(p)) {
+        provider_auth::unregister(gone);
+    }
+    for provider in &wanted {
+        provider_auth::register(
+            provider,
+            Arc::new(SidecarAuth {
+                shared: Arc::downgrade(shared),
+                provider: provider.clone(),
+            }),
+        );
+    }
+    *providers = wanted;
+}
+
+/// A provider object's `auth` (`apiKey.resolve`, `oauth.toAuth`), called in the sidecar
+/// with the provider's credential from auth.json.
+struct SidecarAuth {
+    shared: Weak<Shared>,
+    provider: String,
+}
+
+impl provider_auth::AuthResolver for SidecarAuth {
+    fn resolve(&self) -> BoxFuture<'static, Result<Option<ResolvedAuth>, String>> {
+        let target = self.shared.upgrade().and_then(|s| {
+            let sidecar = lock(&s.sidecar).clone();
+            sidecar.map(|sidecar| (s, sidecar))
+        });
+        let provider = self.provider.clone();
+        Box::pin(async move {
+            let Some((shared, sidecar)) = target else {
+                return Err("The extension that registered this provider is not running".into());
+            };
+            // Read now: `/login` may have stored a credential since start-up. An OAuth login
+            // is refreshed first when it is about to expire, as Pi's `getAuth` does.
+            let agent_dir = lock(&shared.credential_models.agent_dir).clone();
+            let credential = match agent_dir {
+                Some(dir) => {
+                    let (dir2, name) = (dir.clone(), provider.clone());
+                    let _ = tokio::task::spawn_blocking(move || {
+                        crate::llm::oauth::store::refresh_if_expiring(&dir2, &name)
+                    })
+                    .await;
+                    read_object(&dir.join("auth.json")).remove(&provider)
+                }
+                None => None,
+            };
+            let params = json!({"provider": provider, "credential": credential});
+            let (tx, rx) = tokio::sync::oneshot::channel();
+            shared.runtime.spawn(async move {
+                let _ = tx.send(sidecar.request("resolve_auth", params).await);
+            });
+            let answer = rx
+                .await
+                .map_err(|_| "the extension process stopped".to_string())??;
+            Ok(resolved_auth(answer.get("result")))
+        })
+    }
+}
+
+/// Pi's `AuthResult` (`{auth: {apiKey, headers, baseUrl}, source}`) as a request uses it.
+fn resolved_auth(result: Option<&Value>) -> Option<ResolvedAuth> {
+    let auth = result.filter(|r| r.is_object())?.get("auth");
+    let text = |k: &str| {
+        auth.and_then(|a| a.get(k))
+            .and_then(Value::as_str)
+            .map(str::to_string)
+    };
+    Some(ResolvedAuth {
+        api_key: text("apiKey"),
+        headers: auth
+            .and_then(|a| a.get("headers"))
+            .and_then(Value::as_object)
+            .into_iter()
+            .flatten()
+            .filter_map(|(k, v)| Some((k.clone(), v.as_str()?.to_string())))
+            .collect(),
+        base_url: text("baseUrl"),
+    })
 }
 
 /// Pi's `oauth.modifyModels(models, credentials)` (the legacy credential-dependent model
@@ -288,6 +404,13 @@ async fn network_credentials(
                     _ => None,
                 }
             }
+        } else if let Some(resolver) = provider_auth::lookup(provider) {
+            // A provider object: its `apiKey.resolve` makes the credential (Pi's
+            // `resolveRefreshCredential`).
+            match resolver.resolve().await {
+                Ok(Some(auth)) => Some(json!({"type": "api_key", "key": auth.api_key})),
+                _ => None,
+            }
         } else {
             let key = stored
                 .as_ref()
@@ -375,6 +498,8 @@ pub(super) struct ProviderStreams {
     /// Requests the host runs for the sidecar (`anthropicMessagesApi().streamSimple`, …),
     /// by the sidecar's id: what aborts them.
     builtin: Mutex<HashMap<String, CancellationToken>>,
+    /// The providers this process registered with [`provider_auth::register`].
+    auth: Mutex<Vec<String>>,
 }
 
 /// `builtin_stream`: an extension calls one of Pi's provider APIs (the pi-ai shim's
@@ -609,6 +734,39 @@ mod tests {
         assert_eq!(models[0].base_url, "http://127.0.0.1:9/v1");
         assert_eq!(models[0].context_window, 1000);
         assert_eq!(registry.resolve_api_key("openai").as_deref(), Some("k"));
+    }
+
+    #[test]
+    fn models_json_settings_stay_above_a_provider_object() {
+        let mut base = ModelRegistry::builtin();
+        base.providers.insert(
+            "local-server".into(),
+            crate::llm::models_json::ProviderConfig {
+                api_key: Some("$FROM_MODELS_JSON".into()),
+                headers: [("x-config".to_string(), "models.json".to_string())].into(),
+                auth_header: true,
+            },
+        );
+        let object = json!({"name": "local-server", "config": {
+            "baseUrl": "http://127.0.0.1:9/v1", "api": "pi-extension-provider:local-server",
+            "headers": {"x-config": "object", "x-own": "object"}, "nativeAuth": {"apiKey": true},
+            "models": [{"id": "m", "api": "openai-completions"}]}});
+        let (registry, errors) = with_providers(base.clone(), std::slice::from_ref(&object));
+        assert!(errors.is_empty(), "{errors:?}");
+        let config = &registry.providers["local-server"];
+        assert_eq!(config.api_key.as_deref(), Some("$FROM_MODELS_JSON"));
+        assert!(config.auth_header);
+        assert_eq!(config.headers["x-config"], "models.json");
+        assert_eq!(config.headers["x-own"], "object");
+        let model = registry.find("local-server", "m").unwrap();
+        assert_eq!(model.api, "openai-completions");
+        assert_eq!(model.base_url, "http://127.0.0.1:9/v1");
+
+        // The config form replaces the provider's settings, as before.
+        let mut form = object;
+        form["config"].as_object_mut().unwrap().remove("nativeAuth");
+        let (registry, _) = with_providers(base, &[form]);
+        assert_eq!(registry.providers["local-server"].api_key, None);
     }
 
     #[test]

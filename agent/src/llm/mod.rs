@@ -43,6 +43,7 @@ pub mod openai_completions;
 pub mod openai_responses;
 pub mod overflow;
 pub mod pi_messages;
+pub mod provider_auth;
 pub mod radius_catalog;
 pub mod sse;
 pub mod strict_schema;
@@ -431,7 +432,12 @@ pub fn stream(model: &Model, context: Context, options: StreamOptions) -> Assist
             sent_start: false,
         };
         let res = {
-            let run = run_api(&model, &context, &options, &mut em);
+            let run = async {
+                // A provider whose auth an extension owns resolves it per request.
+                let (mut model, mut options) = (model.clone(), options.clone());
+                provider_auth::prepare(&mut model, &mut options).await?;
+                run_api(&model, &context, &options, &mut em).await
+            };
             tokio::select! {
                 biased;
                 _ = cancel.cancelled() => Err(ABORTED.to_string()),

@@ -682,6 +682,11 @@ pub fn auth_check(env: &Env, inline_api_key: bool) -> impl Fn(&str) -> bool {
     move |provider: &str| {
         inline_api_key
             || (resolver.0)(provider).is_some()
+            // A provider object whose `auth` resolves to headers alone is configured too.
+            || matches!(
+                pi_agent::llm::provider_auth::resolve_blocking(provider),
+                Some(Ok(Some(_)))
+            )
             || registry.resolve_api_key(provider).is_some()
             || !registry.resolve_headers(provider, None).is_empty()
     }
@@ -947,6 +952,12 @@ pub(crate) fn api_key_resolver_quiet(
     let registry = env.registry.clone();
     let agent_dir = env.home.agent_dir.clone();
     pi_agent::agent::ApiKeyResolver(Arc::new(move |provider: &str| {
+        // A provider object registered by an extension resolves its own key
+        // (`auth.apiKey.resolve`, `auth.oauth.toAuth`) from the stored credential or the
+        // environment; models.json's `apiKey` still stands above it (the agent's fallback).
+        if let Some(resolved) = pi_agent::llm::provider_auth::resolve_blocking(provider) {
+            return resolved.ok().flatten().and_then(|auth| auth.api_key);
+        }
         // A subscription login (read from disk now: /login may have run since startup),
         // refreshed when it is about to expire. A failed refresh still sends the old token,
         // so the provider's answer says what is wrong.
