@@ -316,3 +316,74 @@ async fn project_trust_is_not_asked_when_the_command_line_decides() {
     assert_eq!(log, ["load"]);
     assert_eq!(trust_json(&s), Value::Null);
 }
+
+/// A session replacement entering another directory asks the user-level extensions'
+/// `project_trust` handlers there, as Pi's new runtime does (without dialogs: over RPC
+/// `ctx.hasUI` is false): a "yes" loads that project's SYSTEM.md and extension for the
+/// resumed session, and the deciding extension goes on in the process it loaded in.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_resumed_session_in_another_directory_asks_project_trust() {
+    let s = Setup::new(json!([{"text": "there"}, {"text": "back"}])).await;
+    let other = s.cwd.parent().unwrap().join("other-project");
+    std::fs::create_dir_all(other.join(".pi/extensions")).unwrap();
+    std::fs::write(
+        other.join(".pi/SYSTEM.md"),
+        "Other project's prompt (marker 8642).\n",
+    )
+    .unwrap();
+    std::fs::write(
+        other.join(".pi/extensions/project-marker.ts"),
+        "export default function (pi: any) {\n  pi.on(\"before_provider_request\", (event: any) => ({ ...event.payload, project_ext: true }));\n}\n",
+    )
+    .unwrap();
+    // A session of that project, written without deciding its trust.
+    let out = s
+        .command(&["--no-approve", "-p", "hi"])
+        .current_dir(&other)
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(!system_text(&s.requests()[0]).contains("marker 8642"));
+    let file = std::fs::read_dir(&s.sessions)
+        .unwrap()
+        .flatten()
+        .map(|e| e.path())
+        .find(|p| p.extension().is_some_and(|e| e == "jsonl"))
+        .expect("the other project's session");
+
+    let log = s.cwd.parent().unwrap().join("trust.log");
+    let decider = fixture("trust-decider.ts");
+    let mut rpc = Rpc::start_with_env(
+        &s,
+        &["-e", &decider],
+        &[
+            ("TRUST_LOG", &log.display().to_string()),
+            ("TRUST_ANSWER", "yes"),
+        ],
+    );
+    rpc.send(json!({"id": "s", "type": "switch_session", "sessionPath": file}));
+    assert_eq!(rpc.response("s")["success"], true);
+    rpc.send(json!({"id": "p", "type": "prompt", "message": "again"}));
+    rpc.until(|r| r["type"] == "agent_settled");
+    assert!(rpc.finish());
+
+    let body = s.requests()[1].clone();
+    assert!(system_text(&body).contains("marker 8642"), "{body}");
+    assert_eq!(body["project_ext"], true, "{body}");
+    let other = std::fs::canonicalize(&other).unwrap();
+    assert_eq!(
+        lines(&log),
+        [
+            "load".to_string(),
+            "load".to_string(),
+            format!("project_trust {} hasUI=false", other.display()),
+        ]
+    );
+    // Not remembered: trust.json has no decision for it.
+    assert_eq!(trust_json(&s), Value::Null);
+}

@@ -42,7 +42,10 @@ pub fn decided_trust(cwd: &Path) -> Option<bool> {
 /// anything project-local) and asked; the first "yes" or "no" decides (and with `remember`
 /// is saved in trust.json), so [`decided_trust`] has it for the settings. Otherwise the
 /// built-in flow (trust.json, `defaultProjectTrust`, the prompt) decides as before.
-pub fn decide_trust(args: &RunArgs, cwd: &str) -> anyhow::Result<()> {
+/// `start_up`: the run's start, whose interactive mode gives the handlers start-up dialogs;
+/// a session replacement entering another directory asks them without (`ctx.hasUI` false),
+/// and its new extensions carry on in the process they loaded in ([`reload`]).
+pub fn decide_trust(args: &RunArgs, cwd: &str, start_up: bool) -> anyhow::Result<()> {
     let dir = Path::new(cwd);
     if args.approve
         || args.no_approve
@@ -73,7 +76,7 @@ pub fn decide_trust(args: &RunArgs, cwd: &str) -> anyhow::Result<()> {
     // Pi's interactive start gives the handlers start-up dialogs (`ctx.hasUI` true), shown
     // before the session's screen; the other modes (and `--list-models`) none.
     let dialog: Option<pi_agent::extensions::trust::TrustDialog> =
-        (mode == UiMode::Tui && args.list_models.is_none()).then(|| {
+        (start_up && mode == UiMode::Tui && args.list_models.is_none()).then(|| {
             let agent_dir = agent_dir.clone();
             Arc::new(move |question| crate::tui::startup::ask_trust_question(&agent_dir, question))
                 as pi_agent::extensions::trust::TrustDialog
@@ -253,6 +256,15 @@ pub fn reload(
         tui_relay::send(serde_json::json!({ "type": EXTENSIONS_REPLACED }));
     }
     let mut warning = None;
+    // Extensions loaded to decide the trust of the directory a replacement entered carry
+    // on (none at a `/reload`: the start-up's were taken by [`start`]).
+    let preloaded = PRELOADED.lock().unwrap_or_else(|e| e.into_inner()).take();
+    let mut paths = paths;
+    if let Some(pre) = &preloaded {
+        let mut all = pre.paths().to_vec();
+        all.extend(paths.into_iter().filter(|p| !pre.paths().contains(p)));
+        paths = all;
+    }
     let next = if paths.is_empty() {
         None
     } else {
@@ -264,7 +276,9 @@ pub fn reload(
             active_tools: host.agent().tools(),
             flags: args.extension_flags.clone(),
         };
-        match tokio::task::block_in_place(|| handle.block_on(Extensions::start(options))) {
+        match tokio::task::block_in_place(|| {
+            handle.block_on(Extensions::start_after(preloaded, options))
+        }) {
             Ok(ext) => {
                 ext.report_load_errors();
                 Some(ext)

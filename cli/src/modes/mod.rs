@@ -185,7 +185,7 @@ impl Env {
     pub fn new(args: &RunArgs) -> anyhow::Result<Env> {
         match run_dir(args, &current_cwd()?)? {
             RunDir::Dir(cwd) => {
-                extensions::decide_trust(args, &cwd)?;
+                extensions::decide_trust(args, &cwd, true)?;
                 Env::at(args, cwd)
             }
             RunDir::Missing(missing) => bail!("{missing}"),

@@ -138,9 +138,14 @@ fn apply_settings(
     let cwd = home.cwd.clone();
     let mut args = args.clone();
     if cwd != start_cwd {
-        // The start-up trust answer is for the start-up directory; elsewhere trust.json and
-        // `defaultProjectTrust` decide.
+        // The start-up trust answer is for the start-up directory. Elsewhere, as Pi's new
+        // runtime does, the user-level extensions' `project_trust` handlers decide first
+        // (without dialogs), then trust.json and `defaultProjectTrust`.
         args.project_trusted = None;
+        if let Err(e) = super::extensions::decide_trust(&args, &cwd, false) {
+            warnings.push(format!("{e:#}"));
+        }
+        args.project_trusted = super::extensions::decided_trust(Path::new(&cwd));
     }
     let settings = match Settings::load_quiet(&home.agent_dir, Path::new(&cwd), &args) {
         Ok(settings) => settings,

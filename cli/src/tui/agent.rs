@@ -493,8 +493,10 @@ impl AgentSessionDriver {
         let mut args = self.args.clone();
         let mut warnings = Vec::new();
         if cwd.display().to_string() != self.start_cwd {
-            args.project_trusted = None;
-            if undecided_trust(&self.env.home.agent_dir, cwd, &args) {
+            args.project_trusted = crate::modes::extensions::decided_trust(cwd);
+            if args.project_trusted.is_none()
+                && undecided_trust(&self.env.home.agent_dir, cwd, &args)
+            {
                 warnings.push(format!(
                     "{} is not a trusted project yet: its .pi settings and resources are not \
                      loaded (start pi there to decide)",
@@ -772,7 +774,7 @@ pub fn run_with_args(mut args: crate::RunArgs) -> anyhow::Result<i32> {
     // none does.
     {
         let _guard = runtime.enter();
-        crate::modes::extensions::decide_trust(&args, &cwd)?;
+        crate::modes::extensions::decide_trust(&args, &cwd, true)?;
     }
     args.project_trusted = match crate::modes::extensions::decided_trust(Path::new(&cwd)) {
         Some(trusted) => Some(trusted),
