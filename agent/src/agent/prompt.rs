@@ -315,7 +315,8 @@ impl super::AgentSession {
 /// prompt before the next user message (as after `/reload`).
 pub(super) fn rebuild_prompt(st: &mut super::State) {
     if let Some(builder) = st.opts.prompt.builder.clone() {
-        st.opts.prompt.system_message = Some((builder.0)(&st.opts.tools));
+        let tools = super::prepare_loadout::declared_tools(st);
+        st.opts.prompt.system_message = Some((builder.0)(&tools));
     }
     st.opts.prompt.reloaded = true;
 }
