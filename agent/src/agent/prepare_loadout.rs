@@ -135,7 +135,7 @@ pub(super) fn hide_declarations(messages: &mut [AgentMessage], hidden: &[String]
     if hidden.is_empty() {
         return;
     }
-    let keep = |t: &pi_formats::message::Tool| !hidden.iter().any(|h| *h == t.name);
+    let keep = |t: &pi_formats::message::Tool| !hidden.contains(&t.name);
     for message in messages {
         if let AgentMessage::System(system) = message {
             if let Some(added) = &mut system.tools_added {
@@ -145,7 +145,7 @@ pub(super) fn hide_declarations(messages: &mut [AgentMessage], hidden: &[String]
                 }
             }
             if let Some(removed) = &mut system.tools_removed {
-                removed.retain(|t| !hidden.iter().any(|h| *h == t.name));
+                removed.retain(|t| !hidden.contains(&t.name));
                 if removed.is_empty() {
                     system.tools_removed = None;
                 }
