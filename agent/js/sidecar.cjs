@@ -2,7 +2,7 @@
 // loads them) and runs their factories, hooks, tools and commands for the Rust host.
 //
 // Protocol: one JSON object per line on stdin/stdout (see docs/extensions.md).
-//   host → sidecar: {id, method, params}            requests (load, emit, tool, abort_tool, prepare_loadout, execute_tool_update, command)
+//   host → sidecar: {id, method, params}            requests (load, emit, tool, abort_tool, prepare_loadout, reaches_tools, execute_tool_update, command)
 //                   {id, result} | {id, error}       answers to the sidecar's requests (ui dialogs)
 //   sidecar → host: {id, result} | {id, error}       answers to the host's requests
 //                   {method, params}                 notifications (ui, extension_error, append_entry, …)
@@ -1514,6 +1514,20 @@ const methods = {
     } catch (err) {
       reportError(entry.extension.path, "prepare_loadout", err);
       return {};
+    }
+  },
+  // Which tools a call of an extension tool may reach: its `reachesTools(input)`, "all" or
+  // a list of words (null without the function; "all" when it throws).
+  async reaches_tools(params) {
+    const entry = state.tools.get(params.name);
+    const reach = entry && entry.definition.reachesTools;
+    if (typeof reach !== "function") return { reach: null };
+    try {
+      const answer = reach.call(entry.definition, params.input);
+      return { reach: answer === "all" || Array.isArray(answer) ? answer : null };
+    } catch (err) {
+      reportError(entry.extension.path, "reaches_tools", err);
+      return { reach: "all" };
     }
   },
   async abort_tool(params) {

@@ -15,8 +15,10 @@
 //!   sees the declared, callable and registered tools with their namespaces and guidelines,
 //!   rewrites its own and `read`'s descriptions, and hides `write`, which leaves the
 //!   requests and the system prompt's tool list and rules but stays active and callable.
+//! - An extension tool with `reachesTools` waits for the MCP servers its call may reach.
 
 mod extensions_common;
+mod mcp_common;
 
 use extensions_common::*;
 use serde_json::Value;
@@ -239,4 +241,34 @@ async fn prepare_loadout_rewrites_descriptions_and_hides_declarations_as_real_pi
         std::fs::read_to_string(setup.cwd.join("out.txt")).unwrap(),
         "hidden but callable"
     );
+}
+
+/// An extension tool that declares `reachesTools` waits for the MCP servers its call may
+/// reach: the server here starts answering only after 3 s (its tools are `codemode`, so
+/// start-up does not wait for it), and the tool's nested call of the server's `echo` still
+/// finds it.
+#[tokio::test(flavor = "multi_thread")]
+async fn an_extension_tool_that_reaches_mcp_tools_waits_for_their_server() {
+    let setup = Setup::new(serde_json::json!([
+        {"tool_calls": [tc("mcp_router", serde_json::json!({"tool": "mcp__slow__echo"}))]},
+        {"text": "done"}
+    ]))
+    .await;
+    let server = format!(
+        "sleep 3; exec node '{}' stdio",
+        mcp_common::everything_script()
+    );
+    std::fs::write(
+        setup.agent.join("mcp.json"),
+        serde_json::json!({"mcpServers": {"slow": {
+            "command": "sh", "args": ["-c", server], "exposure": "codemode"
+        }}})
+        .to_string(),
+    )
+    .unwrap();
+    let fixture = fixture("mcp-router.ts");
+    let (code, _out, err) = setup.pi(&["-e", &fixture, "-p", "go"]);
+    assert_eq!(code, 0, "{err}");
+    let results = tool_messages(setup.requests().last().unwrap());
+    assert_eq!(results, vec!["ok: Echo: hi".to_string()]);
 }

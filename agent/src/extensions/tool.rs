@@ -13,7 +13,7 @@ use super::execute_tool::{callable_infos, next_finished, NestedCalls, Running, T
 use super::Extensions;
 use crate::tools::{
     ContentBlock, LoadoutChanges, Tool, ToolContext, ToolError, ToolExposure, ToolNamespace,
-    ToolOutput, ToolUpdateFn,
+    ToolOutput, ToolReach, ToolUpdateFn,
 };
 
 /// One registered extension tool.
@@ -184,6 +184,23 @@ impl Tool for ExtensionTool {
         // `ctx.sessionManager` inside the tool sees the assistant message that called it.
         self.extensions.sync_state().await;
         let sidecar = self.extensions.sidecar().clone();
+        if let (true, Some(session)) = (self.reaches_tools, ctx.session.as_ref()) {
+            // The tools the call may reach finish registering first (MCP servers still
+            // connecting), as Pi's MCP extension waits in its `tool_call` handler.
+            let wait = async {
+                let answer = sidecar
+                    .request("reaches_tools", json!({"name": self.name, "input": args}))
+                    .await
+                    .unwrap_or_else(|_| json!({"reach": "all"}));
+                session
+                    .wait_for_reach(&ToolReach::from_json(&answer["reach"]))
+                    .await;
+            };
+            tokio::select! {
+                _ = wait => {}
+                _ = cancel.cancelled() => return Err(ToolError::aborted()),
+            }
+        }
         let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel::<ToolMessage>();
         self.extensions
             .updates()

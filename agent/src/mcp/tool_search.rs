@@ -359,6 +359,23 @@ impl ToolLoadout for McpLoadout {
         })
     }
 
+    async fn wait_for_reach(&self, reach: &crate::tools::ToolReach) {
+        // Pi's `reachesServer`: a word containing the server's namespace (as written or as
+        // a script identifier) reaches it.
+        let servers = self.mcp.servers();
+        let waits = servers
+            .iter()
+            .filter(|s| s.enabled())
+            .filter(|s| s.status().state == ConnState::Connecting)
+            .filter(|s| {
+                let namespace = super::config::mcp_namespace(s.name());
+                reach.reaches(&namespace)
+                    || reach.reaches(&crate::codemode::declarations::js_identifier(&namespace))
+            })
+            .map(|server| server.settled());
+        futures::future::join_all(waits).await;
+    }
+
     fn callable_tools(&self) -> Vec<Arc<dyn Tool>> {
         self.loadable().into_iter().map(|l| l.tool).collect()
     }

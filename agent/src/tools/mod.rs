@@ -282,6 +282,10 @@ pub trait ToolSession: Send + Sync + fmt::Debug {
     /// except those only the model reaches (`codemode`, `tool_search`), the tools codemode
     /// presents in their place, and every `codemode` or `deferred` MCP tool.
     fn callable_tools(&self) -> Vec<Arc<dyn Tool>>;
+    /// Waits until the tools a call may reach (see [`ToolReach`]) are registered: the MCP
+    /// servers they belong to finished connecting (Pi's MCP extension does this in its
+    /// `tool_call` handler for tools that declare `reachesTools`).
+    async fn wait_for_reach(&self, _reach: &ToolReach) {}
 }
 
 /// A call a tool makes through another tool.
