@@ -2,7 +2,7 @@
 // loads them) and runs their factories, hooks, tools and commands for the Rust host.
 //
 // Protocol: one JSON object per line on stdin/stdout (see docs/extensions.md).
-//   host → sidecar: {id, method, params}            requests (load, emit, tool, abort_tool, execute_tool_update, command)
+//   host → sidecar: {id, method, params}            requests (load, emit, tool, abort_tool, prepare_loadout, reaches_tools, execute_tool_update, command)
 //                   {id, result} | {id, error}       answers to the sidecar's requests (ui dialogs)
 //   sidecar → host: {id, result} | {id, error}       answers to the host's requests
 //                   {method, params}                 notifications (ui, extension_error, append_entry, …)
@@ -553,7 +553,44 @@ function toolInfo(definition) {
     exposure: typeof definition.exposure === "string" ? definition.exposure : undefined,
     defaultActive: definition.defaultActive === false ? false : undefined,
     executionMode: definition.executionMode === "sequential" ? "sequential" : undefined,
+    namespace: namespaceInfo(definition.namespace),
+    annotations: definition.annotations && typeof definition.annotations === "object" ? { ...definition.annotations } : undefined,
+    reachesTools: typeof definition.reachesTools === "function" ? true : undefined,
+    prepareLoadout: typeof definition.prepareLoadout === "function" ? true : undefined,
   };
+}
+
+function namespaceInfo(namespace) {
+  if (!namespace || typeof namespace !== "object" || typeof namespace.name !== "string") return undefined;
+  return {
+    name: namespace.name,
+    aliases: Array.isArray(namespace.aliases) ? namespace.aliases.filter((a) => typeof a === "string") : [],
+    ...(typeof namespace.description === "string" ? { description: namespace.description } : {}),
+    ...(typeof namespace.instructions === "string" ? { instructions: namespace.instructions } : {}),
+  };
+}
+
+/** Script globals after which a codemode script may call any tool (Pi's `getScriptReach`). */
+const CODEMODE_DISCOVERY = /\b(searchTools|describeNamespace|describeTool|ALL_TOOLS)\b/;
+
+/**
+ * `reachesTools` of a tool `pi.getAllTools()` lists with one: an extension tool's own
+ * function, codemode's (every tool for scripts that search or list tools, else the script's
+ * words), and `() => "all"` for tool_search.
+ */
+function reachFunction(name) {
+  const own = state.tools.get(name);
+  if (own && typeof own.definition.reachesTools === "function") {
+    return (input) => own.definition.reachesTools(input);
+  }
+  if (name === "codemode") {
+    return (input) => {
+      const code = input ? input.code : undefined;
+      if (typeof code !== "string") return [];
+      return CODEMODE_DISCOVERY.test(code) ? "all" : code.match(/\w+/g) ?? [];
+    };
+  }
+  return () => "all";
 }
 
 function makeApi(extension) {
@@ -626,7 +663,16 @@ function makeApi(extension) {
     },
     exec: (command, args, options) => execCommand(command, args, options),
     getActiveTools: () => state.activeTools.slice(),
-    getAllTools: () => state.allTools.map((t) => ({ ...t })),
+    getAllTools: () =>
+      state.allTools.map((t) => {
+        const { reachesTools, ...rest } = t;
+        return {
+          ...rest,
+          ...(t.namespace ? { namespace: { ...t.namespace, aliases: [...(t.namespace.aliases || [])] } } : {}),
+          ...(t.annotations ? { annotations: { ...t.annotations } } : {}),
+          ...(reachesTools ? { reachesTools: reachFunction(t.name) } : {}),
+        };
+      }),
     setActiveTools(names) {
       const known = new Set(state.allTools.map((t) => t.name));
       state.activeTools = (Array.isArray(names) ? names : []).filter((n) => known.has(n));
@@ -1646,6 +1692,52 @@ const methods = {
     const c = state.providerStreams.get(params.streamId);
     if (c) c.abort();
     return {};
+  },
+  // The active tools changed: an extension tool's `prepareLoadout(loadout)` with the declared,
+  // callable and registered tools (exposure, namespace and prompt guidelines by name). A hook
+  // that throws is reported as Pi reports it (event `prepare_loadout`) and changes nothing.
+  async prepare_loadout(params) {
+    const entry = state.tools.get(params.name);
+    const hook = entry && entry.definition.prepareLoadout;
+    if (typeof hook !== "function") return {};
+    const registered = Array.isArray(params.registered) ? params.registered : [];
+    const byName = new Map(registered.map((t) => [t.name, t]));
+    const loadout = {
+      declared: params.declared || [],
+      callable: params.callable || [],
+      registered,
+      getExposure: (name) => byName.get(name)?.exposure ?? "direct",
+      getNamespace: (name) => byName.get(name)?.namespace,
+      getPromptGuidelines: (name) => byName.get(name)?.promptGuidelines ?? [],
+    };
+    try {
+      const changes = await hook.call(entry.definition, loadout);
+      const descriptions = {};
+      for (const [name, text] of Object.entries(changes?.descriptions ?? {})) {
+        if (typeof text === "string") descriptions[name] = text;
+      }
+      const hidden = Array.isArray(changes?.hiddenDeclarations)
+        ? changes.hiddenDeclarations.filter((n) => typeof n === "string")
+        : [];
+      return { descriptions, hiddenDeclarations: hidden };
+    } catch (err) {
+      reportError(entry.extension.path, "prepare_loadout", err);
+      return {};
+    }
+  },
+  // Which tools a call of an extension tool may reach: its `reachesTools(input)`, "all" or
+  // a list of words (null without the function; "all" when it throws).
+  async reaches_tools(params) {
+    const entry = state.tools.get(params.name);
+    const reach = entry && entry.definition.reachesTools;
+    if (typeof reach !== "function") return { reach: null };
+    try {
+      const answer = reach.call(entry.definition, params.input);
+      return { reach: answer === "all" || Array.isArray(answer) ? answer : null };
+    } catch (err) {
+      reportError(entry.extension.path, "reaches_tools", err);
+      return { reach: "all" };
+    }
   },
   async abort_tool(params) {
     const c = state.running.get(params.toolCallId);

@@ -56,4 +56,8 @@ pub trait ToolLoadout: Send + Sync {
     /// `/reload` read the tool options again (`defaultTools`, `codemode.*`): the tool sets
     /// of later requests follow `selection`.
     fn reselect(&self, _selection: &crate::tools::ToolSelection) {}
+
+    /// Waits for the tools a call may reach to be loadable (MCP servers still connecting
+    /// whose namespace the reach names).
+    async fn wait_for_reach(&self, _reach: &crate::tools::ToolReach) {}
 }

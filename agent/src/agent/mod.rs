@@ -24,6 +24,7 @@ pub mod loadout;
 mod navigate;
 mod nested_call;
 mod nested_queue;
+mod prepare_loadout;
 pub mod prompt;
 mod retry;
 mod route;
@@ -225,6 +226,10 @@ struct State {
     follow_up_mode: QueueMode,
     auto_compaction: bool,
     is_compacting: bool,
+    /// What the active tools' `prepareLoadout` hooks returned.
+    loadout_changes: crate::tools::LoadoutChanges,
+    /// The active and registered tools the hooks last ran for.
+    loadout_key: Option<Vec<String>>,
 }
 
 struct Shared {
@@ -310,6 +315,8 @@ impl AgentSession {
                     follow_up_mode: QueueMode::OneAtATime,
                     auto_compaction,
                     is_compacting: false,
+                    loadout_changes: Default::default(),
+                    loadout_key: None,
                 }),
                 queues: Mutex::new(Queues::default()),
                 sink,

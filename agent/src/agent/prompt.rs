@@ -315,7 +315,8 @@ impl super::AgentSession {
 /// prompt before the next user message (as after `/reload`).
 pub(super) fn rebuild_prompt(st: &mut super::State) {
     if let Some(builder) = st.opts.prompt.builder.clone() {
-        let rebuilt = (builder.0)(&st.opts.tools);
+        let tools = super::prepare_loadout::declared_tools(st);
+        let rebuilt = (builder.0)(&tools);
         // The same prompt again (a new session in the same directory with nothing changed
         // on disk) gives the session nothing to patch.
         if st.opts.prompt.system_message.as_ref() == Some(&rebuilt) {

@@ -302,6 +302,7 @@ impl AgentSession {
     ) -> Result<Option<AssistantMessage>, AgentError> {
         let mut initial = Vec::new();
         self.sync_loadout_tools();
+        self.prepare_loadout().await;
         if let Some(sys) = self.pending_system_message() {
             initial.push(sys);
         }
@@ -550,7 +551,8 @@ impl AgentSession {
             context::transcript::current_system_message(&system)
         };
         let cwd = st.opts.cwd.display().to_string();
-        let full = prompt::system_message(&st.opts.tools, &cwd, &st.opts.prompt, now_millis());
+        let tools = super::prepare_loadout::declared_tools(&st);
+        let full = prompt::system_message(&tools, &cwd, &st.opts.prompt, now_millis());
         drop(st);
         match current {
             None => Some(full),
@@ -612,8 +614,11 @@ impl AgentSession {
 
     /// Before a request inside a run: when the loadout's tool set changed since the last one,
     /// the system message declaring the difference.
-    fn declare_tool_set_changes(&self) -> Result<Option<Value>, AgentError> {
-        if !self.sync_loadout_tools() {
+    async fn declare_tool_set_changes(&self) -> Result<Option<Value>, AgentError> {
+        let synced = self.sync_loadout_tools();
+        // The active tools may have changed since the last request (`pi.setActiveTools()`,
+        // a late registration): the `prepareLoadout` hooks run again.
+        if !self.prepare_loadout().await && !synced {
             return Ok(None);
         }
         let Some(message) = self.pending_system_message() else {
@@ -755,7 +760,7 @@ impl AgentSession {
                 for queued in pending.drain(..) {
                     new_messages.push(self.deliver_queued(queued)?);
                 }
-                if let Some(m) = self.declare_tool_set_changes()? {
+                if let Some(m) = self.declare_tool_set_changes().await? {
                     new_messages.push(m);
                 }
                 if let Some(m) = self.declare_loaded_tools()? {
@@ -1044,6 +1049,10 @@ impl AgentSession {
                 context.messages = messages;
             }
         }
+        super::prepare_loadout::hide_declarations(
+            &mut context.messages,
+            &self.hidden_declarations(),
+        );
         let forced = lock(&self.shared.system_override).clone();
         if let Some(prompt) = forced {
             context.tools = llm::transform::normalize_context(&context).tools;

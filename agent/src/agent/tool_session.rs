@@ -83,6 +83,12 @@ impl ToolSession for AgentSession {
         AgentSession::run_nested_call(self, call, ctx, cancel, on_update).await
     }
 
+    async fn wait_for_reach(&self, reach: &crate::tools::ToolReach) {
+        if let Some(loadout) = self.tool_loadout() {
+            loadout.wait_for_reach(reach).await;
+        }
+    }
+
     fn callable_tools(&self) -> Vec<Arc<dyn Tool>> {
         let active = self.tools();
         let mut callable: Vec<Arc<dyn Tool>> = Vec::new();

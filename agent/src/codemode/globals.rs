@@ -26,26 +26,8 @@ use crate::tools::Tool;
 use crate::tools::ToolContext;
 use crate::tools::ToolOutput;
 
-/// An MCP server as scripts see it.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Namespace {
-    /// `mcp__<server>`.
-    pub name: String,
-    /// Other names it answers to (the server name).
-    pub aliases: Vec<String>,
-    pub description: Option<String>,
-    pub instructions: Option<String>,
-}
-
-impl Namespace {
-    /// Whether `query` names it, as written or as the same script identifier.
-    pub fn is_named(&self, query: &str) -> bool {
-        let wanted = js_identifier(query);
-        std::iter::once(&self.name)
-            .chain(&self.aliases)
-            .any(|name| name == query || js_identifier(name) == wanted)
-    }
-}
+/// A tool group as scripts see it (see [`ToolNamespace`]).
+pub type Namespace = crate::tools::ToolNamespace;
 
 /// A tool a script may call.
 #[derive(Clone, Debug)]

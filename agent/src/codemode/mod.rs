@@ -48,7 +48,6 @@ pub use catalog::CodemodeMode;
 pub use catalog::CodemodeOptions;
 use globals::CallRecord;
 use globals::Callable;
-use globals::Namespace;
 use sandbox::OutputItem;
 use sandbox::SandboxTool;
 use sandbox::ScriptFailure;
@@ -132,6 +131,24 @@ impl Tool for ScriptCallNote {
     }
     fn exposure(&self) -> ToolExposure {
         self.inner.exposure()
+    }
+    fn namespace(&self) -> Option<&crate::tools::ToolNamespace> {
+        self.inner.namespace()
+    }
+    fn annotations(&self) -> Option<&serde_json::Map<String, Value>> {
+        self.inner.annotations()
+    }
+    fn declares_reach(&self) -> bool {
+        self.inner.declares_reach()
+    }
+    fn prepares_loadout(&self) -> bool {
+        self.inner.prepares_loadout()
+    }
+    async fn prepare_loadout(&self, loadout: &Value) -> Option<crate::tools::LoadoutChanges> {
+        self.inner.prepare_loadout(loadout).await
+    }
+    fn hidden_declaration(&self) -> bool {
+        self.inner.hidden_declaration()
     }
     fn sequential(&self) -> bool {
         self.inner.sequential()
@@ -228,7 +245,7 @@ impl CodemodeTool {
             })
             .map(|tool| catalog::ListedTool {
                 tool: tool.as_ref(),
-                namespace: mcp.as_ref().and_then(|m| namespace_of(m, tool.name())),
+                namespace: tool.namespace().cloned(),
             })
             .collect();
         let description = catalog::codemode_description(&listed, options.inline_budget);
@@ -292,7 +309,7 @@ impl CodemodeTool {
             .map(|tool| Callable {
                 sample: catalog::tool_sample(tool.as_ref()),
                 tool: tool.clone(),
-                namespace: self.mcp.as_ref().and_then(|m| namespace_of(m, tool.name())),
+                namespace: tool.namespace().cloned(),
             })
             .collect();
         if let Some(mcp) = &self.mcp {
@@ -306,8 +323,8 @@ impl CodemodeTool {
                 let mcp_tool: Arc<dyn Tool> = Arc::new(McpTool::new(name, server.clone(), &tool));
                 out.push(Callable {
                     sample: catalog::tool_sample(mcp_tool.as_ref()),
+                    namespace: mcp_tool.namespace().cloned(),
                     tool: mcp_tool,
-                    namespace: Some(server_namespace(&server)),
                 });
             }
             // The resource tools, once a server with resources connected.
@@ -326,41 +343,6 @@ impl CodemodeTool {
         }
         out
     }
-}
-
-/// The namespace of an MCP server: `mcp__<server>`, its configured description or the first
-/// line of its instructions.
-fn server_namespace(server: &crate::mcp::McpServer) -> Namespace {
-    let instructions = server.status().instructions.clone();
-    let description = server
-        .entry
-        .config
-        .description
-        .clone()
-        .filter(|d| !d.trim().is_empty())
-        .or_else(|| {
-            instructions
-                .as_deref()
-                .and_then(|i| i.trim().lines().next())
-                .map(str::to_string)
-        });
-    Namespace {
-        name: crate::mcp::config::mcp_namespace(server.name()),
-        aliases: vec![server.name().to_string()],
-        description,
-        instructions,
-    }
-}
-
-/// The namespace of the MCP tool registered as `name`, if it is one.
-fn namespace_of(mcp: &McpManager, name: &str) -> Option<Namespace> {
-    if !name.starts_with("mcp__") {
-        return None;
-    }
-    mcp.named_tools()
-        .into_iter()
-        .find(|(_, tool_name, _)| tool_name == name)
-        .map(|(server, _, _)| server_namespace(&server))
 }
 
 fn contains_word(code: &str, word: &str) -> bool {
@@ -388,6 +370,10 @@ impl Tool for CodemodeTool {
 
     fn presented_tools(&self) -> Vec<Arc<dyn Tool>> {
         self.presented.clone()
+    }
+
+    fn declares_reach(&self) -> bool {
+        true
     }
 
     fn exposure(&self) -> ToolExposure {

@@ -77,6 +77,21 @@ You help by reading files, running commands and changing code.";
 
 /// The ordered sections (Pi's `buildSystemPromptSections`).
 pub fn build_system_sections(input: &SystemPromptInput<'_>) -> Map<String, Value> {
+    // Tools whose declarations a `prepareLoadout` hook hides are left out of the tool list,
+    // the rules and the skills hint (the tool that hides them presents them itself).
+    let shown: Vec<Arc<dyn Tool>> = input
+        .tools
+        .iter()
+        .filter(|t| !t.hidden_declaration())
+        .cloned()
+        .collect();
+    let input = &SystemPromptInput {
+        tools: &shown,
+        cwd: input.cwd,
+        resources: input.resources,
+        docs: input.docs.clone(),
+        timestamp_ms: input.timestamp_ms,
+    };
     let names: Vec<&str> = input.tools.iter().map(|t| t.name()).collect();
     let mut sections: Vec<(&str, String)> = Vec::new();
     match input

@@ -164,12 +164,7 @@ impl Listed {
 
     fn info(&self) -> Value {
         match self {
-            Listed::Tool(t) => json!({
-                "name": t.name(),
-                "description": t.description(),
-                "parameters": t.parameters(),
-                "exposure": t.exposure().as_str(),
-            }),
+            Listed::Tool(t) => tool_info(t.as_ref()),
             Listed::Placeholder(name, selection) => {
                 let tool: Arc<dyn Tool> = if *name == crate::codemode::CODEMODE_TOOL_NAME {
                     Arc::new(crate::codemode::CodemodeTool::new(
@@ -186,12 +181,37 @@ impl Listed {
                         "description": description,
                         "parameters": parameters,
                         "exposure": "model-only",
+                        "reachesTools": true,
                     });
                 };
                 Listed::Tool(tool).info()
             }
         }
     }
+}
+
+/// One tool as `pi.getAllTools()` reports it: `name`, `description`, `parameters`,
+/// `promptGuidelines` (when it has any), `exposure`, then `namespace`, `annotations` and
+/// `reachesTools` when set (`true` here; the sidecar puts the function in its place).
+fn tool_info(t: &dyn Tool) -> Value {
+    let mut info = serde_json::Map::new();
+    info.insert("name".into(), json!(t.name()));
+    info.insert("description".into(), json!(t.description()));
+    info.insert("parameters".into(), t.parameters().clone());
+    if !t.prompt_guidelines().is_empty() {
+        info.insert("promptGuidelines".into(), json!(t.prompt_guidelines()));
+    }
+    info.insert("exposure".into(), json!(t.exposure().as_str()));
+    if let Some(namespace) = t.namespace() {
+        info.insert("namespace".into(), namespace.to_json());
+    }
+    if let Some(annotations) = t.annotations() {
+        info.insert("annotations".into(), Value::Object(annotations.clone()));
+    }
+    if t.declares_reach() {
+        info.insert("reachesTools".into(), Value::Bool(true));
+    }
+    Value::Object(info)
 }
 
 /// `pi.getAllTools()`: the registered tools, then `codemode` and `tool_search` as Pi

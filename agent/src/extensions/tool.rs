@@ -12,7 +12,8 @@ use tokio_util::sync::CancellationToken;
 use super::execute_tool::{callable_infos, next_finished, NestedCalls, Running, ToolMessage};
 use super::Extensions;
 use crate::tools::{
-    ContentBlock, Tool, ToolContext, ToolError, ToolExposure, ToolOutput, ToolUpdateFn,
+    ContentBlock, LoadoutChanges, Tool, ToolContext, ToolError, ToolExposure, ToolNamespace,
+    ToolOutput, ToolReach, ToolUpdateFn,
 };
 
 /// One registered extension tool.
@@ -22,12 +23,20 @@ pub struct ExtensionTool {
     description: String,
     parameters: Value,
     snippet: Option<String>,
+    /// `promptGuidelines`, kept for the process's lifetime (the trait lends `&str`s).
+    guidelines: Vec<&'static str>,
     /// `exposure` (`direct` when absent or unknown).
     exposure: ToolExposure,
     /// `defaultActive: false` registers it inactive.
     default_active: bool,
     /// `executionMode: "sequential"`.
     sequential: bool,
+    namespace: Option<ToolNamespace>,
+    annotations: Option<serde_json::Map<String, Value>>,
+    /// It declares `reachesTools` (evaluated in the sidecar).
+    reaches_tools: bool,
+    /// It declares `prepareLoadout` (run in the sidecar when the active tools change).
+    prepare_loadout: bool,
     extensions: Arc<Extensions>,
 }
 
@@ -49,12 +58,27 @@ impl ExtensionTool {
             description: text("description").unwrap_or_default(),
             parameters: info.get("parameters").cloned().unwrap_or(json!({})),
             snippet: text("promptSnippet"),
+            guidelines: info
+                .get("promptGuidelines")
+                .and_then(Value::as_array)
+                .map(|lines| {
+                    lines
+                        .iter()
+                        .filter_map(Value::as_str)
+                        .map(|line| &*Box::leak(line.to_string().into_boxed_str()))
+                        .collect()
+                })
+                .unwrap_or_default(),
             exposure: text("exposure")
                 .as_deref()
                 .and_then(ToolExposure::parse)
                 .unwrap_or_default(),
             default_active: info.get("defaultActive").and_then(Value::as_bool) != Some(false),
             sequential: text("executionMode").as_deref() == Some("sequential"),
+            namespace: info.get("namespace").and_then(ToolNamespace::from_json),
+            annotations: info.get("annotations").and_then(Value::as_object).cloned(),
+            reaches_tools: info.get("reachesTools").and_then(Value::as_bool) == Some(true),
+            prepare_loadout: info.get("prepareLoadout").and_then(Value::as_bool) == Some(true),
             name,
             extensions,
         }
@@ -63,6 +87,11 @@ impl ExtensionTool {
     /// Whether registering it activates it (unless its exposure keeps it undeclared).
     pub fn default_active(&self) -> bool {
         self.default_active
+    }
+
+    /// Whether it declares a `prepareLoadout` hook.
+    pub fn prepares_loadout(&self) -> bool {
+        self.prepare_loadout
     }
 }
 
@@ -104,12 +133,44 @@ impl Tool for ExtensionTool {
         self.snippet.as_deref()
     }
 
+    fn prompt_guidelines(&self) -> &[&str] {
+        &self.guidelines
+    }
+
     fn exposure(&self) -> ToolExposure {
         self.exposure
     }
 
     fn sequential(&self) -> bool {
         self.sequential
+    }
+
+    fn namespace(&self) -> Option<&ToolNamespace> {
+        self.namespace.as_ref()
+    }
+
+    fn annotations(&self) -> Option<&serde_json::Map<String, Value>> {
+        self.annotations.as_ref()
+    }
+
+    fn declares_reach(&self) -> bool {
+        self.reaches_tools
+    }
+
+    fn prepares_loadout(&self) -> bool {
+        self.prepare_loadout
+    }
+
+    async fn prepare_loadout(&self, loadout: &Value) -> Option<LoadoutChanges> {
+        let mut params = loadout.clone();
+        params["name"] = Value::String(self.name.clone());
+        let changes = self
+            .extensions
+            .sidecar()
+            .request("prepare_loadout", params)
+            .await
+            .ok()?;
+        Some(LoadoutChanges::from_json(&changes))
     }
 
     async fn execute(
@@ -123,6 +184,23 @@ impl Tool for ExtensionTool {
         // `ctx.sessionManager` inside the tool sees the assistant message that called it.
         self.extensions.sync_state().await;
         let sidecar = self.extensions.sidecar().clone();
+        if let (true, Some(session)) = (self.reaches_tools, ctx.session.as_ref()) {
+            // The tools the call may reach finish registering first (MCP servers still
+            // connecting), as Pi's MCP extension waits in its `tool_call` handler.
+            let wait = async {
+                let answer = sidecar
+                    .request("reaches_tools", json!({"name": self.name, "input": args}))
+                    .await
+                    .unwrap_or_else(|_| json!({"reach": "all"}));
+                session
+                    .wait_for_reach(&ToolReach::from_json(&answer["reach"]))
+                    .await;
+            };
+            tokio::select! {
+                _ = wait => {}
+                _ = cancel.cancelled() => return Err(ToolError::aborted()),
+            }
+        }
         let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel::<ToolMessage>();
         self.extensions
             .updates()

@@ -553,6 +553,17 @@ impl Tool for ResourceTool {
         Some(&schemas(self.kind).1)
     }
 
+    fn annotations(&self) -> Option<&serde_json::Map<String, Value>> {
+        // They only read (Pi's `{ readOnlyHint: true }`).
+        static READ_ONLY: std::sync::OnceLock<serde_json::Map<String, Value>> =
+            std::sync::OnceLock::new();
+        Some(READ_ONLY.get_or_init(|| {
+            let mut hints = serde_json::Map::new();
+            hints.insert("readOnlyHint".into(), Value::Bool(true));
+            hints
+        }))
+    }
+
     async fn execute(
         &self,
         _call_id: &str,

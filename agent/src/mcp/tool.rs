@@ -19,6 +19,7 @@ use crate::tools::ContentBlock;
 use crate::tools::Tool;
 use crate::tools::ToolContext;
 use crate::tools::ToolError;
+use crate::tools::ToolNamespace;
 use crate::tools::ToolOutput;
 use crate::tools::ToolUpdateFn;
 
@@ -35,6 +36,10 @@ pub struct McpTool {
     output_schema: Value,
     server: Arc<McpServer>,
     tool: String,
+    /// The server's namespace (`mcp__<server>`, alias the server name).
+    namespace: ToolNamespace,
+    /// The tool's boolean annotation hints, when it has any.
+    annotations: Option<Map<String, Value>>,
 }
 
 impl McpTool {
@@ -52,7 +57,24 @@ impl McpTool {
             .map(str::to_string)
             .or(title)
             .unwrap_or_else(|| format!("MCP tool {} from server {}", tool.name, server.name()));
+        let annotations: Map<String, Value> = tool
+            .annotations
+            .as_ref()
+            .and_then(|a| serde_json::to_value(a).ok())
+            .map(|a| {
+                crate::tools::ANNOTATION_HINTS
+                    .iter()
+                    .filter_map(|hint| {
+                        a.get(*hint)
+                            .filter(|v| v.is_boolean())
+                            .map(|v| (hint.to_string(), v.clone()))
+                    })
+                    .collect()
+            })
+            .unwrap_or_default();
         McpTool {
+            namespace: server_namespace(&server),
+            annotations: (!annotations.is_empty()).then_some(annotations),
             label: format!("{}/{}", server.name(), tool.name),
             name,
             description,
@@ -61,6 +83,30 @@ impl McpTool {
             tool: tool.name.to_string(),
             server,
         }
+    }
+}
+
+/// The namespace of an MCP server's tools: `mcp__<server>` (alias the server name), its
+/// configured description or the first line of its instructions, and its instructions.
+pub fn server_namespace(server: &McpServer) -> ToolNamespace {
+    let instructions = server.status().instructions.clone();
+    let description = server
+        .entry
+        .config
+        .description
+        .clone()
+        .filter(|d| !d.trim().is_empty())
+        .or_else(|| {
+            instructions
+                .as_deref()
+                .and_then(|i| i.trim().lines().next())
+                .map(str::to_string)
+        });
+    ToolNamespace {
+        name: super::config::mcp_namespace(server.name()),
+        aliases: vec![server.name().to_string()],
+        description,
+        instructions,
     }
 }
 
@@ -131,6 +177,14 @@ pub fn normalize_input_schema(schema: &Map<String, Value>) -> Value {
 impl Tool for McpTool {
     fn name(&self) -> &str {
         &self.name
+    }
+
+    fn namespace(&self) -> Option<&ToolNamespace> {
+        Some(&self.namespace)
+    }
+
+    fn annotations(&self) -> Option<&Map<String, Value>> {
+        self.annotations.as_ref()
     }
 
     fn label(&self) -> &str {

@@ -18,7 +18,6 @@ use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
 use super::client::ConnState;
-use super::client::McpServer;
 use super::config::Exposure;
 use super::McpManager;
 use super::McpTool;
@@ -72,28 +71,9 @@ pub async fn wait_for_all_servers(mcp: &McpManager) {
     futures::future::join_all(waits).await;
 }
 
-/// A server's namespace text for the ranking: `mcp__<server>`, its description (the configured
-/// one, else the first line of its instructions) and its instructions.
-pub fn namespace_text(server: &McpServer) -> (String, String, String) {
-    let instructions = server.status().instructions.unwrap_or_default();
-    let description = server
-        .entry
-        .config
-        .description
-        .clone()
-        .filter(|d| !d.trim().is_empty())
-        .unwrap_or_else(|| instructions.trim().lines().next().unwrap_or("").to_string());
-    (
-        super::config::mcp_namespace(server.name()),
-        description,
-        instructions,
-    )
-}
-
-/// A tool `tool_search` can load, with the namespace text it is ranked by.
+/// A tool `tool_search` can load.
 struct Loadable {
     tool: Arc<dyn Tool>,
-    namespace: Option<(String, String, String)>,
 }
 
 /// The session's loadout: the tools the session declares from the start, what the branch
@@ -232,7 +212,6 @@ impl McpLoadout {
             .into_iter()
             .filter(|(server, _, tool)| searchable(server.tool_exposure(&tool.name)))
             .map(|(server, name, tool)| Loadable {
-                namespace: Some(namespace_text(&server)),
                 tool: Arc::new(McpTool::new(name, server.clone(), &tool)) as Arc<dyn Tool>,
             })
             .collect();
@@ -240,10 +219,7 @@ impl McpLoadout {
             out.extend(
                 super::resources::resource_tools(&self.mcp)
                     .into_iter()
-                    .map(|tool| Loadable {
-                        tool,
-                        namespace: None,
-                    }),
+                    .map(|tool| Loadable { tool }),
             );
         }
         let kept = super::select_mcp_tools(
@@ -252,10 +228,7 @@ impl McpLoadout {
         );
         out.retain(|l| kept.iter().any(|k| k.name() == l.tool.name()));
         // The session's own, already filtered by the tool options.
-        out.extend(self.nested().into_iter().map(|tool| Loadable {
-            tool,
-            namespace: None,
-        }));
+        out.extend(self.nested().into_iter().map(|tool| Loadable { tool }));
         out
     }
 
@@ -279,9 +252,13 @@ impl McpLoadout {
                     l.tool.name(),
                     l.tool.description(),
                     l.tool.parameters(),
-                    l.namespace
-                        .as_ref()
-                        .map(|(n, d, i)| (n.as_str(), d.as_str(), i.as_str())),
+                    l.tool.namespace().map(|ns| {
+                        (
+                            ns.name.as_str(),
+                            ns.description.as_deref().unwrap_or(""),
+                            ns.instructions.as_deref().unwrap_or(""),
+                        )
+                    }),
                 )
             })
             .collect();
@@ -382,6 +359,23 @@ impl ToolLoadout for McpLoadout {
         })
     }
 
+    async fn wait_for_reach(&self, reach: &crate::tools::ToolReach) {
+        // Pi's `reachesServer`: a word containing the server's namespace (as written or as
+        // a script identifier) reaches it.
+        let servers = self.mcp.servers();
+        let waits = servers
+            .iter()
+            .filter(|s| s.enabled())
+            .filter(|s| s.status().state == ConnState::Connecting)
+            .filter(|s| {
+                let namespace = super::config::mcp_namespace(s.name());
+                reach.reaches(&namespace)
+                    || reach.reaches(&crate::codemode::declarations::js_identifier(&namespace))
+            })
+            .map(|server| server.settled());
+        futures::future::join_all(waits).await;
+    }
+
     fn callable_tools(&self) -> Vec<Arc<dyn Tool>> {
         self.loadable().into_iter().map(|l| l.tool).collect()
     }
@@ -420,6 +414,10 @@ impl ToolSearchTool {
 
 #[async_trait::async_trait]
 impl Tool for ToolSearchTool {
+    fn declares_reach(&self) -> bool {
+        true
+    }
+
     fn name(&self) -> &str {
         TOOL_SEARCH_TOOL_NAME
     }

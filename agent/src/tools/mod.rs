@@ -282,6 +282,10 @@ pub trait ToolSession: Send + Sync + fmt::Debug {
     /// except those only the model reaches (`codemode`, `tool_search`), the tools codemode
     /// presents in their place, and every `codemode` or `deferred` MCP tool.
     fn callable_tools(&self) -> Vec<Arc<dyn Tool>>;
+    /// Waits until the tools a call may reach (see [`ToolReach`]) are registered: the MCP
+    /// servers they belong to finished connecting (Pi's MCP extension does this in its
+    /// `tool_call` handler for tools that declare `reachesTools`).
+    async fn wait_for_reach(&self, _reach: &ToolReach) {}
 }
 
 /// A call a tool makes through another tool.
@@ -407,6 +411,181 @@ impl ToolExposure {
     }
 }
 
+/// A group of related tools (Pi's `namespace` of a tool definition), as MCP servers make
+/// them: codemode lists a namespace's tools under one heading with its `description`, and
+/// scripts look it up with `describeNamespace(name)`, which also gives its `instructions`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ToolNamespace {
+    /// `mcp__<server>` for MCP servers.
+    pub name: String,
+    /// Other names it answers to (an MCP server's own name).
+    pub aliases: Vec<String>,
+    pub description: Option<String>,
+    pub instructions: Option<String>,
+}
+
+impl ToolNamespace {
+    /// The namespace an extension declared (`{name, aliases?, description?, instructions?}`);
+    /// `None` without a string `name`.
+    pub fn from_json(value: &Value) -> Option<ToolNamespace> {
+        let text = |k: &str| value.get(k).and_then(Value::as_str).map(str::to_string);
+        Some(ToolNamespace {
+            name: text("name")?,
+            aliases: value
+                .get("aliases")
+                .and_then(Value::as_array)
+                .map(|a| {
+                    a.iter()
+                        .filter_map(Value::as_str)
+                        .map(str::to_string)
+                        .collect()
+                })
+                .unwrap_or_default(),
+            description: text("description"),
+            instructions: text("instructions"),
+        })
+    }
+
+    /// As `pi.getAllTools()` reports it (absent fields left out).
+    pub fn to_json(&self) -> Value {
+        let mut out = serde_json::Map::new();
+        out.insert("name".into(), Value::String(self.name.clone()));
+        out.insert(
+            "aliases".into(),
+            Value::Array(self.aliases.iter().cloned().map(Value::String).collect()),
+        );
+        if let Some(d) = &self.description {
+            out.insert("description".into(), Value::String(d.clone()));
+        }
+        if let Some(i) = &self.instructions {
+            out.insert("instructions".into(), Value::String(i.clone()));
+        }
+        Value::Object(out)
+    }
+
+    /// Whether `query` names it, as written or as the same script identifier (`my-docs` and
+    /// `my_docs` alike), by its name or an alias.
+    pub fn is_named(&self, query: &str) -> bool {
+        let wanted = crate::codemode::declarations::js_identifier(query);
+        std::iter::once(&self.name)
+            .chain(&self.aliases)
+            .any(|name| {
+                name == query || crate::codemode::declarations::js_identifier(name) == wanted
+            })
+    }
+}
+
+/// The MCP tool annotation hints Pi keeps (`readOnlyHint`, `destructiveHint`,
+/// `idempotentHint`, `openWorldHint`).
+pub const ANNOTATION_HINTS: [&str; 4] = [
+    "readOnlyHint",
+    "destructiveHint",
+    "idempotentHint",
+    "openWorldHint",
+];
+
+/// Which tools a call of a tool that reaches other tools may reach (Pi's `reachesTools(input)`):
+/// every tool, or the words of the input that may name them (a word refers to every tool or
+/// namespace whose name it contains).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum ToolReach {
+    All,
+    Words(Vec<String>),
+}
+
+impl ToolReach {
+    /// Whether the call may reach a tool or namespace named `name`.
+    pub fn reaches(&self, name: &str) -> bool {
+        match self {
+            ToolReach::All => true,
+            ToolReach::Words(words) => words.iter().any(|w| w.contains(name)),
+        }
+    }
+
+    /// From the JSON an extension's `reachesTools` returned: `"all"` or an array of words;
+    /// anything else reaches nothing.
+    pub fn from_json(value: &Value) -> ToolReach {
+        match value {
+            Value::String(s) if s == "all" => ToolReach::All,
+            Value::Array(words) => ToolReach::Words(
+                words
+                    .iter()
+                    .filter_map(Value::as_str)
+                    .map(str::to_string)
+                    .collect(),
+            ),
+            _ => ToolReach::Words(Vec::new()),
+        }
+    }
+}
+
+/// What a tool's `prepareLoadout` hook changes while it is active: replacement descriptions
+/// of declared tools, and active tools whose declarations requests leave out (they stay
+/// active and callable).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct LoadoutChanges {
+    /// Tool name → the description its declaration carries.
+    pub descriptions: Vec<(String, String)>,
+    /// Names of the active tools requests do not declare.
+    pub hidden: Vec<String>,
+}
+
+impl LoadoutChanges {
+    /// From the sidecar's answer `{descriptions: {name: text}, hiddenDeclarations: [name]}`.
+    pub fn from_json(value: &Value) -> LoadoutChanges {
+        LoadoutChanges {
+            descriptions: value
+                .get("descriptions")
+                .and_then(Value::as_object)
+                .map(|d| {
+                    d.iter()
+                        .filter_map(|(k, v)| Some((k.clone(), v.as_str()?.to_string())))
+                        .collect()
+                })
+                .unwrap_or_default(),
+            hidden: value
+                .get("hiddenDeclarations")
+                .and_then(Value::as_array)
+                .map(|h| {
+                    h.iter()
+                        .filter_map(Value::as_str)
+                        .map(str::to_string)
+                        .collect()
+                })
+                .unwrap_or_default(),
+        }
+    }
+
+    /// Adds `other`'s changes (a later hook's description of a tool wins).
+    pub fn merge(&mut self, other: LoadoutChanges) {
+        for (name, text) in other.descriptions {
+            self.descriptions.retain(|(n, _)| *n != name);
+            self.descriptions.push((name, text));
+        }
+        for name in other.hidden {
+            if !self.hidden.contains(&name) {
+                self.hidden.push(name);
+            }
+        }
+    }
+
+    /// The replacement description of `name`, if a hook gave one.
+    pub fn description(&self, name: &str) -> Option<&str> {
+        self.descriptions
+            .iter()
+            .find(|(n, _)| n == name)
+            .map(|(_, d)| d.as_str())
+    }
+
+    pub fn is_hidden(&self, name: &str) -> bool {
+        self.hidden.iter().any(|n| n == name)
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.descriptions.is_empty() && self.hidden.is_empty()
+    }
+}
+
 /// A tool the model can call.
 ///
 /// Contract: `execute` gets arguments that already passed [`Tool::prepare_arguments`] and schema
@@ -474,6 +653,42 @@ pub trait Tool: Send + Sync + fmt::Debug {
     /// tool says otherwise.
     fn exposure(&self) -> ToolExposure {
         ToolExposure::Direct
+    }
+
+    /// The group the tool belongs to (Pi's `namespace`): an MCP tool's server, or what an
+    /// extension declared.
+    fn namespace(&self) -> Option<&ToolNamespace> {
+        None
+    }
+
+    /// Hints about what the tool does (Pi's `annotations`, with the meaning of MCP tool
+    /// annotations), as `pi.getAllTools()` reports them.
+    fn annotations(&self) -> Option<&serde_json::Map<String, Value>> {
+        None
+    }
+
+    /// Whether the tool reaches other tools and says which ones a call may reach (Pi's
+    /// `reachesTools`): `codemode`, `tool_search`, extension tools that declare it.
+    fn declares_reach(&self) -> bool {
+        false
+    }
+
+    /// Whether the tool has a `prepareLoadout` hook (run whenever the active tools change
+    /// while it is active).
+    fn prepares_loadout(&self) -> bool {
+        false
+    }
+
+    /// Runs the tool's `prepareLoadout` hook over `loadout` (`{declared, callable,
+    /// registered}`, see `AgentSession`'s loadout preparation); `None` changes nothing.
+    async fn prepare_loadout(&self, _loadout: &Value) -> Option<LoadoutChanges> {
+        None
+    }
+
+    /// Whether a `prepareLoadout` hook hides this active tool's declaration: requests leave
+    /// it out, and so do the system prompt's tool list and rules.
+    fn hidden_declaration(&self) -> bool {
+        false
     }
 
     /// Pi's `executionMode: "sequential"`: an assistant message whose tool calls include
