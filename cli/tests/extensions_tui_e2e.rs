@@ -388,7 +388,8 @@ async fn the_start_up_refresh_runs_refresh_models_with_network() {
 /// `refreshModels` reads a file; offline, so no start-up refresh with network interferes):
 /// a model that appeared since start-up is taken at once by `/model`, one that appears
 /// later is listed by `/scoped-models`, and the picker says "Model catalogs refreshed."
-/// and lists the next one.
+/// and lists the next one; when the refresh throws, it says it could not refresh `filecat`
+/// and keeps listing its models.
 #[tokio::test(flavor = "multi_thread")]
 async fn model_and_scoped_models_refresh_the_catalogs() {
     if !enabled() {
@@ -442,6 +443,16 @@ filecat-last
     tmux.submit("/model");
     let screen = tmux.wait_for("Model catalogs refreshed.");
     assert!(screen.contains("Select model"), "{screen}");
+    tmux.keys(&["-l", "filecat-la"]);
+    tmux.wait_for("filecat-last");
+    tmux.keys(&["Escape"]);
+    tmux.wait_until(|s| !s.contains("Select model"), "the picker closed");
+
+    // A refresh that fails keeps the models and says so, in Pi's words.
+    std::fs::write(&catalog, "fail\n").unwrap();
+    tmux.submit("/model");
+    let screen = tmux.wait_for("Could not refresh filecat; showing cached models.");
+    assert!(!screen.contains("Model catalogs refreshed."), "{screen}");
     tmux.keys(&["-l", "filecat-la"]);
     tmux.wait_for("filecat-last");
 }

@@ -36,7 +36,7 @@ use tokio_util::sync::CancellationToken;
 
 pub use discover::{extension_paths, DiscoverOptions};
 use execute_tool::ToolMessage;
-pub use providers::with_providers;
+pub use providers::{with_providers, ModelRefresh};
 pub use sidecar::Sidecar;
 pub use state::set_ui_themes;
 pub use tool::ExtensionTool;
@@ -1111,14 +1111,14 @@ impl Extensions {
     /// what it publishes with `persist` is written there, and a list it returns replaces the
     /// provider's models. Then `oauth.modifyModels` runs for the providers with a stored
     /// OAuth credential. Both reach the catalog [`Extensions::catalog`] builds and the
-    /// attached agent's; `true` when some provider's models changed. A refresh that fails
-    /// keeps the models (Pi reports nothing either). See [`providers::refresh_models`].
+    /// attached agent's. A provider whose refresh fails keeps its models; the outcome names
+    /// it (Pi's model picker says so). See [`providers::refresh_models`].
     pub async fn refresh_models(
         &self,
         agent_dir: &std::path::Path,
         allow_network: bool,
         only: Option<&[String]>,
-    ) -> bool {
+    ) -> ModelRefresh {
         providers::refresh_models(self, agent_dir, allow_network, only).await
     }
 

@@ -293,13 +293,25 @@ async fn ask_sidecar(
         .map_err(|_| "the extension process stopped".to_string())?
 }
 
+/// What a refresh of the extensions' providers' models came to.
+#[derive(Debug, Default, Clone, PartialEq, Eq)]
+pub struct ModelRefresh {
+    /// Some provider's models changed.
+    pub changed: bool,
+    /// The providers whose `refreshModels` failed (their models stay as they were), in the
+    /// order they failed.
+    pub failed: Vec<String>,
+    /// The refresh did not finish within Pi's 15 s limit.
+    pub timed_out: bool,
+}
+
 /// See [`Extensions::refresh_models`].
 pub(super) async fn refresh_models(
     ext: &Extensions,
     agent_dir: &std::path::Path,
     allow_network: bool,
     only: Option<&[String]>,
-) -> bool {
+) -> ModelRefresh {
     *lock(&ext.shared.credential_models.agent_dir) = Some(agent_dir.to_path_buf());
     let declared = ext.providers();
     let named = |p: &&Value| p.get("name").and_then(Value::as_str).map(str::to_string);
@@ -315,11 +327,11 @@ pub(super) async fn refresh_models(
         wanted("/config/refreshModels"),
         wanted("/config/oauth/modifyModels"),
     );
+    let mut outcome = ModelRefresh::default();
     if refreshers.is_empty() && modifiers.is_empty() {
-        return false;
+        return outcome;
     }
     let mut stored = read_object(&agent_dir.join("auth.json"));
-    let mut changed = false;
     if !refreshers.is_empty() {
         let store = read_object(&agent_dir.join(MODELS_STORE));
         let pick = |from: &serde_json::Map<String, Value>| -> serde_json::Map<String, Value> {
@@ -340,7 +352,15 @@ pub(super) async fn refresh_models(
             "networkCredentials": network,
             "stored": pick(&store),
         });
-        if let Ok(answer) = ask_sidecar(ext, "refresh_models", params).await {
+        let answer = ask_sidecar(ext, "refresh_models", params).await;
+        if answer.is_err() {
+            // The sidecar's own limit answers first unless a provider ignored its signal.
+            outcome.timed_out = true;
+        }
+        if let Ok(answer) = answer {
+            if let Some(errors) = answer.get("errors").and_then(Value::as_object) {
+                outcome.failed.extend(errors.keys().cloned());
+            }
             if let Some(persist) = answer.get("persist").and_then(Value::as_object) {
                 persist_entries(agent_dir, persist);
             }
@@ -351,7 +371,7 @@ pub(super) async fn refresh_models(
                     .cloned()
                     .unwrap_or_default();
                 ext.shared.providers_changed(declared);
-                changed = true;
+                outcome.changed = true;
             }
         }
     }
@@ -361,9 +381,9 @@ pub(super) async fn refresh_models(
     }
     if !modifiers.is_empty() && modify_models(ext, &stored, &modifiers).await {
         ext.shared.providers_changed(ext.providers());
-        changed = true;
+        outcome.changed = true;
     }
-    changed
+    outcome
 }
 
 /// The credentials of Pi's network refresh phase (its `resolveNetworkRefresh`), by

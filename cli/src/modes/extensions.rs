@@ -344,15 +344,15 @@ pub fn refresh_models_blocking(
     agent_dir: &Path,
     only: Option<&[String]>,
     allow_network: bool,
-) -> bool {
+) -> pi_agent::extensions::ModelRefresh {
     let Some(ext) = current() else {
-        return false;
+        return Default::default();
     };
     let Ok(runtime) = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
     else {
-        return false;
+        return Default::default();
     };
     runtime.block_on(ext.refresh_models(agent_dir, allow_network, only))
 }

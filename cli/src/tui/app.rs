@@ -6,8 +6,8 @@
 
 use super::dialogs::{
     fuzzy_score, BranchPrompt, Confirm, ConfirmOutcome, Dialog, ForkPicker, ForkRow, ModelPicker,
-    ResumeMode, ResumePicker, ResumeScope, ResumeSort, ScopedModels, SessionRow, Setting,
-    SettingsDialog, BRANCH_OPTIONS,
+    RefreshStatus, ResumeMode, ResumePicker, ResumeScope, ResumeSort, ScopedModels, SessionRow,
+    Setting, SettingsDialog, BRANCH_OPTIONS,
 };
 use super::driver::{AgentEvent, BranchSummary, Dispatched, ModelInfo, ThinkingLevel, Usage};
 use super::editor::Editor;
@@ -59,6 +59,7 @@ pub enum Msg {
     /// `/model <term>` that had no match before it.
     CatalogsRefreshed {
         query: Option<String>,
+        refresh: pi_agent::extensions::ModelRefresh,
     },
 }
 
@@ -962,7 +963,7 @@ impl App {
     pub fn open_model_picker_refreshing(&mut self, out: &mut Vec<Effect>) {
         self.open_model_picker();
         if let Some(Dialog::ModelPicker(p)) = self.dialog.as_mut() {
-            p.refresh_status = Some(("Refreshing model catalogs…".into(), false));
+            p.refresh_status = Some(RefreshStatus::Running);
         }
         out.push(Effect::RefreshCatalogs(None));
     }
@@ -1795,10 +1796,10 @@ pub fn update(app: &mut App, msg: Msg) -> Vec<Effect> {
         Msg::ModelsChanged => return vec![Effect::RefreshModelList],
         // The loop runs it (it needs the driver).
         Msg::ExtensionReload(_) => {}
-        Msg::CatalogsRefreshed { query } => {
+        Msg::CatalogsRefreshed { query, refresh } => {
             if let Some(Dialog::ModelPicker(p)) = app.dialog.as_mut() {
                 if p.refresh_status.is_some() {
-                    p.refresh_status = Some(("Model catalogs refreshed.".into(), true));
+                    p.refresh_status = Some(RefreshStatus::after(&refresh));
                 }
             }
             let mut out = vec![Effect::RefreshModelList];

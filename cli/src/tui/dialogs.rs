@@ -35,9 +35,45 @@ pub struct ModelPicker {
     pub query: String,
     pub selected: usize,
     pub current: Option<String>,
-    /// Pi's line under the list while the catalogs refresh ("Refreshing model catalogs…")
-    /// and after ("Model catalogs refreshed.", `true`: shown as a success).
-    pub refresh_status: Option<(String, bool)>,
+    /// Pi's line under the list about the catalog refresh the picker started.
+    pub refresh_status: Option<RefreshStatus>,
+}
+
+/// Where the model picker's catalog refresh is, in Pi's words.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum RefreshStatus {
+    Running,
+    Refreshed,
+    /// Some catalog could not be refreshed; the picker lists the models it had.
+    Failed(String),
+}
+
+impl RefreshStatus {
+    /// The status once `refresh` ended: refreshed, or which catalogs kept their models.
+    pub fn after(refresh: &pi_agent::extensions::ModelRefresh) -> RefreshStatus {
+        let failed = &refresh.failed;
+        if refresh.timed_out {
+            RefreshStatus::Failed("Model refresh timed out; showing cached models.".into())
+        } else if let [only] = failed.as_slice() {
+            RefreshStatus::Failed(format!("Could not refresh {only}; showing cached models."))
+        } else if !failed.is_empty() {
+            RefreshStatus::Failed(format!(
+                "Could not refresh {} model catalogs ({}); showing cached models.",
+                failed.len(),
+                failed.join(", ")
+            ))
+        } else {
+            RefreshStatus::Refreshed
+        }
+    }
+
+    pub fn text(&self) -> &str {
+        match self {
+            RefreshStatus::Running => "Refreshing model catalogs…",
+            RefreshStatus::Refreshed => "Model catalogs refreshed.",
+            RefreshStatus::Failed(text) => text,
+        }
+    }
 }
 
 impl ModelPicker {

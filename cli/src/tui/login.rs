@@ -465,6 +465,7 @@ fn start_extension_login(
                 Some(std::slice::from_ref(&id)),
                 crate::modes::radius_refresh::network_allowed(),
             )
+            .changed
         {
             // Pi refreshes the provider's catalog after a login, without network under
             // `PI_OFFLINE` (its `refreshModels` and `oauth.modifyModels` now see the

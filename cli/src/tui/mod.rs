@@ -453,7 +453,7 @@ pub fn run(mut opts: TuiOptions) -> anyhow::Result<i32> {
         let tx = tx.clone();
         let agent_dir = opts.agent_dir.clone();
         std::thread::spawn(move || {
-            if crate::modes::extensions::refresh_models_blocking(&agent_dir, None, true) {
+            if crate::modes::extensions::refresh_models_blocking(&agent_dir, None, true).changed {
                 let _ = tx.send(Msg::ModelsChanged);
             }
         });
@@ -717,6 +717,7 @@ fn apply_effect(
             std::thread::spawn(move || {
                 let only = [provider];
                 if crate::modes::extensions::refresh_models_blocking(&agent_dir, Some(&only), false)
+                    .changed
                 {
                     let _ = tx.send(Msg::ModelsChanged);
                 }
@@ -730,12 +731,12 @@ fn apply_effect(
         Effect::RefreshCatalogs(query) => {
             let (tx, agent_dir) = (tx.clone(), opts.agent_dir.clone());
             std::thread::spawn(move || {
-                crate::modes::extensions::refresh_models_blocking(
+                let refresh = crate::modes::extensions::refresh_models_blocking(
                     &agent_dir,
                     None,
                     crate::modes::radius_refresh::network_allowed(),
                 );
-                let _ = tx.send(Msg::CatalogsRefreshed { query });
+                let _ = tx.send(Msg::CatalogsRefreshed { query, refresh });
             });
         }
         Effect::ModelQuery(q) => {

@@ -2,8 +2,8 @@
 
 use super::app::{App, CompletionKind};
 use super::dialogs::{
-    Confirm, Dialog, ForkPicker, ResumeMode, ResumePicker, ResumeScope, ResumeSort, BRANCH_OPTIONS,
-    HOTKEYS,
+    Confirm, Dialog, ForkPicker, RefreshStatus, ResumeMode, ResumePicker, ResumeScope, ResumeSort,
+    BRANCH_OPTIONS, HOTKEYS,
 };
 use super::markdown::line_width;
 use super::theme::Theme;
@@ -496,10 +496,17 @@ fn draw_dialog(app: &App, d: &Dialog, area: Rect, buf: &mut Buffer) {
             if list.is_empty() {
                 lines.push(Line::styled("  No matching models", theme.fg(theme.dim)));
             }
-            if let Some((status, success)) = &p.refresh_status {
+            if let Some(status) = &p.refresh_status {
                 lines.push(Line::default());
-                let color = if *success { theme.success } else { theme.muted };
-                lines.push(Line::styled(format!("  {status}"), theme.fg(color)));
+                let color = match status {
+                    RefreshStatus::Running => theme.muted,
+                    RefreshStatus::Refreshed => theme.success,
+                    RefreshStatus::Failed(_) => theme.error,
+                };
+                lines.push(Line::styled(
+                    format!("  {}", status.text()),
+                    theme.fg(color),
+                ));
             }
             paint_lines(lines, inner, buf);
         }

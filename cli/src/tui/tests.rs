@@ -1147,6 +1147,32 @@ fn export_and_clone_commands() {
     assert_eq!(update(&mut a, key(KeyCode::Enter)), vec![Effect::Clone]);
 }
 
+/// The picker's line after a catalog refresh, in Pi's words (its model-selector.js).
+#[test]
+fn picker_refresh_status_names_what_failed() {
+    use super::dialogs::RefreshStatus;
+    use pi_agent::extensions::ModelRefresh;
+    let text = |refresh: ModelRefresh| RefreshStatus::after(&refresh).text().to_string();
+    assert_eq!(text(ModelRefresh::default()), "Model catalogs refreshed.");
+    let failed = |names: &[&str]| ModelRefresh {
+        failed: names.iter().map(|n| n.to_string()).collect(),
+        ..Default::default()
+    };
+    assert_eq!(
+        text(failed(&["filecat"])),
+        "Could not refresh filecat; showing cached models."
+    );
+    assert_eq!(
+        text(failed(&["a", "b"])),
+        "Could not refresh 2 model catalogs (a, b); showing cached models."
+    );
+    let late = ModelRefresh {
+        timed_out: true,
+        ..failed(&["a"])
+    };
+    assert_eq!(text(late), "Model refresh timed out; showing cached models.");
+}
+
 // ---------------------------------------------------------------------------------------
 // Session effects against real files: /fork, /import, /reload, rename and delete in
 // /resume. A real `AgentSessionDriver` over a JSONL store in a temp dir, no model calls.
