@@ -156,6 +156,35 @@ pub struct RunArgs {
     #[arg(long = "session-store")]
     pub session_store: Option<String>,
 
+    /// Load a skill file or directory (repeatable).
+    #[arg(long = "skill", value_name = "PATH")]
+    pub skills: Vec<String>,
+
+    /// Disable discovered and configured skills (`--skill` paths still load) [alias: -ns].
+    #[arg(long = "no-skills")]
+    pub no_skills: bool,
+
+    /// Load a prompt-template file or directory (repeatable).
+    #[arg(long = "prompt-template", value_name = "PATH")]
+    pub prompt_templates: Vec<String>,
+
+    /// Disable discovered and configured prompt templates (`--prompt-template` paths still
+    /// load) [alias: -np].
+    #[arg(long = "no-prompt-templates")]
+    pub no_prompt_templates: bool,
+
+    /// Load a theme file or directory (repeatable).
+    #[arg(long = "theme", value_name = "PATH")]
+    pub themes: Vec<String>,
+
+    /// The interactive theme for this run (`name`, or `dark/light` names), not saved.
+    #[arg(long = "use-theme", value_name = "NAME[/NAME]")]
+    pub use_theme: Option<String>,
+
+    /// Disable discovered and configured themes (`--theme` paths still load).
+    #[arg(long = "no-themes")]
+    pub no_themes: bool,
+
     /// Trust project-local files (.pi settings and resources) for this run.
     #[arg(short = 'a', long)]
     pub approve: bool,

@@ -108,6 +108,7 @@ pub use paths::agent_dir;
 pub use paths::expand_tilde;
 pub use paths::home;
 pub use paths::project_config_dir;
+pub use paths::resolve_path;
 pub use paths::CONFIG_DIR_NAME;
 pub use prompts::expand_prompt_template;
 pub use prompts::load_prompt_templates;

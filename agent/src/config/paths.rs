@@ -40,7 +40,7 @@ pub fn project_config_dir(cwd: &Path) -> PathBuf {
 
 /// Makes `path` absolute against `base` after `~` expansion, and removes `.` and `..`
 /// components lexically (Node's `path.resolve`; symlinks are not followed).
-pub(crate) fn resolve_path(path: &str, base: &Path, home: Option<&Path>) -> PathBuf {
+pub fn resolve_path(path: &str, base: &Path, home: Option<&Path>) -> PathBuf {
     let expanded = expand_tilde(path.trim(), home);
     let joined = if expanded.is_absolute() {
         expanded

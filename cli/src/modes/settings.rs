@@ -85,6 +85,49 @@ impl Settings {
         })
     }
 
+    /// The interactive mode's theme files and directories, before the ones extensions
+    /// contribute, in Pi's order: the trusted project's `themes` setting paths (relative to
+    /// its `.pi`) and `.pi/themes`, the global `themes` setting paths (relative to the agent
+    /// dir) and `<agent>/themes`, installed packages' themes — none of these with
+    /// `--no-themes` — then the `--theme` paths (relative to the cwd).
+    fn theme_paths(
+        &self,
+        agent_dir: &Path,
+        cwd: &Path,
+        args: &RunArgs,
+        packages: &pi_agent::packages::Resolved,
+    ) -> Vec<std::path::PathBuf> {
+        use pi_agent::config::{home, project_config_dir, resolve_path};
+        let home = home();
+        let setting = |map: &serde_json::Map<String, serde_json::Value>, base: &Path| {
+            map.get("themes")
+                .and_then(serde_json::Value::as_array)
+                .into_iter()
+                .flatten()
+                .filter_map(serde_json::Value::as_str)
+                .map(|p| resolve_path(p, base, home.as_deref()))
+                .collect::<Vec<_>>()
+        };
+        let mut paths = Vec::new();
+        if !args.no_themes {
+            if self.trusted {
+                let project = project_config_dir(cwd);
+                paths.extend(setting(self.config.project(), &project));
+                paths.push(project.join("themes"));
+            }
+            paths.extend(setting(self.config.global(), agent_dir));
+            paths.push(agent_dir.join("themes"));
+            paths.extend(packages.enabled(Kind::Themes));
+        }
+        for given in &args.themes {
+            let path = resolve_path(given, cwd, home.as_deref());
+            if !paths.contains(&path) {
+                paths.push(path);
+            }
+        }
+        paths
+    }
+
     /// Context files, skills, SYSTEM.md / APPEND_SYSTEM.md and the prompt flags.
     pub fn resources(&self, agent_dir: &Path, cwd: &Path, args: &RunArgs) -> Resources {
         let mut options =
@@ -92,20 +135,28 @@ impl Settings {
         options.system_prompt = args.system_prompt.clone();
         options.append_system_prompt = args.append_system_prompt.clone();
         options.no_context_files = args.no_context_files;
+        options.no_skills = args.no_skills;
+        options.skill_paths = args.skills.clone();
+        options.no_prompt_templates = args.no_prompt_templates;
+        options.prompt_template_paths = args.prompt_templates.clone();
         let packages = crate::commands::packages::startup_resources(agent_dir, cwd, self.trusted);
         options.package_skill_paths = packages.enabled(Kind::Skills);
         options.package_prompt_paths = packages.enabled(Kind::Prompts);
         let mut resources = Resources::load(&options);
         resources.package_extensions = packages.enabled(Kind::Extensions);
-        // The interactive mode's themes, before the ones extensions contribute: the
-        // project's `.pi/themes` (when trusted), `<agent>/themes`, installed packages' themes.
-        if self.trusted {
-            resources
-                .theme_paths
-                .push(pi_agent::config::project_config_dir(cwd).join("themes"));
+        resources.theme_paths = self.theme_paths(agent_dir, cwd, args, &packages);
+        let home = pi_agent::config::home();
+        for given in &args.themes {
+            let path = pi_agent::config::resolve_path(given, cwd, home.as_deref());
+            if !path.exists() {
+                resources.diagnostics.push(pi_agent::config::Diagnostic {
+                    kind: "error",
+                    message: "Theme path does not exist".into(),
+                    path,
+                    winner: None,
+                });
+            }
         }
-        resources.theme_paths.push(agent_dir.join("themes"));
-        resources.theme_paths.extend(packages.enabled(Kind::Themes));
         for failure in &packages.failures {
             resources.diagnostics.push(pi_agent::config::Diagnostic {
                 kind: "warning",
@@ -115,5 +166,59 @@ impl Settings {
             });
         }
         resources
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The theme paths in Pi's order: the trusted project's `themes` setting and
+    /// `.pi/themes`, the global setting and `<agent>/themes`, then `--theme` paths; with
+    /// `--no-themes` only the given ones.
+    #[test]
+    fn theme_paths_follow_settings_and_flags() {
+        let tmp = tempfile::tempdir().unwrap();
+        let (agent, cwd) = (tmp.path().join("agent"), tmp.path().join("work"));
+        std::fs::create_dir_all(cwd.join(".pi")).unwrap();
+        std::fs::create_dir_all(&agent).unwrap();
+        std::fs::write(
+            agent.join("settings.json"),
+            r#"{"themes": ["mine/dark.json"]}"#,
+        )
+        .unwrap();
+        std::fs::write(
+            cwd.join(".pi/settings.json"),
+            r#"{"themes": ["../team-themes"]}"#,
+        )
+        .unwrap();
+        let args = RunArgs {
+            approve: true,
+            themes: vec!["given.json".into()],
+            ..RunArgs::default()
+        };
+        let settings = Settings::load_quiet(&agent, &cwd, &args).unwrap();
+        let resources = settings.resources(&agent, &cwd, &args);
+        assert_eq!(
+            resources.theme_paths,
+            [
+                cwd.join("team-themes"),
+                cwd.join(".pi/themes"),
+                agent.join("mine/dark.json"),
+                agent.join("themes"),
+                cwd.join("given.json"),
+            ]
+        );
+        assert!(resources
+            .diagnostics
+            .iter()
+            .any(|d| d.message == "Theme path does not exist" && d.path == cwd.join("given.json")));
+
+        let only_given = RunArgs {
+            no_themes: true,
+            ..args
+        };
+        let resources = settings.resources(&agent, &cwd, &only_given);
+        assert_eq!(resources.theme_paths, [cwd.join("given.json")]);
     }
 }

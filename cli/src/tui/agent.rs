@@ -717,7 +717,13 @@ pub fn read_ui(env: &crate::modes::Env, args: &crate::RunArgs) -> Reloaded {
         // `--verbose` overrides `quietStartup`, as in Pi.
         quiet_startup: cfg.quiet_startup().is_some() && !args.verbose,
         double_escape: cfg.double_escape_action().to_string(),
-        theme: cfg.theme().unwrap_or("dark").to_string(),
+        // `--use-theme` overrides the setting for the run (not saved).
+        theme: args
+            .use_theme
+            .as_deref()
+            .or(cfg.theme())
+            .unwrap_or("dark")
+            .to_string(),
         theme_paths: res.theme_paths.clone(),
         show_thinking: !cfg.hide_thinking_block(),
         skip_branch_prompt: cfg.branch_summary().skip_prompt,

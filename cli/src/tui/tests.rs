@@ -1170,7 +1170,10 @@ fn picker_refresh_status_names_what_failed() {
         timed_out: true,
         ..failed(&["a"])
     };
-    assert_eq!(text(late), "Model refresh timed out; showing cached models.");
+    assert_eq!(
+        text(late),
+        "Model refresh timed out; showing cached models."
+    );
 }
 
 // ---------------------------------------------------------------------------------------
