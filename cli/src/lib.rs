@@ -185,6 +185,11 @@ pub struct RunArgs {
     #[arg(long = "no-themes")]
     pub no_themes: bool,
 
+    /// No automatic network activity (model catalog refreshes, package installs): the same
+    /// as `PI_OFFLINE=1`.
+    #[arg(long)]
+    pub offline: bool,
+
     /// Trust project-local files (.pi settings and resources) for this run.
     #[arg(short = 'a', long)]
     pub approve: bool,
@@ -324,6 +329,10 @@ pub fn run() -> i32 {
     let (argv, extension_flags) = normalize_args(std::env::args());
     let mut cli = Cli::parse_from(argv);
     cli.args.extension_flags = extension_flags;
+    if cli.args.offline {
+        // Before any thread starts; extension processes inherit it, as Pi's do.
+        std::env::set_var("PI_OFFLINE", "1");
+    }
     if cli.command.is_none() {
         for warning in check_run_args(&mut cli.args) {
             eprintln!("Warning: {warning}");

@@ -114,3 +114,37 @@ async fn a_given_path_that_does_not_exist_is_reported() {
     assert!(err.contains("Skill path does not exist"), "{err}");
     assert!(err.contains("nowhere/skills"), "{err}");
 }
+
+/// `--offline` is `PI_OFFLINE=1` for the run, extension processes included.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn offline_flag_sets_pi_offline_for_extensions() {
+    let s = Setup::new(json!([{"text": "ok"}, {"text": "ok"}])).await;
+    let ext = s.cwd.parent().unwrap().join("offline-probe.ts");
+    let out = s.cwd.parent().unwrap().join("offline.txt");
+    std::fs::write(
+        &ext,
+        "import { appendFileSync } from \"node:fs\";\n\
+         export default function () {\n  \
+         appendFileSync(process.env.PROBE_OUT!, `${process.env.PI_OFFLINE ?? \"unset\"}\\n`);\n}\n",
+    )
+    .unwrap();
+    let ext = ext.display().to_string();
+    for extra in [&[][..], &["--offline"][..]] {
+        let mut args = vec!["-e", ext.as_str()];
+        args.extend(extra);
+        args.extend(["-p", "hi"]);
+        let result = s
+            .command(&args)
+            .env_remove("PI_OFFLINE")
+            .env("PROBE_OUT", &out)
+            .stdin(std::process::Stdio::null())
+            .output()
+            .unwrap();
+        assert!(
+            result.status.success(),
+            "{}",
+            String::from_utf8_lossy(&result.stderr)
+        );
+    }
+    assert_eq!(std::fs::read_to_string(&out).unwrap(), "unset\n1\n");
+}
