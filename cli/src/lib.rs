@@ -92,6 +92,11 @@ pub struct RunArgs {
     #[arg(long, value_name = "FILE|ID")]
     pub fork: Option<String>,
 
+    /// Open this directory's session with this id, or create it with the id (with `--fork`:
+    /// the new session's id).
+    #[arg(long = "session-id", value_name = "ID", allow_hyphen_values = true)]
+    pub session_id: Option<String>,
+
     /// Directory for session files.
     #[arg(long = "session-dir")]
     pub session_dir: Option<String>,
@@ -319,6 +324,39 @@ fn check_run_args(args: &mut RunArgs) -> Vec<String> {
     warnings
 }
 
+/// Pi's checks of `--session-id`: not with `--session`, `--continue` or `--resume`, and an
+/// id of letters, digits, `.`, `_` and `-` that starts and ends with a letter or digit.
+fn check_session_id(args: &RunArgs) -> Result<(), String> {
+    let Some(id) = &args.session_id else {
+        return Ok(());
+    };
+    let conflicting: Vec<&str> = [
+        (args.session.is_some(), "--session"),
+        (args.continue_session, "--continue"),
+        (args.resume, "--resume"),
+    ]
+    .into_iter()
+    .filter_map(|(set, flag)| set.then_some(flag))
+    .collect();
+    if !conflicting.is_empty() {
+        return Err(format!(
+            "--session-id cannot be combined with {}",
+            conflicting.join(", ")
+        ));
+    }
+    let inner_ok = |c: char| c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-');
+    let edges_ok = id.starts_with(|c: char| c.is_ascii_alphanumeric())
+        && id.ends_with(|c: char| c.is_ascii_alphanumeric());
+    if !edges_ok || !id.chars().all(inner_ok) {
+        return Err(
+            "Session id must be non-empty, contain only alphanumeric characters, '-', \
+                    '_', and '.', and start and end with an alphanumeric character"
+                .into(),
+        );
+    }
+    Ok(())
+}
+
 /// Runs the command line and returns the process exit code.
 pub fn run() -> i32 {
     // Package commands (`pi install …`, `pi list`, `pi config`) have Pi's own parser.
@@ -350,6 +388,10 @@ pub fn run() -> i32 {
         if cli.args.version {
             println!("{}", env!("CARGO_PKG_VERSION"));
             return 0;
+        }
+        if let Err(e) = check_session_id(&cli.args) {
+            eprintln!("Error: {e}");
+            return 1;
         }
     }
     let result = match cli.command {

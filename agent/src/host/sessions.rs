@@ -63,12 +63,16 @@ impl SessionHome {
 
     /// A new, empty session (written when the conversation starts).
     pub fn new_session(&self, parent: Option<String>) -> HomeResult<(Session, Persistence)> {
-        let header = NewHeader::new(
-            pi_formats::id::session_id(),
-            pi_formats::time::now_iso(),
-            self.cwd.clone(),
-            parent,
-        );
+        self.new_session_as(pi_formats::id::session_id(), parent)
+    }
+
+    /// [`SessionHome::new_session`] with the id given (`--session-id`).
+    pub fn new_session_as(
+        &self,
+        id: String,
+        parent: Option<String>,
+    ) -> HomeResult<(Session, Persistence)> {
+        let header = NewHeader::new(id, pi_formats::time::now_iso(), self.cwd.clone(), parent);
         let mut session = Session::create(&header);
         if self.no_session {
             return Ok((session, Persistence::default()));
@@ -262,6 +266,20 @@ impl SessionHome {
                 file: None,
             },
         ))
+    }
+
+    /// `--session-id`: this directory's session with exactly this id, if there is one.
+    pub fn open_local_id(&self, id: &str) -> HomeResult<Option<(Session, Persistence)>> {
+        let store = self.store()?;
+        let found = store
+            .list_sessions(&ListScope::Cwd(self.cwd.clone()))
+            .map_err(err)?
+            .into_iter()
+            .find(|s| s.id.as_str() == id);
+        match found {
+            Some(s) => Ok(Some(self.open_summary(store, &s.id, &s.location)?)),
+            None => Ok(None),
+        }
     }
 
     /// `-c`: the most recently modified session of this directory.

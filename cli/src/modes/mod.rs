@@ -439,9 +439,21 @@ pub fn build_host(args: &RunArgs, env: &Env, sink: EventSink) -> anyhow::Result<
         }
     };
     let (session, persist, resumed) = if let Some(r) = &args.fork {
+        if let Some(id) = &args.session_id {
+            if env
+                .home
+                .open_local_id(id)
+                .map_err(|e| anyhow!(e))?
+                .is_some()
+            {
+                bail!("Session already exists with id '{id}'");
+            }
+        }
         let (source, _) = env.home.read_only().open_ref(r).map_err(|e| anyhow!(e))?;
         let header = NewHeader::new(
-            pi_formats::id::session_id(),
+            args.session_id
+                .clone()
+                .unwrap_or_else(pi_formats::id::session_id),
             pi_formats::time::now_iso(),
             env.home.cwd.clone(),
             // Absolute, as Pi stores it, whatever form the argument had.
@@ -457,6 +469,29 @@ pub fn build_host(args: &RunArgs, env: &Env, sink: EventSink) -> anyhow::Result<
     } else if let Some(r) = &args.session {
         let (s, p) = env.home.open_ref(r).map_err(|e| anyhow!(e))?;
         (s, p, true)
+    } else if let Some(id) = &args.session_id {
+        // `--no-session` keeps only the id, as Pi's in-memory session does.
+        let existing = if args.no_session {
+            None
+        } else {
+            env.home.open_local_id(id).map_err(|e| anyhow!(e))?
+        };
+        match existing {
+            Some((s, p)) => (s, p, true),
+            None => {
+                if !args.no_session {
+                    eprintln!(
+                        "Warning: No project session found with id '{id}'; creating a new \
+                         session with that id."
+                    );
+                }
+                let (s, p) = env
+                    .home
+                    .new_session_as(id.clone(), None)
+                    .map_err(|e| anyhow!(e))?;
+                (s, p, false)
+            }
+        }
     } else if args.continue_session {
         match env.home.latest().map_err(|e| anyhow!(e))? {
             Some((s, p)) => (s, p, true),
