@@ -51,6 +51,10 @@ function requestHost(method, params) {
   });
 }
 
+// Where Pi's process has its cli.js: extensions that start Pi again from
+// `process.execPath` and `process.argv[1]` (the subagent example) start this pi binary.
+process.argv[1] = path.join(__dirname, "pi-cli.cjs");
+
 const shimDir = path.join(__dirname, "shims");
 const shim = (name) => path.join(shimDir, name);
 const aliases = {};

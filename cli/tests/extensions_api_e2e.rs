@@ -474,3 +474,39 @@ async fn themes_are_not_available_in_print_and_rpc_mode() {
         ]
     );
 }
+
+/// Pi's subagent example (copied unchanged from the 1.6.0 package) starts Pi again from
+/// `process.execPath` and `process.argv[1]`: here that starts this `pi` binary, whose
+/// `--mode json` run with the agent's prompt answers the task, and the answer comes back
+/// as the tool's result.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_subagent_example_delegates_to_this_pi() {
+    let s = Setup::new(json!([
+        {"text": "", "tool_calls": [tc("subagent", json!({"agent": "helper", "task": "Say the word."}))]},
+        {"text": "The word is ready."},
+        {"text": "Delegated."},
+    ]))
+    .await;
+    std::fs::create_dir_all(s.agent.join("agents")).unwrap();
+    std::fs::write(
+        s.agent.join("agents/helper.md"),
+        "---\nname: helper\ndescription: Helps out\ntools: read\n---\nYou are the helper (marker 5150).\n",
+    )
+    .unwrap();
+    let ext = format!("{}/index.ts", fixture("subagent"));
+    let (code, stdout, stderr) = s.pi(&["-e", &ext, "-p", "delegate"]);
+    assert_eq!(code, 0, "{stderr}");
+    assert_eq!(stdout, "Delegated.\n", "{stderr}");
+    let requests = s.requests();
+    assert_eq!(requests.len(), 3, "{requests:#?}");
+    // The subagent's own run: the agent's prompt appended, its tools only, the task.
+    let sub = &requests[1];
+    assert!(sub.to_string().contains("marker 5150"), "{sub}");
+    assert!(sub.to_string().contains("Say the word."), "{sub}");
+    assert!(
+        declared(sub, "subagent").is_none() && declared(sub, "read").is_some(),
+        "{sub}"
+    );
+    let results = tool_messages(&requests[2]);
+    assert!(results[0].contains("The word is ready."), "{results:?}");
+}

@@ -7,6 +7,7 @@ use std::path::PathBuf;
 /// Every file of the sidecar, by its path under the install directory.
 const FILES: &[(&str, &[u8])] = &[
     ("sidecar.cjs", include_bytes!("../../js/sidecar.cjs")),
+    ("pi-cli.cjs", include_bytes!("../../js/pi-cli.cjs")),
     (
         "shims/typebox.cjs",
         include_bytes!("../../js/shims/typebox.cjs"),

@@ -55,9 +55,13 @@ impl Sidecar {
         inbound: Inbound,
         on_exit: Box<dyn FnOnce(String) + Send>,
     ) -> Result<Arc<Sidecar>, String> {
-        let mut child = Command::new(node)
-            .arg(script)
-            .current_dir(cwd)
+        let mut command = Command::new(node);
+        command.arg(script).current_dir(cwd);
+        // For pi-cli.cjs: extensions that start Pi again start this binary.
+        if let Ok(exe) = std::env::current_exe() {
+            command.env("PI_EXECUTABLE", exe);
+        }
+        let mut child = command
             .stdin(std::process::Stdio::piped())
             .stdout(std::process::Stdio::piped())
             .stderr(std::process::Stdio::inherit())
