@@ -145,6 +145,28 @@ fn make_package(dir: &Path, name: &str, tool: &str, skill_description: &str) {
     );
 }
 
+/// The fixture package (tool `pkg_hello`, a skill "Greets people warmly", a template) packed
+/// by npm into a tarball; its `npm:` source.
+fn fixture_tarball(s: &Setup) -> String {
+    let pkg = s.path("fixpkg");
+    make_package(&pkg, "pi-fixture-pkg", "pkg_hello", "Greets people warmly");
+    let packs = s.path("packs");
+    std::fs::create_dir_all(&packs).unwrap();
+    run(
+        "npm",
+        &[
+            "pack",
+            "--silent",
+            "--pack-destination",
+            packs.to_str().unwrap(),
+        ],
+        &pkg,
+    );
+    let tarball = packs.join("pi-fixture-pkg-1.0.0.tgz");
+    assert!(tarball.exists());
+    format!("npm:pi-fixture-pkg@file:{}", tarball.display())
+}
+
 fn run(cmd: &str, args: &[&str], cwd: &Path) -> String {
     let out = Command::new(cmd)
         .args(args)
@@ -226,23 +248,7 @@ fn settings(path: &Path) -> Value {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn npm_tarball_install_list_load_filter_and_remove() {
     let s = Setup::new(json!([{"text": "one"}, {"text": "two"}])).await;
-    let pkg = s.path("fixpkg");
-    make_package(&pkg, "pi-fixture-pkg", "pkg_hello", "Greets people warmly");
-    let packs = s.path("packs");
-    std::fs::create_dir_all(&packs).unwrap();
-    run(
-        "npm",
-        &[
-            "pack",
-            "--silent",
-            "--pack-destination",
-            packs.to_str().unwrap(),
-        ],
-        &pkg,
-    );
-    let tarball = packs.join("pi-fixture-pkg-1.0.0.tgz");
-    assert!(tarball.exists());
-    let source = format!("npm:pi-fixture-pkg@file:{}", tarball.display());
+    let source = fixture_tarball(&s);
 
     let (code, stdout, stderr) = s.pi(&["install", &source]);
     assert_eq!(code, 0, "{stdout}{stderr}");
@@ -501,4 +507,40 @@ async fn command_errors_match_pi() {
     let (code, _, stderr) = s.pi(&["update", "--all", "npm:x"]);
     assert_eq!(code, 1);
     assert!(stderr.starts_with("--all cannot be combined with a positional source\n"));
+}
+
+/// `-e` with a package source tries the package for one run, as Pi's does: installed under
+/// `<agent>/tmp/extensions`, its extension, skill and template load (the extension also
+/// with `--no-extensions`), and no settings file names it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn e_flag_tries_packages_for_one_run() {
+    let s = Setup::new(json!([{"text": "one"}, {"text": "two"}, {"text": "three"}])).await;
+    let source = fixture_tarball(&s);
+    let request = s.prompt(&s.cwd, &["-e", &source], "hi");
+    assert!(declares(&request, "pkg_hello"), "{request}");
+    assert!(system_prompt(&request).contains("Greets people warmly"));
+    let cached = s
+        .agent
+        .join("tmp/extensions/npm/node_modules/pi-fixture-pkg");
+    assert!(cached.join("extensions/tool.ts").exists());
+    assert!(!s.agent.join("settings.json").exists());
+    assert!(!s.agent.join("npm").exists());
+
+    // Its template expands as a `--prompt-template` would.
+    let request = s.prompt(&s.cwd, &["-e", &source], "/review it");
+    assert_eq!(last_user_text(&request), "Please review it carefully.");
+
+    let repo = s.path("repos/user/tryme");
+    git_repo(&repo, "tryme", "try_tool", "Tries things");
+    let request = s.prompt(
+        &s.cwd,
+        &["--no-extensions", "-e", "git:example.test/user/tryme"],
+        "again",
+    );
+    assert!(declares(&request, "try_tool"), "{request}");
+    assert!(s
+        .agent
+        .join("tmp/extensions/git/example.test/user/tryme")
+        .exists());
+    assert!(!s.agent.join("settings.json").exists());
 }

@@ -165,6 +165,9 @@ pub struct Resources {
     /// Enabled extension files of installed packages (filled by the caller that resolved
     /// the packages; [`Resources::load`] leaves it empty).
     pub package_extensions: Vec<PathBuf>,
+    /// Extension files of the packages `-e` named (`npm:…`, `git:…`), which load even with
+    /// `--no-extensions` (filled by the caller, as [`Resources::package_extensions`]).
+    pub temporary_extensions: Vec<PathBuf>,
     /// Theme files and directories for the interactive mode's themes: the ones the caller
     /// found (the project's, the user's, packages'), then the ones extensions contributed
     /// (`resources_discover`'s `themePaths`).
@@ -302,6 +305,7 @@ impl Resources {
             append_system_prompt,
             diagnostics,
             package_extensions: Vec::new(),
+            temporary_extensions: Vec::new(),
             theme_paths: Vec::new(),
         }
     }

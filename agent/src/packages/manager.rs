@@ -111,6 +111,9 @@ pub struct PackageManager {
     trusted: bool,
     output: Output,
     progress: Box<dyn FnMut(Progress) + Send>,
+    /// Where user-scope packages live instead of the agent dir, while temporary (`-e`)
+    /// packages resolve.
+    user_base: Option<PathBuf>,
 }
 
 type Result<T> = std::result::Result<T, String>;
@@ -126,6 +129,7 @@ impl PackageManager {
             trusted,
             output,
             progress: Box::new(|_| {}),
+            user_base: None,
         }
     }
 
@@ -149,7 +153,10 @@ impl PackageManager {
 
     fn base_dir(&self, scope: PackageScope) -> PathBuf {
         match scope {
-            PackageScope::User => self.agent_dir.clone(),
+            PackageScope::User => self
+                .user_base
+                .clone()
+                .unwrap_or_else(|| self.agent_dir.clone()),
             PackageScope::Project => self.cwd.join(CONFIG_DIR_NAME),
         }
     }
@@ -455,92 +462,110 @@ impl PackageManager {
         }
         let mut out = Resolved::default();
         for (entry, scope) in entries {
-            let Some(source) = source_of(&entry) else {
-                continue;
-            };
-            let filter = entry.as_object();
-            let root = match Source::parse(&source) {
-                Source::Local(p) => {
-                    let path = resolve_local(&p, &self.base_dir(scope));
-                    if path.is_file() {
+            self.resolve_entry(&entry, scope, &mut out);
+        }
+        out
+    }
+
+    /// `-e npm:…` / `-e git:…` (and other package sources): packages tried for this run
+    /// only, installed when missing under `<agent>/tmp/extensions` (Pi's cache for them),
+    /// never added to the settings. Their resources come after the configured ones'.
+    pub fn resolve_temporary(&mut self, sources: &[String]) -> Resolved {
+        let temporary = self.agent_dir.join("tmp").join("extensions");
+        let saved = self.user_base.replace(temporary);
+        let mut out = Resolved::default();
+        for source in sources {
+            self.resolve_entry(&Value::String(source.clone()), PackageScope::User, &mut out);
+        }
+        self.user_base = saved;
+        out
+    }
+
+    /// Installs one configured package when it is missing and adds its resources to `out`
+    /// (a failed install to its failures).
+    fn resolve_entry(&mut self, entry: &Value, scope: PackageScope, out: &mut Resolved) {
+        let Some(source) = source_of(entry) else {
+            return;
+        };
+        let filter = entry.as_object();
+        let root = match Source::parse(&source) {
+            Source::Local(p) => {
+                let path = resolve_local(&p, &self.base_dir(scope));
+                if path.is_file() {
+                    out.resources.push(PackageResource {
+                        kind: Kind::Extensions,
+                        path,
+                        enabled: true,
+                        source: source.clone(),
+                        scope,
+                    });
+                    return;
+                }
+                if !path.is_dir() {
+                    return;
+                }
+                path
+            }
+            parsed => {
+                let path = match &parsed {
+                    Source::Npm(n) => self.npm_path(n, scope),
+                    Source::Git(g) => self.git_path(g, scope),
+                    Source::Local(_) => return,
+                };
+                let needs_install = match &parsed {
+                    Source::Npm(n) => !npm_matches(n, &path),
+                    _ => !path.exists(),
+                };
+                if needs_install {
+                    if offline() {
+                        return;
+                    }
+                    self.emit(Progress::Start(format!("Installing {source}...")));
+                    let result = match &parsed {
+                        Source::Npm(n) => self.install_npm(std::slice::from_ref(&n.spec), scope),
+                        Source::Git(g) => self.install_git(g, scope),
+                        Source::Local(_) => Ok(()),
+                    };
+                    if let Err(message) = result {
+                        out.failures.push(InstallFailure { source, message });
+                        return;
+                    }
+                }
+                path
+            }
+        };
+        match package_resources(&root, filter) {
+            Some(found) => {
+                for Found {
+                    kind,
+                    path,
+                    enabled,
+                } in found
+                {
+                    if !out
+                        .resources
+                        .iter()
+                        .any(|r| r.kind == kind && r.path == path)
+                    {
                         out.resources.push(PackageResource {
-                            kind: Kind::Extensions,
+                            kind,
                             path,
-                            enabled: true,
+                            enabled,
                             source: source.clone(),
                             scope,
                         });
-                        continue;
-                    }
-                    if !path.is_dir() {
-                        continue;
-                    }
-                    path
-                }
-                parsed => {
-                    let path = match &parsed {
-                        Source::Npm(n) => self.npm_path(n, scope),
-                        Source::Git(g) => self.git_path(g, scope),
-                        Source::Local(_) => continue,
-                    };
-                    let needs_install = match &parsed {
-                        Source::Npm(n) => !npm_matches(n, &path),
-                        _ => !path.exists(),
-                    };
-                    if needs_install {
-                        if offline() {
-                            continue;
-                        }
-                        self.emit(Progress::Start(format!("Installing {source}...")));
-                        let result = match &parsed {
-                            Source::Npm(n) => {
-                                self.install_npm(std::slice::from_ref(&n.spec), scope)
-                            }
-                            Source::Git(g) => self.install_git(g, scope),
-                            Source::Local(_) => Ok(()),
-                        };
-                        if let Err(message) = result {
-                            out.failures.push(InstallFailure { source, message });
-                            continue;
-                        }
-                    }
-                    path
-                }
-            };
-            match package_resources(&root, filter) {
-                Some(found) => {
-                    for Found {
-                        kind,
-                        path,
-                        enabled,
-                    } in found
-                    {
-                        if !out
-                            .resources
-                            .iter()
-                            .any(|r| r.kind == kind && r.path == path)
-                        {
-                            out.resources.push(PackageResource {
-                                kind,
-                                path,
-                                enabled,
-                                source: source.clone(),
-                                scope,
-                            });
-                        }
                     }
                 }
-                // A directory declaring nothing is loaded as one extension.
-                None => out.resources.push(PackageResource {
-                    kind: Kind::Extensions,
-                    path: root,
-                    enabled: true,
-                    source: source.clone(),
-                    scope,
-                }),
             }
+            // A directory declaring nothing is loaded as one extension.
+            None => out.resources.push(PackageResource {
+                kind: Kind::Extensions,
+                path: root,
+                enabled: true,
+                source: source.clone(),
+                scope,
+            }),
         }
-        out
     }
 
     // ---- npm ----

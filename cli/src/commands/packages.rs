@@ -270,6 +270,20 @@ pub fn startup_resources(
     PackageManager::new(cwd, agent_dir, trusted, Output::Capture).resolve()
 }
 
+/// The packages `-e` names for this run (`npm:…`, `git:…`, URLs), installed when missing
+/// under `<agent>/tmp/extensions`, with their resources.
+pub fn temporary_resources(
+    agent_dir: &Path,
+    cwd: &Path,
+    trusted: bool,
+    sources: &[String],
+) -> pi_agent::packages::Resolved {
+    if sources.is_empty() {
+        return Default::default();
+    }
+    PackageManager::new(cwd, agent_dir, trusted, Output::Capture).resolve_temporary(sources)
+}
+
 fn agent_dir() -> PathBuf {
     pi_agent::config::agent_dir(&|k| std::env::var(k).ok(), home().as_deref())
 }

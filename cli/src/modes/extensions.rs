@@ -114,13 +114,31 @@ pub fn decide_trust(args: &RunArgs, cwd: &str, start_up: bool) -> anyhow::Result
     Ok(())
 }
 
-/// `-e` paths (`-e builtin:<name>` turns a built-in on: `modes::llama_cpp`; it is no file).
+/// `-e` paths (`-e builtin:<name>` turns a built-in on: `modes::llama_cpp`; it is no file;
+/// package sources are [`package_sources`]).
 fn cli_paths(args: &RunArgs) -> Vec<String> {
     args.extensions
         .iter()
-        .filter(|e| !e.starts_with("builtin:"))
+        .filter(|e| !e.starts_with("builtin:") && !is_package_source(e))
         .cloned()
         .collect()
+}
+
+/// `-e` arguments that name packages to try for this run (`npm:…`, `git:…`, git URLs).
+pub fn package_sources(args: &RunArgs) -> Vec<String> {
+    args.extensions
+        .iter()
+        .filter(|e| is_package_source(e))
+        .cloned()
+        .collect()
+}
+
+fn is_package_source(argument: &str) -> bool {
+    !argument.starts_with("builtin:")
+        && !matches!(
+            pi_agent::packages::Source::parse(argument),
+            pi_agent::packages::Source::Local(_)
+        )
 }
 
 /// The front end the extensions run under, and where their records go.
@@ -156,12 +174,16 @@ fn configured_paths(args: &RunArgs, env: &Env) -> Vec<std::path::PathBuf> {
         global_setting: config.global().get("extensions"),
         project_setting: config.project().get("extensions"),
     });
-    // Installed packages' extensions load after the discovered ones (Pi's lowest precedence).
-    if !args.no_extensions {
-        for p in &env.resources.package_extensions {
-            if !paths.contains(p) {
-                paths.push(p.clone());
-            }
+    // Installed packages' extensions load after the discovered ones (Pi's lowest precedence);
+    // the packages `-e` named load even with `--no-extensions`, as `-e` files do.
+    let packages = if args.no_extensions {
+        &[][..]
+    } else {
+        &env.resources.package_extensions[..]
+    };
+    for p in packages.iter().chain(&env.resources.temporary_extensions) {
+        if !paths.contains(p) {
+            paths.push(p.clone());
         }
     }
     paths

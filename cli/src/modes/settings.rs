@@ -140,11 +140,35 @@ impl Settings {
         options.no_prompt_templates = args.no_prompt_templates;
         options.prompt_template_paths = args.prompt_templates.clone();
         let packages = crate::commands::packages::startup_resources(agent_dir, cwd, self.trusted);
+        // Packages `-e` named: their skills and templates load as `--skill` and
+        // `--prompt-template` paths do (also with `--no-skills` / `--no-prompt-templates`).
+        let temporary = crate::commands::packages::temporary_resources(
+            agent_dir,
+            cwd,
+            self.trusted,
+            &super::extensions::package_sources(args),
+        );
+        let as_strings = |paths: Vec<std::path::PathBuf>| {
+            paths
+                .into_iter()
+                .map(|p| p.display().to_string())
+                .collect::<Vec<_>>()
+        };
+        options
+            .skill_paths
+            .extend(as_strings(temporary.enabled(Kind::Skills)));
+        options
+            .prompt_template_paths
+            .extend(as_strings(temporary.enabled(Kind::Prompts)));
         options.package_skill_paths = packages.enabled(Kind::Skills);
         options.package_prompt_paths = packages.enabled(Kind::Prompts);
         let mut resources = Resources::load(&options);
         resources.package_extensions = packages.enabled(Kind::Extensions);
         resources.theme_paths = self.theme_paths(agent_dir, cwd, args, &packages);
+        resources
+            .theme_paths
+            .extend(temporary.enabled(Kind::Themes));
+        resources.temporary_extensions = temporary.enabled(Kind::Extensions);
         let home = pi_agent::config::home();
         for given in &args.themes {
             let path = pi_agent::config::resolve_path(given, cwd, home.as_deref());
@@ -157,7 +181,7 @@ impl Settings {
                 });
             }
         }
-        for failure in &packages.failures {
+        for failure in packages.failures.iter().chain(&temporary.failures) {
             resources.diagnostics.push(pi_agent::config::Diagnostic {
                 kind: "warning",
                 message: format!("could not be installed: {}", failure.message),
