@@ -31,41 +31,6 @@ mod extensions_common;
 use extensions_common::*;
 use serde_json::Value;
 
-const FIXTURES: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../fixtures/extensions");
-
-fn load(name: &str) -> Vec<Value> {
-    let text = std::fs::read_to_string(format!("{FIXTURES}/{name}")).unwrap();
-    serde_json::from_str(&text).unwrap()
-}
-
-/// `Wall time 0.4 seconds` → `Wall time <t>`; codemode's docs path → `<docs>`.
-fn normalized(text: &str) -> String {
-    let wall = replace_between(text, "Wall time ", " seconds", "<t>");
-    replace_between(&wall, "Read ", "/codemode.md first", "<docs>")
-}
-
-/// Replaces what lies between each `start` and the next `end` (on one line) by `with`.
-fn replace_between(text: &str, start: &str, end: &str, with: &str) -> String {
-    let mut out = String::new();
-    let mut rest = text;
-    while let Some(i) = rest.find(start) {
-        let after = &rest[i + start.len()..];
-        match after.find(end) {
-            Some(j) if !after[..j].contains('\n') => {
-                out.push_str(&rest[..i + start.len()]);
-                out.push_str(with);
-                rest = &after[j..];
-            }
-            _ => {
-                out.push_str(&rest[..i + start.len()]);
-                rest = after;
-            }
-        }
-    }
-    out.push_str(rest);
-    out
-}
-
 /// What real Pi registers that we do not (see the module documentation).
 fn without_pi_only_tools(all: &Value) -> Vec<String> {
     all.as_array()
@@ -113,21 +78,21 @@ async fn check(case: &Value, real: &Value) {
 
     let results: Vec<String> = tool_messages(requests.last().unwrap())
         .iter()
-        .map(|t| normalized(t))
+        .map(|t| normalized_codemode(t))
         .collect();
     let real_results: Vec<String> = real["toolResults"]
         .as_array()
         .unwrap()
         .iter()
-        .map(|t| normalized(t.as_str().unwrap()))
+        .map(|t| normalized_codemode(t.as_str().unwrap()))
         .collect();
     assert_eq!(results, real_results, "{name}: tool results");
 
     for (tool, description) in real["declarations"].as_object().unwrap() {
         let ours = declared(&requests[0], tool).expect("declared");
         assert_eq!(
-            normalized(ours["description"].as_str().unwrap()),
-            normalized(description.as_str().unwrap()),
+            normalized_codemode(ours["description"].as_str().unwrap()),
+            normalized_codemode(description.as_str().unwrap()),
             "{name}: description of {tool}"
         );
     }
@@ -158,8 +123,8 @@ async fn check(case: &Value, real: &Value) {
 
 /// Every recorded case whose name starts with `prefix`.
 async fn check_cases(prefix: &str) {
-    let cases = load("tool-exposure-cases.json");
-    let records = load("tool-exposure-realpi.json");
+    let cases = fixture_json("tool-exposure-cases.json");
+    let records = fixture_json("tool-exposure-realpi.json");
     let mut checked = 0;
     for case in cases
         .iter()

@@ -23,37 +23,6 @@ mod mcp_common;
 use extensions_common::*;
 use serde_json::Value;
 
-const FIXTURES: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../fixtures/extensions");
-
-fn load(name: &str) -> Vec<Value> {
-    let text = std::fs::read_to_string(format!("{FIXTURES}/{name}")).unwrap();
-    serde_json::from_str(&text).unwrap()
-}
-
-/// `Wall time 0.4 seconds` → `Wall time <t>`; codemode's docs path → `<docs>`.
-fn normalized(text: &str) -> String {
-    let wall = replace_line_part(text, "Wall time ", " seconds", "<t>");
-    replace_line_part(&wall, "Read ", "/codemode.md first", "<docs>")
-}
-
-/// Replaces what lies between `start` and the next `end` on each line by `with`.
-fn replace_line_part(text: &str, start: &str, end: &str, with: &str) -> String {
-    text.split('\n')
-        .map(|line| match line.find(start) {
-            Some(i) => match line[i + start.len()..].find(end) {
-                Some(j) => format!(
-                    "{}{with}{}",
-                    &line[..i + start.len()],
-                    &line[i + start.len() + j..]
-                ),
-                None => line.to_string(),
-            },
-            None => line.to_string(),
-        })
-        .collect::<Vec<_>>()
-        .join("\n")
-}
-
 /// `pi.getAllTools()` as the extension wrote it, less Windows' `powershell` (not ours) and
 /// the built-in tools' prompt guidelines (our system prompt words its rules its own way).
 fn all_tools(seen: &Value) -> Vec<Value> {
@@ -98,11 +67,11 @@ struct Run {
 /// tools of each request, the tool results, `pi.getAllTools()`/`pi.getActiveTools()` and
 /// the `tool_call` handler's record.
 async fn run(name: &str) -> Run {
-    let case = load("tool-metadata-cases.json")
+    let case = fixture_json("tool-metadata-cases.json")
         .into_iter()
         .find(|c| c["name"] == name)
         .unwrap();
-    let real = load("tool-metadata-realpi.json")
+    let real = fixture_json("tool-metadata-realpi.json")
         .into_iter()
         .find(|r| r["name"] == name)
         .unwrap();
@@ -145,13 +114,13 @@ async fn run(name: &str) -> Run {
 
     let results: Vec<String> = tool_messages(requests.last().unwrap())
         .iter()
-        .map(|t| normalized(t))
+        .map(|t| normalized_codemode(t))
         .collect();
     let real_results: Vec<String> = real["toolResults"]
         .as_array()
         .unwrap()
         .iter()
-        .map(|t| normalized(t.as_str().unwrap()))
+        .map(|t| normalized_codemode(t.as_str().unwrap()))
         .collect();
     assert_eq!(results, real_results, "{name}: tool results");
 
@@ -192,8 +161,8 @@ async fn namespaces_annotations_and_reach_of_extension_tools_match_real_pi() {
             .unwrap()
             .to_string();
         assert_eq!(
-            normalized(&ours),
-            normalized(real["declarations"][tool].as_str().unwrap()),
+            normalized_codemode(&ours),
+            normalized_codemode(real["declarations"][tool].as_str().unwrap()),
             "description of {tool}"
         );
     }

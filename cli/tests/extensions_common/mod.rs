@@ -278,3 +278,38 @@ impl Rpc {
         self.child.wait().unwrap().success()
     }
 }
+
+/// A JSON fixture of fixtures/extensions (recorded cases, real Pi's answers).
+pub fn fixture_json(name: &str) -> Vec<Value> {
+    let text = std::fs::read_to_string(format!("{EXTENSIONS}/{name}")).unwrap();
+    serde_json::from_str(&text).unwrap()
+}
+
+/// Codemode's text without what changes from run to run: `Wall time 0.4 seconds` →
+/// `Wall time <t>`, its docs path → `<docs>`.
+pub fn normalized_codemode(text: &str) -> String {
+    let wall = replace_between(text, "Wall time ", " seconds", "<t>");
+    replace_between(&wall, "Read ", "/codemode.md first", "<docs>")
+}
+
+/// Replaces what lies between each `start` and the next `end` (on one line) by `with`.
+pub fn replace_between(text: &str, start: &str, end: &str, with: &str) -> String {
+    let mut out = String::new();
+    let mut rest = text;
+    while let Some(i) = rest.find(start) {
+        let after = &rest[i + start.len()..];
+        match after.find(end) {
+            Some(j) if !after[..j].contains('\n') => {
+                out.push_str(&rest[..i + start.len()]);
+                out.push_str(with);
+                rest = &after[j..];
+            }
+            _ => {
+                out.push_str(&rest[..i + start.len()]);
+                rest = after;
+            }
+        }
+    }
+    out.push_str(rest);
+    out
+}
