@@ -78,6 +78,8 @@ const state = {
   cliFlags: new Map(), // --name[=value] from the command line, until an extension registers name
   activeTools: [],
   allTools: [],
+  /** Commands the host lists after the extensions' (`get_commands` order). */
+  hostCommands: [],
   builtinDefs: [], // every built-in tool, for createReadTool(cwd) and friends
   sessionName: undefined,
   // The session as the host last synced it (set_state): entries are append-only.
@@ -546,8 +548,9 @@ function execCommand(command, args, options = {}) {
   });
 }
 
-function toolInfo(definition) {
+function toolInfo(definition, extension) {
   return {
+    sourceInfo: extension.sourceInfo,
     name: definition.name,
     label: definition.label || definition.name,
     description: definition.description || "",
@@ -617,7 +620,7 @@ function makeApi(extension) {
       }
       const known = state.tools.has(tool.name);
       state.tools.set(tool.name, { definition: tool, extension });
-      if (extension.loaded) notify("tools_changed", { tool: toolInfo(tool), replaced: known });
+      if (extension.loaded) notify("tools_changed", { tool: toolInfo(tool, extension), replaced: known });
     },
     registerShortcut(shortcut, options) {
       if (typeof shortcut !== "string" || !options || typeof options.handler !== "function") return;
@@ -682,7 +685,12 @@ function makeApi(extension) {
       state.activeTools = (Array.isArray(names) ? names : []).filter((n) => known.has(n));
       notify("set_active_tools", { names: state.activeTools });
     },
-    getCommands: () => [...state.commands.entries()].map(([name, c]) => ({ name, description: c.options.description, source: "extension" })),
+    // Extension commands, then what the host lists after them (built-in extensions'
+    // commands, prompt templates, skills), as Pi's getCommands().
+    getCommands: () => [
+      ...[...state.commands.entries()].map(([name, c]) => ({ name, description: c.options.description, source: "extension", sourceInfo: c.extension.sourceInfo })),
+      ...state.hostCommands.map((c) => ({ ...c, sourceInfo: { ...c.sourceInfo } })),
+    ],
     getThinkingLevel: () => state.thinkingLevel,
     setThinkingLevel(level) {
       state.thinkingLevel = level;
@@ -960,9 +968,16 @@ function loader() {
   return jiti;
 }
 
-async function loadOne(extensionPath) {
+async function loadOne(extensionPath, sourceInfo) {
   const resolved = path.resolve(state.cwd, extensionPath);
-  const extension = { path: extensionPath, resolvedPath: resolved, handlers: new Map(), loaded: false };
+  const extension = {
+    path: extensionPath,
+    resolvedPath: resolved,
+    // Where the host found it (Pi's provenance); a file found no other way is temporary.
+    sourceInfo: sourceInfo || { path: extensionPath, source: "local", scope: "temporary", origin: "top-level", baseDir: path.dirname(resolved) },
+    handlers: new Map(),
+    loaded: false,
+  };
   try {
     const factory = await loader().import(resolved, { default: true });
     if (typeof factory !== "function") {
@@ -1361,13 +1376,14 @@ const methods = {
       else state.cliFlags.set(body, true);
     }
     const errors = [];
-    for (const p of params.paths) {
-      const { error } = await loadOne(p);
+    const sourceInfos = params.sourceInfos || [];
+    for (const [i, p] of params.paths.entries()) {
+      const { error } = await loadOne(p, sourceInfos[i]);
       if (error) errors.push({ path: p, error });
     }
     return {
-      tools: [...state.tools.values()].map(({ definition, extension }) => ({ ...toolInfo(definition), extensionPath: extension.path })),
-      commands: [...state.commands.entries()].map(([name, { options, extension }]) => ({ name, description: options.description, extensionPath: extension.path })),
+      tools: [...state.tools.values()].map(({ definition, extension }) => ({ ...toolInfo(definition, extension), extensionPath: extension.path })),
+      commands: [...state.commands.entries()].map(([name, { options, extension }]) => ({ name, description: options.description, extensionPath: extension.path, sourceInfo: extension.sourceInfo })),
       events: [...new Set(state.extensions.flatMap((e) => [...e.handlers.keys()]))],
       unknownFlags: [...state.cliFlags.keys()].map((name) => `--${name}`),
       virtualModels: virtualDeclarations(),
@@ -1383,7 +1399,7 @@ const methods = {
       state.labels = new Map();
     }
     for (const entry of params.entries || []) addEntry(entry);
-    for (const key of ["leafId", "header", "sessionId", "sessionName", "model", "thinkingLevel", "isIdle", "activeTools", "allTools", "models", "themes"]) {
+    for (const key of ["leafId", "header", "sessionId", "sessionName", "model", "thinkingLevel", "isIdle", "activeTools", "allTools", "models", "themes", "hostCommands"]) {
       if (key in params) state[key] = params[key];
     }
     if ("contextUsage" in params) state.contextUsage = params.contextUsage ?? undefined;

@@ -10,89 +10,8 @@ use std::sync::Arc;
 use serde_json::{json, Value};
 
 use super::lock;
-use crate::tools::{LoadoutChanges, Tool, ToolContext, ToolError, ToolExposure, ToolOutput};
+use crate::tools::{LoadoutChanges, Redeclared, Tool, ToolExposure};
 use pi_formats::message::AgentMessage;
-
-/// An active tool as a `prepareLoadout` hook left it: its declaration may carry another
-/// description, or be hidden from requests.
-#[derive(Debug)]
-struct Prepared {
-    inner: Arc<dyn Tool>,
-    description: Option<String>,
-    hidden: bool,
-}
-
-#[async_trait::async_trait]
-impl Tool for Prepared {
-    fn name(&self) -> &str {
-        self.inner.name()
-    }
-    fn label(&self) -> &str {
-        self.inner.label()
-    }
-    fn description(&self) -> &str {
-        self.description
-            .as_deref()
-            .unwrap_or_else(|| self.inner.description())
-    }
-    fn parameters(&self) -> &Value {
-        self.inner.parameters()
-    }
-    fn prompt_snippet(&self) -> Option<&str> {
-        self.inner.prompt_snippet()
-    }
-    fn prompt_guidelines(&self) -> &[&str] {
-        self.inner.prompt_guidelines()
-    }
-    fn prefers_constrained_sampling(&self) -> bool {
-        self.inner.prefers_constrained_sampling()
-    }
-    fn presented_tools(&self) -> Vec<Arc<dyn Tool>> {
-        self.inner.presented_tools()
-    }
-    fn constrained_sampling(&self) -> Option<Value> {
-        self.inner.constrained_sampling()
-    }
-    fn output_schema(&self) -> Option<&Value> {
-        self.inner.output_schema()
-    }
-    fn prepare_arguments(&self, args: Value) -> Value {
-        self.inner.prepare_arguments(args)
-    }
-    fn exposure(&self) -> ToolExposure {
-        self.inner.exposure()
-    }
-    fn namespace(&self) -> Option<&crate::tools::ToolNamespace> {
-        self.inner.namespace()
-    }
-    fn annotations(&self) -> Option<&serde_json::Map<String, Value>> {
-        self.inner.annotations()
-    }
-    fn declares_reach(&self) -> bool {
-        self.inner.declares_reach()
-    }
-    fn prepares_loadout(&self) -> bool {
-        self.inner.prepares_loadout()
-    }
-    fn hidden_declaration(&self) -> bool {
-        self.hidden
-    }
-    fn sequential(&self) -> bool {
-        self.inner.sequential()
-    }
-    async fn execute(
-        &self,
-        call_id: &str,
-        args: Value,
-        ctx: &ToolContext,
-        cancel: tokio_util::sync::CancellationToken,
-        on_update: crate::tools::ToolUpdateFn<'_>,
-    ) -> Result<ToolOutput, ToolError> {
-        self.inner
-            .execute(call_id, args, ctx, cancel, on_update)
-            .await
-    }
-}
 
 /// The active tools as the system message declares them: with the descriptions the hooks
 /// gave and their hidden declarations marked.
@@ -110,11 +29,7 @@ pub(super) fn declared_tools(st: &super::State) -> Vec<Arc<dyn Tool>> {
             if description.is_none() && !hidden {
                 return tool.clone();
             }
-            Arc::new(Prepared {
-                inner: tool.clone(),
-                description,
-                hidden,
-            }) as Arc<dyn Tool>
+            Redeclared::wrap(tool.clone(), description, Some(hidden))
         })
         .collect()
 }

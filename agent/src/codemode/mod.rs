@@ -38,6 +38,7 @@ use crate::mcp::Exposure;
 use crate::mcp::McpManager;
 use crate::mcp::McpTool;
 use crate::tools::ContentBlock;
+use crate::tools::Redeclared;
 use crate::tools::Tool;
 use crate::tools::ToolContext;
 use crate::tools::ToolError;
@@ -98,14 +99,6 @@ pub fn is_script_callable(tool: &dyn Tool) -> bool {
         )
 }
 
-/// A declared tool whose description also says how scripts call it and what the call
-/// resolves to (Pi's codemode mode `on`); everything else is the wrapped tool's.
-#[derive(Debug)]
-pub struct ScriptCallNote {
-    inner: Arc<dyn Tool>,
-    description: String,
-}
-
 /// `tool` with the codemode note appended to its description.
 pub fn with_script_call_note(tool: Arc<dyn Tool>) -> Arc<dyn Tool> {
     let output = tool
@@ -118,80 +111,7 @@ pub fn with_script_call_note(tool: Arc<dyn Tool>) -> Arc<dyn Tool> {
         declarations::js_identifier(tool.name()),
         declarations::describe_output(tool.name(), &output)
     );
-    Arc::new(ScriptCallNote {
-        inner: tool,
-        description,
-    })
-}
-
-#[async_trait::async_trait]
-impl Tool for ScriptCallNote {
-    fn name(&self) -> &str {
-        self.inner.name()
-    }
-    fn exposure(&self) -> ToolExposure {
-        self.inner.exposure()
-    }
-    fn namespace(&self) -> Option<&crate::tools::ToolNamespace> {
-        self.inner.namespace()
-    }
-    fn annotations(&self) -> Option<&serde_json::Map<String, Value>> {
-        self.inner.annotations()
-    }
-    fn declares_reach(&self) -> bool {
-        self.inner.declares_reach()
-    }
-    fn prepares_loadout(&self) -> bool {
-        self.inner.prepares_loadout()
-    }
-    async fn prepare_loadout(&self, loadout: &Value) -> Option<crate::tools::LoadoutChanges> {
-        self.inner.prepare_loadout(loadout).await
-    }
-    fn hidden_declaration(&self) -> bool {
-        self.inner.hidden_declaration()
-    }
-    fn sequential(&self) -> bool {
-        self.inner.sequential()
-    }
-    fn label(&self) -> &str {
-        self.inner.label()
-    }
-    fn description(&self) -> &str {
-        &self.description
-    }
-    fn parameters(&self) -> &Value {
-        self.inner.parameters()
-    }
-    fn prompt_snippet(&self) -> Option<&str> {
-        self.inner.prompt_snippet()
-    }
-    fn prompt_guidelines(&self) -> &[&str] {
-        self.inner.prompt_guidelines()
-    }
-    fn prefers_constrained_sampling(&self) -> bool {
-        self.inner.prefers_constrained_sampling()
-    }
-    fn constrained_sampling(&self) -> Option<Value> {
-        self.inner.constrained_sampling()
-    }
-    fn output_schema(&self) -> Option<&Value> {
-        self.inner.output_schema()
-    }
-    fn prepare_arguments(&self, args: Value) -> Value {
-        self.inner.prepare_arguments(args)
-    }
-    async fn execute(
-        &self,
-        call_id: &str,
-        args: Value,
-        ctx: &ToolContext,
-        cancel: CancellationToken,
-        on_update: ToolUpdateFn<'_>,
-    ) -> Result<ToolOutput, ToolError> {
-        self.inner
-            .execute(call_id, args, ctx, cancel, on_update)
-            .await
-    }
+    Redeclared::wrap(tool, Some(description), None)
 }
 
 /// The `codemode` tool of one session.

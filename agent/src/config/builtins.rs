@@ -10,6 +10,16 @@ use serde_json::Value;
 
 use super::settings::Settings;
 
+/// The commands Pi's built-in extensions register: (extension, command, description).
+pub const BUILTIN_COMMANDS: [(&str, &str, &str); 2] = [
+    ("llama.cpp", "llama", "Manage llama.cpp router models"),
+    (
+        "mcp",
+        "mcp",
+        "Manage MCP servers: sign in, reconnect, enable or disable, and change exposure",
+    ),
+];
+
 /// The last toggle for `name` in one settings file's `extensions`, if any.
 fn toggle(extensions: Option<&Value>, name: &str) -> Option<bool> {
     let on = format!("builtin:{name}");

@@ -18,6 +18,9 @@ use super::settings::Settings;
 use super::skills::load_skills;
 use super::skills::Skill;
 use super::skills::SkillDirMode;
+use super::source_info::Provenance;
+use super::source_info::SourceInfo;
+use super::source_info::SourceScope;
 
 /// A non-fatal problem found while loading resources.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -93,10 +96,15 @@ pub struct ResourceOptions {
     pub global_prompt_paths: Vec<String>,
     /// `prompts` paths from project settings.
     pub project_prompt_paths: Vec<String>,
-    /// Enabled skill files of installed packages (lowest precedence, as in Pi).
-    pub package_skill_paths: Vec<PathBuf>,
+    /// Enabled skill files of installed packages (lowest precedence, as in Pi), each with
+    /// its package.
+    pub package_skill_paths: Vec<(PathBuf, SourceInfo)>,
     /// Enabled prompt-template files of installed packages.
-    pub package_prompt_paths: Vec<PathBuf>,
+    pub package_prompt_paths: Vec<(PathBuf, SourceInfo)>,
+    /// Skill files of the packages `-e` named: first, and also with `--no-skills`.
+    pub temporary_skill_paths: Vec<(PathBuf, SourceInfo)>,
+    /// Prompt-template files of the packages `-e` named (as the skills).
+    pub temporary_prompt_paths: Vec<(PathBuf, SourceInfo)>,
 }
 
 impl ResourceOptions {
@@ -120,6 +128,8 @@ impl ResourceOptions {
             project_prompt_paths: Vec::new(),
             package_skill_paths: Vec::new(),
             package_prompt_paths: Vec::new(),
+            temporary_skill_paths: Vec::new(),
+            temporary_prompt_paths: Vec::new(),
         }
     }
 
@@ -164,14 +174,20 @@ pub struct Resources {
     pub diagnostics: Vec<Diagnostic>,
     /// Enabled extension files of installed packages (filled by the caller that resolved
     /// the packages; [`Resources::load`] leaves it empty).
-    pub package_extensions: Vec<PathBuf>,
+    pub package_extensions: Vec<(PathBuf, SourceInfo)>,
     /// Extension files of the packages `-e` named (`npm:…`, `git:…`), which load even with
     /// `--no-extensions` (filled by the caller, as [`Resources::package_extensions`]).
-    pub temporary_extensions: Vec<PathBuf>,
+    pub temporary_extensions: Vec<(PathBuf, SourceInfo)>,
     /// Theme files and directories for the interactive mode's themes: the ones the caller
     /// found (the project's, the user's, packages'), then the ones extensions contributed
     /// (`resources_discover`'s `themePaths`).
     pub theme_paths: Vec<PathBuf>,
+    /// Where the skills and prompt templates come from (Pi's `sourceInfo`); extensions'
+    /// files are added by the caller that resolves them.
+    pub provenance: Provenance,
+    /// The built-in extensions on for the run (`mcp`, `llama.cpp`), whose commands
+    /// `get_commands` lists (filled by the caller, which knows the flags).
+    pub builtin_extensions: Vec<String>,
 }
 
 impl Resources {
@@ -204,32 +220,77 @@ impl Resources {
                 diagnostics.push(Diagnostic::error("Skill path does not exist", path));
             }
         }
-        // Pi's precedence: project settings paths, project auto-discovery, user settings
-        // paths, user auto-discovery; `--skill` paths come last.
+        // Pi's precedence: `-e` packages' skills, project settings paths, project
+        // auto-discovery, user settings paths, user auto-discovery, packages; `--skill`
+        // paths come last. Each source is recorded with where it comes from.
+        let mut provenance = Provenance::new(&options.agent_dir, &options.cwd);
         let mut skill_sources = Vec::new();
+        let mut add_skills =
+            |root: PathBuf, mode: SkillDirMode, info: SourceInfo, sources: &mut Vec<_>| {
+                provenance.add(&root, info);
+                sources.push((root, mode));
+            };
+        for (path, info) in &options.temporary_skill_paths {
+            add_skills(
+                path.clone(),
+                SkillDirMode::Pi,
+                info.clone(),
+                &mut skill_sources,
+            );
+        }
         if !options.no_skills {
             if trusted {
                 for p in &options.project_skill_paths {
-                    skill_sources.push((resolve_path(p, &project_dir, home), SkillDirMode::Pi));
+                    let root = resolve_path(p, &project_dir, home);
+                    let info = SourceInfo::setting(SourceScope::Project);
+                    add_skills(root, SkillDirMode::Pi, info, &mut skill_sources);
                 }
-                skill_sources.push((project_dir.join("skills"), SkillDirMode::Pi));
+                let info = SourceInfo::auto(SourceScope::Project, &project_dir);
+                add_skills(
+                    project_dir.join("skills"),
+                    SkillDirMode::Pi,
+                    info,
+                    &mut skill_sources,
+                );
                 let user_agents =
                     home.map(|h| canonicalize_or_normalize(&h.join(".agents/skills")));
                 for dir in ancestor_agents_skill_dirs(&options.cwd) {
                     if Some(canonicalize_or_normalize(&dir)) != user_agents {
-                        skill_sources.push((dir, SkillDirMode::Agents));
+                        // Each `.agents` directory is its skills' base.
+                        let base = dir.parent().unwrap_or(&dir).to_path_buf();
+                        let info = SourceInfo::auto(SourceScope::Project, &base);
+                        add_skills(dir, SkillDirMode::Agents, info, &mut skill_sources);
                     }
                 }
             }
             for p in &options.global_skill_paths {
-                skill_sources.push((resolve_path(p, &options.agent_dir, home), SkillDirMode::Pi));
+                let root = resolve_path(p, &options.agent_dir, home);
+                let info = SourceInfo::setting(SourceScope::User);
+                add_skills(root, SkillDirMode::Pi, info, &mut skill_sources);
             }
-            skill_sources.push((options.agent_dir.join("skills"), SkillDirMode::Pi));
+            let info = SourceInfo::auto(SourceScope::User, &options.agent_dir);
+            add_skills(
+                options.agent_dir.join("skills"),
+                SkillDirMode::Pi,
+                info,
+                &mut skill_sources,
+            );
             if let Some(h) = home {
-                skill_sources.push((h.join(".agents/skills"), SkillDirMode::Agents));
+                let info = SourceInfo::auto(SourceScope::User, &h.join(".agents"));
+                add_skills(
+                    h.join(".agents/skills"),
+                    SkillDirMode::Agents,
+                    info,
+                    &mut skill_sources,
+                );
             }
-            for p in &options.package_skill_paths {
-                skill_sources.push((p.clone(), SkillDirMode::Pi));
+            for (path, info) in &options.package_skill_paths {
+                add_skills(
+                    path.clone(),
+                    SkillDirMode::Pi,
+                    info.clone(),
+                    &mut skill_sources,
+                );
             }
         }
         skill_sources.extend(cli_skills);
@@ -249,18 +310,39 @@ impl Resources {
             }
         }
         let mut prompt_sources = Vec::new();
+        let mut add_prompts = |root: PathBuf, info: SourceInfo, sources: &mut Vec<PathBuf>| {
+            provenance.add(&root, info);
+            sources.push(root);
+        };
+        for (path, info) in &options.temporary_prompt_paths {
+            add_prompts(path.clone(), info.clone(), &mut prompt_sources);
+        }
         if !options.no_prompt_templates {
             if trusted {
                 for p in &options.project_prompt_paths {
-                    prompt_sources.push(resolve_path(p, &project_dir, home));
+                    let root = resolve_path(p, &project_dir, home);
+                    add_prompts(
+                        root,
+                        SourceInfo::setting(SourceScope::Project),
+                        &mut prompt_sources,
+                    );
                 }
-                prompt_sources.push(project_dir.join("prompts"));
+                let info = SourceInfo::auto(SourceScope::Project, &project_dir);
+                add_prompts(project_dir.join("prompts"), info, &mut prompt_sources);
             }
             for p in &options.global_prompt_paths {
-                prompt_sources.push(resolve_path(p, &options.agent_dir, home));
+                let root = resolve_path(p, &options.agent_dir, home);
+                add_prompts(
+                    root,
+                    SourceInfo::setting(SourceScope::User),
+                    &mut prompt_sources,
+                );
             }
-            prompt_sources.push(options.agent_dir.join("prompts"));
-            prompt_sources.extend(options.package_prompt_paths.iter().cloned());
+            let info = SourceInfo::auto(SourceScope::User, &options.agent_dir);
+            add_prompts(options.agent_dir.join("prompts"), info, &mut prompt_sources);
+            for (path, info) in &options.package_prompt_paths {
+                add_prompts(path.clone(), info.clone(), &mut prompt_sources);
+            }
         }
         prompt_sources.extend(cli_prompts);
         let prompt_templates = load_prompt_templates(&prompt_sources, &mut diagnostics);
@@ -307,6 +389,8 @@ impl Resources {
             package_extensions: Vec::new(),
             temporary_extensions: Vec::new(),
             theme_paths: Vec::new(),
+            provenance,
+            builtin_extensions: Vec::new(),
         }
     }
 }

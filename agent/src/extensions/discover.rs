@@ -1,13 +1,17 @@
-//! Which extension files a run loads, in Pi's order: the project's `.pi/extensions/` (only
-//! when the project is trusted), `<agentDir>/extensions/`, then the configured paths (`-e`
-//! and the `extensions` setting). `--no-extensions` leaves out discovery and the setting;
-//! `-e` paths still load. A path is loaded once however many ways name it.
+//! Which extension files a run loads, in Pi's order: the `-e` arguments (files, directories
+//! and the packages they name, in argument order), then by Pi's precedence the project's
+//! `extensions` setting and `.pi/extensions/` (only when the project is trusted), the user's
+//! `extensions` setting and `<agentDir>/extensions/`; installed packages' files follow (the
+//! caller adds them). `--no-extensions` leaves out everything but `-e`. A path is loaded once
+//! however many ways name it; each comes with where it was found (Pi's `sourceInfo`).
 
 use std::path::{Path, PathBuf};
 
 use serde_json::Value;
 
 use super::is_extension_file;
+use crate::config::{SourceInfo, SourceScope};
+use crate::packages::Source;
 
 /// Inputs of [`extension_paths`].
 pub struct DiscoverOptions<'a> {
@@ -19,84 +23,106 @@ pub struct DiscoverOptions<'a> {
     pub project_trusted: bool,
     /// `--no-extensions`.
     pub no_extensions: bool,
-    /// `-e` paths as given.
+    /// `-e` arguments as given (`builtin:` ones are skipped).
     pub cli_paths: &'a [String],
+    /// The extension files of the packages `-e` names (`npm:…`, `git:…`), each with its
+    /// package's source info (its `source` is the argument).
+    pub cli_packages: &'a [(PathBuf, SourceInfo)],
     /// The global settings' `extensions` list.
     pub global_setting: Option<&'a Value>,
     /// The project settings' `extensions` list (used only when trusted).
     pub project_setting: Option<&'a Value>,
 }
 
-/// The extension files to load.
-pub fn extension_paths(options: &DiscoverOptions<'_>) -> Vec<PathBuf> {
-    let mut out: Vec<PathBuf> = Vec::new();
-    let mut add = |paths: Vec<PathBuf>| {
+/// The extension files to load, with where each was found.
+pub fn extension_paths(options: &DiscoverOptions<'_>) -> Vec<(PathBuf, SourceInfo)> {
+    let mut out: Vec<(PathBuf, SourceInfo)> = Vec::new();
+    let mut add = |paths: Vec<PathBuf>, info: &SourceInfo| {
         for p in paths {
             let key = std::path::absolute(&p).unwrap_or_else(|_| p.clone());
             if !out
                 .iter()
-                .any(|o| std::path::absolute(o).unwrap_or_else(|_| o.clone()) == key)
+                .any(|(o, _)| std::path::absolute(o).unwrap_or_else(|_| o.clone()) == key)
             {
-                out.push(p);
+                out.push((p, info.clone()));
             }
         }
     };
-    if !options.no_extensions {
-        if options.project_trusted {
-            add(discover_in_dir(&options.cwd.join(".pi").join("extensions")));
-        }
-        add(discover_in_dir(&options.agent_dir.join("extensions")));
-    }
-    let mut configured: Vec<PathBuf> = options
-        .cli_paths
-        .iter()
-        .map(|p| resolve(options.cwd, p))
-        .collect();
-    if !options.no_extensions {
-        let entries = |v: Option<&Value>, base: &Path| -> Vec<PathBuf> {
-            v.and_then(Value::as_array)
-                .into_iter()
-                .flatten()
-                .filter_map(Value::as_str)
-                // Built-in toggles and package sources are not files.
-                .filter(|s| {
-                    !s.starts_with("builtin:")
-                        && !s.starts_with('+')
-                        && !s.starts_with('-')
-                        && !s.starts_with("npm:")
-                        && !s.starts_with("git:")
-                })
-                .map(|s| resolve(base, s))
-                .collect()
-        };
-        configured.extend(entries(options.global_setting, options.agent_dir));
-        if options.project_trusted {
-            configured.extend(entries(options.project_setting, &options.cwd.join(".pi")));
-        }
-    }
-    for p in configured {
+    let expand = |p: PathBuf| -> Vec<PathBuf> {
         if p.is_dir() {
-            match entries_of_package(&p) {
-                Some(entries) => add(entries),
-                None => add(discover_in_dir(&p)),
-            }
+            entries_of_package(&p).unwrap_or_else(|| discover_in_dir(&p))
         } else {
-            add(vec![p]);
+            vec![p]
+        }
+    };
+    // Pi reports every extension `-e` loaded, files and packages alike, as `cli`.
+    let cli = SourceInfo::cli();
+    for argument in options.cli_paths {
+        if argument.starts_with("builtin:") {
+            continue;
+        }
+        match Source::parse(argument) {
+            Source::Local(_) => add(expand(resolve(options.cwd, argument)), &cli),
+            _ => {
+                let files = options
+                    .cli_packages
+                    .iter()
+                    .filter(|(_, info)| info.source == *argument)
+                    .map(|(path, _)| path.clone())
+                    .collect();
+                add(files, &cli);
+            }
         }
     }
+    if options.no_extensions {
+        return out;
+    }
+    let entries = |v: Option<&Value>, base: &Path| -> Vec<PathBuf> {
+        v.and_then(Value::as_array)
+            .into_iter()
+            .flatten()
+            .filter_map(Value::as_str)
+            // Built-in toggles and package sources are not files.
+            .filter(|s| {
+                !s.starts_with("builtin:")
+                    && !s.starts_with('+')
+                    && !s.starts_with('-')
+                    && !s.starts_with("npm:")
+                    && !s.starts_with("git:")
+            })
+            .map(|s| resolve(base, s))
+            .flat_map(expand)
+            .collect()
+    };
+    let project_dir = crate::config::project_config_dir(options.cwd);
+    if options.project_trusted {
+        add(
+            entries(options.project_setting, &project_dir),
+            &SourceInfo::setting(SourceScope::Project),
+        );
+        add(
+            discover_in_dir(&project_dir.join("extensions")),
+            &SourceInfo::auto(SourceScope::Project, &project_dir),
+        );
+    }
+    add(
+        entries(options.global_setting, options.agent_dir),
+        &SourceInfo::setting(SourceScope::User),
+    );
+    add(
+        discover_in_dir(&options.agent_dir.join("extensions")),
+        &SourceInfo::auto(SourceScope::User, options.agent_dir),
+    );
     out
 }
 
+/// `path` from `base`, `~` expanded, `.` and `..` removed (as Pi's `path.resolve`).
 fn resolve(base: &Path, path: &str) -> PathBuf {
     let expanded = match (path.strip_prefix("~/"), std::env::var_os("HOME")) {
         (Some(rest), Some(home)) => PathBuf::from(home).join(rest),
         _ => PathBuf::from(path),
     };
-    if expanded.is_absolute() {
-        expanded
-    } else {
-        base.join(expanded)
-    }
+    crate::config::paths::normalize_lexically(&base.join(expanded))
 }
 
 /// A directory's entry points: `package.json`'s `pi.extensions`, else `index.ts` / `index.js`.
@@ -109,7 +135,7 @@ fn entries_of_package(dir: &Path) -> Option<Vec<PathBuf>> {
                 .into_iter()
                 .flatten()
                 .filter_map(Value::as_str)
-                .map(|p| dir.join(p))
+                .map(|p| crate::config::paths::normalize_lexically(&dir.join(p)))
                 .filter(|p| p.exists())
                 .collect();
             if !listed.is_empty() {
@@ -147,7 +173,7 @@ mod tests {
     use super::*;
 
     #[test]
-    fn project_extensions_need_trust_and_no_extensions_keeps_cli_paths() {
+    fn cli_paths_first_then_pis_precedence_and_no_extensions_keeps_cli_paths() {
         let dir = tempfile::tempdir().unwrap();
         let agent = dir.path().join("agent");
         let cwd = dir.path().join("proj");
@@ -166,27 +192,34 @@ mod tests {
             project_trusted: trusted,
             no_extensions,
             cli_paths: &cli,
+            cli_packages: &[],
             global_setting: Some(&setting),
             project_setting: None,
         };
-        let names = |v: Vec<PathBuf>| -> Vec<String> {
+        let names = |v: Vec<(PathBuf, SourceInfo)>| -> Vec<String> {
             v.iter()
-                .map(|p| p.strip_prefix(dir.path()).unwrap().display().to_string())
+                .map(|(p, info)| {
+                    let path = p.strip_prefix(dir.path()).unwrap().display();
+                    format!("{path} {}/{}", info.source, info.scope.as_str())
+                })
                 .collect()
         };
         assert_eq!(
             names(extension_paths(&opts(false, false))),
             [
-                "agent/extensions/a.ts",
-                "agent/extensions/sub/index.ts",
-                "proj/cli.ts",
-                "agent/set.ts"
+                "proj/cli.ts cli/temporary",
+                "agent/set.ts local/user",
+                "agent/extensions/a.ts auto/user",
+                "agent/extensions/sub/index.ts auto/user",
             ]
         );
         assert_eq!(
-            names(extension_paths(&opts(true, false)))[0],
-            "proj/.pi/extensions/p.ts"
+            names(extension_paths(&opts(true, false)))[1],
+            "proj/.pi/extensions/p.ts auto/project"
         );
-        assert_eq!(names(extension_paths(&opts(true, true))), ["proj/cli.ts"]);
+        assert_eq!(
+            names(extension_paths(&opts(true, true))),
+            ["proj/cli.ts cli/temporary"]
+        );
     }
 }

@@ -109,6 +109,8 @@ pub type ReloadControl =
 pub struct StartOptions {
     /// Extension files in load order.
     pub paths: Vec<PathBuf>,
+    /// Where they were found (Pi's `sourceInfo` of their tools and commands).
+    pub provenance: crate::config::Provenance,
     /// Where the session works (`ctx.cwd`, relative paths).
     pub cwd: PathBuf,
     /// The front end.
@@ -175,8 +177,8 @@ pub struct Extensions {
     pub virtual_models: Vec<Value>,
     /// Keyboard shortcuts (`pi.registerShortcut`): `(key as registered, description)`.
     pub shortcuts: Vec<(String, Option<String>)>,
-    /// The file each command comes from, by command name (`get_commands`' `sourceInfo`).
-    pub command_paths: HashMap<String, String>,
+    /// Where each command comes from, by command name (`get_commands`' `sourceInfo`).
+    pub command_sources: HashMap<String, Value>,
     shared: Arc<Shared>,
     timeout: Duration,
 }
@@ -193,6 +195,9 @@ struct Shared {
     sidecar: Mutex<Option<Arc<Sidecar>>>,
     /// Every built-in tool, for the shims' `createReadTool(cwd)` and friends.
     builtin: Vec<Arc<dyn crate::tools::Tool>>,
+    /// What `pi.getCommands()` lists after the extensions' commands (see
+    /// [`Extensions::set_host_commands`]).
+    host_commands: Mutex<Value>,
     cwd: PathBuf,
     /// The extensions these notifications belong to (for tools registered later).
     this: Mutex<Weak<Extensions>>,
@@ -856,7 +861,8 @@ impl Shared {
         let sidecar = lock(&self.sidecar).clone();
         let Some(sidecar) = sidecar else { return };
         let mut mark = self.sync.lock().await;
-        let update = state::state_update(&agent, &mut mark);
+        let host_commands = lock(&self.host_commands).clone();
+        let update = state::state_update(&agent, &mut mark, &host_commands);
         sidecar.tell_raw("set_state", &update).await;
     }
 
@@ -962,7 +968,7 @@ impl Extensions {
                         unknown_flags: Vec::new(),
                         virtual_models: Vec::new(),
                         shortcuts: Vec::new(),
-                        command_paths: HashMap::new(),
+                        command_sources: HashMap::new(),
                         errors,
                         shared,
                         timeout,
@@ -992,9 +998,9 @@ impl Extensions {
                 .iter()
                 .filter_map(|c| Some((str_of(c, "shortcut")?, str_of(c, "description"))))
                 .collect(),
-            command_paths: list("commands")
+            command_sources: list("commands")
                 .iter()
-                .filter_map(|c| Some((str_of(c, "name")?, str_of(c, "extensionPath")?)))
+                .filter_map(|c| Some((str_of(c, "name")?, c.get("sourceInfo")?.clone())))
                 .collect(),
             errors,
             sidecar,
@@ -1026,6 +1032,7 @@ impl Extensions {
             cwd: options.cwd.clone(),
             this: Mutex::new(Weak::new()),
             sync: tokio::sync::Mutex::new(state::SyncMark::default()),
+            host_commands: Mutex::new(Value::Array(Vec::new())),
             late_events: Mutex::new(Vec::new()),
             next_turn: Mutex::new(Vec::new()),
             pending_runs: Mutex::new(Vec::new()),
@@ -1072,12 +1079,14 @@ impl Extensions {
         flags: &[String],
         has_ui: bool,
     ) -> Result<Value, String> {
+        let source_infos: Vec<Value> = paths.iter().map(|p| options.provenance.json(p)).collect();
         let paths: Vec<String> = paths.iter().map(|p| p.display().to_string()).collect();
         sidecar
             .request_bounded(
                 "load",
                 json!({
                     "paths": paths,
+                    "sourceInfos": source_infos,
                     "flags": flags,
                     "cwd": options.cwd.display().to_string(),
                     "mode": options.mode.as_str(),
@@ -1151,6 +1160,12 @@ impl Extensions {
     /// `pi auth login` and the token refresh (also done by [`Extensions::catalog`]).
     pub fn register_logins(&self) {
         oauth::register_flows(&self.shared, &self.providers());
+    }
+
+    /// The commands `pi.getCommands()` lists after the extensions' own: built-in
+    /// extensions' commands, prompt templates and skills (`get_commands` entries).
+    pub fn set_host_commands(&self, commands: Vec<Value>) {
+        *lock(&self.shared.host_commands) = Value::Array(commands);
     }
 
     /// The agent that `appendEntry`, `sendMessage` and session calls act on.

@@ -28,6 +28,8 @@ pub(super) struct SyncMark {
     usage_for: Option<(usize, Option<String>, Option<String>)>,
     /// The generation of the UI's theme list last sent (0: none sent).
     themes_sent: u64,
+    /// The host's commands last sent (`pi.getCommands()` after the extensions').
+    host_commands: Option<Value>,
 }
 
 /// The themes the interactive mode can show, as it last listed them (`[{name, path}]`),
@@ -47,7 +49,11 @@ pub fn set_ui_themes(themes: Value) {
 
 /// The `set_state` parameters that bring the sidecar's copy up to date, as JSON text
 /// (entry lines go in verbatim).
-pub(super) fn state_update(agent: &AgentSession, mark: &mut SyncMark) -> String {
+pub(super) fn state_update(
+    agent: &AgentSession,
+    mark: &mut SyncMark,
+    host_commands: &Value,
+) -> String {
     let mut out = String::from("{");
     agent.with_session(|s| {
         let id = s.session_id();
@@ -125,6 +131,10 @@ pub(super) fn state_update(agent: &AgentSession, mark: &mut SyncMark) -> String 
         let _ = write!(out, ",\"contextUsage\":{}", usage.unwrap_or(Value::Null));
         mark.usage_for = usage_for;
     }
+    if mark.host_commands.as_ref() != Some(host_commands) {
+        let _ = write!(out, ",\"hostCommands\":{host_commands}");
+        mark.host_commands = Some(host_commands.clone());
+    }
     {
         let slot = UI_THEMES.lock().unwrap_or_else(|e| e.into_inner());
         if let (true, Some(themes)) = (slot.0 != mark.themes_sent, &slot.1) {
@@ -182,6 +192,7 @@ impl Listed {
                         "parameters": parameters,
                         "exposure": "model-only",
                         "reachesTools": true,
+                        "sourceInfo": crate::config::SourceInfo::builtin_json("tool-search"),
                     });
                 };
                 Listed::Tool(tool).info()
@@ -211,6 +222,7 @@ fn tool_info(t: &dyn Tool) -> Value {
     if t.declares_reach() {
         info.insert("reachesTools".into(), Value::Bool(true));
     }
+    info.insert("sourceInfo".into(), t.source_info());
     Value::Object(info)
 }
 

@@ -35,6 +35,8 @@ pub struct ExtensionTool {
     annotations: Option<serde_json::Map<String, Value>>,
     /// It declares `reachesTools` (evaluated in the sidecar).
     reaches_tools: bool,
+    /// The registering extension's `sourceInfo`.
+    source_info: Option<Value>,
     /// It declares `prepareLoadout` (run in the sidecar when the active tools change).
     prepare_loadout: bool,
     extensions: Arc<Extensions>,
@@ -77,6 +79,7 @@ impl ExtensionTool {
             sequential: text("executionMode").as_deref() == Some("sequential"),
             namespace: info.get("namespace").and_then(ToolNamespace::from_json),
             annotations: info.get("annotations").and_then(Value::as_object).cloned(),
+            source_info: info.get("sourceInfo").cloned(),
             reaches_tools: info.get("reachesTools").and_then(Value::as_bool) == Some(true),
             prepare_loadout: info.get("prepareLoadout").and_then(Value::as_bool) == Some(true),
             name,
@@ -155,6 +158,13 @@ impl Tool for ExtensionTool {
 
     fn declares_reach(&self) -> bool {
         self.reaches_tools
+    }
+
+    fn source_info(&self) -> Value {
+        match &self.source_info {
+            Some(info) => info.clone(),
+            None => crate::config::SourceInfo::builtin_json(&self.name),
+        }
     }
 
     fn prepares_loadout(&self) -> bool {

@@ -25,7 +25,7 @@ use crate::protocol::{response, Command, Event, Outcome, Request, StreamingBehav
 pub use lifecycle::{HostError, MissingCwd, MissingSessionCwd};
 pub use replace::{ExtensionLoader, Replaced, Replacement, SessionRefresh, SessionStart};
 pub use sessions::SessionHome;
-pub use views::{model_json, tree_json};
+pub use views::{host_commands, model_json, tree_json};
 
 /// Whether a provider has credentials (auth.json, environment, models.json, `--api-key`).
 pub type HasAuth = Arc<dyn Fn(&str) -> bool + Send + Sync>;
@@ -139,6 +139,7 @@ impl Host {
                 }
             })
         }));
+        extensions.set_host_commands(views::host_commands(&lock(&self.setup).resources));
         *lock(&self.extensions) = Some(extensions);
     }
 
@@ -296,6 +297,9 @@ impl Host {
 
     /// New resources and skill-command setting (`/reload`).
     pub fn set_resources(&self, resources: Resources, skill_commands: bool) {
+        if let Some(ext) = self.extensions() {
+            ext.set_host_commands(views::host_commands(&resources));
+        }
         let mut setup = lock(&self.setup);
         setup.resources = resources;
         setup.skill_commands = skill_commands;

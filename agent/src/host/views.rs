@@ -11,6 +11,28 @@ use crate::llm::Model;
 use crate::protocol::{Command, Outcome};
 use pi_formats::message::ThinkingLevel;
 
+/// The commands Pi lists after the extensions' own (`get_commands`, `pi.getCommands()`):
+/// the enabled built-in extensions' commands, prompt templates, then skills as
+/// `skill:<name>`, each with its `sourceInfo`.
+pub fn host_commands(resources: &crate::config::Resources) -> Vec<Value> {
+    let builtins = crate::config::BUILTIN_COMMANDS
+        .iter()
+        .filter(|(extension, _, _)| resources.builtin_extensions.iter().any(|e| e == extension))
+        .map(|(extension, name, description)| {
+            json!({"name": name, "description": description, "source": "extension",
+                   "sourceInfo": crate::config::SourceInfo::builtin_json(extension)})
+        });
+    let templates = resources.prompt_templates.iter().map(|t| {
+        json!({"name": t.name, "description": t.description, "source": "prompt",
+               "sourceInfo": resources.provenance.json(&t.file_path)})
+    });
+    let skills = resources.skills.iter().map(|s| {
+        json!({"name": format!("skill:{}", s.name), "description": s.description,
+               "source": "skill", "sourceInfo": resources.provenance.json(&s.file_path)})
+    });
+    builtins.chain(templates).chain(skills).collect()
+}
+
 /// A model as Pi's RPC shows it.
 pub fn model_json(m: &Model) -> Value {
     json!({
@@ -279,32 +301,23 @@ impl Host {
             }
             // (RPC streams it with `write_messages_response`; this is the same answer whole.)
             Command::GetMessages => Ok(Some(json!({"messages": a.messages()}))),
-            // Extension commands, prompt templates and skills, in Pi's order.
+            // Extension commands, then built-in extensions' commands, prompt templates and
+            // skills, in Pi's order.
             Command::GetCommands => {
-                let setup = self.setup();
-                let r = &setup.resources;
                 let mut commands: Vec<Value> = Vec::new();
                 if let Some(ext) = self.extensions() {
                     commands.extend(ext.commands.iter().map(|(name, description)| {
-                        let path = ext.command_paths.get(name).cloned().unwrap_or_default();
-                        let mut command = json!({"name": name, "source": "extension",
-                            "sourceInfo": {"path": path}});
+                        let mut command = json!({"name": name, "source": "extension"});
                         if let Some(description) = description {
                             command["description"] = description.as_str().into();
+                        }
+                        if let Some(info) = ext.command_sources.get(name) {
+                            command["sourceInfo"] = info.clone();
                         }
                         command
                     }));
                 }
-                commands.extend(r
-                    .prompt_templates
-                    .iter()
-                    .map(|t| json!({"name": t.name, "description": t.description,
-                        "source": "prompt", "sourceInfo": {"path": t.file_path.display().to_string()}})));
-                commands.extend(r.skills.iter().map(|s| {
-                    json!({"name": format!("skill:{}", s.name),
-                    "description": s.description, "source": "skill",
-                    "sourceInfo": {"path": s.file_path.display().to_string()}})
-                }));
+                commands.extend(host_commands(&self.setup().resources));
                 Ok(Some(json!({"commands": commands})))
             }
             // Answered on tasks by `handle`, never here.

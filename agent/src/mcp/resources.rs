@@ -553,6 +553,11 @@ impl Tool for ResourceTool {
         Some(&schemas(self.kind).1)
     }
 
+    /// Registered by Pi's built-in MCP extension.
+    fn source_info(&self) -> Value {
+        crate::config::SourceInfo::builtin_json("mcp")
+    }
+
     fn annotations(&self) -> Option<&serde_json::Map<String, Value>> {
         // They only read (Pi's `{ readOnlyHint: true }`).
         static READ_ONLY: std::sync::OnceLock<serde_json::Map<String, Value>> =

@@ -187,6 +187,11 @@ impl Tool for McpTool {
         self.annotations.as_ref()
     }
 
+    /// Registered by Pi's built-in MCP extension.
+    fn source_info(&self) -> Value {
+        crate::config::SourceInfo::builtin_json("mcp")
+    }
+
     fn label(&self) -> &str {
         &self.label
     }

@@ -422,6 +422,11 @@ impl Tool for ToolSearchTool {
         TOOL_SEARCH_TOOL_NAME
     }
 
+    /// Pi's built-in extension is `builtin:tool-search`.
+    fn source_info(&self) -> Value {
+        crate::config::SourceInfo::builtin_json("tool-search")
+    }
+
     fn exposure(&self) -> crate::tools::ToolExposure {
         crate::tools::ToolExposure::ModelOnly
     }

@@ -10,7 +10,7 @@ use serde_json::{Map, Value};
 
 use super::resources::{package_resources, Found, Kind};
 use super::source::{resolve_local, GitSource, NpmSource, Source};
-use crate::config::{self, CONFIG_DIR_NAME};
+use crate::config::{self, SourceInfo, SourceScope, CONFIG_DIR_NAME};
 
 /// Which settings file a package is declared in.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -59,6 +59,8 @@ pub struct PackageResource {
     /// The configured source it comes from.
     pub source: String,
     pub scope: PackageScope,
+    /// The same as Pi reports it (`sourceInfo`).
+    pub source_info: SourceInfo,
 }
 
 /// A configured package that could not be installed at startup.
@@ -88,10 +90,18 @@ pub struct Resolved {
 impl Resolved {
     /// The enabled files of one kind.
     pub fn enabled(&self, kind: Kind) -> Vec<PathBuf> {
+        self.enabled_with_sources(kind)
+            .into_iter()
+            .map(|(path, _)| path)
+            .collect()
+    }
+
+    /// The enabled files of one kind with the package each comes from.
+    pub fn enabled_with_sources(&self, kind: Kind) -> Vec<(PathBuf, SourceInfo)> {
         self.resources
             .iter()
             .filter(|r| r.kind == kind && r.enabled)
-            .map(|r| r.path.clone())
+            .map(|r| (r.path.clone(), r.source_info.clone()))
             .collect()
     }
 }
@@ -462,7 +472,11 @@ impl PackageManager {
         }
         let mut out = Resolved::default();
         for (entry, scope) in entries {
-            self.resolve_entry(&entry, scope, &mut out);
+            let info_scope = match scope {
+                PackageScope::User => SourceScope::User,
+                PackageScope::Project => SourceScope::Project,
+            };
+            self.resolve_entry(&entry, scope, info_scope, &mut out);
         }
         out
     }
@@ -475,7 +489,12 @@ impl PackageManager {
         let saved = self.user_base.replace(temporary);
         let mut out = Resolved::default();
         for source in sources {
-            self.resolve_entry(&Value::String(source.clone()), PackageScope::User, &mut out);
+            self.resolve_entry(
+                &Value::String(source.clone()),
+                PackageScope::User,
+                SourceScope::Temporary,
+                &mut out,
+            );
         }
         self.user_base = saved;
         out
@@ -483,7 +502,14 @@ impl PackageManager {
 
     /// Installs one configured package when it is missing and adds its resources to `out`
     /// (a failed install to its failures).
-    fn resolve_entry(&mut self, entry: &Value, scope: PackageScope, out: &mut Resolved) {
+    /// `info_scope` is the scope its resources report (`temporary` for `-e` packages).
+    fn resolve_entry(
+        &mut self,
+        entry: &Value,
+        scope: PackageScope,
+        info_scope: SourceScope,
+        out: &mut Resolved,
+    ) {
         let Some(source) = source_of(entry) else {
             return;
         };
@@ -494,6 +520,7 @@ impl PackageManager {
                 if path.is_file() {
                     out.resources.push(PackageResource {
                         kind: Kind::Extensions,
+                        source_info: SourceInfo::package(&source, info_scope, &path),
                         path,
                         enabled: true,
                         source: source.clone(),
@@ -534,6 +561,7 @@ impl PackageManager {
                 path
             }
         };
+        let source_info = SourceInfo::package(&source, info_scope, &root);
         match package_resources(&root, filter) {
             Some(found) => {
                 for Found {
@@ -553,6 +581,7 @@ impl PackageManager {
                             enabled,
                             source: source.clone(),
                             scope,
+                            source_info: source_info.clone(),
                         });
                     }
                 }
@@ -562,8 +591,9 @@ impl PackageManager {
                 kind: Kind::Extensions,
                 path: root,
                 enabled: true,
-                source: source.clone(),
+                source,
                 scope,
+                source_info,
             }),
         }
     }

@@ -27,6 +27,7 @@ mod nested_calls;
 pub(crate) mod output;
 mod paths;
 mod read;
+mod redeclared;
 mod registry;
 mod session_tools;
 mod truncate;
@@ -53,6 +54,7 @@ pub use ls::LsTool;
 pub use nested_calls::{combine_usage, NestedCallRecorder};
 pub use output::remove_output_files;
 pub use read::ReadTool;
+pub use redeclared::Redeclared;
 pub use registry::all_builtin_tools;
 pub use registry::builtin_tool;
 pub use registry::select_builtin_tools;
@@ -671,6 +673,12 @@ pub trait Tool: Send + Sync + fmt::Debug {
     /// `reachesTools`): `codemode`, `tool_search`, extension tools that declare it.
     fn declares_reach(&self) -> bool {
         false
+    }
+
+    /// Where the tool comes from, as `pi.getAllTools()` reports it (Pi's `sourceInfo`):
+    /// shipped with Pi (`builtin:<name>`) unless the tool says otherwise.
+    fn source_info(&self) -> Value {
+        crate::config::SourceInfo::builtin_json(self.name())
     }
 
     /// Whether the tool has a `prepareLoadout` hook (run whenever the active tools change

@@ -7,6 +7,7 @@
 //! unless `--no-browser`, which takes the only other one or asks among the others by number.
 
 use std::io::{BufRead, Write};
+use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 
 use pi_agent::extensions::{extension_paths, DiscoverOptions, Extensions, StartOptions, UiMode};
@@ -27,9 +28,11 @@ pub(super) fn login(reference: &str, browser: bool) -> Option<Result<(), String>
         project_trusted: false,
         no_extensions: false,
         cli_paths: &[],
+        cli_packages: &[],
         global_setting: None,
         project_setting: None,
     });
+    let paths: Vec<PathBuf> = paths.into_iter().map(|(path, _)| path).collect();
     if paths.is_empty() {
         return None;
     }
@@ -41,6 +44,7 @@ pub(super) fn login(reference: &str, browser: bool) -> Option<Result<(), String>
     runtime.block_on(async move {
         let ext = Extensions::start(StartOptions {
             paths,
+            provenance: Default::default(),
             cwd,
             mode: UiMode::Print,
             records: None,

@@ -60,15 +60,21 @@ pub fn decide_trust(args: &RunArgs, cwd: &str, start_up: bool) -> anyhow::Result
     }
     let agent_dir = pi_storage::StoreOptions::from_env(args.session_dir.as_deref(), None).agent_dir;
     let global = pi_agent::config::Settings::load_global(&agent_dir);
-    let paths = extension_paths(&DiscoverOptions {
+    let found = extension_paths(&DiscoverOptions {
         agent_dir: &agent_dir,
         cwd: dir,
         project_trusted: false,
         no_extensions: args.no_extensions,
         cli_paths: &cli_paths(args),
+        cli_packages: &[],
         global_setting: global.global().get("extensions"),
         project_setting: None,
     });
+    let mut provenance = pi_agent::config::Provenance::new(&agent_dir, dir);
+    for (path, info) in &found {
+        provenance.add(path, info.clone());
+    }
+    let paths: Vec<std::path::PathBuf> = found.into_iter().map(|(path, _)| path).collect();
     if paths.is_empty() {
         return Ok(());
     }
@@ -83,6 +89,7 @@ pub fn decide_trust(args: &RunArgs, cwd: &str, start_up: bool) -> anyhow::Result
         });
     let options = StartOptions {
         paths,
+        provenance,
         cwd: dir.to_path_buf(),
         mode,
         records,
@@ -119,17 +126,24 @@ pub fn decide_trust(args: &RunArgs, cwd: &str, start_up: bool) -> anyhow::Result
 fn cli_paths(args: &RunArgs) -> Vec<String> {
     args.extensions
         .iter()
-        .filter(|e| !e.starts_with("builtin:") && !is_package_source(e))
+        .filter(|e| !e.starts_with("builtin:"))
         .cloned()
         .collect()
 }
 
-/// `-e` arguments that name packages to try for this run (`npm:…`, `git:…`, git URLs).
-pub fn package_sources(args: &RunArgs) -> Vec<String> {
+/// `-e` arguments that name packages to try for this run (`npm:…`, `git:…`, git URLs), and
+/// `-e` directories as absolute paths (Pi loads a directory's skills, prompt templates and
+/// themes as a package's).
+pub fn package_sources(args: &RunArgs, cwd: &Path) -> Vec<String> {
     args.extensions
         .iter()
-        .filter(|e| is_package_source(e))
-        .cloned()
+        .filter_map(|e| {
+            if is_package_source(e) {
+                return Some(e.clone());
+            }
+            let path = pi_agent::config::resolve_path(e, cwd, pi_agent::config::home().as_deref());
+            (!e.starts_with("builtin:") && path.is_dir()).then(|| path.display().to_string())
+        })
         .collect()
 }
 
@@ -161,32 +175,39 @@ fn front_end(args: &RunArgs) -> (UiMode, Option<pi_agent::extensions::RecordSink
 
 /// The extension files of a run in `env`: discovery (the project's only when trusted), `-e`
 /// paths, the `extensions` settings, then installed packages' extensions.
-fn configured_paths(args: &RunArgs, env: &Env) -> Vec<std::path::PathBuf> {
+fn configured_paths(
+    args: &RunArgs,
+    env: &Env,
+) -> (Vec<std::path::PathBuf>, pi_agent::config::Provenance) {
     let cwd = Path::new(&env.home.cwd);
     let config = &env.settings.config;
     let cli_paths = cli_paths(args);
-    let mut paths = extension_paths(&DiscoverOptions {
+    let mut found = extension_paths(&DiscoverOptions {
         agent_dir: &env.home.agent_dir,
         cwd,
         project_trusted: env.settings.trusted,
         no_extensions: args.no_extensions,
         cli_paths: &cli_paths,
+        cli_packages: &env.resources.temporary_extensions,
         global_setting: config.global().get("extensions"),
         project_setting: config.project().get("extensions"),
     });
-    // Installed packages' extensions load after the discovered ones (Pi's lowest precedence);
-    // the packages `-e` named load even with `--no-extensions`, as `-e` files do.
-    let packages = if args.no_extensions {
-        &[][..]
-    } else {
-        &env.resources.package_extensions[..]
-    };
-    for p in packages.iter().chain(&env.resources.temporary_extensions) {
-        if !paths.contains(p) {
-            paths.push(p.clone());
+    // Installed packages' extensions load after the discovered ones (Pi's lowest precedence).
+    if !args.no_extensions {
+        for (path, info) in &env.resources.package_extensions {
+            if !found.iter().any(|(p, _)| p == path) {
+                found.push((path.clone(), info.clone()));
+            }
         }
     }
-    paths
+    let mut provenance = pi_agent::config::Provenance::new(&env.home.agent_dir, cwd);
+    for (path, info) in &found {
+        provenance.add(path, info.clone());
+    }
+    (
+        found.into_iter().map(|(path, _)| path).collect(),
+        provenance,
+    )
 }
 
 /// Loads the configured extensions; `None` when there are none (no Node process starts).
@@ -196,7 +217,7 @@ pub fn start(
     builtin: &[Arc<dyn pi_agent::tools::Tool>],
 ) -> anyhow::Result<Option<Arc<Extensions>>> {
     let cwd = Path::new(&env.home.cwd);
-    let mut paths = configured_paths(args, env);
+    let (mut paths, provenance) = configured_paths(args, env);
     // Extensions loaded for the trust decision carry on in the same process.
     let preloaded = PRELOADED.lock().unwrap_or_else(|e| e.into_inner()).take();
     if paths.is_empty() && preloaded.is_none() {
@@ -214,6 +235,7 @@ pub fn start(
     let (mode, records) = front_end(args);
     let options = StartOptions {
         paths,
+        provenance,
         cwd: cwd.to_path_buf(),
         mode,
         records,
@@ -266,7 +288,7 @@ pub fn reload(
     host: &Arc<Host>,
     handle: &tokio::runtime::Handle,
 ) -> Option<String> {
-    let paths = configured_paths(args, env);
+    let (paths, provenance) = configured_paths(args, env);
     if paths.is_empty() && host.extensions().is_none() {
         return None;
     }
@@ -292,6 +314,7 @@ pub fn reload(
     } else {
         let options = StartOptions {
             paths,
+            provenance,
             cwd: std::path::PathBuf::from(&env.home.cwd),
             mode,
             records,

@@ -652,6 +652,7 @@ pub fn build_host(args: &RunArgs, env: &Env, sink: EventSink) -> anyhow::Result<
     if let Some(ext) = &extensions {
         ext.attach(agent.clone());
         agent.set_hooks(ext.clone());
+        ext.set_host_commands(pi_agent::host::host_commands(&resources));
         // Pi's `session_start`, once `ctx.sessionManager` can read the session, then
         // `resources_discover`: skills and prompt templates the extensions point at join
         // the loaded ones (and the system prompt).

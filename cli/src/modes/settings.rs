@@ -140,35 +140,43 @@ impl Settings {
         options.no_prompt_templates = args.no_prompt_templates;
         options.prompt_template_paths = args.prompt_templates.clone();
         let packages = crate::commands::packages::startup_resources(agent_dir, cwd, self.trusted);
-        // Packages `-e` named: their skills and templates load as `--skill` and
-        // `--prompt-template` paths do (also with `--no-skills` / `--no-prompt-templates`).
+        // Packages `-e` named, and `-e` directories (packages too, to Pi): their skills and
+        // templates load first, also with `--no-skills` / `--no-prompt-templates`.
         let temporary = crate::commands::packages::temporary_resources(
             agent_dir,
             cwd,
             self.trusted,
-            &super::extensions::package_sources(args),
+            &super::extensions::package_sources(args, cwd),
         );
-        let as_strings = |paths: Vec<std::path::PathBuf>| {
-            paths
-                .into_iter()
-                .map(|p| p.display().to_string())
-                .collect::<Vec<_>>()
-        };
-        options
-            .skill_paths
-            .extend(as_strings(temporary.enabled(Kind::Skills)));
-        options
-            .prompt_template_paths
-            .extend(as_strings(temporary.enabled(Kind::Prompts)));
-        options.package_skill_paths = packages.enabled(Kind::Skills);
-        options.package_prompt_paths = packages.enabled(Kind::Prompts);
+        options.temporary_skill_paths = temporary.enabled_with_sources(Kind::Skills);
+        options.temporary_prompt_paths = temporary.enabled_with_sources(Kind::Prompts);
+        options.package_skill_paths = packages.enabled_with_sources(Kind::Skills);
+        options.package_prompt_paths = packages.enabled_with_sources(Kind::Prompts);
         let mut resources = Resources::load(&options);
-        resources.package_extensions = packages.enabled(Kind::Extensions);
+        resources.package_extensions = packages.enabled_with_sources(Kind::Extensions);
         resources.theme_paths = self.theme_paths(agent_dir, cwd, args, &packages);
         resources
             .theme_paths
             .extend(temporary.enabled(Kind::Themes));
-        resources.temporary_extensions = temporary.enabled(Kind::Extensions);
+        // A `-e` directory's extension files are found by discovery, as `-e` files are.
+        resources.temporary_extensions = temporary
+            .enabled_with_sources(Kind::Extensions)
+            .into_iter()
+            .filter(|(_, info)| !Path::new(&info.source).is_absolute())
+            .collect();
+        resources.builtin_extensions = pi_agent::config::BUILTIN_COMMANDS
+            .iter()
+            .map(|(extension, _, _)| extension.to_string())
+            .filter(|extension| {
+                !(args.no_mcp && extension == "mcp")
+                    && pi_agent::config::builtin_enabled(
+                        &self.config,
+                        extension,
+                        args.no_extensions,
+                        &args.extensions,
+                    )
+            })
+            .collect();
         let home = pi_agent::config::home();
         for given in &args.themes {
             let path = pi_agent::config::resolve_path(given, cwd, home.as_deref());

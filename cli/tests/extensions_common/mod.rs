@@ -17,8 +17,11 @@ pub fn pi_bin() -> &'static str {
     env!("CARGO_BIN_EXE_pi")
 }
 
+/// A file of fixtures/extensions by its plain absolute path (without `..`, as Pi and this
+/// host resolve and report extension paths).
 pub fn fixture(name: &str) -> String {
-    Path::new(EXTENSIONS).join(name).display().to_string()
+    let dir = Path::new(EXTENSIONS).canonicalize().unwrap();
+    dir.join(name).display().to_string()
 }
 
 pub struct Setup {
