@@ -1045,7 +1045,11 @@ function projectTrustContext(hasUI) {
         return r && typeof r.value === "string" ? r.value : undefined;
       },
       notify: (message, type) => {
-        if (state.mode !== "tui") process.stderr.write(`${message}\n`);
+        // The running screen shows it (a session replacement's context); a start-up screen
+        // ignores it, as Pi's does.
+        if (hasUI) {
+          requestHost("trust_dialog", { title: String(message), notify: true, type: type === undefined ? "info" : String(type) }).catch(() => {});
+        } else if (state.mode !== "tui") process.stderr.write(`${message}\n`);
       },
     },
   };

@@ -572,3 +572,134 @@ async fn a_new_session_gets_fresh_extensions_on_screen() {
     let screen = tmux.capture();
     assert!(!screen.contains("from alpha"), "{screen}");
 }
+
+/// A project next to `setup.cwd` with a prompt template in `.pi/prompts` (so its trust is
+/// asked), and a session of it in `setup.sessions`; returns the project's directory.
+fn other_project_with_a_session(setup: &Setup) -> std::path::PathBuf {
+    let other = setup.cwd.parent().unwrap().join("other");
+    std::fs::create_dir_all(other.join(".pi/prompts")).unwrap();
+    std::fs::write(
+        other.join(".pi/prompts/deploy.md"),
+        "---\ndescription: Deploy it\n---\nDeploy.\n",
+    )
+    .unwrap();
+    let lines = [
+        json!({"type": "session", "version": 3, "id": "sess-other",
+               "timestamp": "2026-01-01T00:00:00.000Z", "cwd": other.display().to_string()}),
+        json!({"type": "message", "id": "u1", "parentId": null,
+               "timestamp": "2026-01-01T00:00:01.000Z",
+               "message": {"role": "user", "content": [{"type": "text", "text": "Look at the parser"}],
+                           "timestamp": 1767225601000u64}}),
+    ];
+    let text: String = lines.iter().map(|l| format!("{l}\n")).collect();
+    std::fs::write(
+        setup
+            .sessions
+            .join("2026-01-01T00-00-00-000Z_sess-other.jsonl"),
+        text,
+    )
+    .unwrap();
+    std::fs::canonicalize(&other).unwrap()
+}
+
+/// /resume of the session written by [`other_project_with_a_session`] (in the picker's
+/// "All" scope, as it is another folder's).
+fn resume_the_other_session(tmux: &Tmux) {
+    tmux.wait_for("fake-model");
+    tmux.keys(&["/resume"]);
+    tmux.wait_for("Resume another session");
+    tmux.keys(&["Enter"]);
+    tmux.wait_for("Resume Session (Current Folder)");
+    tmux.keys(&["Tab"]);
+    tmux.wait_for("Look at the parser");
+    tmux.keys(&["Enter"]);
+}
+
+/// Resuming a session of another project whose trust is undecided asks in the running
+/// screen, as Pi 1.6.0's new runtime does with the interactive trust context: the built-in
+/// "Trust project folder?" question with the session-only answers; "Trust" loads the
+/// project's prompt template and saves the folder in trust.json.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_resumed_session_in_an_untrusted_project_asks_on_screen() {
+    if !enabled() {
+        eprintln!("skipped: set PI_TUI_E2E=1 (needs tmux)");
+        return;
+    }
+    let setup = Setup::new(json!([])).await;
+    let other = other_project_with_a_session(&setup);
+    let tmux = start_pi(&setup, "resume-trust", &[], &[]);
+    resume_the_other_session(&tmux);
+    let screen = tmux.wait_for("Trust project folder?");
+    assert!(screen.contains(&other.display().to_string()), "{screen}");
+    assert!(
+        screen.contains("This allows pi to load .pi settings and resources"),
+        "{screen}"
+    );
+    assert!(
+        screen.contains("Do not trust (this session only)"),
+        "{screen}"
+    );
+    // The session's screen is still there under the question (the footer's folder).
+    assert!(
+        screen.contains(
+            &std::fs::canonicalize(&setup.cwd)
+                .unwrap()
+                .display()
+                .to_string()
+        ) || screen.contains(&setup.cwd.display().to_string()),
+        "{screen}"
+    );
+    tmux.keys(&["Enter"]);
+    let screen = tmux.wait_for("Working in");
+    assert!(screen.contains("Look at the parser"), "{screen}");
+    tmux.keys(&["/dep"]);
+    tmux.wait_for("Deploy it");
+    let trust: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(setup.agent.join("trust.json")).unwrap())
+            .unwrap();
+    assert_eq!(trust, json!({ other.display().to_string(): true }));
+}
+
+/// On the same resume, a `project_trust` handler (fixtures/extensions/trust-decider.ts with
+/// `TRUST_ANSWER=confirm`) gets the running screen's context: `ctx.hasUI` true,
+/// `ctx.mode` "tui", its notice and its confirm shown on the screen; its "Yes" decides
+/// (the project's template loads) without the built-in question, and without `remember`
+/// nothing is saved.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_project_trust_handler_asks_on_screen_when_a_resume_enters_a_project() {
+    if !enabled() {
+        eprintln!("skipped: set PI_TUI_E2E=1 (needs tmux)");
+        return;
+    }
+    let setup = Setup::new(json!([])).await;
+    let other = other_project_with_a_session(&setup);
+    let log = setup.agent.join("trust.log");
+    let tmux = start_pi(
+        &setup,
+        "resume-handler",
+        &[
+            ("TRUST_ANSWER", "confirm"),
+            ("TRUST_LOG", &log.display().to_string()),
+        ],
+        &["trust-decider.ts"],
+    );
+    resume_the_other_session(&tmux);
+    let screen = tmux.wait_for("Trust this project?");
+    assert!(screen.contains("Asked by trust-decider in tui"), "{screen}");
+    assert!(
+        screen.contains(&format!("Deciding the trust of {}", other.display())),
+        "{screen}"
+    );
+    tmux.keys(&["Enter"]);
+    let screen = tmux.wait_for("Working in");
+    assert!(!screen.contains("Trust project folder?"), "{screen}");
+    tmux.keys(&["/dep"]);
+    tmux.wait_for("Deploy it");
+    let logged = std::fs::read_to_string(&log).unwrap();
+    assert!(
+        logged.contains(&format!("project_trust {} hasUI=true", other.display())),
+        "{logged}"
+    );
+    assert!(logged.contains("confirmed true mode=tui"), "{logged}");
+    assert!(!setup.agent.join("trust.json").exists());
+}

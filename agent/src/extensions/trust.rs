@@ -1,8 +1,10 @@
 //! Dialogs of `project_trust` handlers. Pi 1.6.0 gives those handlers a context of their
 //! own (`cwd`, `mode`, `hasUI`, `ui.select` / `confirm` / `input` / `notify`); in the
 //! interactive mode's start its dialogs are start-up screens shown before the session's
-//! (`showStartupSelector`, `showStartupInput`). The sidecar asks them as `trust_dialog`
-//! requests, answered here through the front end's [`TrustDialog`].
+//! (`showStartupSelector`, `showStartupInput`); when a session replacement enters another
+//! directory they are the running screen's dialogs and notices (its
+//! `createProjectTrustContext`). The sidecar asks them as `trust_dialog` requests, answered
+//! here through the front end's [`TrustDialog`].
 
 use std::sync::Arc;
 
@@ -20,6 +22,10 @@ pub struct TrustQuestion {
     /// A line of text is asked (`input`).
     pub input: bool,
     pub placeholder: Option<String>,
+    /// `notify`: a notice of this type (`info`, `warning`, `error`) with `title` as its
+    /// text, answered at once; the interactive screen shows it, a start-up screen does not
+    /// (as in Pi).
+    pub notify: Option<String>,
 }
 
 /// Asks a [`TrustQuestion`] (blocking, on the terminal): the chosen option or the text
@@ -41,6 +47,8 @@ pub(super) fn dialog(shared: &Arc<Shared>, params: &Value, id: Value) {
             .collect(),
         input: params.get("input").and_then(Value::as_bool) == Some(true),
         placeholder: text("placeholder"),
+        notify: (params.get("notify").and_then(Value::as_bool) == Some(true))
+            .then(|| text("type").unwrap_or_else(|| "info".into())),
     };
     let ask = lock(&shared.trust_dialog).clone();
     let shared = shared.clone();

@@ -22,8 +22,8 @@ static STARTED: std::sync::Mutex<Vec<Arc<Extensions>>> = std::sync::Mutex::new(V
 /// rest into the same process.
 static PRELOADED: std::sync::Mutex<Option<Preloaded>> = std::sync::Mutex::new(None);
 
-/// Trust decisions `project_trust` handlers made in this process, by directory (also for a
-/// later reload of the same directory).
+/// Trust decisions `project_trust` handlers (or the user, asked in the running screen) made
+/// in this process, by directory (also for a later reload of the same directory).
 static DECIDED: std::sync::Mutex<Vec<(std::path::PathBuf, bool)>> =
     std::sync::Mutex::new(Vec::new());
 
@@ -43,8 +43,10 @@ pub fn decided_trust(cwd: &Path) -> Option<bool> {
 /// is saved in trust.json), so [`decided_trust`] has it for the settings. Otherwise the
 /// built-in flow (trust.json, `defaultProjectTrust`, the prompt) decides as before.
 /// `start_up`: the run's start, whose interactive mode gives the handlers start-up dialogs;
-/// a session replacement entering another directory asks them without (`ctx.hasUI` false),
-/// and its new extensions carry on in the process they loaded in ([`reload`]).
+/// a session replacement entering another directory gives them the running screen's
+/// dialogs in the interactive mode ([`tui_relay::screen_dialog`]) and none elsewhere
+/// (`ctx.hasUI` false), and its new extensions carry on in the process they loaded in
+/// ([`reload`]).
 pub fn decide_trust(args: &RunArgs, cwd: &str, start_up: bool) -> anyhow::Result<()> {
     let dir = Path::new(cwd);
     if args.approve
@@ -80,13 +82,19 @@ pub fn decide_trust(args: &RunArgs, cwd: &str, start_up: bool) -> anyhow::Result
     }
     let (mode, records) = front_end(args);
     // Pi's interactive start gives the handlers start-up dialogs (`ctx.hasUI` true), shown
-    // before the session's screen; the other modes (and `--list-models`) none.
+    // before the session's screen; a later session replacement the running screen's
+    // dialogs; the other modes (and `--list-models`) none.
     let dialog: Option<pi_agent::extensions::trust::TrustDialog> =
-        (start_up && mode == UiMode::Tui && args.list_models.is_none()).then(|| {
-            let agent_dir = agent_dir.clone();
-            Arc::new(move |question| crate::tui::startup::ask_trust_question(&agent_dir, question))
-                as pi_agent::extensions::trust::TrustDialog
-        });
+        match (start_up, mode == UiMode::Tui && args.list_models.is_none()) {
+            (true, true) => {
+                let agent_dir = agent_dir.clone();
+                Some(Arc::new(move |question| {
+                    crate::tui::startup::ask_trust_question(&agent_dir, question)
+                }))
+            }
+            (false, true) => tui_relay::screen_dialog(),
+            (_, false) => None,
+        };
     let options = StartOptions {
         paths,
         provenance,
@@ -114,11 +122,17 @@ pub fn decide_trust(args: &RunArgs, cwd: &str, start_up: bool) -> anyhow::Result
             .set(dir, Some(answer.trusted))
             .map_err(|e| anyhow!("cannot save the trust decision: {e}"))?;
     }
+    remember_decided(dir, answer.trusted);
+    Ok(())
+}
+
+/// Keeps `trusted` as this process's decision for `cwd` ([`decided_trust`]): Pi asks once
+/// per directory and run.
+pub fn remember_decided(cwd: &Path, trusted: bool) {
     DECIDED
         .lock()
         .unwrap_or_else(|e| e.into_inner())
-        .push((dir.to_path_buf(), answer.trusted));
-    Ok(())
+        .push((cwd.to_path_buf(), trusted));
 }
 
 /// `-e` paths (`-e builtin:<name>` turns a built-in on: `modes::llama_cpp`; it is no file;
@@ -483,12 +497,106 @@ pub mod tui_relay {
         true
     }
 
+    /// The ids of the screen dialogs [`screen_dialog`] opens (the answers are theirs, not
+    /// the extensions').
+    pub const TRUST_DIALOG_ID: &str = "project-trust-";
+
+    type Reply = std::sync::mpsc::Sender<Option<String>>;
+
+    /// Screen dialogs waiting for their answer, by request id.
+    static DIALOGS: Mutex<Vec<(String, Reply)>> = Mutex::new(Vec::new());
+
+    static NEXT_DIALOG: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
+
+    /// Whether the screen is attached (records reach it rather than being held).
+    fn attached() -> bool {
+        matches!(
+            &*RELAY.lock().unwrap_or_else(|e| e.into_inner()),
+            Relay::Attached(_)
+        )
+    }
+
+    /// Questions asked in the running screen (Pi's interactive `createProjectTrustContext`:
+    /// `select`, `confirm`, `input` are the screen's extension dialogs, `notify` its notices),
+    /// blocking until answered; `None` when no screen is attached. The answer is the chosen
+    /// option or the text typed, `None` when cancelled (or the screen went away).
+    pub fn screen_dialog() -> Option<pi_agent::extensions::trust::TrustDialog> {
+        if !attached() {
+            return None;
+        }
+        Some(std::sync::Arc::new(
+            |question: pi_agent::extensions::trust::TrustQuestion| {
+                if let Some(kind) = &question.notify {
+                    send(serde_json::json!({
+                        "type": "extension_ui_request",
+                        "method": "notify",
+                        "message": question.title,
+                        "notifyType": kind,
+                    }));
+                    return None;
+                }
+                let n = NEXT_DIALOG.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                let id = format!("{TRUST_DIALOG_ID}{n}");
+                // A `confirm` comes as "title\nmessage", as Pi's selector title has it.
+                let (title, message) = question
+                    .title
+                    .split_once('\n')
+                    .unwrap_or((question.title.as_str(), ""));
+                let mut request = serde_json::json!({
+                    "type": "extension_ui_request",
+                    "id": id,
+                    "title": title,
+                    "message": message,
+                });
+                if question.input {
+                    request["method"] = "input".into();
+                    request["placeholder"] =
+                        question.placeholder.clone().unwrap_or_default().into();
+                } else {
+                    request["method"] = "select".into();
+                    request["options"] = question.options.clone().into();
+                }
+                let (tx, rx) = std::sync::mpsc::channel();
+                DIALOGS
+                    .lock()
+                    .unwrap_or_else(|e| e.into_inner())
+                    .push((id, tx));
+                send(request);
+                rx.recv().ok().flatten()
+            },
+        ))
+    }
+
+    /// Hands the screen's answer (an `extension_ui_response`) to the [`screen_dialog`]
+    /// question it answers; `false` when it answers none (it is an extension's).
+    pub fn answer_dialog(answer: &Value) -> bool {
+        let Some(id) = answer.get("id").and_then(Value::as_str) else {
+            return false;
+        };
+        let mut dialogs = DIALOGS.lock().unwrap_or_else(|e| e.into_inner());
+        let Some(i) = dialogs.iter().position(|(d, _)| d == id) else {
+            return false;
+        };
+        let (_, reply) = dialogs.remove(i);
+        let value = answer
+            .get("value")
+            .and_then(Value::as_str)
+            .map(str::to_string);
+        let _ = reply.send(value);
+        true
+    }
+
+    /// The screen is closing: the questions still open are answered as cancelled.
+    pub fn close_dialogs() {
+        DIALOGS.lock().unwrap_or_else(|e| e.into_inner()).clear();
+    }
+
     #[cfg(test)]
     mod tests {
         use serde_json::json;
 
         #[test]
-        fn records_are_held_until_the_screen_attaches_then_delivered_in_order() {
+        fn records_wait_for_the_screen_and_trust_questions_for_its_answer() {
             super::send(json!({"type": "extension_error", "error": "boom"}));
             super::send(json!({"type": "extension_ui_request", "method": "notify"}));
             let (tx, rx) = std::sync::mpsc::channel();
@@ -501,6 +609,45 @@ pub mod tui_relay {
                 .map(|r| r["error"].as_str().unwrap_or("ui").to_string())
                 .collect();
             assert_eq!(seen, ["boom", "ui", "later"]);
+
+            // With the screen attached, a trust question is a screen dialog: it waits for
+            // the screen's answer to its id; extensions' answers are not taken.
+            let ask = super::screen_dialog().expect("the screen is attached");
+            let asking = std::thread::spawn(move || {
+                ask(pi_agent::extensions::trust::TrustQuestion {
+                    title: "Trust project folder?\n/p\n\nThis allows".into(),
+                    options: vec!["Trust".into(), "Do not trust".into()],
+                    input: false,
+                    placeholder: None,
+                    notify: None,
+                })
+            });
+            let request = rx.recv().expect("the dialog request");
+            assert_eq!(request["method"], "select");
+            assert_eq!(request["title"], "Trust project folder?");
+            assert_eq!(request["message"], "/p\n\nThis allows");
+            assert_eq!(request["options"], json!(["Trust", "Do not trust"]));
+            let id = request["id"].as_str().expect("id").to_string();
+            assert!(id.starts_with(super::TRUST_DIALOG_ID), "{id}");
+            assert!(!super::answer_dialog(&json!({"id": "ext-1", "value": "x"})));
+            assert!(super::answer_dialog(
+                &json!({"type": "extension_ui_response", "id": id, "value": "Do not trust"})
+            ));
+            assert_eq!(asking.join().unwrap().as_deref(), Some("Do not trust"));
+            // Notices are shown and answered at once.
+            let ask = super::screen_dialog().expect("the screen is attached");
+            let answer = ask(pi_agent::extensions::trust::TrustQuestion {
+                title: "Deciding".into(),
+                options: Vec::new(),
+                input: false,
+                placeholder: None,
+                notify: Some("warning".into()),
+            });
+            assert_eq!(answer, None);
+            let notice = rx.recv().expect("the notice");
+            assert_eq!(notice["method"], "notify");
+            assert_eq!(notice["notifyType"], "warning");
+            assert_eq!(notice["message"], "Deciding");
         }
     }
 }

@@ -140,10 +140,14 @@ fn apply_settings(
     if cwd != start_cwd {
         // The start-up trust answer is for the start-up directory. Elsewhere, as Pi's new
         // runtime does, the user-level extensions' `project_trust` handlers decide first
-        // (without dialogs), then trust.json and `defaultProjectTrust`.
+        // (with the running screen's dialogs in the interactive mode, without elsewhere),
+        // then trust.json and `defaultProjectTrust`, whose `ask` asks in the screen.
         args.project_trusted = None;
         if let Err(e) = super::extensions::decide_trust(&args, &cwd, false) {
             warnings.push(format!("{e:#}"));
+        }
+        if super::extensions::decided_trust(Path::new(&cwd)).is_none() {
+            ask_on_screen(&home.agent_dir, Path::new(&cwd), &args, warnings);
         }
         args.project_trusted = super::extensions::decided_trust(Path::new(&cwd));
     }
@@ -169,4 +173,36 @@ fn apply_settings(
     host.agent()
         .set_prompt_builder(prompt_builder_for(cwd, resources.clone(), current_mcp()));
     Some((args, settings, resources))
+}
+
+/// Pi's trust question for a session replacement entering `cwd` while the interactive
+/// screen runs (the start-up question's wording and answers, the session-only ones
+/// included, asked as a dialog of that screen): when trust.json and `defaultProjectTrust`
+/// leave it open. The answer is saved as at start-up and kept for this run, escape
+/// included (untrusted). Without a screen (print, json, rpc) nothing is asked: the project
+/// stays untrusted, as in Pi.
+fn ask_on_screen(agent_dir: &Path, cwd: &Path, args: &crate::RunArgs, warnings: &mut Vec<String>) {
+    let Some(dialog) = super::extensions::tui_relay::screen_dialog() else {
+        return;
+    };
+    let asked = crate::tui::startup::resolve_startup_trust(agent_dir, cwd, args, |prompt| {
+        let mut title = prompt.title.clone();
+        if !prompt.message.is_empty() {
+            title = format!("{title}\n{}", prompt.message);
+        }
+        let labels: Vec<String> = prompt.options.iter().map(|(l, _)| l.clone()).collect();
+        let chosen = dialog(pi_agent::extensions::trust::TrustQuestion {
+            title,
+            options: labels.clone(),
+            input: false,
+            placeholder: None,
+            notify: None,
+        });
+        Ok(chosen.and_then(|c| labels.iter().position(|l| *l == c)))
+    });
+    match asked {
+        Ok(Some(trusted)) => super::extensions::remember_decided(cwd, trusted),
+        Ok(None) => {}
+        Err(e) => warnings.push(format!("{e:#}")),
+    }
 }

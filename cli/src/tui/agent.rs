@@ -487,8 +487,10 @@ impl AgentDriver for AgentSessionDriver {
 
 impl AgentSessionDriver {
     /// The run's arguments for reading `cwd`'s settings: the start-up trust answer is for
-    /// the start-up directory; elsewhere (a session from another directory) trust.json and
-    /// defaultProjectTrust decide, with a warning when nothing decided yet.
+    /// the start-up directory; elsewhere (a session from another directory) the decision
+    /// made there in this run (a `project_trust` handler's, or the answer to the screen's
+    /// trust question on `/resume`), else trust.json and defaultProjectTrust decide, with a
+    /// warning when nothing decided yet (`/import` asks nothing, as in Pi).
     fn args_for(&self, cwd: &Path) -> (crate::RunArgs, Vec<String>) {
         let mut args = self.args.clone();
         let mut warnings = Vec::new();

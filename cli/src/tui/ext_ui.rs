@@ -50,7 +50,10 @@ impl ExtUi {
         self.below.clear();
         self.header.clear();
         self.footer.clear();
-        self.waiting.clear();
+        // The host's own questions (project trust) are not the extensions'.
+        self.waiting.retain(|d| {
+            d.id.starts_with(crate::modes::extensions::tui_relay::TRUST_DIALOG_ID)
+        });
     }
 }
 

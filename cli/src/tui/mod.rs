@@ -381,6 +381,8 @@ struct TerminalGuard {
 
 impl Drop for TerminalGuard {
     fn drop(&mut self) {
+        // Questions the host asked in the screen (project trust) end unanswered.
+        crate::modes::extensions::tui_relay::close_dialogs();
         // Only once: leaving the alternate screen again would move the cursor back over
         // the message (the terminal restores the cursor it saved on entry).
         restore_terminal();
@@ -962,6 +964,10 @@ fn apply_effect(
         }
         Effect::Clone => session_ops::start(app, driver, &opts.agent_dir, driver::SessionOp::Clone),
         Effect::ExtensionAnswer(answer) => {
+            // A trust question of a session replacement is answered in the host itself.
+            if crate::modes::extensions::tui_relay::answer_dialog(&answer) {
+                return Ok(false);
+            }
             if let Some(ext) = crate::modes::extensions::current() {
                 ext.ui_response(&answer);
             }

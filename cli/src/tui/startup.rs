@@ -160,6 +160,10 @@ pub fn ask_trust_question(
     agent_dir: &Path,
     question: pi_agent::extensions::trust::TrustQuestion,
 ) -> Option<String> {
+    // Pi's start-up context shows no notices (there is no screen yet).
+    if question.notify.is_some() {
+        return None;
+    }
     if question.input {
         return input_on_terminal(agent_dir, &question.title, question.placeholder.as_deref())
             .ok()
