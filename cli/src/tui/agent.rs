@@ -649,9 +649,45 @@ fn extension_commands(host: &Host) -> Vec<super::app::Command> {
         })
         .map(|(name, description)| super::app::Command {
             name: name.clone(),
-            description: description.clone().unwrap_or_default(),
+            description: tagged(
+                description.as_deref().unwrap_or_default(),
+                ext.command_sources.get(name),
+            ),
         })
         .collect()
+}
+
+/// A completion's description with Pi's tag of where the command comes from: `[u]`, `[p]`
+/// or `[t]` (user, project, temporary), with the package for npm and git packages
+/// (`[u:npm:x]`, `[u:git:github.com/o/r@v1]`); built-in extensions' commands go untagged.
+fn tagged(description: &str, source_info: Option<&Value>) -> String {
+    let Some(info) = source_info else {
+        return description.to_string();
+    };
+    let source = info["source"].as_str().unwrap_or_default().trim();
+    if source == "builtin" {
+        return description.to_string();
+    }
+    let scope = match info["scope"].as_str() {
+        Some("user") => "u",
+        Some("project") => "p",
+        _ => "t",
+    };
+    let tag = if source.starts_with("npm:") {
+        format!("{scope}:{source}")
+    } else if matches!(source, "auto" | "local" | "cli") {
+        scope.to_string()
+    } else if let Some(git) = pi_agent::packages::parse_git(source) {
+        let pinned = git.git_ref.map(|r| format!("@{r}")).unwrap_or_default();
+        format!("{scope}:git:{}/{}{pinned}", git.host, git.path)
+    } else {
+        scope.to_string()
+    };
+    if description.is_empty() {
+        format!("[{tag}]")
+    } else {
+        format!("[{tag}] {description}")
+    }
 }
 
 /// What the UI takes from the settings and resources: header rows, slash commands, view
@@ -688,12 +724,12 @@ pub fn read_ui(env: &crate::modes::Env, args: &crate::RunArgs) -> Reloaded {
         .iter()
         .map(|s| super::app::Command {
             name: format!("skill:{}", s.name),
-            description: s.description.clone(),
+            description: tagged(&s.description, Some(&res.provenance.json(&s.file_path))),
         })
         .collect();
     commands.extend(res.prompt_templates.iter().map(|t| super::app::Command {
         name: t.name.clone(),
-        description: t.description.clone(),
+        description: tagged(&t.description, Some(&res.provenance.json(&t.file_path))),
     }));
     let mut warnings: Vec<String> = cfg.errors().iter().map(|e| e.to_string()).collect();
     warnings.extend(
@@ -863,4 +899,35 @@ pub fn run_with_args(mut args: crate::RunArgs) -> anyhow::Result<i32> {
         }
     }
     code
+}
+
+#[cfg(test)]
+mod tests {
+    use super::tagged;
+    use serde_json::json;
+
+    #[test]
+    fn completions_carry_pis_source_tags() {
+        let info = |source: &str, scope: &str| json!({"source": source, "scope": scope});
+        assert_eq!(tagged("Do it", Some(&info("auto", "user"))), "[u] Do it");
+        assert_eq!(
+            tagged("Do it", Some(&info("local", "project"))),
+            "[p] Do it"
+        );
+        assert_eq!(tagged("", Some(&info("cli", "temporary"))), "[t]");
+        assert_eq!(
+            tagged("Pkg", Some(&info("npm:@a/b@1.0.0", "user"))),
+            "[u:npm:@a/b@1.0.0] Pkg"
+        );
+        assert_eq!(
+            tagged("Pkg", Some(&info("git:github.com/o/r@v2", "project"))),
+            "[p:git:github.com/o/r@v2] Pkg"
+        );
+        assert_eq!(
+            tagged("Local pkg", Some(&info("../pkg", "user"))),
+            "[u] Local pkg"
+        );
+        assert_eq!(tagged("MCP", Some(&info("builtin", "temporary"))), "MCP");
+        assert_eq!(tagged("No info", None), "No info");
+    }
 }

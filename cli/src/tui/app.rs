@@ -1156,12 +1156,23 @@ impl App {
         if let Some(rest) = text.strip_prefix('/') {
             if !rest.contains(char::is_whitespace) {
                 let llama = self.settings.llama;
+                // Pi's order: built-in commands, prompt templates, extension commands, skills.
+                let mut added: Vec<&Command> = self.commands.iter().collect();
+                added.sort_by_key(|c| {
+                    if self.ext_ui.commands.contains(&c.name) {
+                        1
+                    } else if c.name.starts_with("skill:") {
+                        2
+                    } else {
+                        0
+                    }
+                });
                 let mut items: Vec<(String, String)> = BUILTIN_COMMANDS
                     .iter()
                     .filter(|(n, _)| llama || *n != "llama")
                     .map(|(n, d)| (n.to_string(), d.to_string()))
                     .chain(
-                        self.commands
+                        added
                             .iter()
                             .map(|c| (c.name.clone(), c.description.clone())),
                     )
