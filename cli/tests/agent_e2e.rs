@@ -1528,8 +1528,14 @@ async fn prompt_templates_expand_and_are_listed() {
     let mut rpc = Rpc::start(&sc, &["--no-session", "--model", "fakeoai/fake-model"]);
     rpc.send_line(r#"{"id":"c","type":"get_commands"}"#);
     let r = rpc.response("c");
-    assert_eq!(r["data"]["commands"][0]["name"], "greet");
-    assert_eq!(r["data"]["commands"][0]["source"], "prompt");
+    // Pi lists its built-in extensions' commands first, then prompt templates.
+    let commands = &r["data"]["commands"];
+    assert_eq!(commands[0]["name"], "llama");
+    assert_eq!(commands[1]["name"], "mcp");
+    assert_eq!(commands[1]["sourceInfo"]["path"], "builtin:mcp");
+    assert_eq!(commands[2]["name"], "greet");
+    assert_eq!(commands[2]["source"], "prompt");
+    assert_eq!(commands[2]["sourceInfo"]["source"], "auto");
     rpc.close();
 }
 
