@@ -3,7 +3,7 @@
 //! 1.6.0 did in the same cases: fixtures/extensions/tool-exposure.ts (one tool per exposure
 //! and a `defaultActive: false` one) run with `pi -p` against the fake LLM for each case of
 //! fixtures/extensions/tool-exposure-cases.json; real Pi's answers are in
-//! fixtures/extensions/tool-exposure-realpi.json (recorded by scripts/tool-exposure-record.sh).
+//! fixtures/extensions/tool-exposure-realpi.json (recorded by scripts/tool-cases-record.sh tool-exposure).
 //!
 //! Compared per case: the tool names of every provider request (in order), the tool result
 //! texts of the last request (codemode's wall time left out), the declarations of the first
@@ -62,31 +62,7 @@ async fn check(case: &Value, real: &Value) {
     assert_eq!(code, 0, "{name}: {err}");
 
     let requests = setup.requests();
-    let tool_names: Vec<Vec<String>> = requests
-        .iter()
-        .map(|b| {
-            b["tools"]
-                .as_array()
-                .into_iter()
-                .flatten()
-                .map(|t| t["function"]["name"].as_str().unwrap().to_string())
-                .collect()
-        })
-        .collect();
-    let real_names: Vec<Vec<String>> = serde_json::from_value(real["requests"].clone()).unwrap();
-    assert_eq!(tool_names, real_names, "{name}: declared tools per request");
-
-    let results: Vec<String> = tool_messages(requests.last().unwrap())
-        .iter()
-        .map(|t| normalized_codemode(t))
-        .collect();
-    let real_results: Vec<String> = real["toolResults"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|t| normalized_codemode(t.as_str().unwrap()))
-        .collect();
-    assert_eq!(results, real_results, "{name}: tool results");
+    assert_same_requests(name, &requests, real);
 
     for (tool, description) in real["declarations"].as_object().unwrap() {
         let ours = declared(&requests[0], tool).expect("declared");

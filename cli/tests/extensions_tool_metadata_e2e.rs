@@ -3,7 +3,7 @@
 //! `reachesTools`, `prepareLoadout`), compared with what real Pi 1.6.0 did in the same cases:
 //! fixtures/extensions/tool-metadata.ts run with `pi -p` against the fake LLM for each case
 //! of fixtures/extensions/tool-metadata-cases.json; real Pi's answers are in
-//! fixtures/extensions/tool-metadata-realpi.json (recorded by scripts/tool-metadata-record.sh).
+//! fixtures/extensions/tool-metadata-realpi.json (recorded by scripts/tool-cases-record.sh tool-metadata).
 //!
 //! - `codemode` (`--tools +codemode`): the `defaultActive: false` tool is not declared;
 //!   codemode's description lists the `my-docs` namespace under one heading with its
@@ -98,31 +98,7 @@ async fn run(name: &str) -> Run {
     );
 
     let requests = setup.requests();
-    let tool_names: Vec<Vec<String>> = requests
-        .iter()
-        .map(|b| {
-            b["tools"]
-                .as_array()
-                .into_iter()
-                .flatten()
-                .map(|t| t["function"]["name"].as_str().unwrap().to_string())
-                .collect()
-        })
-        .collect();
-    let real_names: Vec<Vec<String>> = serde_json::from_value(real["requests"].clone()).unwrap();
-    assert_eq!(tool_names, real_names, "{name}: declared tools per request");
-
-    let results: Vec<String> = tool_messages(requests.last().unwrap())
-        .iter()
-        .map(|t| normalized_codemode(t))
-        .collect();
-    let real_results: Vec<String> = real["toolResults"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|t| normalized_codemode(t.as_str().unwrap()))
-        .collect();
-    assert_eq!(results, real_results, "{name}: tool results");
+    assert_same_requests(name, &requests, &real);
 
     let seen: Value =
         serde_json::from_str(&std::fs::read_to_string(setup.cwd.join("tools.json")).unwrap())

@@ -514,7 +514,13 @@ async fn command_errors_match_pi() {
 /// with `--no-extensions`), and no settings file names it.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn e_flag_tries_packages_for_one_run() {
-    let s = Setup::new(json!([{"text": "one"}, {"text": "two"}, {"text": "three"}])).await;
+    let s = Setup::new(json!([
+        {"text": "one"},
+        {"text": "two"},
+        {"text": "three"},
+        {"text": "four"}
+    ]))
+    .await;
     let source = fixture_tarball(&s);
     let request = s.prompt(&s.cwd, &["-e", &source], "hi");
     assert!(declares(&request, "pkg_hello"), "{request}");
@@ -543,4 +549,15 @@ async fn e_flag_tries_packages_for_one_run() {
         .join("tmp/extensions/git/example.test/user/tryme")
         .exists());
     assert!(!s.agent.join("settings.json").exists());
+
+    // No `pi update` reaches a cached `-e` checkout: each run pulls it, as Pi does.
+    make_package(&repo, "tryme", "try_tool_two", "Tries more things");
+    commit(&repo, "two");
+    let request = s.prompt(
+        &s.cwd,
+        &["--no-extensions", "-e", "git:example.test/user/tryme"],
+        "once more",
+    );
+    assert!(declares(&request, "try_tool_two"), "{request}");
+    assert!(!declares(&request, "try_tool"), "{request}");
 }

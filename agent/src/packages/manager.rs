@@ -500,6 +500,43 @@ impl PackageManager {
         out
     }
 
+    /// Pi's refresh of a cached `-e` package, which no `pi update` reaches: an unpinned npm
+    /// package with a newer version is installed again (`name@latest` for a bare name), a
+    /// git checkout is pulled unless its ref is the commit checked out. A failed refresh
+    /// keeps the cached copy.
+    fn refresh_temporary(&mut self, parsed: &Source, source: &str, scope: PackageScope) {
+        match parsed {
+            Source::Npm(n) if !n.pinned => {
+                let installed = installed_version(&self.npm_path(n, scope));
+                let newer = match (installed, self.latest_npm_version(n)) {
+                    (Some(installed), Ok(latest)) => version_greater(&latest, &installed),
+                    _ => false,
+                };
+                if newer {
+                    let spec = match n.version {
+                        Some(_) => n.spec.clone(),
+                        None => format!("{}@latest", n.name),
+                    };
+                    let _ = self.install_npm(&[spec], scope);
+                }
+            }
+            Source::Git(g) => {
+                let target = self.git_path(g, scope);
+                let pinned_commit = g.git_ref.as_deref().filter(|r| {
+                    (7..=64).contains(&r.len()) && r.chars().all(|c| c.is_ascii_hexdigit())
+                });
+                if let (Some(commit), Some(head)) = (pinned_commit, git_head(&target)) {
+                    if head.to_lowercase().starts_with(&commit.to_lowercase()) {
+                        return;
+                    }
+                }
+                self.emit(Progress::Start(format!("Refreshing {source}...")));
+                let _ = self.update_git(g, scope);
+            }
+            _ => {}
+        }
+    }
+
     /// Installs one configured package when it is missing and adds its resources to `out`
     /// (a failed install to its failures).
     /// `info_scope` is the scope its resources report (`temporary` for `-e` packages).
@@ -557,6 +594,8 @@ impl PackageManager {
                         out.failures.push(InstallFailure { source, message });
                         return;
                     }
+                } else if info_scope == SourceScope::Temporary && !offline() {
+                    self.refresh_temporary(&parsed, &source, scope);
                 }
                 path
             }

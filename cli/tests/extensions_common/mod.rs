@@ -316,3 +316,34 @@ pub fn replace_between(text: &str, start: &str, end: &str, with: &str) -> String
     out.push_str(rest);
     out
 }
+
+/// Compares a run's provider requests with a case real Pi recorded
+/// (scripts/tool-cases-record.sh): the tools declared in each request, and the tool results
+/// the last one carries (codemode's timings and docs path aside).
+pub fn assert_same_requests(name: &str, requests: &[Value], real: &Value) {
+    let tool_names: Vec<Vec<String>> = requests
+        .iter()
+        .map(|b| {
+            b["tools"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .map(|t| t["function"]["name"].as_str().unwrap().to_string())
+                .collect()
+        })
+        .collect();
+    let real_names: Vec<Vec<String>> = serde_json::from_value(real["requests"].clone()).unwrap();
+    assert_eq!(tool_names, real_names, "{name}: declared tools per request");
+
+    let results: Vec<String> = tool_messages(requests.last().unwrap())
+        .iter()
+        .map(|t| normalized_codemode(t))
+        .collect();
+    let real_results: Vec<String> = real["toolResults"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| normalized_codemode(t.as_str().unwrap()))
+        .collect();
+    assert_eq!(results, real_results, "{name}: tool results");
+}
