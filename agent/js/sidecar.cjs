@@ -843,8 +843,12 @@ function nativeConfig(entry) {
     api: nativeApi(p.id),
     streamSimple: true,
     models: nativeModels(entry),
-    nativeAuth: { apiKey: !!auth.apiKey, oauth: !!auth.oauth },
+    nativeAuth: { apiKey: !!auth.apiKey, oauth: !!auth.oauth, check: !!(auth.apiKey && typeof auth.apiKey.check === "function") },
   };
+  // `filterModels(models, credential)` stays here: the host asks it (filter_models) for the
+  // provider's available models.
+  if (typeof p.filterModels === "function") config.filterModels = true;
+  if (p.refreshModelsAuth === "configured") config.refreshModelsAuth = "configured";
   if (auth.oauth && typeof auth.oauth.login === "function") {
     config.oauth = { name: auth.oauth.name || p.name || p.id };
   } else if (auth.apiKey && typeof auth.apiKey.login === "function") {
@@ -867,9 +871,7 @@ function registerNativeProvider(extension, p) {
   if (typeof p.getModels !== "function") return fail(`Provider ${id}: getModels() is required`);
   if (typeof p.streamSimple !== "function") return fail(`Provider ${id}: streamSimple() is required`);
   // What this host does not do with a provider object is said, not silently dropped.
-  if (typeof p.filterModels === "function" || typeof p.filterAllModels === "function") {
-    fail(`Provider ${id}: filterModels/filterAllModels are not supported; every model is listed`);
-  }
+  // (`filterAllModels` only shapes Pi's every-type lists; the chat lists use `filterModels`.)
   const extras = ["generateImages", "classify", "fetchDeferred"].filter((k) => typeof p[k] === "function");
   if (extras.length > 0) fail(`Provider ${id}: ${extras.join(", ")} not supported; only chat models are used`);
 
@@ -1635,7 +1637,8 @@ const methods = {
       try {
         await phase(false, credentials[name]);
         if (params.allowNetwork && !signal.aborted && networkCredentials[name] !== undefined) {
-          await phase(true, networkCredentials[name]);
+          // `null`: Pi's `refreshModelsAuth: "configured"`, a network phase without credential.
+          await phase(true, networkCredentials[name] ?? undefined);
         }
       } catch (err) {
         errors[name] = errorText(err);
@@ -1706,6 +1709,43 @@ const methods = {
       throw new Error(`API key auth failed for provider ${params.provider}: ${errorText(err)}`);
     }
     return { result: result && typeof result === "object" ? JSON.parse(JSON.stringify(result)) : null };
+  },
+  // Whether a provider object is configured (Pi's `checkProviderAuth`), without resolving
+  // its key when it can say so: a stored OAuth login counts when the provider has
+  // `auth.oauth`; otherwise `auth.apiKey.check` with the stored API key, else `resolve`.
+  async check_auth(params) {
+    const entry = state.nativeProviders.get(params.provider);
+    if (!entry) return { configured: false };
+    const auth = entry.provider.auth || {};
+    const stored = params.credential && typeof params.credential === "object" ? params.credential : undefined;
+    if (stored && stored.type === "oauth") return { configured: !!auth.oauth };
+    if (!auth.apiKey) return { configured: false };
+    if (typeof auth.apiKey.check !== "function") {
+      const resolved = await methods.resolve_auth(params);
+      return { configured: !!resolved.result };
+    }
+    let result;
+    try {
+      result = await auth.apiKey.check({
+        ctx: authContext,
+        credential: stored && stored.type === "api_key" ? stored : undefined,
+        signal: AbortSignal.timeout(30_000),
+      });
+    } catch (err) {
+      throw new Error(`API key auth check failed for provider ${params.provider}: ${errorText(err)}`);
+    }
+    return { configured: !!result };
+  },
+  // A provider object's `filterModels(models, credential)` (Pi's `getAvailable`): the ids of
+  // the models it keeps, handed the provider's models and its stored credential.
+  async filter_models(params) {
+    const entry = state.nativeProviders.get(params.provider);
+    const filter = entry && entry.provider.filterModels;
+    if (typeof filter !== "function") return { ids: null };
+    const stored = params.credential && typeof params.credential === "object" ? params.credential : undefined;
+    const kept = filter.call(entry.provider, Array.isArray(params.models) ? params.models : [], stored);
+    if (!Array.isArray(kept)) throw new Error("filterModels returned no list");
+    return { ids: kept.filter((m) => m && typeof m.id === "string").map((m) => m.id) };
   },
   async builtin_stream_event(params) {
     const events = builtinStreams.get(params.id);

@@ -235,9 +235,10 @@ async fn unsupported_parts_are_extension_errors() {
         r#"import { createProvider, openAICompletionsApi } from "@earendil-works/pi-ai/compat";
 export default function (pi: any) {
   pi.registerProvider({ id: "", auth: {} });
-  pi.registerProvider(createProvider({ id: "filtered", models: [], api: openAICompletionsApi(),
-    auth: { apiKey: { name: "f", resolve: async () => ({ auth: { apiKey: "k" } }) } },
-    filterModels: (models: any) => models }));
+  const deferred: any = createProvider({ id: "deferred", models: [], api: openAICompletionsApi(),
+    auth: { apiKey: { name: "f", resolve: async () => ({ auth: { apiKey: "k" } }) } } });
+  deferred.fetchDeferred = () => undefined;
+  pi.registerProvider(deferred);
 }
 "#,
     )
@@ -247,7 +248,7 @@ export default function (pi: any) {
     assert_eq!(out, "Still answering.\n");
     assert!(err.contains("Provider id must not be empty."), "{err}");
     assert!(
-        err.contains("Provider filtered: filterModels/filterAllModels are not supported"),
+        err.contains("Provider deferred: fetchDeferred not supported"),
         "{err}"
     );
 }
@@ -321,4 +322,189 @@ async fn rpc_prompts_and_refreshes_use_the_providers_auth() {
     assert_eq!(code, 0, "{err}");
     let ids: Vec<&str> = listed(&out, "echo-object").iter().map(|r| r[1]).collect();
     assert_eq!(ids, ["echo-fetched-ek1", "echo-model"], "{out}");
+}
+
+/// `checked` of fixtures/extensions/provider-object-hooks.ts: `auth.apiKey.check` (configured
+/// with a stored key or `$CHECKED_OK`), a `resolve` that always makes a key, and
+/// `filterModels` hiding `checked-hidden` unless the stored key is `show-all`.
+fn run_hooks(s: &Setup, args: &[&str], envs: &[(&str, &str)]) -> (i32, String, String) {
+    let ext = fixture("provider-object-hooks.ts");
+    let mut all = vec!["-e", ext.as_str()];
+    all.extend_from_slice(args);
+    let out = s
+        .command_without_model(&all)
+        .env(
+            "LOCAL_SERVER_URL",
+            format!("http://127.0.0.1:{}/v1", s.fake.port()),
+        )
+        .env_remove("CHECKED_OK")
+        .env_remove("CHECKED_MJ")
+        .env_remove("CHECKED_REFRESH_AUTH")
+        .envs(envs.iter().copied())
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    (
+        out.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+fn store_checked_key(s: &Setup, key: &str) {
+    let path = s.agent.join("auth.json");
+    std::fs::write(
+        &path,
+        json!({"checked": {"type": "api_key", "key": key}}).to_string(),
+    )
+    .unwrap();
+    std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o600)).unwrap();
+}
+
+/// Real Pi 1.6.0, same fixture: without a stored key or `$CHECKED_OK`, `--list-models
+/// checked` printed "No models available…" and `-p --model checked/checked-a` failed with
+/// `No API key found for checked.` although `resolve` would have made a key; with
+/// `$CHECKED_OK=1` it listed `checked-a` and `checked-b` (`filterModels` hid
+/// `checked-hidden`), and `--model checked/checked-hidden` still answered, sent with the key
+/// `resolve` made.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn availability_follows_the_check_not_the_resolution() {
+    let s = Setup::new(json!([{"text": "Checked answer."}])).await;
+
+    let (code, out, err) = run_hooks(&s, &["--list-models", "checked"], &[]);
+    assert_eq!(code, 0, "{err}");
+    assert!(listed(&out, "checked").is_empty(), "{out}");
+    let (code, _, err) = run_hooks(&s, &["--model", "checked/checked-a", "-p", "hi"], &[]);
+    assert_ne!(code, 0);
+    assert!(err.contains("No API key found for checked."), "{err}");
+    assert!(s.fake.requests().is_empty());
+
+    let ok = [("CHECKED_OK", "1")];
+    let (code, out, err) = run_hooks(&s, &["--list-models", "checked"], &ok);
+    assert_eq!(code, 0, "{err}");
+    assert_eq!(
+        listed(&out, "checked"),
+        [
+            ["checked", "checked-a", "32K", "2.0K", "no", "no"],
+            ["checked", "checked-b", "32K", "2.0K", "no", "no"]
+        ],
+        "{out}"
+    );
+    let (code, out, err) = run_hooks(&s, &["--model", "checked/checked-hidden", "-p", "hi"], &ok);
+    assert_eq!(code, 0, "{err}");
+    assert_eq!(out, "Checked answer.\n");
+    let requests = s.fake.requests();
+    assert_eq!(requests.len(), 1);
+    assert_eq!(requests[0].body["model"], "checked-hidden");
+    assert_eq!(
+        requests[0].headers["authorization"],
+        "Bearer fake-access-token-checked"
+    );
+}
+
+/// `filterModels(models, credential)` is handed the stored credential. Real Pi 1.6.0: with
+/// the stored key `show-all` `--list-models checked` listed all three models, with `k2` only
+/// `checked-a` and `checked-b`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn filter_models_sees_the_stored_credential() {
+    let s = Setup::new(json!([{"text": "unused"}])).await;
+    let ids = |out: &str| -> Vec<String> {
+        listed(out, "checked")
+            .iter()
+            .map(|r| r[1].to_string())
+            .collect()
+    };
+
+    store_checked_key(&s, "show-all");
+    let (code, out, err) = run_hooks(&s, &["--list-models", "checked"], &[]);
+    assert_eq!(code, 0, "{err}");
+    assert_eq!(
+        ids(&out),
+        ["checked-a", "checked-b", "checked-hidden"],
+        "{out}"
+    );
+
+    store_checked_key(&s, "k2");
+    let (code, out, err) = run_hooks(&s, &["--list-models", "checked"], &[]);
+    assert_eq!(code, 0, "{err}");
+    assert_eq!(ids(&out), ["checked-a", "checked-b"], "{out}");
+}
+
+/// models.json's `modelOverrides` for a provider object's id apply above its models, and
+/// its `apiKey` above the object's `check`. Real Pi 1.6.0 with the overrides below printed
+/// `checked-a 64K 4.1K yes no` and `checked-b 32K 2.0K no no`; with `"apiKey":
+/// "$CHECKED_MJ"` it listed nothing while `$CHECKED_MJ` was unset, and with it set
+/// `checked-a 32K` and `checked-b 8K`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn models_json_overrides_apply_above_the_objects_models() {
+    let s = Setup::new(json!([{"text": "unused"}])).await;
+    let path = s.agent.join("models.json");
+    let base: Value = serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+    let write = |checked: Value| {
+        let mut config = base.clone();
+        config["providers"]["checked"] = checked;
+        std::fs::write(&path, config.to_string()).unwrap();
+    };
+
+    write(json!({"modelOverrides": {
+        "checked-a": {"contextWindow": 64000, "maxTokens": 4096, "reasoning": true},
+        "checked-hidden": {"contextWindow": 1000}
+    }}));
+    let (code, out, err) = run_hooks(&s, &["--list-models", "checked"], &[("CHECKED_OK", "1")]);
+    assert_eq!(code, 0, "{err}");
+    assert_eq!(
+        listed(&out, "checked"),
+        [
+            ["checked", "checked-a", "64K", "4.1K", "yes", "no"],
+            ["checked", "checked-b", "32K", "2.0K", "no", "no"]
+        ],
+        "{out}"
+    );
+
+    write(
+        json!({"apiKey": "$CHECKED_MJ", "modelOverrides": {"checked-b": {"contextWindow": 8000}}}),
+    );
+    let (code, out, err) = run_hooks(&s, &["--list-models", "checked"], &[]);
+    assert_eq!(code, 0, "{err}");
+    assert!(listed(&out, "checked").is_empty(), "{out}");
+    let (code, out, err) = run_hooks(&s, &["--list-models", "checked"], &[("CHECKED_MJ", "x")]);
+    assert_eq!(code, 0, "{err}");
+    assert_eq!(
+        listed(&out, "checked"),
+        [
+            ["checked", "checked-a", "32K", "2.0K", "no", "no"],
+            ["checked", "checked-b", "8K", "2.0K", "no", "no"]
+        ],
+        "{out}"
+    );
+}
+
+/// `refreshModelsAuth`: by default the network refresh gets the credential `resolve` makes;
+/// with "configured" it runs when `check` says the provider is configured, with no
+/// credential. Real Pi 1.6.0 over RPC (network allowed, `$CHECKED_OK=1`, nothing stored):
+/// `get_available_models` came to `checked-a`, `checked-b`, `checked-fetched-fake-access-token-checked`,
+/// and with `$CHECKED_REFRESH_AUTH=configured` to `…`, `checked-fetched-none`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn refresh_models_auth_decides_the_network_credential() {
+    for (mode, fetched) in [
+        ("", "checked-fetched-fake-access-token-checked"),
+        ("configured", "checked-fetched-none"),
+    ] {
+        let s = Setup::new(json!([{"text": "unused"}])).await;
+        let ext = fixture("provider-object-hooks.ts");
+        let url = format!("http://127.0.0.1:{}/v1", s.fake.port());
+        let mut env = vec![("LOCAL_SERVER_URL", url.as_str()), ("CHECKED_OK", "1")];
+        if !mode.is_empty() {
+            env.push(("CHECKED_REFRESH_AUTH", mode));
+        }
+        let mut rpc = Rpc::start_with_env(&s, &["-e", &ext], &env);
+        rpc.wait_for_models("checked", &["checked-a", "checked-b", fetched], None);
+        assert!(rpc.finish());
+        let store: Value = serde_json::from_str(
+            &std::fs::read_to_string(s.agent.join("models-store.json")).unwrap(),
+        )
+        .unwrap();
+        assert_eq!(store["checked"]["models"][0]["id"], fetched, "{store}");
+        assert!(s.fake.requests().is_empty());
+    }
 }

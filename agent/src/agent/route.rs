@@ -235,7 +235,16 @@ impl AgentSession {
 
     /// Whether a request to `provider` can be sent: a key, or headers that authenticate.
     pub(super) fn has_credentials(&self, provider: &str) -> bool {
+        // A provider object says itself whether it is configured (Pi's `checkAuth` before a
+        // prompt): its `auth.apiKey.check`, not its key; `--api-key` and models.json's
+        // `apiKey` still count. The request resolves the key afterwards.
+        let owned = crate::llm::provider_auth::check_blocking(provider);
         let st = lock(&self.shared.state);
+        if let Some(checked) = owned {
+            return matches!(checked, Ok(true))
+                || st.opts.api_key.is_some()
+                || st.opts.registry.resolve_api_key(provider).is_some();
+        }
         st.opts.api_key_for(provider).is_some()
             || !st.opts.registry.resolve_headers(provider, None).is_empty()
     }

@@ -406,10 +406,11 @@ pub fn has_configured_auth(
     if provider == llama_cpp::PROVIDER_ID && llama_cpp::connection(auth, env).is_some() {
         return true;
     }
-    // A provider object's own `auth` says whether it is configured (Pi resolves it);
-    // models.json's `apiKey` above it still counts.
-    let owned = crate::llm::provider_auth::resolve_blocking(provider);
-    if matches!(owned, Some(Ok(Some(_)))) {
+    // A provider object's own `auth` says whether it is configured (its `apiKey.check`,
+    // else its resolution, as Pi's `checkProviderAuth`); models.json's `apiKey` above it
+    // still counts.
+    let owned = crate::llm::provider_auth::check_blocking(provider);
+    if matches!(owned, Some(Ok(true))) {
         return true;
     }
     let stored = auth

@@ -20,6 +20,7 @@ use pi_formats::message::{AgentMessage, ThinkingLevel, Tool};
 use tokio_util::sync::CancellationToken;
 
 use crate::llm::external::{self, ExternalCall, StreamFunction};
+use crate::llm::models_json::apply_model_overrides;
 use crate::llm::provider_auth::{self, ResolvedAuth};
 use crate::llm::{apply_provider, Context, Model, ModelRegistry, StreamOptions, ThinkingBudgets};
 use futures::future::BoxFuture;
@@ -53,6 +54,10 @@ pub fn with_providers(
                     own.api_key = above.api_key;
                     own.auth_header = above.auth_header;
                     own.headers.extend(above.headers);
+                    // models.json's `modelOverrides` stay the topmost layer, above the
+                    // object's models (Pi's `composeModelProvider`).
+                    own.model_overrides = above.model_overrides.clone();
+                    apply_model_overrides(&mut next, name, &above.model_overrides);
                 }
                 registry = next;
             }
@@ -90,6 +95,10 @@ pub(super) fn register_auth_resolvers(shared: &Arc<Shared>, declared: &[Value]) 
             Arc::new(SidecarAuth {
                 shared: Arc::downgrade(shared),
                 provider: provider.clone(),
+                filters: declared.iter().any(|p| {
+                    p.get("name").and_then(Value::as_str) == Some(provider.as_str())
+                        && p.pointer("/config/filterModels").and_then(Value::as_bool) == Some(true)
+                }),
             }),
         );
     }
@@ -101,10 +110,21 @@ pub(super) fn register_auth_resolvers(shared: &Arc<Shared>, declared: &[Value]) 
 struct SidecarAuth {
     shared: Weak<Shared>,
     provider: String,
+    /// The provider has `filterModels`.
+    filters: bool,
 }
 
-impl provider_auth::AuthResolver for SidecarAuth {
-    fn resolve(&self) -> BoxFuture<'static, Result<Option<ResolvedAuth>, String>> {
+impl SidecarAuth {
+    /// Asks the sidecar `method` about the provider, with its stored credential from
+    /// auth.json (read now: `/login` may have stored one since start-up) and `extra`
+    /// params. `refresh`: an OAuth login about to expire is refreshed first, as Pi's
+    /// `getAuth` does.
+    fn ask(
+        &self,
+        method: &'static str,
+        refresh: bool,
+        extra: Value,
+    ) -> BoxFuture<'static, Result<Value, String>> {
         let target = self.shared.upgrade().and_then(|s| {
             let sidecar = lock(&s.sidecar).clone();
             sidecar.map(|sidecar| (s, sidecar))
@@ -114,29 +134,63 @@ impl provider_auth::AuthResolver for SidecarAuth {
             let Some((shared, sidecar)) = target else {
                 return Err("The extension that registered this provider is not running".into());
             };
-            // Read now: `/login` may have stored a credential since start-up. An OAuth login
-            // is refreshed first when it is about to expire, as Pi's `getAuth` does.
             let agent_dir = lock(&shared.credential_models.agent_dir).clone();
             let credential = match agent_dir {
                 Some(dir) => {
-                    let (dir2, name) = (dir.clone(), provider.clone());
-                    let _ = tokio::task::spawn_blocking(move || {
-                        crate::llm::oauth::store::refresh_if_expiring(&dir2, &name)
-                    })
-                    .await;
+                    if refresh {
+                        let (dir2, name) = (dir.clone(), provider.clone());
+                        let _ = tokio::task::spawn_blocking(move || {
+                            crate::llm::oauth::store::refresh_if_expiring(&dir2, &name)
+                        })
+                        .await;
+                    }
                     read_object(&dir.join("auth.json")).remove(&provider)
                 }
                 None => None,
             };
-            let params = json!({"provider": provider, "credential": credential});
+            let mut params = json!({"provider": provider, "credential": credential});
+            if let (Some(params), Value::Object(extra)) = (params.as_object_mut(), extra) {
+                params.extend(extra);
+            }
             let (tx, rx) = tokio::sync::oneshot::channel();
             shared.runtime.spawn(async move {
-                let _ = tx.send(sidecar.request("resolve_auth", params).await);
+                let _ = tx.send(sidecar.request(method, params).await);
             });
-            let answer = rx
-                .await
-                .map_err(|_| "the extension process stopped".to_string())??;
-            Ok(resolved_auth(answer.get("result")))
+            rx.await
+                .map_err(|_| "the extension process stopped".to_string())?
+        })
+    }
+}
+
+impl provider_auth::AuthResolver for SidecarAuth {
+    fn resolve(&self) -> BoxFuture<'static, Result<Option<ResolvedAuth>, String>> {
+        let answer = self.ask("resolve_auth", true, Value::Null);
+        Box::pin(async move { Ok(resolved_auth(answer.await?.get("result"))) })
+    }
+
+    fn check(&self) -> BoxFuture<'static, Result<bool, String>> {
+        let answer = self.ask("check_auth", false, Value::Null);
+        Box::pin(async move {
+            Ok(answer.await?.get("configured").and_then(Value::as_bool) == Some(true))
+        })
+    }
+
+    fn filter(
+        &self,
+        models: Vec<Model>,
+    ) -> BoxFuture<'static, Result<Option<Vec<String>>, String>> {
+        if !self.filters {
+            return Box::pin(async { Ok(None) });
+        }
+        let answer = self.ask("filter_models", false, json!({ "models": models }));
+        Box::pin(async move {
+            let answer = answer.await?;
+            Ok(answer.get("ids").and_then(Value::as_array).map(|ids| {
+                ids.iter()
+                    .filter_map(Value::as_str)
+                    .map(str::to_string)
+                    .collect()
+            }))
         })
     }
 }
@@ -409,7 +463,23 @@ async fn network_credentials(
             .and_then(|c| c.get("type"))
             .and_then(Value::as_str)
             .unwrap_or("");
-        let credential = if kind == "oauth" {
+        let configured_only = declared.iter().any(|p| {
+            p.get("name").and_then(Value::as_str) == Some(provider.as_str())
+                && p.pointer("/config/refreshModelsAuth")
+                    .and_then(Value::as_str)
+                    == Some("configured")
+        });
+        let credential = if configured_only {
+            // Pi's `refreshModelsAuth: "configured"`: the network phase runs when the
+            // provider is configured, with no credential (`null`) and no OAuth refresh.
+            match provider_auth::lookup(provider) {
+                Some(resolver) => match resolver.check().await {
+                    Ok(true) => Some(Value::Null),
+                    _ => None,
+                },
+                None => None,
+            }
+        } else if kind == "oauth" {
             if crate::llm::oauth::extension::lookup(provider).is_none() {
                 // Pi: an OAuth credential of a provider without a login flow.
                 None
@@ -765,6 +835,7 @@ mod tests {
                 api_key: Some("$FROM_MODELS_JSON".into()),
                 headers: [("x-config".to_string(), "models.json".to_string())].into(),
                 auth_header: true,
+                ..Default::default()
             },
         );
         let object = json!({"name": "local-server", "config": {

@@ -114,12 +114,15 @@ impl Host {
                 || registry.resolve_api_key(provider).is_some()
                 || !registry.resolve_headers(provider, None).is_empty()
         };
-        registry
+        let models = registry
             .models
             .iter()
             .filter(|m| configured(&m.provider))
             .cloned()
-            .collect()
+            .collect();
+        // Provider objects' `filterModels(models, credential)` narrow their lists (Pi's
+        // `getAvailable`).
+        crate::llm::provider_auth::filter_available(models)
     }
 
     /// Routes prompts through these extensions from now on, and lets their commands replace

@@ -46,6 +46,9 @@ pub struct ProviderConfig {
     pub headers: BTreeMap<String, String>,
     /// `authHeader: true` adds `Authorization: Bearer <key>`.
     pub auth_header: bool,
+    /// `modelOverrides` as written, by model id: Pi's topmost layer, applied again above
+    /// the models a provider object registers ([`apply_model_overrides`]).
+    pub model_overrides: Map<String, Value>,
 }
 
 /// The model catalog after applying models.json.
@@ -293,6 +296,30 @@ fn apply_override(m: &mut Model, o: &Map<String, Value>) -> Result<(), String> {
     Ok(())
 }
 
+/// Applies `overrides` (models.json's `modelOverrides` of `provider`, by model id) to the
+/// provider's models of `reg`: what Pi does above the models an extension's provider object
+/// registers. An override that does not fit leaves its model as it was.
+pub fn apply_model_overrides(
+    reg: &mut ModelRegistry,
+    provider: &str,
+    overrides: &Map<String, Value>,
+) {
+    if overrides.is_empty() {
+        return;
+    }
+    for m in Arc::make_mut(&mut reg.models)
+        .iter_mut()
+        .filter(|m| m.provider == provider)
+    {
+        if let Some(o) = overrides.get(&m.id).and_then(Value::as_object) {
+            let mut next = m.clone();
+            if apply_override(&mut next, o).is_ok() {
+                *m = next;
+            }
+        }
+    }
+}
+
 /// Build a registry from models.json text on top of the built-in catalog.
 pub fn parse_models_json(text: &str, path: &Path) -> Result<ModelRegistry, ModelsJsonError> {
     let invalid = |message: String| ModelsJsonError::Invalid {
@@ -340,6 +367,11 @@ pub fn apply_provider(
                 .get("authHeader")
                 .and_then(Value::as_bool)
                 .unwrap_or(false),
+            model_overrides: p
+                .get("modelOverrides")
+                .and_then(Value::as_object)
+                .cloned()
+                .unwrap_or_default(),
         },
     );
     let builtin = reg.models.iter().any(|m| m.provider == pname);

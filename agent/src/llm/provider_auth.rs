@@ -29,6 +29,15 @@ pub trait AuthResolver: Send + Sync {
     /// The auth for a request now (from the stored credential or ambient sources);
     /// `Ok(None)` when the provider is not configured.
     fn resolve(&self) -> BoxFuture<'static, Result<Option<ResolvedAuth>, String>>;
+
+    /// Whether the provider is configured (Pi's `checkProviderAuth`: `auth.apiKey.check`
+    /// when the provider has one, so availability does not resolve the key).
+    fn check(&self) -> BoxFuture<'static, Result<bool, String>>;
+
+    /// The ids of `models` (the provider's) that its `filterModels(models, credential)`
+    /// keeps available; `Ok(None)` when the provider has no such hook.
+    fn filter(&self, models: Vec<Model>)
+        -> BoxFuture<'static, Result<Option<Vec<String>>, String>>;
 }
 
 type Registry = RwLock<BTreeMap<String, Arc<dyn AuthResolver>>>;
@@ -70,6 +79,45 @@ pub fn resolve_blocking(provider: &str) -> Option<Result<Option<ResolvedAuth>, S
     Some(super::oauth::extension::block_on(resolver.resolve()))
 }
 
+/// [`AuthResolver::check`] for `provider` from sync code (availability: `--list-models`,
+/// the model picker, choosing a model): `None` when no extension owns the provider's auth.
+pub fn check_blocking(provider: &str) -> Option<Result<bool, String>> {
+    let resolver = lookup(provider)?;
+    Some(super::oauth::extension::block_on(resolver.check()))
+}
+
+/// The models of `models` that are available as far as their providers' `filterModels`
+/// hooks say (Pi's `getAvailable`: applied after auth said the provider is configured), in
+/// their order. A provider without a hook keeps its models; one whose hook fails keeps none,
+/// as Pi's availability pass fails.
+pub fn filter_available(models: Vec<Model>) -> Vec<Model> {
+    let mut kept: BTreeMap<String, Option<Vec<String>>> = BTreeMap::new();
+    for model in &models {
+        if kept.contains_key(&model.provider) {
+            continue;
+        }
+        let verdict = lookup(&model.provider).and_then(|resolver| {
+            let own: Vec<Model> = models
+                .iter()
+                .filter(|m| m.provider == model.provider)
+                .cloned()
+                .collect();
+            match super::oauth::extension::block_on(resolver.filter(own)) {
+                Ok(ids) => ids,
+                Err(_) => Some(Vec::new()),
+            }
+        });
+        kept.insert(model.provider.clone(), verdict);
+    }
+    models
+        .into_iter()
+        .filter(|m| match kept.get(&m.provider) {
+            Some(Some(ids)) => ids.contains(&m.id),
+            _ => true,
+        })
+        .collect()
+}
+
 /// Pi's `applyAuth` for a provider whose auth an extension owns: the resolved key unless
 /// the request has one, the resolved headers under the request's, the resolved base URL.
 /// An unconfigured provider fails the request as Pi's does.
@@ -106,6 +154,65 @@ fn apply(auth: ResolvedAuth, model: &mut Model, options: &mut StreamOptions) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Keeps the models named in `keep`; `None` for no hook.
+    struct Filtering(Option<Vec<&'static str>>);
+
+    impl AuthResolver for Filtering {
+        fn resolve(&self) -> BoxFuture<'static, Result<Option<ResolvedAuth>, String>> {
+            Box::pin(async { Ok(None) })
+        }
+        fn check(&self) -> BoxFuture<'static, Result<bool, String>> {
+            Box::pin(async { Ok(true) })
+        }
+        fn filter(
+            &self,
+            models: Vec<Model>,
+        ) -> BoxFuture<'static, Result<Option<Vec<String>>, String>> {
+            let keep = self.0.clone();
+            Box::pin(async move {
+                Ok(keep.map(|keep| {
+                    models
+                        .into_iter()
+                        .filter(|m| keep.contains(&m.id.as_str()))
+                        .map(|m| m.id)
+                        .collect()
+                }))
+            })
+        }
+    }
+
+    #[test]
+    fn filter_models_narrows_only_its_providers_list() {
+        let model = |provider: &str, id: &str| {
+            let mut m = super::super::builtin_models().remove(0);
+            m.provider = provider.into();
+            m.id = id.into();
+            m
+        };
+        register("test-filtering", Arc::new(Filtering(Some(vec!["b"]))));
+        register("test-unfiltered", Arc::new(Filtering(None)));
+        let models = vec![
+            model("test-filtering", "a"),
+            model("test-other", "a"),
+            model("test-filtering", "b"),
+            model("test-unfiltered", "c"),
+        ];
+        let kept: Vec<(String, String)> = filter_available(models)
+            .into_iter()
+            .map(|m| (m.provider, m.id))
+            .collect();
+        unregister("test-filtering");
+        unregister("test-unfiltered");
+        assert_eq!(
+            kept,
+            [
+                ("test-other".to_string(), "a".to_string()),
+                ("test-filtering".to_string(), "b".to_string()),
+                ("test-unfiltered".to_string(), "c".to_string()),
+            ]
+        );
+    }
 
     #[test]
     fn request_options_win_field_by_field() {

@@ -716,13 +716,14 @@ pub fn auth_check(env: &Env, inline_api_key: bool) -> impl Fn(&str) -> bool {
     let resolver = api_key_resolver(env);
     let registry = env.registry.clone();
     move |provider: &str| {
-        inline_api_key
-            || (resolver.0)(provider).is_some()
-            // A provider object whose `auth` resolves to headers alone is configured too.
-            || matches!(
-                pi_agent::llm::provider_auth::resolve_blocking(provider),
-                Some(Ok(Some(_)))
-            )
+        if inline_api_key {
+            return true;
+        }
+        // A provider object says itself whether it is configured (its `auth.apiKey.check`,
+        // else its resolution, Pi's `checkProviderAuth`), without its key being resolved.
+        let owned = pi_agent::llm::provider_auth::check_blocking(provider);
+        matches!(owned, Some(Ok(true)))
+            || (owned.is_none() && (resolver.0)(provider).is_some())
             || registry.resolve_api_key(provider).is_some()
             || !registry.resolve_headers(provider, None).is_empty()
     }
@@ -767,12 +768,14 @@ pub fn catalog_with_extensions(
 /// The models a user can use now (Pi's `getAvailableSnapshot`): those whose provider has
 /// credentials, in registry order.
 pub fn available_models(registry: &ModelRegistry, has_auth: &dyn Fn(&str) -> bool) -> Vec<Model> {
-    registry
+    let configured = registry
         .models
         .iter()
         .filter(|m| has_auth(&m.provider))
         .cloned()
-        .collect()
+        .collect();
+    // Provider objects' `filterModels(models, credential)` narrow their lists.
+    pi_agent::llm::provider_auth::filter_available(configured)
 }
 
 /// The session's system message, as `engine::config` builds it (context files, skills,
