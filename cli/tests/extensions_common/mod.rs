@@ -260,7 +260,8 @@ impl Rpc {
     }
 
     /// Asks for `provider`'s models until they are `wanted` (a background refresh replaced
-    /// them); when `meanwhile` is given, every earlier answer must be it.
+    /// them); when `meanwhile` is given, every earlier answer must be it. Gives up after
+    /// about 30 s (a loaded CI machine runs the refresh's processes slowly).
     pub fn wait_for_models(&mut self, provider: &str, wanted: &[&str], meanwhile: Option<&[&str]>) {
         for asked in 1.. {
             let ids = self.model_ids(provider);
@@ -268,7 +269,7 @@ impl Rpc {
                 return;
             }
             assert!(
-                meanwhile.is_none_or(|m| ids == m) && asked < 200,
+                meanwhile.is_none_or(|m| ids == m) && asked < 600,
                 "{ids:?} after {asked} asks"
             );
             std::thread::sleep(std::time::Duration::from_millis(50));
