@@ -61,7 +61,8 @@ fn extension_commands(rpc: &mut Rpc, id: &str) -> Vec<(String, String)> {
         .as_array()
         .unwrap()
         .iter()
-        .filter(|c| c["source"] == "extension")
+        // The extensions' own commands; Pi's built-in `/llama` and `/mcp` follow them.
+        .filter(|c| c["source"] == "extension" && c["sourceInfo"]["source"] != "builtin")
         .map(|c| {
             (
                 c["name"].as_str().unwrap().to_string(),
