@@ -203,6 +203,9 @@ struct Shared {
     this: Mutex<Weak<Extensions>>,
     /// The sidecar's copy of the session; its lock also orders the syncs.
     sync: tokio::sync::Mutex<state::SyncMark>,
+    /// Held while the providers' models refresh: refreshes run one after another, so one
+    /// started later (a provider registered meanwhile) has the last word.
+    refreshing: tokio::sync::Mutex<()>,
     /// Events handlers were registered for after loading.
     late_events: Mutex<Vec<String>>,
     /// `pi.sendMessage(…, {deliverAs: "nextTurn"})` messages for the next prompt.
@@ -1032,6 +1035,7 @@ impl Extensions {
             cwd: options.cwd.clone(),
             this: Mutex::new(Weak::new()),
             sync: tokio::sync::Mutex::new(state::SyncMark::default()),
+            refreshing: tokio::sync::Mutex::new(()),
             host_commands: Mutex::new(Value::Array(Vec::new())),
             late_events: Mutex::new(Vec::new()),
             next_turn: Mutex::new(Vec::new()),

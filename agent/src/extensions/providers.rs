@@ -366,6 +366,7 @@ pub(super) async fn refresh_models(
     allow_network: bool,
     only: Option<&[String]>,
 ) -> ModelRefresh {
+    let _one_at_a_time = ext.shared.refreshing.lock().await;
     *lock(&ext.shared.credential_models.agent_dir) = Some(agent_dir.to_path_buf());
     let declared = ext.providers();
     let named = |p: &&Value| p.get("name").and_then(Value::as_str).map(str::to_string);
