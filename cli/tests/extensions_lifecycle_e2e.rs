@@ -39,14 +39,9 @@ fn system_text(body: &Value) -> String {
 /// Runs `pi` with `args` (model included) and `env`; (exit code, stderr).
 fn run(s: &Setup, args: &[&str], env: &[(&str, &Path)]) -> (i32, String) {
     let mut command = s.command_without_model(args);
-    for (k, v) in env {
-        command.env(k, v);
-    }
-    let out = command.stdin(Stdio::null()).output().unwrap();
-    (
-        out.status.code().unwrap_or(-1),
-        String::from_utf8_lossy(&out.stderr).into_owned(),
-    )
+    command.envs(env.iter().copied());
+    let (code, _, stderr) = outcome(command);
+    (code, stderr)
 }
 
 /// The payload handlers return is what the provider receives, on OpenAI chat completions and

@@ -5,8 +5,6 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-use std::process::Stdio;
-
 use serde_json::{json, Value};
 
 mod extensions_common;
@@ -14,18 +12,11 @@ mod extensions_common;
 use extensions_common::*;
 
 fn run(s: &Setup, args: &[&str]) -> (i32, String, String) {
-    let out = s
-        .command_without_model(args)
+    let mut command = s.command_without_model(args);
+    command
         .env("LOCAL_PROXY_URL", s.fake_url())
-        .env("LOCAL_PROXY_KEY", "proxy-secret")
-        .stdin(Stdio::null())
-        .output()
-        .unwrap();
-    (
-        out.status.code().unwrap_or(-1),
-        String::from_utf8_lossy(&out.stdout).into_owned(),
-        String::from_utf8_lossy(&out.stderr).into_owned(),
-    )
+        .env("LOCAL_PROXY_KEY", "proxy-secret");
+    outcome(command)
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

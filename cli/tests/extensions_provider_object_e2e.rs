@@ -25,22 +25,12 @@ mod extensions_common;
 use extensions_common::*;
 
 fn run(s: &Setup, args: &[&str], envs: &[(&str, &str)]) -> (i32, String, String) {
-    let out = s
-        .command_without_model(args)
-        .env(
-            "LOCAL_SERVER_URL",
-            format!("http://127.0.0.1:{}/v1", s.fake.port()),
-        )
+    let mut command = s.command_without_model(args);
+    command
+        .env("LOCAL_SERVER_URL", s.fake_url())
         .env_remove("ECHO_OBJECT_KEY")
-        .envs(envs.iter().copied())
-        .stdin(Stdio::null())
-        .output()
-        .unwrap();
-    (
-        out.status.code().unwrap_or(-1),
-        String::from_utf8_lossy(&out.stdout).into_owned(),
-        String::from_utf8_lossy(&out.stderr).into_owned(),
-    )
+        .envs(envs.iter().copied());
+    outcome(command)
 }
 
 fn store_key(s: &Setup, key: &str) {
@@ -331,24 +321,14 @@ fn run_hooks(s: &Setup, args: &[&str], envs: &[(&str, &str)]) -> (i32, String, S
     let ext = fixture("provider-object-hooks.ts");
     let mut all = vec!["-e", ext.as_str()];
     all.extend_from_slice(args);
-    let out = s
-        .command_without_model(&all)
-        .env(
-            "LOCAL_SERVER_URL",
-            format!("http://127.0.0.1:{}/v1", s.fake.port()),
-        )
+    let mut command = s.command_without_model(&all);
+    command
+        .env("LOCAL_SERVER_URL", s.fake_url())
         .env_remove("CHECKED_OK")
         .env_remove("CHECKED_MJ")
         .env_remove("CHECKED_REFRESH_AUTH")
-        .envs(envs.iter().copied())
-        .stdin(Stdio::null())
-        .output()
-        .unwrap();
-    (
-        out.status.code().unwrap_or(-1),
-        String::from_utf8_lossy(&out.stdout).into_owned(),
-        String::from_utf8_lossy(&out.stderr).into_owned(),
-    )
+        .envs(envs.iter().copied());
+    outcome(command)
 }
 
 fn store_checked_key(s: &Setup, key: &str) {
@@ -477,6 +457,76 @@ async fn models_json_overrides_apply_above_the_objects_models() {
         ],
         "{out}"
     );
+    // Without a stored credential models.json's key decides alone: the object's `check`
+    // would say configured (`$CHECKED_OK`), but `$CHECKED_MJ` is unset. Real Pi 1.6.0:
+    // `No models matching "checked"`.
+    let (code, out, err) = run_hooks(&s, &["--list-models", "checked"], &[("CHECKED_OK", "1")]);
+    assert_eq!(code, 0, "{err}");
+    assert!(listed(&out, "checked").is_empty(), "{out}");
+}
+
+/// models.json's block for a provider object's id is a layer above the object: its
+/// `baseUrl` and `compat` reach the object's models, its `models` replace or join them, and
+/// its `modelOverrides` apply to those too. Real Pi 1.6.0 with this block and the object
+/// pointed at a closed port listed `checked-a 32K 2.0K`, `checked-b 9K 1K`, `checked-extra 16K
+/// 3K`, and answered prompts to `checked-a` and `checked-extra` from the block's `baseUrl`,
+/// sending `max_tokens` (2048, 3000).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn models_json_routes_and_extends_the_objects_models() {
+    let s = Setup::new(json!([{"text": "From a."}, {"text": "From extra."}])).await;
+    let path = s.agent.join("models.json");
+    let mut config: Value = serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+    config["providers"]["checked"] = json!({
+        "baseUrl": format!("http://127.0.0.1:{}/v1", s.fake.port()),
+        "compat": {"maxTokensField": "max_tokens"},
+        "models": [{"id": "checked-extra", "contextWindow": 16000},
+                   {"id": "checked-b", "contextWindow": 9000, "maxTokens": 1000}],
+        "modelOverrides": {"checked-extra": {"maxTokens": 3000}}
+    });
+    std::fs::write(&path, config.to_string()).unwrap();
+    let env = [
+        ("CHECKED_OK", "1"),
+        ("LOCAL_SERVER_URL", "http://127.0.0.1:9/v1"),
+    ];
+
+    let (code, out, err) = run_hooks(&s, &["--list-models", "checked"], &env);
+    assert_eq!(code, 0, "{err}");
+    assert_eq!(
+        listed(&out, "checked"),
+        [
+            ["checked", "checked-a", "32K", "2.0K", "no", "no"],
+            ["checked", "checked-b", "9K", "1K", "no", "no"],
+            ["checked", "checked-extra", "16K", "3K", "no", "no"]
+        ],
+        "{out}"
+    );
+    for (model, answer) in [("checked-a", "From a."), ("checked-extra", "From extra.")] {
+        let target = format!("checked/{model}");
+        let (code, out, err) = run_hooks(&s, &["--model", &target, "-p", "hi"], &env);
+        assert_eq!(code, 0, "{err}");
+        assert_eq!(out, format!("{answer}\n"));
+    }
+    let requests = s.fake.requests();
+    let sent: Vec<(&str, &Value, bool)> = requests
+        .iter()
+        .map(|r| {
+            (
+                r.body["model"].as_str().unwrap(),
+                &r.body["max_tokens"],
+                r.body.get("max_completion_tokens").is_some(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        sent,
+        [
+            ("checked-a", &json!(2048), false),
+            ("checked-extra", &json!(3000), false)
+        ]
+    );
+    assert!(requests
+        .iter()
+        .all(|r| r.headers["authorization"] == "Bearer fake-access-token-checked"));
 }
 
 /// `refreshModelsAuth`: by default the network refresh gets the credential `resolve` makes;

@@ -8,9 +8,7 @@
 
 mod extensions_common;
 
-use std::process::Stdio;
-
-use extensions_common::{fixture, tc, Setup};
+use extensions_common::{fixture, outcome, tc, Setup};
 use serde_json::{json, Value};
 
 struct Routed {
@@ -33,16 +31,8 @@ impl Routed {
 
     fn pi(&self, args: &[&str], env: &[(&str, &str)]) -> (i32, String, String) {
         let mut c = self.setup.command_without_model(args);
-        c.env("ROUTE_LOG", &self.log).stdin(Stdio::null());
-        for (k, v) in env {
-            c.env(k, v);
-        }
-        let out = c.output().unwrap();
-        (
-            out.status.code().unwrap_or(-1),
-            String::from_utf8_lossy(&out.stdout).into_owned(),
-            String::from_utf8_lossy(&out.stderr).into_owned(),
-        )
+        c.env("ROUTE_LOG", &self.log).envs(env.iter().copied());
+        outcome(c)
     }
 
     fn routes(&self) -> Vec<Value> {

@@ -119,3 +119,34 @@ async fn azure_without_an_endpoint_is_a_clear_error() {
     );
     assert!(!stderr.contains("No API provider registered"), "{stderr}");
 }
+
+/// models.json's block for a built-in provider reaches its built-in models: `baseUrl` and
+/// `compat` (real Pi 1.6.0 sent `max_tokens: 32768` to `groq/llama-3.3-70b-versatile` with
+/// `"compat": {"maxTokensField": "max_tokens"}`, `max_completion_tokens` without). A
+/// provider block that cannot be applied is a warning and the others still load (Pi:
+/// `Warning: errors loading models.json:` then `Provider "foo": …`).
+#[tokio::test(flavor = "multi_thread")]
+async fn a_built_in_providers_compat_reaches_the_request() {
+    let fake = FakeLlm::start(Script::turns(vec![Turn::text("Hello from groq")]))
+        .await
+        .expect("fake llm");
+    let models = serde_json::json!({"providers": {
+        "groq": {"baseUrl": format!("http://127.0.0.1:{}/v1", fake.port()), "apiKey": "k",
+                 "compat": {"maxTokensField": "max_tokens"}},
+        "foo": {"models": [{"id": "x"}]}
+    }})
+    .to_string();
+    let out = print_prompt(&models, &[], "groq/llama-3.3-70b-versatile");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "pi failed: {stderr}");
+    assert_eq!(String::from_utf8_lossy(&out.stdout), "Hello from groq\n");
+    assert!(
+        stderr
+            .contains("Warning: errors loading models.json:\nProvider \"foo\": foo/x: no \"api\""),
+        "{stderr}"
+    );
+    let requests = fake.requests();
+    assert_eq!(requests.len(), 1);
+    assert_eq!(requests[0].body["max_tokens"], 32768);
+    assert!(requests[0].body.get("max_completion_tokens").is_none());
+}

@@ -20,7 +20,6 @@ use pi_formats::message::{AgentMessage, ThinkingLevel, Tool};
 use tokio_util::sync::CancellationToken;
 
 use crate::llm::external::{self, ExternalCall, StreamFunction};
-use crate::llm::models_json::apply_model_overrides;
 use crate::llm::provider_auth::{self, ResolvedAuth};
 use crate::llm::{apply_provider, Context, Model, ModelRegistry, StreamOptions, ThinkingBudgets};
 use futures::future::BoxFuture;
@@ -43,28 +42,43 @@ pub fn with_providers(
         if config.get("models").is_some_and(Value::is_array) {
             Arc::make_mut(&mut next.models).retain(|m| m.provider != name);
         }
-        // A provider object is the base models.json's provider settings apply above (its
-        // `apiKey`, `authHeader`, and `headers` over the provider's own).
+        // A provider object is the base models.json's block for its id applies above (Pi's
+        // `composeModelProvider`): its `baseUrl`, `compat`, `models` and `modelOverrides`
+        // over the object's models, its `apiKey` and `authHeader` over the object's, its
+        // `headers` over the object's headers.
         let configured = is_native(config)
-            .then(|| registry.providers.get(name).cloned())
+            .then(|| registry.providers.get(name).map(|c| c.block.clone()))
             .flatten();
-        match apply_provider(&mut next, name, config) {
-            Ok(()) => {
-                if let (Some(above), Some(own)) = (configured, next.providers.get_mut(name)) {
-                    own.api_key = above.api_key;
-                    own.auth_header = above.auth_header;
-                    own.headers.extend(above.headers);
-                    // models.json's `modelOverrides` stay the topmost layer, above the
-                    // object's models (Pi's `composeModelProvider`).
-                    own.model_overrides = above.model_overrides.clone();
-                    apply_model_overrides(&mut next, name, &above.model_overrides);
-                }
-                registry = next;
-            }
+        let applied = apply_provider(&mut next, name, config).and_then(|()| match &configured {
+            Some(block) => apply_models_json_above(&mut next, name, block),
+            None => Ok(()),
+        });
+        match applied {
+            Ok(()) => registry = next,
             Err(e) => errors.push(format!("Provider \"{name}\": {e}")),
         }
     }
     (registry, errors)
+}
+
+/// models.json's `block` for provider `name` applied above the provider object just
+/// applied to `registry`; the object's headers stay where models.json sets none.
+fn apply_models_json_above(
+    registry: &mut ModelRegistry,
+    name: &str,
+    block: &serde_json::Map<String, Value>,
+) -> Result<(), String> {
+    let own_headers = registry
+        .providers
+        .get(name)
+        .map(|c| c.headers.clone())
+        .unwrap_or_default();
+    apply_provider(registry, name, block)?;
+    if let Some(config) = registry.providers.get_mut(name) {
+        let above = std::mem::replace(&mut config.headers, own_headers);
+        config.headers.extend(above);
+    }
+    Ok(())
 }
 
 /// Whether a declaration is a provider object's (`pi.registerProvider(provider)`), whose
@@ -162,6 +176,30 @@ impl SidecarAuth {
     }
 }
 
+impl SidecarAuth {
+    /// models.json's `apiKey` for the provider, as written.
+    fn models_json_key(&self) -> Option<String> {
+        let shared = self.shared.upgrade()?;
+        let base = lock(&shared.credential_models.base);
+        base.as_ref()?
+            .providers
+            .get(&self.provider)?
+            .api_key
+            .clone()
+    }
+
+    /// Whether auth.json holds a credential for the provider (read now: `/login` may have
+    /// stored one since start-up).
+    fn has_stored_credential(&self) -> bool {
+        let Some(shared) = self.shared.upgrade() else {
+            return false;
+        };
+        let agent_dir = lock(&shared.credential_models.agent_dir).clone();
+        agent_dir
+            .is_some_and(|dir| read_object(&dir.join("auth.json")).contains_key(&self.provider))
+    }
+}
+
 impl provider_auth::AuthResolver for SidecarAuth {
     fn resolve(&self) -> BoxFuture<'static, Result<Option<ResolvedAuth>, String>> {
         let answer = self.ask("resolve_auth", true, Value::Null);
@@ -169,6 +207,18 @@ impl provider_auth::AuthResolver for SidecarAuth {
     }
 
     fn check(&self) -> BoxFuture<'static, Result<bool, String>> {
+        // Without a stored credential, models.json's `apiKey` for the provider decides alone
+        // (Pi's composed check): configured when it is a command or its variables are set;
+        // the object's own `check` is not asked.
+        if let Some(raw) = self
+            .models_json_key()
+            .filter(|_| !self.has_stored_credential())
+        {
+            let configured = raw.starts_with('!')
+                || crate::llm::models_json::resolve_config_value(&raw, &|k| std::env::var(k).ok())
+                    .is_some();
+            return Box::pin(async move { Ok(configured) });
+        }
         let answer = self.ask("check_auth", false, Value::Null);
         Box::pin(async move {
             Ok(answer.await?.get("configured").and_then(Value::as_bool) == Some(true))
@@ -830,15 +880,9 @@ mod tests {
     #[test]
     fn models_json_settings_stay_above_a_provider_object() {
         let mut base = ModelRegistry::builtin();
-        base.providers.insert(
-            "local-server".into(),
-            crate::llm::models_json::ProviderConfig {
-                api_key: Some("$FROM_MODELS_JSON".into()),
-                headers: [("x-config".to_string(), "models.json".to_string())].into(),
-                auth_header: true,
-                ..Default::default()
-            },
-        );
+        let models_json = json!({"apiKey": "$FROM_MODELS_JSON", "authHeader": true,
+            "headers": {"x-config": "models.json"}});
+        apply_provider(&mut base, "local-server", models_json.as_object().unwrap()).unwrap();
         let object = json!({"name": "local-server", "config": {
             "baseUrl": "http://127.0.0.1:9/v1", "api": "pi-extension-provider:local-server",
             "headers": {"x-config": "object", "x-own": "object"}, "nativeAuth": {"apiKey": true},

@@ -46,9 +46,9 @@ pub struct ProviderConfig {
     pub headers: BTreeMap<String, String>,
     /// `authHeader: true` adds `Authorization: Bearer <key>`.
     pub auth_header: bool,
-    /// `modelOverrides` as written, by model id: Pi's topmost layer, applied again above
-    /// the models a provider object registers ([`apply_model_overrides`]).
-    pub model_overrides: Map<String, Value>,
+    /// The whole provider block as written: models.json's layer, applied again above the
+    /// models of a provider object with this id (Pi composes the object below models.json).
+    pub block: Map<String, Value>,
 }
 
 /// The model catalog after applying models.json.
@@ -63,6 +63,9 @@ pub struct ModelRegistry {
     /// Physical models a virtual model of the same provider and id hides, restored when
     /// it is unregistered.
     hidden: Vec<Model>,
+    /// models.json providers that could not be applied, one message each: as Pi, the load
+    /// reports them and goes on with the other providers.
+    pub provider_errors: Vec<String>,
 }
 
 impl ModelRegistry {
@@ -72,6 +75,7 @@ impl ModelRegistry {
             models: builtin_catalog().models.clone(),
             providers: HashMap::new(),
             hidden: Vec::new(),
+            provider_errors: Vec::new(),
         }
     }
 
@@ -253,6 +257,35 @@ fn merge_maps(
     }
 }
 
+/// `over` merged into the compat settings `base`: key by key, and inside the routing and
+/// chat-template objects too (Pi's `mergeCompat`), so an override of one routing field keeps
+/// the others.
+fn merge_compat(
+    base: Option<&Map<String, Value>>,
+    over: Option<&Map<String, Value>>,
+) -> Option<Map<String, Value>> {
+    let mut merged = merge_maps(base, over)?;
+    for key in [
+        "openRouterRouting",
+        "vercelGatewayRouting",
+        "chatTemplateKwargs",
+        "chatTemplateArgs",
+    ] {
+        let inner = |m: Option<&Map<String, Value>>| {
+            m.and_then(|m| m.get(key))
+                .and_then(Value::as_object)
+                .cloned()
+        };
+        let (b, o) = (inner(base), inner(over));
+        if b.is_some() || o.is_some() {
+            if let Some(m) = merge_maps(b.as_ref(), o.as_ref()) {
+                merged.insert(key.to_string(), Value::Object(m));
+            }
+        }
+    }
+    Some(merged)
+}
+
 /// Apply the per-model override fields models.md lists to `m`.
 fn apply_override(m: &mut Model, o: &Map<String, Value>) -> Result<(), String> {
     if let Some(v) = get_str(o, "name") {
@@ -262,7 +295,7 @@ fn apply_override(m: &mut Model, o: &Map<String, Value>) -> Result<(), String> {
         m.reasoning = v;
     }
     if let Some(v) = o.get("thinkingLevelMap").and_then(Value::as_object) {
-        m.thinking_level_map = Some(v.clone());
+        m.thinking_level_map = merge_maps(m.thinking_level_map.as_ref(), Some(v));
     }
     if let Some(v) = o.get("input") {
         m.input = serde_json::from_value::<Vec<InputKind>>(v.clone())
@@ -291,33 +324,9 @@ fn apply_override(m: &mut Model, o: &Map<String, Value>) -> Result<(), String> {
         m.headers.extend(string_map(Some(v)));
     }
     if let Some(v) = o.get("compat").and_then(Value::as_object) {
-        m.compat = merge_maps(m.compat.as_ref(), Some(v));
+        m.compat = merge_compat(m.compat.as_ref(), Some(v));
     }
     Ok(())
-}
-
-/// Applies `overrides` (models.json's `modelOverrides` of `provider`, by model id) to the
-/// provider's models of `reg`: what Pi does above the models an extension's provider object
-/// registers. An override that does not fit leaves its model as it was.
-pub fn apply_model_overrides(
-    reg: &mut ModelRegistry,
-    provider: &str,
-    overrides: &Map<String, Value>,
-) {
-    if overrides.is_empty() {
-        return;
-    }
-    for m in Arc::make_mut(&mut reg.models)
-        .iter_mut()
-        .filter(|m| m.provider == provider)
-    {
-        if let Some(o) = overrides.get(&m.id).and_then(Value::as_object) {
-            let mut next = m.clone();
-            if apply_override(&mut next, o).is_ok() {
-                *m = next;
-            }
-        }
-    }
 }
 
 /// Build a registry from models.json text on top of the built-in catalog.
@@ -341,7 +350,23 @@ pub fn parse_models_json(text: &str, path: &Path) -> Result<ModelRegistry, Model
         let p = pv
             .as_object()
             .ok_or_else(|| invalid(format!("provider \"{pname}\" must be an object")))?;
-        apply_provider(&mut reg, pname, p).map_err(invalid)?;
+        let mut next = reg.clone();
+        match apply_provider(&mut next, pname, p) {
+            Ok(()) => reg = next,
+            Err(e) => {
+                // Left out, but its block is kept: a provider object an extension registers
+                // under this id may supply what it lacked (the models' `api`, say).
+                reg.providers.insert(
+                    pname.clone(),
+                    ProviderConfig {
+                        block: p.clone(),
+                        ..ProviderConfig::default()
+                    },
+                );
+                reg.provider_errors
+                    .push(format!("Provider \"{pname}\": {e}"));
+            }
+        }
     }
     Ok(reg)
 }
@@ -367,18 +392,13 @@ pub fn apply_provider(
                 .get("authHeader")
                 .and_then(Value::as_bool)
                 .unwrap_or(false),
-            model_overrides: p
-                .get("modelOverrides")
-                .and_then(Value::as_object)
-                .cloned()
-                .unwrap_or_default(),
+            block: p.clone(),
         },
     );
-    let builtin = reg.models.iter().any(|m| m.provider == pname);
 
-    // Built-in provider: route through baseUrl, apply overrides.
-    if builtin {
-        let overrides = p.get("modelOverrides").and_then(Value::as_object);
+    // The provider's models so far (built-in, or a provider object's): routed through
+    // `baseUrl`, with `compat` merged into theirs.
+    if base_url.is_some() || pcompat.is_some() {
         for m in Arc::make_mut(&mut reg.models)
             .iter_mut()
             .filter(|m| m.provider == pname)
@@ -386,17 +406,14 @@ pub fn apply_provider(
             if let Some(u) = &base_url {
                 m.base_url = u.clone();
             }
-            if let Some(o) = overrides
-                .and_then(|o| o.get(&m.id))
-                .and_then(Value::as_object)
-            {
-                apply_override(m, o).map_err(|e| format!("{pname}/{}: {e}", m.id))?;
+            if pcompat.is_some() {
+                m.compat = merge_compat(m.compat.as_ref(), pcompat);
             }
         }
     }
 
     let Some(models) = p.get("models") else {
-        return Ok(());
+        return apply_model_overrides(reg, pname, p);
     };
     let models = models
         .as_array()
@@ -449,6 +466,27 @@ pub fn apply_provider(
             None => all.push(m),
         }
     }
+    apply_model_overrides(reg, pname, p)
+}
+
+/// `modelOverrides`: the topmost layer, applied once the provider's models are all there
+/// (its own `models` included), as Pi applies them last.
+fn apply_model_overrides(
+    reg: &mut ModelRegistry,
+    pname: &str,
+    p: &Map<String, Value>,
+) -> Result<(), String> {
+    let Some(overrides) = p.get("modelOverrides").and_then(Value::as_object) else {
+        return Ok(());
+    };
+    for m in Arc::make_mut(&mut reg.models)
+        .iter_mut()
+        .filter(|m| m.provider == pname)
+    {
+        if let Some(o) = overrides.get(&m.id).and_then(Value::as_object) {
+            apply_override(m, o).map_err(|e| format!("{pname}/{}: {e}", m.id))?;
+        }
+    }
     Ok(())
 }
 
@@ -493,6 +531,42 @@ mod tests {
         assert_eq!(r("${not valid}").as_deref(), Some("${not valid}"));
         assert_eq!(r("!printf '  from-cmd\\n'").as_deref(), Some("from-cmd"));
         assert_eq!(r("!exit 3"), None);
+    }
+
+    /// Real Pi 1.6.0 with this groq block: `--list-models groq` showed
+    /// `llama-3.1-8b-instant 50K 3K` (the model `models` redefined, with the override on
+    /// top), and a prompt to the built-in `llama-3.3-70b-versatile` went to the block's
+    /// `baseUrl` with `max_tokens` (the block's `compat`) where it otherwise sends
+    /// `max_completion_tokens`.
+    #[test]
+    fn a_providers_compat_and_overrides_reach_built_in_and_own_models() {
+        let text = serde_json::json!({"providers": {"groq": {
+            "baseUrl": "http://127.0.0.1:9/v1", "apiKey": "k",
+            "compat": {"maxTokensField": "max_tokens", "openRouterRouting": {"only": ["a"]}},
+            "models": [{"id": "llama-3.1-8b-instant", "contextWindow": 50000,
+                        "compat": {"openRouterRouting": {"order": ["b"]}}}],
+            "modelOverrides": {"llama-3.1-8b-instant": {"maxTokens": 3000},
+                               "llama-3.3-70b-versatile": {"compat": {"openRouterRouting": {"sort": "price"}}}}
+        }}})
+        .to_string();
+        let reg = parse_models_json(&text, Path::new("models.json")).unwrap();
+
+        let built_in = reg.find("groq", "llama-3.3-70b-versatile").unwrap();
+        assert_eq!(built_in.base_url, "http://127.0.0.1:9/v1");
+        assert_eq!(built_in.compat_str("maxTokensField"), Some("max_tokens"));
+        assert_eq!(
+            built_in.compat_value("openRouterRouting"),
+            Some(&serde_json::json!({"only": ["a"], "sort": "price"})),
+            "an override's routing is merged into the provider's"
+        );
+
+        let own = reg.find("groq", "llama-3.1-8b-instant").unwrap();
+        assert_eq!((own.context_window, own.max_tokens), (50_000, 3000));
+        assert_eq!(own.compat_str("maxTokensField"), Some("max_tokens"));
+        assert_eq!(
+            own.compat_value("openRouterRouting"),
+            Some(&serde_json::json!({"only": ["a"], "order": ["b"]}))
+        );
     }
 
     #[test]
@@ -554,8 +628,19 @@ mod tests {
         assert_eq!(q.compat_bool("supportsDeveloperRole"), Some(false));
         assert_eq!(q.compat_value("a"), Some(&serde_json::json!(1)));
 
-        let bad = r#"{"providers":{"x":{"models":[{"id":"m"}]}}}"#;
-        assert!(parse_models_json(bad, Path::new("m.json")).is_err());
+        // A provider that cannot be applied is reported and left out, its block kept for a
+        // provider object of that id; the others load (Pi's "errors loading models.json").
+        let bad = r#"{"providers":{"x":{"models":[{"id":"m"}], "apiKey": "k"},
+                                   "y":{"baseUrl":"http://y/v1","api":"openai-completions","models":[{"id":"m"}]}}}"#;
+        let reg = parse_models_json(bad, Path::new("m.json")).unwrap();
+        assert_eq!(
+            reg.provider_errors,
+            [r#"Provider "x": x/m: no "api" on the model or provider"#]
+        );
+        assert!(reg.find("x", "m").is_none());
+        assert_eq!(reg.providers["x"].api_key, None);
+        assert_eq!(reg.providers["x"].block["apiKey"], "k");
+        assert!(reg.find("y", "m").is_some());
         assert!(parse_models_json("{not json", Path::new("m.json")).is_err());
     }
 }

@@ -253,6 +253,12 @@ pub(crate) fn base_catalog(
     warnings: &mut Vec<String>,
 ) -> Result<ModelRegistry, pi_agent::llm::ModelsJsonError> {
     let mut registry = load_models(&agent_dir.join("models.json"))?;
+    if !registry.provider_errors.is_empty() {
+        warnings.push(format!(
+            "errors loading models.json:\n{}",
+            std::mem::take(&mut registry.provider_errors).join("\n")
+        ));
+    }
     pi_agent::llm::radius_catalog::apply_cached(&mut registry, agent_dir);
     llama_cpp::add_router_models(&mut registry, args, settings, agent_dir, warnings);
     Ok(registry)

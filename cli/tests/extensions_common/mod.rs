@@ -82,16 +82,7 @@ impl Setup {
     }
 
     pub fn pi(&self, args: &[&str]) -> (i32, String, String) {
-        let out = self
-            .command(args)
-            .stdin(Stdio::null())
-            .output()
-            .expect("run pi");
-        (
-            out.status.code().unwrap_or(-1),
-            String::from_utf8_lossy(&out.stdout).into_owned(),
-            String::from_utf8_lossy(&out.stderr).into_owned(),
-        )
+        outcome(self.command(args))
     }
 
     pub fn session_entries(&self) -> Vec<Value> {
@@ -111,6 +102,16 @@ impl Setup {
     pub fn requests(&self) -> Vec<Value> {
         self.fake.requests().into_iter().map(|r| r.body).collect()
     }
+}
+
+/// Runs `command` with no stdin to its end: (exit code, stdout, stderr).
+pub fn outcome(mut command: Command) -> (i32, String, String) {
+    let out = command.stdin(Stdio::null()).output().expect("run pi");
+    (
+        out.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
 }
 
 pub fn tc(name: &str, arguments: Value) -> Value {
