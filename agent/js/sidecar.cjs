@@ -438,7 +438,7 @@ function makeCommandContext() {
       targetId,
       summarize: !!o.summarize,
       customInstructions: o.customInstructions,
-      replaceInstructions: !!o.replaceInstructions,
+      replaceInstructions: o.replaceInstructions,
       label: o.label,
     });
     if (r && r.error) throw new Error(r.error);
@@ -1057,8 +1057,62 @@ function projectTrustContext(hasUI) {
   };
 }
 
+// Keys Pi's session events always carry, `undefined` when they have no value (the host's
+// JSON cannot say undefined: it leaves them out or sends null). Real Pi 1.6.0, recorded with
+// fixtures/extensions/session-events-log.ts: `"targetSessionFile" in event` is true for a
+// `/new`, `preparation.previousSummary` is there before a first compaction, and so on.
+const SESSION_EVENT_KEYS = {
+  session_before_switch: ["targetSessionFile"],
+  session_before_compact: ["customInstructions"],
+  session_compact_failed: ["errorMessage"],
+  session_tree: ["summaryEntry", "fromExtension"],
+};
+// The entry a compaction or a branch summary just appended, as Pi builds it in memory
+// (`appendCompaction`, `branchWithSummary`): `details`, `usage` and `fromHook` always there.
+const NEW_ENTRY_KEYS = {
+  session_compact: ["compactionEntry", ["details", "usage", "fromHook"]],
+  session_tree: ["summaryEntry", ["details", "usage", "fromHook"]],
+};
+const PREPARATION_KEYS = {
+  session_before_compact: ["previousSummary"],
+  session_before_tree: ["customInstructions", "replaceInstructions", "label"],
+};
+
+function withOptionalKeys(object, keys) {
+  const out = { ...object };
+  for (const key of keys) if (out[key] === null || out[key] === undefined) out[key] = undefined;
+  return out;
+}
+
+// A session event's payload in Pi's shape: its optional keys present, and a compaction
+// preparation's `fileOps` as Pi's Sets of paths (`read`, `written`, `edited`).
+function sessionEventPayload(event, payload) {
+  let out = SESSION_EVENT_KEYS[event] ? withOptionalKeys(payload, SESSION_EVENT_KEYS[event]) : payload;
+  const newEntry = NEW_ENTRY_KEYS[event];
+  if (newEntry && out[newEntry[0]] && typeof out[newEntry[0]] === "object") {
+    out = { ...out, [newEntry[0]]: withOptionalKeys(out[newEntry[0]], newEntry[1]) };
+  }
+  // A cleared name (the host's empty string) is undefined, as Pi's getSessionName() says.
+  if (event === "session_info_changed" && !out.name) out = { ...out, name: undefined };
+  const prep = out.preparation;
+  if (PREPARATION_KEYS[event] && prep && typeof prep === "object") {
+    const preparation = withOptionalKeys(prep, PREPARATION_KEYS[event]);
+    if (preparation.fileOps && typeof preparation.fileOps === "object") {
+      const ops = preparation.fileOps;
+      preparation.fileOps = {
+        read: new Set(ops.read || []),
+        written: new Set(ops.written || []),
+        edited: new Set(ops.edited || []),
+      };
+    }
+    out = { ...out, preparation };
+  }
+  return out;
+}
+
 async function emit(event, payload, emitId, trustUI) {
   const ctx = makeContext(undefined);
+  if (event.startsWith("session_")) payload = sessionEventPayload(event, payload);
   if (event === "tool_call") {
     let result;
     for (const { handler } of handlersOf(event)) {
@@ -1256,7 +1310,9 @@ async function emit(event, payload, emitId, trustUI) {
     try {
       for (const { extension, handler } of handlersOf(event)) {
         try {
-          const r = await handler({ type: event, ...payload, signal: controller.signal }, ctx);
+          // Pi passes a signal to the compaction and tree gates only, not to switch or fork.
+          const signal = event === "session_before_compact" || event === "session_before_tree" ? { signal: controller.signal } : {};
+          const r = await handler({ type: event, ...payload, ...signal }, ctx);
           if (r && typeof r === "object") {
             if (r.cancel) return { ...r, cancel: true };
             result = r;

@@ -99,7 +99,8 @@ async fn extensions_confirm_and_cancel_session_replacement_over_rpc() {
         {"event": "session_start", "reason": "startup", "sessionFile": first},
         {"event": "session_before_fork", "entryId": events[1]["entryId"], "position": "at", "sessionFile": first},
         {"event": "session_before_switch", "reason": "new", "sessionFile": first},
-        {"event": "session_shutdown", "reason": "new", "sessionFile": first},
+        // As in Pi, the session left is told which file the next one lives (will live) in.
+        {"event": "session_shutdown", "reason": "new", "targetSessionFile": second, "sessionFile": first},
         {"event": "session_start", "reason": "new", "previousSessionFile": first, "sessionFile": second},
         {"event": "session_shutdown", "reason": "quit", "sessionFile": second},
     ]);

@@ -29,8 +29,9 @@ pub struct NavigateOptions {
     pub summarize: bool,
     /// Extra focus for the summary.
     pub custom_instructions: Option<String>,
-    /// The custom instructions replace the default summary prompt instead of adding to it.
-    pub replace_instructions: bool,
+    /// The custom instructions replace the default summary prompt instead of adding to it
+    /// (`None`: not said, which `session_before_tree` shows as Pi does, as undefined).
+    pub replace_instructions: Option<bool>,
     /// A label for the summary entry (or, without a summary, for the target).
     pub label: Option<String>,
 }
@@ -295,7 +296,7 @@ impl AgentSession {
             Some(window),
             &settings,
             &summary_options,
-            options.replace_instructions,
+            options.replace_instructions == Some(true),
         )
         .await;
         let to_value = |lists: &FileLists| {
@@ -343,7 +344,7 @@ fn apply_overrides(options: &mut NavigateOptions, result: &Value) {
         options.custom_instructions = v.as_str().map(str::to_string);
     }
     if let Some(v) = result.get("replaceInstructions") {
-        options.replace_instructions = v.as_bool().unwrap_or(false);
+        options.replace_instructions = Some(v.as_bool().unwrap_or(false));
     }
     if let Some(v) = result.get("label") {
         options.label = v.as_str().map(str::to_string);

@@ -1532,7 +1532,7 @@ impl AgentSession {
             let prep = plan.as_ref().map(|plan| plan.input(&path));
             let hook_payload = match (&plan, &hooks) {
                 (Some(plan), Some(_)) => Some(json!({
-                    "preparation": plan.preparation(&path),
+                    "preparation": plan.preparation(&path).extension_view(),
                     "branchEntries": branch.entries.iter().map(|&i| s.entry_value(i)).collect::<Vec<_>>(),
                     "customInstructions": custom_instructions,
                     "reason": reason.as_str(),
@@ -1611,7 +1611,8 @@ impl AgentSession {
                 Some(result.first_kept_entry_id.clone()),
                 result.tokens_before,
                 details.clone(),
-                from_extension.then_some(true),
+                // Pi records `fromHook: false` for its own summaries, `true` for a handler's.
+                Some(*from_extension),
                 result.usage.clone(),
             );
             let appended = append_locked(&mut st, &entry).map(|id| {

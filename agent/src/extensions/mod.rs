@@ -767,8 +767,7 @@ impl Shared {
             let options = crate::agent::NavigateOptions {
                 summarize: params.get("summarize").and_then(Value::as_bool) == Some(true),
                 custom_instructions: text("customInstructions"),
-                replace_instructions: params.get("replaceInstructions").and_then(Value::as_bool)
-                    == Some(true),
+                replace_instructions: params.get("replaceInstructions").and_then(Value::as_bool),
                 label: text("label"),
             };
             let target = text("targetId").unwrap_or_default();

@@ -97,7 +97,66 @@ fn check_session_cwd(
     }
 }
 
+/// A session a replacement made or opened, not yet current: Pi creates (a fork's file is
+/// written) or opens the next session before the one being left gets `session_shutdown`,
+/// whose `targetSessionFile` names it, and only then switches ([`Host::commit`]).
+pub(super) struct Staged {
+    session: Session,
+    persist: crate::agent::Persistence,
+    after: AfterSwitch,
+}
+
+/// What makes a [`Staged`] session current once it replaced the old one.
+enum AfterSwitch {
+    /// A new session: the model and thinking level are recorded in it.
+    StartNew,
+    /// An existing one (or a copy): its model and thinking level are restored, and its
+    /// directory, when it has one that exists, becomes the working directory.
+    Restore { cwd: Option<String> },
+}
+
+impl Staged {
+    fn new_session((session, persist): (Session, crate::agent::Persistence)) -> Staged {
+        Staged {
+            session,
+            persist,
+            after: AfterSwitch::StartNew,
+        }
+    }
+
+    fn restored(
+        (session, persist): (Session, crate::agent::Persistence),
+        cwd: Option<String>,
+    ) -> Staged {
+        Staged {
+            session,
+            persist,
+            after: AfterSwitch::Restore { cwd },
+        }
+    }
+
+    /// The file the session lives (or will live) in, as `targetSessionFile` names it.
+    pub(super) fn file(&self) -> Option<String> {
+        self.persist.file.as_ref().map(|p| p.display().to_string())
+    }
+}
+
 impl Host {
+    /// Makes a staged session the current one.
+    pub(super) fn commit(&self, staged: Staged) -> Result<(), HostError> {
+        self.agent.replace_session(staged.session, staged.persist);
+        match staged.after {
+            AfterSwitch::StartNew => self.agent.start_new()?,
+            AfterSwitch::Restore { cwd } => {
+                self.agent.restore_from_session();
+                if let Some(cwd) = cwd {
+                    self.set_cwd(cwd);
+                }
+            }
+        }
+        Ok(())
+    }
+
     fn idle(&self, what: &str) -> Result<(), HostError> {
         if self.agent.is_streaming() {
             return Err(fail(format!(
@@ -118,16 +177,28 @@ impl Host {
 
     /// `new_session` / `/new`: a fresh session, optionally naming its parent session file.
     pub fn new_session(&self, parent: Option<String>) -> Result<(), HostError> {
+        let staged = self.stage_new_session(parent)?;
+        self.commit(staged)
+    }
+
+    pub(super) fn stage_new_session(&self, parent: Option<String>) -> Result<Staged, HostError> {
         self.idle("start a new session")?;
-        let (session, persist) = self.setup().home.new_session(parent).map_err(fail)?;
-        self.agent.replace_session(session, persist);
-        self.agent.start_new()?;
-        Ok(())
+        let made = self.setup().home.new_session(parent).map_err(fail)?;
+        Ok(Staged::new_session(made))
     }
 
     /// `switch_session` / `/resume`: continues the session at a store location (a file for
     /// JSONL, or an id prefix). A session whose directory exists is worked in there.
     pub fn switch_session(&self, location: &str, missing: MissingCwd) -> Result<(), HostError> {
+        let staged = self.stage_switch_session(location, missing)?;
+        self.commit(staged)
+    }
+
+    pub(super) fn stage_switch_session(
+        &self,
+        location: &str,
+        missing: MissingCwd,
+    ) -> Result<Staged, HostError> {
         self.idle("switch sessions")?;
         let home = self.setup().home;
         let (session, persist) = home.open_ref(location).map_err(fail)?;
@@ -139,15 +210,9 @@ impl Host {
                 .path()
                 .map(|p| p.display().to_string())
                 .unwrap_or_else(|| location.to_string());
-            self.fork_into_cwd(&session, parent)?;
-            return Ok(());
+            return Ok(self.stage_fork_into_cwd(&session, parent)?.0);
         }
-        self.agent.replace_session(session, persist);
-        self.agent.restore_from_session();
-        if let Some(cwd) = cwd {
-            self.set_cwd(cwd);
-        }
-        Ok(())
+        Ok(Staged::restored((session, persist), cwd))
     }
 
     /// The parent a new session derived from this one records: its file, when it has one.
@@ -161,8 +226,8 @@ impl Host {
             .map(|p| p.display().to_string())
     }
 
-    /// A new session holding the path to `leaf` (Pi's `createBranchedSession`), switched to.
-    fn branch_into_new(&self, leaf: &str) -> Result<(), HostError> {
+    /// A new session holding the path to `leaf` (Pi's `createBranchedSession`), written.
+    fn branch_into_new(&self, leaf: &str) -> Result<Staged, HostError> {
         let home = self.setup().home;
         let file = self.agent.session_file();
         if !home.no_session && file.as_ref().is_some_and(|f| !f.is_file()) {
@@ -175,15 +240,19 @@ impl Host {
             .agent
             .with_session(|s| s.branched_lines(leaf, &header))
             .map_err(|e| fail(e.to_string()))?;
-        let (session, persist) = home.create_from_lines(lines).map_err(fail)?;
-        self.agent.replace_session(session, persist);
-        self.agent.restore_from_session();
-        Ok(())
+        let made = home.create_from_lines(lines).map_err(fail)?;
+        Ok(Staged::restored(made, None))
     }
 
     /// `fork` / `/fork`: continues from before a user message in a new session. Returns the
     /// message's text, for the editor.
     pub fn fork(&self, entry_id: &str) -> Result<String, HostError> {
+        let (staged, text) = self.stage_fork(entry_id)?;
+        self.commit(staged)?;
+        Ok(text)
+    }
+
+    pub(super) fn stage_fork(&self, entry_id: &str) -> Result<(Staged, String), HostError> {
         self.idle("fork")?;
         let (parent, text) = self
             .agent
@@ -197,24 +266,26 @@ impl Host {
                 Some((v["parentId"].as_str().map(str::to_string), text))
             })
             .ok_or_else(|| fail("Invalid entry ID for forking"))?;
-        match parent {
+        let staged = match parent {
             Some(leaf) => self.branch_into_new(&leaf)?,
-            None => {
-                // The first message: a new, empty session that names this one as its parent.
-                let (session, persist) = self
-                    .setup()
+            // The first message: a new, empty session that names this one as its parent.
+            None => Staged::new_session(
+                self.setup()
                     .home
                     .new_session(self.parent_session())
-                    .map_err(fail)?;
-                self.agent.replace_session(session, persist);
-                self.agent.start_new()?;
-            }
-        }
-        Ok(text)
+                    .map_err(fail)?,
+            ),
+        };
+        Ok((staged, text))
     }
 
     /// `clone` / `/clone`: continues in a copy of the active path.
     pub fn clone_session(&self) -> Result<(), HostError> {
+        let staged = self.stage_clone()?;
+        self.commit(staged)
+    }
+
+    pub(super) fn stage_clone(&self) -> Result<Staged, HostError> {
         self.idle("clone")?;
         let leaf = self
             .agent
@@ -226,6 +297,11 @@ impl Host {
     /// Pi's `fork(entryId, {position: "at"})`: continues in a new session holding the path
     /// through `entry_id`, which need not be the leaf.
     pub fn clone_at(&self, entry_id: &str) -> Result<(), HostError> {
+        let staged = self.stage_clone_at(entry_id)?;
+        self.commit(staged)
+    }
+
+    pub(super) fn stage_clone_at(&self, entry_id: &str) -> Result<Staged, HostError> {
         self.idle("fork")?;
         if self.agent.with_session(|s| s.find(entry_id)).is_none() {
             return Err(fail("Invalid entry ID for forking"));
@@ -236,6 +312,16 @@ impl Host {
     /// Pi's fork of a session whose directory is gone: every entry, under a new header in
     /// the current directory naming `parent` as its parent session. Returns where it lives.
     fn fork_into_cwd(&self, source: &Session, parent: String) -> Result<String, HostError> {
+        let (staged, location) = self.stage_fork_into_cwd(source, parent)?;
+        self.commit(staged)?;
+        Ok(location)
+    }
+
+    fn stage_fork_into_cwd(
+        &self,
+        source: &Session,
+        parent: String,
+    ) -> Result<(Staged, String), HostError> {
         let header = self.new_header(Some(parent));
         let id = header.id.clone();
         let (session, persist) = self
@@ -247,9 +333,7 @@ impl Host {
             .path()
             .map(|p| p.display().to_string())
             .unwrap_or(id);
-        self.agent.replace_session(session, persist);
-        self.agent.restore_from_session();
-        Ok(location)
+        Ok((Staged::restored((session, persist), None), location))
     }
 
     /// `/import FILE`: copies a session file into the store and continues it. Returns where

@@ -12,6 +12,7 @@ use pi_engine::session::Session;
 use serde_json::{json, Value};
 use std::sync::Arc;
 
+use super::lifecycle::Staged;
 use super::{Host, HostError, MissingCwd};
 
 /// A change of the current session that extensions may veto.
@@ -95,16 +96,16 @@ impl Host {
                 }
             }
         }
+        // As Pi: the next session is made or opened first (a fork's file is written), so a
+        // failure leaves the session and its extensions as they were; then the session left
+        // hears `session_shutdown` naming the next one's file, and the switch happens.
         let previous = self.current_file();
-        let target = match &change {
-            Replacement::Resume { location, .. } => Some(location.clone()),
-            _ => None,
-        };
+        let (staged, text) = self.stage(&change)?;
         if let Some(ext) = &ext {
-            ext.session_shutdown(change.reason(), target.as_deref())
+            ext.session_shutdown(change.reason(), staged.file().as_deref())
                 .await;
         }
-        let outcome = self.replace_now(&change);
+        let outcome = self.commit(staged).map(|()| Replaced::Done { text });
         let start = SessionStart {
             reason: change.reason(),
             previous,
@@ -125,29 +126,27 @@ impl Host {
 
     /// The operation itself, synchronous, without asking anyone.
     fn replace_now(&self, change: &Replacement) -> Result<Replaced, HostError> {
-        let text = match change {
-            Replacement::New { parent } => {
-                self.new_session(parent.clone())?;
-                None
-            }
+        let (staged, text) = self.stage(change)?;
+        self.commit(staged)?;
+        Ok(Replaced::Done { text })
+    }
+
+    /// The session `change` leads to, made or opened but not current yet, and for a fork
+    /// the text of the message forked from.
+    fn stage(&self, change: &Replacement) -> Result<(Staged, Option<String>), HostError> {
+        Ok(match change {
+            Replacement::New { parent } => (self.stage_new_session(parent.clone())?, None),
             Replacement::Resume {
                 location,
                 missing_cwd,
-            } => {
-                self.switch_session(location, *missing_cwd)?;
-                None
+            } => (self.stage_switch_session(location, *missing_cwd)?, None),
+            Replacement::Fork { entry_id } => {
+                let (staged, text) = self.stage_fork(entry_id)?;
+                (staged, Some(text))
             }
-            Replacement::Fork { entry_id } => Some(self.fork(entry_id)?),
-            Replacement::Clone => {
-                self.clone_session()?;
-                None
-            }
-            Replacement::ForkAt { entry_id } => {
-                self.clone_at(entry_id)?;
-                None
-            }
-        };
-        Ok(Replaced::Done { text })
+            Replacement::Clone => (self.stage_clone()?, None),
+            Replacement::ForkAt { entry_id } => (self.stage_clone_at(entry_id)?, None),
+        })
     }
 
     /// The gate event of `change` and its payload (extensions.md: `session_before_switch`

@@ -100,6 +100,27 @@ impl Serialize for CompactionPreparation {
 }
 
 impl CompactionPreparation {
+    /// The preparation as Pi hands it to `session_before_compact` handlers (its
+    /// `CompactionPreparation`): `firstKeptEntryId`, `messagesToSummarize`,
+    /// `turnPrefixMessages`, `isSplitTurn`, `tokensBefore`, `previousSummary` (left out
+    /// when there is none), `fileOps` (`read`, `written`, `edited`, which the extension
+    /// host turns into Sets) and `settings`.
+    pub fn extension_view(&self) -> Value {
+        let mut view = serde_json::json!({
+            "firstKeptEntryId": self.first_kept_entry_id,
+            "messagesToSummarize": self.messages_to_summarize,
+            "turnPrefixMessages": self.turn_prefix_messages,
+            "isSplitTurn": self.is_split_turn,
+            "tokensBefore": self.tokens_before,
+            "fileOps": self.file_ops,
+            "settings": self.settings,
+        });
+        if let Some(previous) = &self.previous_summary {
+            view["previousSummary"] = previous.clone().into();
+        }
+        view
+    }
+
     pub fn file_lists(&self) -> FileLists {
         self.file_ops.file_lists()
     }

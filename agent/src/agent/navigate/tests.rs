@@ -219,7 +219,7 @@ async fn navigating_with_a_summary_writes_the_entry_where_pi_does() {
             NavigateOptions {
                 summarize: true,
                 custom_instructions: Some("the notes file".into()),
-                replace_instructions: false,
+                replace_instructions: Some(false),
                 label: Some("back-to-a1".into()),
             },
         )
