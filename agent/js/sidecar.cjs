@@ -334,11 +334,13 @@ function makeUi() {
     getEditorText: () => "",
     custom: async () => (state.hasUI ? withUiPrompt("custom", undefined, async () => undefined) : undefined),
     getToolsExpanded: () => false,
-    // Themes: the TUI's list (the host sends it with the state); RPC and print mode
-    // answer as Pi's do there.
+    // Themes: the TUI's list (the host sends it with the state), `system` first and the
+    // rest by name as Pi lists them; RPC and print mode answer as Pi's do there.
     getAllThemes: () =>
       state.mode === "tui"
-        ? state.themes.map(({ name, path }) => ({ name, path: path ?? undefined })).sort((a, b) => a.name.localeCompare(b.name))
+        ? state.themes
+            .map(({ name, path }) => ({ name, path: path ?? undefined }))
+            .sort((a, b) => (a.name === "system" ? -1 : b.name === "system" ? 1 : a.name.localeCompare(b.name)))
         : [],
     getTheme: (name) => {
       if (state.mode !== "tui") return undefined;

@@ -130,7 +130,7 @@ async fn extension_shortcuts_in_the_interactive_mode() {
 }
 
 /// `resources_discover`'s `themePaths`: the theme the settings name, found there by its
-/// `name`, is the one in use (no "using dark" warning) and /settings offers it.
+/// `name`, is the one in use (no "using system" warning) and /settings offers it.
 #[tokio::test(flavor = "multi_thread")]
 async fn themes_from_theme_paths_are_used_and_offered() {
     if !enabled() {
@@ -157,7 +157,7 @@ async fn themes_from_theme_paths_are_used_and_offered() {
         &["discover-themes.ts"],
     );
     let screen = tmux.wait_for("fake-model");
-    assert!(!screen.contains("using dark"), "{screen}");
+    assert!(!screen.contains("using system"), "{screen}");
     tmux.keys(&["/settings", "Enter"]);
     let screen = tmux.wait_for("Theme");
     let row = screen
@@ -170,7 +170,7 @@ async fn themes_from_theme_paths_are_used_and_offered() {
 
 /// `ctx.ui.getAllThemes()`, `getTheme()` and `setTheme()` in the interactive mode
 /// (themes-ui.ts): the list is every theme the screen can show (built-ins, the user's theme
-/// files, the themes `resources_discover` contributed), sorted by name; `setTheme` by name
+/// files, the themes `resources_discover` contributed), `system` first, the rest by name; `setTheme` by name
 /// repaints the screen in that theme and saves the setting; an unknown name is Pi's error
 /// and the default theme; a theme object from `getTheme` is shown without being saved.
 #[tokio::test(flavor = "multi_thread")]
@@ -220,7 +220,7 @@ async fn extensions_list_get_and_set_themes_on_screen() {
     assert!(!tmux.capture_ansi().contains(OCEAN));
 
     tmux.keys(&["/themes-list", "Enter"]);
-    tmux.wait_for("themes: dark,ext-ocean+,light,mine+");
+    tmux.wait_for("themes: system,dark,ext-ocean+,light,mine+");
     tmux.wait_for("getTheme ext-ocean: ext-ocean ocean.json styled");
     tmux.wait_for("getTheme nosuch: undefined");
 

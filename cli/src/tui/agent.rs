@@ -760,7 +760,7 @@ pub fn read_ui(env: &crate::modes::Env, args: &crate::RunArgs) -> Reloaded {
             .use_theme
             .as_deref()
             .or(cfg.theme())
-            .unwrap_or("dark")
+            .unwrap_or(super::system_theme::NAME)
             .to_string(),
         theme_paths: res.theme_paths.clone(),
         show_thinking: !cfg.hide_thinking_block(),

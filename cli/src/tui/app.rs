@@ -334,7 +334,7 @@ impl Default for UiSettings {
             quiet_startup: false,
             double_escape: "tree".into(),
             skip_branch_prompt: false,
-            theme: "dark".into(),
+            theme: super::system_theme::NAME.into(),
             theme_paths: Vec::new(),
             external_editor: None,
             llama: true,
@@ -446,7 +446,7 @@ impl App {
             dialog: None,
             ext_ui: Default::default(),
             completion: None,
-            theme: Theme::dark(),
+            theme: Theme::system(),
             keys: Keymap::default(),
             settings: UiSettings::default(),
             // Pi shows thinking blocks unless `hideThinkingBlock` is set.
@@ -986,17 +986,24 @@ impl App {
                 value: level,
             },
             {
-                // The built-in themes, then the ones extensions contributed; a configured
-                // theme found nowhere else is listed as it is set.
+                // Pi's order: `system` (the default), then the other built-in themes and
+                // the ones extensions contributed, by name; a configured theme found
+                // nowhere else is listed as it is set.
+                let system = super::system_theme::NAME.to_string();
                 let mut options: Vec<String> = vec!["dark".into(), "light".into()];
                 for name in super::theme::theme_names(&self.settings.theme_paths) {
-                    if !options.contains(&name) {
+                    if !options.contains(&name) && name != system {
                         options.push(name);
                     }
                 }
-                if !self.settings.theme.is_empty() && !options.contains(&self.settings.theme) {
+                if !self.settings.theme.is_empty()
+                    && !options.contains(&self.settings.theme)
+                    && self.settings.theme != system
+                {
                     options.push(self.settings.theme.clone());
                 }
+                options.sort();
+                options.insert(0, system);
                 let value = options
                     .iter()
                     .position(|o| *o == self.settings.theme)
@@ -2358,10 +2365,11 @@ fn apply_setting(app: &mut App, key: &str, text: &str, out: &mut Vec<Effect>) {
         "theme" => {
             app.settings.theme = text.to_string();
             app.theme = match text {
+                super::system_theme::NAME => Theme::system(),
                 "light" => Theme::light(),
                 "dark" => Theme::dark(),
                 other => super::theme::find_named(other, &app.settings.theme_paths)
-                    .unwrap_or_else(Theme::dark),
+                    .unwrap_or_else(Theme::system),
             };
             app.transcript.theme_changed();
             serde_json::Value::from(text)

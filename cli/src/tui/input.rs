@@ -10,7 +10,12 @@
 //! [`Decoder`] is pure (bytes in, events out) and unit-tested; [`TtyInput`] reads the
 //! terminal without a thread, only when the loop polls, so an external editor started
 //! from the UI gets every key.
+//!
+//! The terminal's answers to questions (OSC colour replies, DA1) come in on the same
+//! stream: they are taken out as [`Reply`]s ([`Decoder::take_replies`]) and never become
+//! keys, so they cannot reach the editor as typed text.
 
+use super::term_colors::{self, Reply};
 use crossterm::event::{Event, KeyCode, KeyEvent, KeyEventKind, KeyModifiers};
 use std::time::Duration;
 
@@ -27,6 +32,8 @@ pub struct Decoder {
     pending: Vec<u8>,
     /// Inside a bracketed paste: the text so far.
     paste: Option<Vec<u8>>,
+    /// The terminal's answers found so far.
+    replies: Vec<Reply>,
 }
 
 const PASTE_END: &[u8] = b"\x1b[201~";
@@ -73,6 +80,12 @@ impl Decoder {
                     at += used;
                     self.paste = Some(Vec::new());
                 }
+                Parsed::Reply(used, reply) => {
+                    at += used;
+                    if let Some(reply) = reply {
+                        self.replies.push(reply);
+                    }
+                }
                 Parsed::Incomplete => break,
             }
         }
@@ -104,13 +117,54 @@ impl Decoder {
     pub fn has_pending(&self) -> bool {
         !self.pending.is_empty() && self.paste.is_none()
     }
+
+    /// The terminal's answers decoded since the last call.
+    pub fn take_replies(&mut self) -> Vec<Reply> {
+        std::mem::take(&mut self.replies)
+    }
 }
 
 enum Parsed {
     /// Bytes used and the event they make (`None`: understood but nothing to report).
     Event(usize, Option<Event>),
     PasteStart(usize),
+    /// Bytes used by an answer from the terminal (`None`: one nobody asked about).
+    Reply(usize, Option<Reply>),
     Incomplete,
+}
+
+/// The longest OSC string waited for; a longer one without its end is dropped.
+const MAX_OSC: usize = 4096;
+
+/// `ESC ] … (BEL | ESC \)`: an operating system command, here the terminal's reply to a
+/// colour question. Cut off at the end, it waits for the rest; an escape that does not
+/// start ST ends it early (dropped) so a key pressed after a broken reply still counts.
+fn parse_osc(buf: &[u8]) -> Parsed {
+    let body_start = 2;
+    let mut i = body_start;
+    while i < buf.len() {
+        match buf[i] {
+            0x07 => {
+                return Parsed::Reply(i + 1, osc_reply(&buf[body_start..i]));
+            }
+            0x1b => {
+                return match buf.get(i + 1) {
+                    Some(b'\\') => Parsed::Reply(i + 2, osc_reply(&buf[body_start..i])),
+                    Some(_) => Parsed::Reply(i, None),
+                    None => Parsed::Incomplete,
+                };
+            }
+            _ => i += 1,
+        }
+        if i > MAX_OSC {
+            return Parsed::Reply(i, None);
+        }
+    }
+    Parsed::Incomplete
+}
+
+fn osc_reply(body: &[u8]) -> Option<Reply> {
+    term_colors::parse_osc(std::str::from_utf8(body).ok()?)
 }
 
 fn key(code: KeyCode, mods: KeyModifiers) -> Event {
@@ -201,6 +255,7 @@ fn parse_escape(buf: &[u8]) -> Parsed {
     };
     match next {
         b'[' => parse_csi(buf),
+        b']' => parse_osc(buf),
         b'O' => {
             let Some(&fin) = buf.get(2) else {
                 return Parsed::Incomplete;
@@ -292,6 +347,10 @@ fn parse_csi(buf: &[u8]) -> Parsed {
     let used = end + 1;
     let fin = buf[end];
     let params_text = std::str::from_utf8(&buf[2..end]).unwrap_or("");
+    if params_text.starts_with('?') && fin == b'c' {
+        // Primary device attributes: the end of the colour replies.
+        return Parsed::Reply(used, Some(Reply::DeviceAttributes));
+    }
     if params_text.starts_with(['<', '?', '>', '=']) {
         // Mouse reports and replies to queries: nothing to show.
         return Parsed::Event(used, None);
@@ -446,6 +505,11 @@ impl TtyInput {
         events.extend(self.decoder.flush());
         Ok(events)
     }
+
+    /// The terminal's answers read so far (see [`Decoder::take_replies`]).
+    pub fn take_replies(&mut self) -> Vec<Reply> {
+        self.decoder.take_replies()
+    }
 }
 
 #[cfg(test)]
@@ -524,6 +588,49 @@ mod tests {
         assert_eq!(keys(b"P"), [(KeyCode::Char('P'), SHIFT)]);
         // Focus reports and mouse reports are skipped.
         assert_eq!(keys(b"\x1b[I\x1b[<0;1;1Mx"), [(KeyCode::Char('x'), NONE)]);
+    }
+
+    /// The terminal's answers to the colour query are replies, never keys: typed text
+    /// around them arrives intact, in whatever pieces the reads cut.
+    #[test]
+    fn colour_replies_are_taken_out_of_the_input() {
+        use crate::tui::okcolor::Rgb;
+        use crate::tui::term_colors::Target;
+        let stream = b"a\x1b]11;rgb:1e1e/1e1e/2e2e\x07\x1b]10;rgb:cdcd/d6d6/f4f4\x1b\\\
+            \x1b]4;1;rgb:f3/8b/a8\x07\x1b[?62;22c\x1b]52;c;?\x07b";
+        let want = vec![
+            Reply::Color(Target::Background, Some(Rgb::new(0x1e, 0x1e, 0x2e))),
+            Reply::Color(Target::Foreground, Some(Rgb::new(0xcd, 0xd6, 0xf4))),
+            Reply::Color(Target::Palette(1), Some(Rgb::new(0xf3, 0x8b, 0xa8))),
+            Reply::DeviceAttributes,
+        ];
+        for cut in 0..stream.len() {
+            let mut d = Decoder::default();
+            let mut evs = d.feed(&stream[..cut]);
+            evs.extend(d.feed(&stream[cut..]));
+            evs.extend(d.flush());
+            let typed: Vec<KeyCode> = evs
+                .into_iter()
+                .filter_map(|e| match e {
+                    Event::Key(k) => Some(k.code),
+                    _ => None,
+                })
+                .collect();
+            assert_eq!(
+                typed,
+                [KeyCode::Char('a'), KeyCode::Char('b')],
+                "cut at {cut}"
+            );
+            assert_eq!(d.take_replies(), want, "cut at {cut}");
+            assert!(d.take_replies().is_empty());
+        }
+        // A reply cut short by a key's escape sequence: the key still counts.
+        let mut d = Decoder::default();
+        let evs = d.feed(b"\x1b]11;rgb:00/00\x1b[A");
+        assert_eq!(evs, vec![Event::Key(KeyEvent::new(KeyCode::Up, NONE))]);
+        assert!(d.take_replies().is_empty());
+        // alt+] alone is still alt+].
+        assert_eq!(keys(b"\x1b]"), [(KeyCode::Char(']'), ALT)]);
     }
 
     #[test]

@@ -217,8 +217,8 @@ impl Renderer<'_> {
             Tag::BlockQuote(_) => {
                 self.flush();
                 self.quote += 1;
-                let muted = self.theme.muted;
-                self.push_style(|s| s.fg(muted).add_modifier(Modifier::ITALIC));
+                let muted = self.theme.fg(self.theme.muted);
+                self.push_style(|s| s.patch(muted).add_modifier(Modifier::ITALIC));
             }
             Tag::CodeBlock(kind) => {
                 self.blank();

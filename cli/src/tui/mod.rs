@@ -40,11 +40,14 @@ pub mod llama_view;
 pub mod login;
 pub mod markdown;
 pub mod mcp_view;
+pub mod okcolor;
 pub mod render;
 pub mod session_ops;
 pub mod session_search;
 pub mod settings_menu;
 pub mod startup;
+pub mod system_theme;
+pub mod term_colors;
 pub mod theme;
 pub mod transcript;
 pub mod tree;
@@ -132,7 +135,7 @@ impl TuiOptions {
             quiet_startup: false,
             double_escape: "tree".into(),
             skip_branch_prompt: false,
-            theme: "dark".into(),
+            theme: system_theme::NAME.into(),
             theme_paths: Vec::new(),
             thinking: ThinkingLevel::Off,
             scoped_models: Vec::new(),
@@ -398,6 +401,9 @@ pub fn run(mut opts: TuiOptions) -> anyhow::Result<i32> {
         .driver
         .take()
         .unwrap_or_else(|| Box::new(OfflineDriver::default()));
+    // The terminal is asked for its colours once the screen is set up; until it answers,
+    // the `system` theme is grey.
+    theme::mark_terminal_colors_pending();
     let mut app = initial_app(&opts, driver.as_ref());
 
     // Restore the terminal before the default hook prints, or the panic message lands in
@@ -411,6 +417,7 @@ pub fn run(mut opts: TuiOptions) -> anyhow::Result<i32> {
     let mut tty = input::TtyInput::open()?;
     REGULAR.store(opts.regular, std::sync::atomic::Ordering::Relaxed);
     let mut terminal = setup_terminal(opts.regular)?;
+    let mut color_query = start_color_query(&mut app);
     let mut printed = Printed::default();
     let mut guard = TerminalGuard { exit_message: None };
     let mut search = session_search::SessionSearch::default();
@@ -475,20 +482,35 @@ pub fn run(mut opts: TuiOptions) -> anyhow::Result<i32> {
     }
 
     loop {
-        if opts.regular {
+        // What goes into the scrollback keeps its colours: wait (at most the query's
+        // timeout) for the terminal's before printing.
+        if opts.regular && !color_query.as_ref().is_some_and(|q| q.waiting()) {
             print_settled(&mut app, &mut terminal, &mut printed)?;
         }
         terminal.draw(|f| render::draw(&app, f))?;
         let mut effects = Vec::new();
         // What is ready is read at once, so a paste or key repeat costs one frame, not one
         // each. A resize needs no event: the next draw reflows (heights are cached per width).
-        for ev in tty.read(Duration::from_millis(50))? {
+        // While the colour query waits, the wait is short so its timeout is kept.
+        let wait = match &color_query {
+            Some(q) if q.waiting() => Duration::from_millis(20),
+            _ => Duration::from_millis(50),
+        };
+        for ev in tty.read(wait)? {
             match ev {
                 Event::Key(k) if k.kind != KeyEventKind::Release => {
                     effects.extend(app::update(&mut app, Msg::Key(k)))
                 }
                 Event::Paste(s) => effects.extend(app::update(&mut app, Msg::Paste(s))),
                 _ => {}
+            }
+        }
+        let replies = tty.take_replies();
+        if let Some(query) = color_query.as_mut() {
+            let mut reported: Vec<_> = replies.iter().filter_map(|r| query.on_reply(r)).collect();
+            reported.extend(query.on_tick(std::time::Instant::now()));
+            for colors in reported {
+                apply_terminal_colors(&mut app, colors);
             }
         }
         app.now_ms = now_ms();
@@ -554,6 +576,35 @@ pub fn run(mut opts: TuiOptions) -> anyhow::Result<i32> {
             spawn_file_index(indexed.clone(), tx.clone());
         }
     }
+}
+
+/// Asks the terminal for its colours (see [`term_colors`]); the replies come in with the
+/// input. A question that cannot be written counts as a terminal that answers nothing.
+fn start_color_query(app: &mut App) -> Option<term_colors::ColorQuery> {
+    let mut out = io::stdout();
+    let sent = out
+        .write_all(term_colors::query().as_bytes())
+        .and_then(|()| out.flush());
+    match sent {
+        Ok(()) => Some(term_colors::ColorQuery::new(std::time::Instant::now())),
+        Err(_) => {
+            apply_terminal_colors(app, system_theme::TerminalColors::default());
+            None
+        }
+    }
+}
+
+/// The terminal reported its colours (or the query timed out with what it had): remember
+/// them over what earlier reports said and, when the `system` theme is on screen, rebuild
+/// it from them.
+fn apply_terminal_colors(app: &mut App, reported: system_theme::TerminalColors) {
+    let next = term_colors::merge(theme::terminal_colors().as_ref(), reported);
+    // Rebuilding re-wraps the whole transcript: not when nothing changed.
+    if !theme::set_terminal_colors(next) || app.theme.name != system_theme::NAME {
+        return;
+    }
+    app.theme = theme::Theme::system();
+    app.transcript.theme_changed();
 }
 
 /// Walks the project with the `ignore` crate (respects .gitignore) on a thread; large

@@ -205,14 +205,15 @@ fn first_line(s: &str) -> String {
 
 fn thinking_color(app: &App) -> ratatui::style::Color {
     use super::driver::ThinkingLevel as T;
-    let t = &app.theme;
-    match app.thinking {
-        T::Off => t.border_muted,
-        T::Minimal | T::Low => t.dim,
-        T::Medium => t.border,
-        T::High => t.accent,
-        T::Xhigh | T::Max => t.warning,
-    }
+    app.theme.thinking_border(match app.thinking {
+        T::Off => 0,
+        T::Minimal => 1,
+        T::Low => 2,
+        T::Medium => 3,
+        T::High => 4,
+        T::Xhigh => 5,
+        T::Max => 6,
+    })
 }
 
 fn draw_editor(app: &App, area: Rect, buf: &mut Buffer) {

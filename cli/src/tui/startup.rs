@@ -122,7 +122,7 @@ fn on_own_screen<S, T>(
 ) -> anyhow::Result<T> {
     let theme_name = Settings::load_global(agent_dir)
         .theme()
-        .unwrap_or("dark")
+        .unwrap_or(super::system_theme::NAME)
         .to_string();
     let (theme, _) = Theme::load(&theme_name, agent_dir, &[]);
     terminal::enable_raw_mode()?;

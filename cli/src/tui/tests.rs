@@ -445,6 +445,10 @@ fn snapshot_model_picker_with_search() {
 #[test]
 fn snapshot_settings() {
     let mut a = app();
+    // The default is `system`, first in the list; from `dark` the next choice is `light`.
+    assert_eq!(a.settings.theme, "system");
+    assert_eq!(a.theme.name, "system");
+    a.settings.theme = "dark".into();
     typed(&mut a, "/settings");
     update(&mut a, key(KeyCode::Esc));
     update(&mut a, key(KeyCode::Enter));
@@ -477,7 +481,9 @@ fn settings_offer_contributed_themes() {
     update(&mut a, key(KeyCode::Esc));
     update(&mut a, key(KeyCode::Enter));
     update(&mut a, key(KeyCode::Down));
-    // Enter steps through the choices: dark, light, then the contributed one.
+    // Enter steps through the choices from the default `system`: dark, light, then the
+    // contributed one.
+    update(&mut a, key(KeyCode::Enter));
     update(&mut a, key(KeyCode::Enter));
     let out = update(&mut a, key(KeyCode::Enter));
     assert_eq!(
@@ -489,6 +495,33 @@ fn settings_offer_contributed_themes() {
     );
     assert_eq!(a.theme.name, "ocean");
     assert_eq!(a.theme.accent, ratatui::style::Color::Rgb(1, 2, 3));
+}
+
+/// Pi's order of the theme choices: `system` first, then every other theme by name; a
+/// contributed theme named `system` is not listed (the name is reserved).
+#[test]
+fn settings_list_themes_in_pis_order() {
+    let dir = tempfile::tempdir().unwrap();
+    for (file, name) in [
+        ("a.json", "ocean"),
+        ("b.json", "amber"),
+        ("c.json", "system"),
+    ] {
+        std::fs::write(
+            dir.path().join(file),
+            format!(r##"{{"name": "{name}", "colors": {{"accent": "#010203"}}}}"##),
+        )
+        .unwrap();
+    }
+    let mut a = app();
+    a.settings.theme_paths = vec![dir.path().to_path_buf()];
+    a.open_settings();
+    let Some(Dialog::Settings(s)) = &a.dialog else {
+        panic!("no settings dialog")
+    };
+    let theme = s.items.iter().find(|i| i.key == "theme").unwrap();
+    assert_eq!(theme.options, ["system", "amber", "dark", "light", "ocean"]);
+    assert_eq!(theme.options[theme.value], "system");
 }
 
 fn tree_app() -> App {

@@ -1,12 +1,40 @@
-//! Colours by role. Built-in `dark` and `light`, plus Pi-style JSON themes
+//! Colours by role. Built-in `system` (the default: made from the terminal's own colours,
+//! see [`super::system_theme`]), `dark` and `light`, plus Pi-style JSON themes
 //! (`{"name", "vars": {...}, "colors": {"accent": "#8abeb7" | "varName" | 39 | ""}}`) from
 //! `<agent-dir>/themes/<name>.json` and from the theme files and directories extensions
 //! contributed (`resources_discover`'s `themePaths`), found there by their `name`.
 
 use std::path::{Path, PathBuf};
+use std::sync::Mutex;
 
 use ratatui::style::{Color, Modifier, Style};
 use serde_json::Value;
+
+use super::okcolor::Rgb;
+use super::system_theme::{self, Paint, TerminalColors};
+
+/// What the terminal reported of its colours, and whether a query is still out (the
+/// `system` theme stays grey until it answers or the query times out).
+static TERMINAL: Mutex<(Option<TerminalColors>, bool)> = Mutex::new((None, false));
+
+/// A colour query went out: `system` is grey until [`set_terminal_colors`].
+pub fn mark_terminal_colors_pending() {
+    TERMINAL.lock().unwrap_or_else(|e| e.into_inner()).1 = true;
+}
+
+/// The terminal's colours (what it reported; nothing when it did not answer). Ends the
+/// grey wait. Returns whether `system` changes with them.
+pub fn set_terminal_colors(colors: TerminalColors) -> bool {
+    let mut t = TERMINAL.lock().unwrap_or_else(|e| e.into_inner());
+    let changed = t.1 || t.0.as_ref() != Some(&colors);
+    *t = (Some(colors), false);
+    changed
+}
+
+/// The colours last reported, if any query completed or timed out.
+pub fn terminal_colors() -> Option<TerminalColors> {
+    TERMINAL.lock().unwrap_or_else(|e| e.into_inner()).0.clone()
+}
 
 #[derive(Debug, Clone, PartialEq)]
 pub struct Theme {
@@ -21,7 +49,10 @@ pub struct Theme {
     pub error: Color,
     pub warning: Color,
     pub user_bg: Color,
+    /// A finished tool's background.
     pub tool_bg: Color,
+    /// A running tool's background (`None`: [`Theme::tool_bg`]).
+    pub tool_pending_bg: Option<Color>,
     pub tool_error_bg: Color,
     pub thinking: Color,
     pub md_heading: Color,
@@ -32,6 +63,9 @@ pub struct Theme {
     pub syntax_comment: Color,
     pub syntax_number: Color,
     pub selected_bg: Color,
+    /// The editor border by thinking level, off to max (`None`: picked from the other
+    /// roles, see [`Theme::thinking_border`]).
+    pub thinking_levels: Option<[Color; 7]>,
 }
 
 impl Theme {
@@ -59,6 +93,8 @@ impl Theme {
             syntax_comment: Color::Rgb(0x6a, 0x99, 0x55),
             syntax_number: Color::Rgb(0xb5, 0xce, 0xa8),
             selected_bg: Color::Rgb(0x3a, 0x3a, 0x4a),
+            tool_pending_bg: None,
+            thinking_levels: None,
         }
     }
 
@@ -86,15 +122,107 @@ impl Theme {
             syntax_comment: Color::Rgb(0x00, 0x80, 0x00),
             syntax_number: Color::Rgb(0x09, 0x86, 0x58),
             selected_bg: Color::Rgb(0xd8, 0xd8, 0xe8),
+            tool_pending_bg: None,
+            thinking_levels: None,
         }
     }
 
-    /// `dark`, `light`, a JSON theme from `<agent-dir>/themes/<name>.json`, or the theme
-    /// named `name` among `extra` (theme files and directories of them, as extensions
-    /// contributed them); unknown names fall back to dark with a warning.
+    /// Stands for "the terminal's default foreground, faint" (SGR 2), which the `system`
+    /// theme uses for secondary text when the terminal reported no colours. [`Theme::fg`]
+    /// and [`Theme::bold`] draw it so; no other theme produces this colour (a JSON theme's
+    /// index 8 is `Color::Indexed(8)`), and drawn as it is it is bright black, still sane.
+    pub const FAINT: Color = Color::DarkGray;
+
+    /// `system` for the terminal's colours as last reported ([`set_terminal_colors`]): grey
+    /// while a query is out, palette indices when the terminal reported nothing.
+    pub fn system() -> Theme {
+        let (colors, pending) = TERMINAL
+            .lock()
+            .map(|t| t.clone())
+            .unwrap_or_else(|e| e.into_inner().clone());
+        let saturation = if pending { 0.0 } else { 1.0 };
+        Theme::from_generated(&system_theme::generate(
+            &colors.unwrap_or_default(),
+            saturation,
+        ))
+    }
+
+    /// The roles of this interface from the `system` theme's tokens.
+    pub fn from_generated(generated: &system_theme::Generated) -> Theme {
+        let color = |token: &str| match generated.get(token) {
+            Paint::Rgb(Rgb { r, g, b }) => Color::Rgb(r, g, b),
+            Paint::Index(i) => Color::Indexed(i),
+            Paint::Default if generated.is_faint(token) => Theme::FAINT,
+            Paint::Default => Color::Reset,
+        };
+        Theme {
+            name: system_theme::NAME.into(),
+            accent: color("accent"),
+            border: color("border"),
+            border_muted: color("borderMuted"),
+            muted: color("muted"),
+            dim: color("dim"),
+            text: color("text"),
+            success: color("success"),
+            error: color("error"),
+            warning: color("warning"),
+            user_bg: color("userMessageBg"),
+            tool_bg: color("toolSuccessBg"),
+            tool_pending_bg: Some(color("toolPendingBg")),
+            tool_error_bg: color("toolErrorBg"),
+            thinking: color("thinkingText"),
+            md_heading: color("mdHeading"),
+            md_code: color("mdCode"),
+            md_link: color("mdLink"),
+            syntax_keyword: color("syntaxKeyword"),
+            syntax_string: color("syntaxString"),
+            syntax_comment: color("syntaxComment"),
+            syntax_number: color("syntaxNumber"),
+            selected_bg: color("selectedBg"),
+            thinking_levels: Some(
+                [
+                    "thinkingOff",
+                    "thinkingMinimal",
+                    "thinkingLow",
+                    "thinkingMedium",
+                    "thinkingHigh",
+                    "thinkingXhigh",
+                    "thinkingMax",
+                ]
+                .map(color),
+            ),
+        }
+    }
+
+    /// The editor border for a thinking level (0 off … 6 max): the theme's own colours for
+    /// them, else picked from its other roles.
+    pub fn thinking_border(&self, level: usize) -> Color {
+        if let Some(levels) = &self.thinking_levels {
+            return levels[level.min(6)];
+        }
+        match level {
+            0 => self.border_muted,
+            1 | 2 => self.dim,
+            3 => self.border,
+            4 => self.accent,
+            _ => self.warning,
+        }
+    }
+
+    /// A running tool's background.
+    pub fn tool_pending_bg(&self) -> Color {
+        self.tool_pending_bg.unwrap_or(self.tool_bg)
+    }
+
+    /// `system` (also for no name), `dark`, `light`, a JSON theme from
+    /// `<agent-dir>/themes/<name>.json`, or the theme named `name` among `extra` (theme
+    /// files and directories of them, as extensions contributed them); unknown names fall
+    /// back to `system` with a warning. `system` is reserved: a theme file of that name is
+    /// not read.
     pub fn load(name: &str, agent_dir: &Path, extra: &[PathBuf]) -> (Theme, Option<String>) {
         match name {
-            "dark" | "" => (Theme::dark(), None),
+            system_theme::NAME | "" => (Theme::system(), None),
+            "dark" => (Theme::dark(), None),
             "light" => (Theme::light(), None),
             other => {
                 let path = agent_dir.join("themes").join(format!("{other}.json"));
@@ -109,8 +237,8 @@ impl Theme {
                 {
                     Ok(v) => (Theme::from_json(&v), None),
                     Err(e) => (
-                        Theme::dark(),
-                        Some(format!("theme {other}: {e}; using dark")),
+                        Theme::system(),
+                        Some(format!("theme {other}: {e}; using system")),
                     ),
                 }
             }
@@ -160,12 +288,18 @@ impl Theme {
         t
     }
 
+    /// Text in `c` ([`Theme::FAINT`]: the default colour, faint).
     pub fn fg(&self, c: Color) -> Style {
+        if c == Theme::FAINT {
+            return Style::default()
+                .fg(Color::Reset)
+                .add_modifier(Modifier::DIM);
+        }
         Style::default().fg(c)
     }
 
     pub fn bold(&self, c: Color) -> Style {
-        Style::default().fg(c).add_modifier(Modifier::BOLD)
+        self.fg(c).add_modifier(Modifier::BOLD)
     }
 }
 
@@ -241,12 +375,15 @@ pub fn theme_names(paths: &[PathBuf]) -> Vec<String> {
 }
 
 /// Every theme [`Theme::load`] can show, first of each name, with its file (none for the
-/// built-in `dark` and `light`): the built-ins, `<agent-dir>/themes/<name>.json`, then the
-/// themes under `paths`. Pi's `getAvailableThemesWithPaths()` without its generated
-/// `system` theme, which this interface does not have.
+/// built-in `system`, `dark` and `light`): the built-ins, `<agent-dir>/themes/<name>.json`,
+/// then the themes under `paths`. Pi's `getAvailableThemesWithPaths()` before its sorting
+/// (`system` first, the rest by name).
 pub fn available(agent_dir: &Path, paths: &[PathBuf]) -> Vec<(String, Option<PathBuf>)> {
-    let mut out: Vec<(String, Option<PathBuf>)> =
-        vec![("dark".into(), None), ("light".into(), None)];
+    let mut out: Vec<(String, Option<PathBuf>)> = vec![
+        (system_theme::NAME.into(), None),
+        ("dark".into(), None),
+        ("light".into(), None),
+    ];
     let mut add = |name: String, path: PathBuf| {
         if !out.iter().any(|(n, _)| *n == name) {
             out.push((name, Some(path)));
@@ -341,17 +478,23 @@ mod tests {
             .into_iter()
             .map(|(n, p)| (n, p.is_some()))
             .collect();
-        let expected = [("dark", false), ("light", false), ("mine", true)]
-            .into_iter()
-            .chain([("ocean", true), ("forest", true)]);
+        let expected = [
+            ("system", false),
+            ("dark", false),
+            ("light", false),
+            ("mine", true),
+        ]
+        .into_iter()
+        .chain([("ocean", true), ("forest", true)]);
         assert_eq!(
             names,
             expected
                 .map(|(n, p)| (n.to_string(), p))
                 .collect::<Vec<_>>()
         );
+        // Not found: the default theme, `system`, with a warning.
         let (t, warning) = Theme::load("ocean", &agent, &[]);
-        assert_eq!(t.accent, Theme::dark().accent);
-        assert!(warning.is_some());
+        assert_eq!(t.name, "system");
+        assert!(warning.is_some_and(|w| w.contains("using system")));
     }
 }

@@ -308,8 +308,10 @@ pub fn item_lines(item: &Item, width: u16, flags: ViewFlags, theme: &Theme) -> V
         } => {
             let bg = if *is_error {
                 theme.tool_error_bg
-            } else {
+            } else if *done {
                 theme.tool_bg
+            } else {
+                theme.tool_pending_bg()
             };
             let body = tool_body(name, args, output, *is_error, diff.as_deref(), flags, theme);
             let mut body = body;

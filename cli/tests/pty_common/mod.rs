@@ -53,8 +53,22 @@ pub fn spawn_all_on_terminal(cmd: &mut Command) -> PtyChild {
     spawn_on(cmd, true)
 }
 
+/// [`spawn`] on a terminal of `rows` × `cols` (full-screen programs need a size; the
+/// others get a 0 × 0 terminal).
+pub fn spawn_sized(cmd: &mut Command, rows: u16, cols: u16) -> PtyChild {
+    spawn_on_sized(cmd, false, Some((rows, cols)))
+}
+
 fn spawn_on(cmd: &mut Command, stderr_on_terminal: bool) -> PtyChild {
-    let (master, slave) = open_pty();
+    spawn_on_sized(cmd, stderr_on_terminal, None)
+}
+
+fn spawn_on_sized(
+    cmd: &mut Command,
+    stderr_on_terminal: bool,
+    size: Option<(u16, u16)>,
+) -> PtyChild {
+    let (master, slave) = open_pty(size);
     let stdout_side = slave.try_clone().unwrap();
     let stderr_side = if stderr_on_terminal {
         Stdio::from(slave.try_clone().unwrap())
@@ -160,19 +174,29 @@ impl PtyChild {
     }
 }
 
-/// A pseudo-terminal pair with echo and output newline translation turned off.
-fn open_pty() -> (OwnedFd, File) {
+/// A pseudo-terminal pair with echo and output newline translation turned off, of
+/// `size` (rows, columns) if given.
+fn open_pty(size: Option<(u16, u16)>) -> (OwnedFd, File) {
     let mut master = -1;
     let mut slave = -1;
-    // SAFETY: openpty writes two new descriptors into the given ints; the other pointers
-    // may be null.
+    let winsize = size.map(|(rows, cols)| libc::winsize {
+        ws_row: rows,
+        ws_col: cols,
+        ws_xpixel: 0,
+        ws_ypixel: 0,
+    });
+    let winsize_ptr = winsize
+        .as_ref()
+        .map_or(std::ptr::null(), |w| w as *const libc::winsize);
+    // SAFETY: openpty writes two new descriptors into the given ints; the name and
+    // termios pointers may be null, the window size is null or a live winsize.
     let rc = unsafe {
         libc::openpty(
             &mut master,
             &mut slave,
             std::ptr::null_mut(),
             std::ptr::null(),
-            std::ptr::null(),
+            winsize_ptr,
         )
     };
     assert_eq!(rc, 0, "openpty: {}", std::io::Error::last_os_error());
