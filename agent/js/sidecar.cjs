@@ -1243,19 +1243,26 @@ async function emit(event, payload, emitId, trustUI) {
   }
   if (event === "resources_discover") {
     // Every handler contributes; paths are collected in load order.
+    // `contributors` names the extension behind each path (its sourceInfo), the first one
+    // when several contribute the same path.
     const found = { skillPaths: [], promptPaths: [], themePaths: [] };
+    const contributors = {};
     for (const { extension, handler } of handlersOf(event)) {
       try {
         const r = await handler({ type: event, ...payload }, ctx);
         if (!r || typeof r !== "object") continue;
         for (const key of Object.keys(found)) {
-          if (Array.isArray(r[key])) found[key].push(...r[key].filter((p) => typeof p === "string" && p));
+          if (!Array.isArray(r[key])) continue;
+          for (const path of r[key].filter((p) => typeof p === "string" && p)) {
+            found[key].push(path);
+            if (!(path in contributors)) contributors[path] = extension.path;
+          }
         }
       } catch (err) {
         reportError(extension.path, event, err);
       }
     }
-    return found;
+    return { ...found, contributors };
   }
   if (event === "project_trust") {
     // The first "yes" or "no" decides; "undecided" (or nothing) lets later handlers, then

@@ -80,6 +80,24 @@ impl SourceInfo {
         SourceInfo::top_level("auto", scope, Some(base_dir.to_path_buf()))
     }
 
+    /// Contributed by the extension at `extension` (its `resources_discover` handler): the
+    /// source names the extension file without `.ts`/`.js`, based in its directory.
+    pub fn contributed_by(extension: &Path) -> SourceInfo {
+        let file = extension
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_default();
+        let name = file
+            .strip_suffix(".ts")
+            .or_else(|| file.strip_suffix(".js"))
+            .unwrap_or(&file);
+        SourceInfo::top_level(
+            &format!("extension:{name}"),
+            SourceScope::Temporary,
+            extension.parent().map(Path::to_path_buf),
+        )
+    }
+
     /// Named by an entry of the `scope` settings file.
     pub fn setting(scope: SourceScope) -> SourceInfo {
         SourceInfo::top_level("local", scope, None)
@@ -254,6 +272,29 @@ mod tests {
         .map(SourceInfo::precedence)
         .collect();
         assert_eq!(ranks, [0, 1, 2, 3, 4]);
+    }
+
+    /// Real Pi 1.6.0 (fixtures/extensions/source-info/realpi.json): a skill directory the
+    /// extension `auto-ext.ts` contributed gives its skills `extension:auto-ext`, scope
+    /// `temporary`, the extension's directory as base dir.
+    #[test]
+    fn what_an_extension_contributes_names_the_extension() {
+        let mut provenance = Provenance::new(Path::new("/home/u/.pi/agent"), Path::new("/w"));
+        let extension = Path::new("/home/u/.pi/agent/extensions/auto-ext.ts");
+        provenance.add(
+            Path::new("/w/disc/skills"),
+            SourceInfo::contributed_by(extension),
+        );
+        assert_eq!(
+            provenance.json(Path::new("/w/disc/skills/s/SKILL.md")),
+            json!({"path": "/w/disc/skills/s/SKILL.md", "source": "extension:auto-ext",
+                   "scope": "temporary", "origin": "top-level",
+                   "baseDir": "/home/u/.pi/agent/extensions"})
+        );
+        assert_eq!(
+            SourceInfo::contributed_by(Path::new("/x/tools.js")).source,
+            "extension:tools"
+        );
     }
 
     #[test]

@@ -132,12 +132,22 @@ pub struct DiscoveredResources {
     pub prompt_paths: Vec<PathBuf>,
     /// Theme files or directories.
     pub theme_paths: Vec<PathBuf>,
+    /// The extension file behind each of those paths.
+    pub contributors: Vec<(PathBuf, PathBuf)>,
 }
 
 impl DiscoveredResources {
     /// Whether no handler contributed anything.
     pub fn is_empty(&self) -> bool {
         self.skill_paths.is_empty() && self.prompt_paths.is_empty() && self.theme_paths.is_empty()
+    }
+
+    /// Records in `provenance` that the contributed paths come from their extensions (Pi's
+    /// `extension:<name>` sourceInfo of what `resources_discover` adds).
+    pub fn record_provenance(&self, provenance: &mut crate::config::Provenance) {
+        for (path, extension) in &self.contributors {
+            provenance.add(path, crate::config::SourceInfo::contributed_by(extension));
+        }
     }
 }
 
@@ -1211,10 +1221,22 @@ impl Extensions {
                 .map(|p| crate::config::paths::resolve_path(p, &cwd, home.as_deref()))
                 .collect()
         };
+        let contributors = found
+            .get("contributors")
+            .and_then(Value::as_object)
+            .into_iter()
+            .flatten()
+            .filter_map(|(path, extension)| {
+                let extension = PathBuf::from(extension.as_str()?);
+                let path = crate::config::paths::resolve_path(path, &cwd, home.as_deref());
+                Some((path, extension))
+            })
+            .collect();
         DiscoveredResources {
             skill_paths: paths("skillPaths"),
             prompt_paths: paths("promptPaths"),
             theme_paths: paths("themePaths"),
+            contributors,
         }
     }
 

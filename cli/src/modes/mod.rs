@@ -670,6 +670,7 @@ pub fn build_host(args: &RunArgs, env: &Env, sink: EventSink) -> anyhow::Result<
             })
         });
         // Themes are the interactive mode's (its theme setting and /settings).
+        found.record_provenance(&mut resources.provenance);
         resources.add_discovered_themes(&found.theme_paths);
         if resources.add_discovered(&found.skill_paths, &found.prompt_paths) {
             agent.set_prompt_builder(prompt_builder_for(

@@ -56,6 +56,7 @@ pub fn install(extensions: &Extensions, host: &Arc<Host>, args: &RunArgs, settin
 pub(crate) fn add_discovered(host: &Host, found: &DiscoveredResources) {
     let setup = host.setup();
     let mut resources = setup.resources;
+    found.record_provenance(&mut resources.provenance);
     let themes = resources.add_discovered_themes(&found.theme_paths);
     let prompt = resources.add_discovered(&found.skill_paths, &found.prompt_paths);
     if prompt {
