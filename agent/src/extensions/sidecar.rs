@@ -24,7 +24,9 @@ type Waiter = oneshot::Sender<Result<Value, String>>;
 
 /// A running sidecar.
 pub struct Sidecar {
-    stdin: tokio::sync::Mutex<ChildStdin>,
+    /// `None` once [`Sidecar::shutdown`] closed it: dropping the pipe is what the process
+    /// sees as the end of the session (a shutdown of the stream alone leaves it open).
+    stdin: tokio::sync::Mutex<Option<ChildStdin>>,
     pending: Mutex<HashMap<u64, Waiter>>,
     next_id: AtomicU64,
     exited: AtomicBool,
@@ -76,7 +78,7 @@ impl Sidecar {
             return Err("could not open the extension process's pipes".into());
         };
         let sidecar = Arc::new(Sidecar {
-            stdin: tokio::sync::Mutex::new(stdin),
+            stdin: tokio::sync::Mutex::new(Some(stdin)),
             pending: Mutex::new(HashMap::new()),
             next_id: AtomicU64::new(1),
             exited: AtomicBool::new(false),
@@ -150,6 +152,9 @@ impl Sidecar {
         let mut line = record.to_string();
         line.push('\n');
         let mut stdin = self.stdin.lock().await;
+        let stdin = stdin
+            .as_mut()
+            .ok_or("the extension process has been stopped")?;
         stdin
             .write_all(line.as_bytes())
             .await
@@ -230,17 +235,18 @@ impl Sidecar {
         line.push_str(params_json);
         line.push_str("}\n");
         let mut stdin = self.stdin.lock().await;
-        if stdin.write_all(line.as_bytes()).await.is_ok() {
-            let _ = stdin.flush().await;
+        if let Some(stdin) = stdin.as_mut() {
+            if stdin.write_all(line.as_bytes()).await.is_ok() {
+                let _ = stdin.flush().await;
+            }
         }
     }
 
     /// Stops the process (closing stdin ends it; a kill follows if it lingers).
     pub async fn shutdown(&self) {
         self.closing.store(true, Ordering::SeqCst);
-        {
-            let mut stdin = self.stdin.lock().await;
-            let _ = stdin.shutdown().await;
+        if let Some(mut stdin) = self.stdin.lock().await.take() {
+            let _ = stdin.flush().await;
         }
         let child = lock(&self.child).take();
         if let Some(mut child) = child {
