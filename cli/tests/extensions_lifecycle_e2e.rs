@@ -122,34 +122,6 @@ async fn without_provider_handlers_the_payload_is_unchanged() {
     assert_ne!(body["max_tokens"], 77);
 }
 
-/// When the run ends the extension process ends on its own: the host closes its stdin and
-/// Node exits normally, running exit handlers (fixtures/extensions/exit-marker.ts). The host
-/// used to leave the pipe open, wait two seconds and kill the process (no exit handlers),
-/// which added those two seconds to every run with an extension.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn the_extension_process_ends_when_the_run_does() {
-    let s = Setup::new(json!([{"text": "ok"}])).await;
-    let marker = s.cwd.join("exit-marker");
-    let (code, stderr) = run(
-        &s,
-        &[
-            "--model",
-            "fakeoai/fake-model",
-            "-e",
-            &fixture("exit-marker.ts"),
-            "-p",
-            "hi",
-        ],
-        &[("EXIT_MARKER", marker.as_path())],
-    );
-    assert_eq!(code, 0, "{stderr}");
-    assert_eq!(
-        std::fs::read_to_string(&marker).ok().as_deref(),
-        Some("exit 0"),
-        "the extension process was killed, not ended"
-    );
-}
-
 /// Writes a skill and a prompt template under `dir` (the fixture's $DISCOVER_DIR).
 fn discoverable(dir: &Path) {
     let skill = dir.join("skills/ext-skill");

@@ -24,9 +24,7 @@ type Waiter = oneshot::Sender<Result<Value, String>>;
 
 /// A running sidecar.
 pub struct Sidecar {
-    /// `None` once [`Sidecar::shutdown`] closed it: dropping the pipe is what the process
-    /// sees as the end of the session (a shutdown of the stream alone leaves it open).
-    stdin: tokio::sync::Mutex<Option<ChildStdin>>,
+    stdin: tokio::sync::Mutex<ChildStdin>,
     pending: Mutex<HashMap<u64, Waiter>>,
     next_id: AtomicU64,
     exited: AtomicBool,
@@ -78,7 +76,7 @@ impl Sidecar {
             return Err("could not open the extension process's pipes".into());
         };
         let sidecar = Arc::new(Sidecar {
-            stdin: tokio::sync::Mutex::new(Some(stdin)),
+            stdin: tokio::sync::Mutex::new(stdin),
             pending: Mutex::new(HashMap::new()),
             next_id: AtomicU64::new(1),
             exited: AtomicBool::new(false),
@@ -152,9 +150,6 @@ impl Sidecar {
         let mut line = record.to_string();
         line.push('\n');
         let mut stdin = self.stdin.lock().await;
-        let stdin = stdin
-            .as_mut()
-            .ok_or("the extension process has been stopped")?;
         stdin
             .write_all(line.as_bytes())
             .await
@@ -235,18 +230,17 @@ impl Sidecar {
         line.push_str(params_json);
         line.push_str("}\n");
         let mut stdin = self.stdin.lock().await;
-        if let Some(stdin) = stdin.as_mut() {
-            if stdin.write_all(line.as_bytes()).await.is_ok() {
-                let _ = stdin.flush().await;
-            }
+        if stdin.write_all(line.as_bytes()).await.is_ok() {
+            let _ = stdin.flush().await;
         }
     }
 
     /// Stops the process (closing stdin ends it; a kill follows if it lingers).
     pub async fn shutdown(&self) {
         self.closing.store(true, Ordering::SeqCst);
-        if let Some(mut stdin) = self.stdin.lock().await.take() {
-            let _ = stdin.flush().await;
+        {
+            let mut stdin = self.stdin.lock().await;
+            let _ = stdin.shutdown().await;
         }
         let child = lock(&self.child).take();
         if let Some(mut child) = child {
